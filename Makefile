@@ -1,0 +1,41 @@
+# takt: `make help` lists the targets. `make local` and `make test` are the README's two commands.
+SHELL := /bin/bash
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+PY := .venv/bin/python
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+
+.DEFAULT_GOAL := help
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+$(UV):
+	python3 -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==0.13.8
+
+install: $(UV) ## install everything from the lock (uv.lock) into .venv
+	$(UV) sync --frozen --extra local
+
+local: install ## run takt locally on moto: API on http://127.0.0.1:8080 (PORT=... to change)
+	.venv/bin/takt local --port $${PORT:-8080}
+
+test: install ## run the whole test suite
+	$(PY) -m pytest -n auto -q
+
+lint: install ## ruff (lint and format check) and mypy --strict
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy .
+
+fmt: install ## format the code
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+openapi: install ## regenerate docs/openapi.json from the API routes
+	$(PY) -c "from takt.api.app import openapi_json; print(openapi_json(), end='')" > docs/openapi.json
+
+lock: $(UV) ## re-resolve uv.lock after changing pyproject.toml
+	$(UV) lock
+
+.PHONY: help install local test lint fmt openapi lock

@@ -1,0 +1,1 @@
+"""Lambda handlers: thin adapters from AWS events to the takt library."""

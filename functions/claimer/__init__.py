@@ -1,0 +1,1 @@
+"""The claimer function's code asset."""

@@ -1,0 +1,30 @@
+"""One claim: dispatch what is due in one (minute bucket, shard) of the due index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel, ConfigDict
+
+from takt.models.ids import parse_time
+from takt.observability import MetricUnit, logger, metrics
+from takt.wiring import services
+
+
+class ClaimEvent(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    minute: str
+    shard: int
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    task = ClaimEvent.model_validate(event)
+    svc = services()
+    result = svc.claimer.claim(parse_time(task.minute), task.shard, svc.clock.now())
+    metrics.add_metric("Dispatched", MetricUnit.Count, result.dispatched)
+    metrics.add_metric("Skipped", MetricUnit.Count, result.skipped)
+    return {"due": result.due, "dispatched": result.dispatched, "left": result.left}

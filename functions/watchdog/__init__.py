@@ -1,0 +1,1 @@
+"""The watchdog function's code asset."""

@@ -1,0 +1,35 @@
+"""The watchdog function: sweeps the open-executions index every interval for about a minute."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from takt.observability import MetricUnit, logger, metrics
+from takt.wiring import services
+
+STOP_BEFORE_END_MS = 5000
+
+
+@logger.inject_lambda_context
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    svc = services()
+    sweeps = int(event.get("sweeps", 6))
+    totals = {"resent": 0, "lease_expired": 0, "dead": 0, "retries_released": 0}
+    for done in range(1, sweeps + 1):
+        result = svc.watchdog.sweep(svc.clock.now())
+        totals["resent"] += result.resent
+        totals["lease_expired"] += result.lease_expired
+        totals["dead"] += result.dead
+        totals["retries_released"] += result.retries_released
+        metrics.add_metric("PendingResent", MetricUnit.Count, result.resent)
+        metrics.add_metric("LeaseExpired", MetricUnit.Count, result.lease_expired)
+        metrics.add_metric("RetriesReleased", MetricUnit.Count, result.retries_released)
+        remaining = context.get_remaining_time_in_millis()
+        if done == sweeps or remaining < STOP_BEFORE_END_MS + svc.settings.watchdog_interval_sec * 1000:
+            break
+        time.sleep(svc.settings.watchdog_interval_sec)
+    return totals

@@ -1,0 +1,1 @@
+"""The worker function's code asset."""

@@ -1,0 +1,252 @@
+"""takt's five Lambda functions, their configuration and their permissions.
+
+Every function runs `functions/<name>/handler.py` on Python 3.13 on Graviton (arm64, about 20 %
+cheaper per GB-second than x86 and every dependency ships aarch64 wheels) with the takt layer.
+Each gets its own role holding only what its handler does, granted with `grant_*` so that no
+statement carries a wildcard action, and its own log group with a retention, so no log is kept
+forever and no role needs `logs:CreateLogGroup`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
+from constructs import Construct
+
+from infra import metric_names
+from infra.context import DeployConfig
+from infra.lanes import Lanes
+from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
+from infra.tables import Tables
+from takt.resources import DUE, EXECUTIONS, IDEMPOTENCY, JOBS, TABLES, TableSpec
+
+FUNCTIONS_DIR = PROJECT_ROOT / "functions"
+HANDLER = "handler.handler"
+LOG_RETENTION = logs.RetentionDays.ONE_MONTH
+# The worker's timeout bounds one batch; the lanes' visibility timeout (QueueSpec, 360 s) must be
+# at least six times this, so Lambda can retry a throttled batch before the message reappears.
+WORKER_TIMEOUT_SEC = 60
+# The scheduler and the watchdog loop for about 60 s inside one invocation per minute.
+LOOP_TIMEOUT_SEC = 70
+
+Access = Literal["read", "read_write"]
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """One function: its folder under functions/, its size, and what it may touch."""
+
+    name: str
+    description: str
+    memory_mb: int
+    timeout_sec: int
+    tables: dict[TableSpec, Access]
+    sends_to_lanes: bool = False
+    # Set for the functions invoked once a minute, so an overlap of two minutes is allowed but a
+    # pile-up of late invocations is not.
+    reserved_concurrency: int | None = None
+    # Set for the asynchronously invoked functions: the next tick (a second or a minute later)
+    # is their retry, so Lambda's own retries would only add late duplicates.
+    async_retries: int | None = None
+
+
+API = FunctionSpec(
+    name="api",
+    description="takt job API behind the HTTP API",
+    memory_mb=512,
+    timeout_sec=10,
+    tables={JOBS: "read_write", DUE: "read_write", IDEMPOTENCY: "read_write", EXECUTIONS: "read"},
+)
+SCHEDULER = FunctionSpec(
+    name="scheduler",
+    description="takt per-second driver: fans out claimers for about a minute",
+    memory_mb=256,
+    timeout_sec=LOOP_TIMEOUT_SEC,
+    tables={},
+    reserved_concurrency=2,
+    async_retries=0,
+)
+CLAIMER = FunctionSpec(
+    name="claimer",
+    description="takt claimer: claims one (bucket, shard) of the due index and dispatches",
+    memory_mb=512,
+    timeout_sec=30,
+    tables={DUE: "read_write", JOBS: "read_write", EXECUTIONS: "read_write"},
+    sends_to_lanes=True,
+    async_retries=0,
+)
+WORKER = FunctionSpec(
+    name="worker",
+    description="takt worker: runs executions from the lanes under a lease",
+    memory_mb=512,
+    timeout_sec=WORKER_TIMEOUT_SEC,
+    tables={EXECUTIONS: "read_write", JOBS: "read_write"},
+    sends_to_lanes=True,
+)
+WATCHDOG = FunctionSpec(
+    name="watchdog",
+    description="takt watchdog: puts expired leases and lost messages back on the lanes",
+    memory_mb=256,
+    timeout_sec=LOOP_TIMEOUT_SEC,
+    tables={EXECUTIONS: "read_write"},
+    sends_to_lanes=True,
+    reserved_concurrency=2,
+    async_retries=0,
+)
+SPECS: tuple[FunctionSpec, ...] = (API, SCHEDULER, CLAIMER, WORKER, WATCHDOG)
+
+
+def table_env_var(spec: TableSpec) -> str:
+    """The variable `takt.config.Settings` reads the table's name from."""
+    return f"TAKT_{spec.setting.upper()}"
+
+
+class TaktFunctions(Construct):
+    """The functions, with the environment `takt.config.Settings` and Powertools read."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        layer: lambda_.ILayerVersion,
+        tables: Tables,
+        lanes: Lanes,
+        config: DeployConfig,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        environment = {table_env_var(spec): table.table_name for spec, table in tables.all()}
+        environment |= {
+            "TAKT_LANE_URLS": stack.to_json_string(
+                {lane: pair.queue.queue_url for lane, pair in lanes.lanes.items()}
+            ),
+            # Settings defaults to us-east-1; the functions must use the stack's region.
+            "TAKT_REGION": stack.region,
+            "TAKT_METRICS_NAMESPACE": metric_names.NAMESPACE,
+            "POWERTOOLS_SERVICE_NAME": metric_names.SERVICE,
+            "POWERTOOLS_METRICS_NAMESPACE": metric_names.NAMESPACE,
+            "LOG_LEVEL": config.log_level,
+        }
+        self.functions: dict[str, lambda_.Function] = {}
+        for spec in SPECS:
+            function, role = self._function(spec, layer, environment)
+            for table_spec, access in spec.tables.items():
+                table = tables.table(table_spec)
+                if access == "read":
+                    table.grant_read_data(function)
+                else:
+                    table.grant_read_write_data(function)
+            if spec.sends_to_lanes:
+                for pair in lanes.lanes.values():
+                    pair.queue.grant_send_messages(function)
+            self._suppress_findings(spec, function, role)
+            self.functions[spec.name] = function
+
+        self.api = self.functions[API.name]
+        self.scheduler = self.functions[SCHEDULER.name]
+        self.claimer = self.functions[CLAIMER.name]
+        self.worker = self.functions[WORKER.name]
+        self.watchdog = self.functions[WATCHDOG.name]
+        self.claimer.grant_invoke(self.scheduler)
+        self.scheduler.add_environment("TAKT_CLAIMER_MODE", "lambda")
+        self.scheduler.add_environment("TAKT_CLAIMER_FUNCTION", self.claimer.function_name)
+
+    def _function(
+        self, spec: FunctionSpec, layer: lambda_.ILayerVersion, environment: dict[str, str]
+    ) -> tuple[lambda_.Function, iam.Role]:
+        name = spec.name.capitalize()
+        role = iam.Role(
+            self,
+            f"{name}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"takt {spec.name} function",
+        )
+        log_group = logs.LogGroup(self, f"{name}Logs", retention=LOG_RETENTION)
+        log_group.grant_write(role)
+        function = lambda_.Function(
+            self,
+            name,
+            description=spec.description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=HANDLER,
+            code=lambda_.Code.from_asset(
+                str(FUNCTIONS_DIR / spec.name), exclude=["__pycache__", "*.pyc"]
+            ),
+            layers=[layer],
+            role=role,
+            log_group=log_group,
+            memory_size=spec.memory_mb,
+            timeout=Duration.seconds(spec.timeout_sec),
+            reserved_concurrent_executions=spec.reserved_concurrency,
+            retry_attempts=spec.async_retries,
+            # The shortest age Lambda allows: an invocation a minute late is covered by a newer
+            # one, so older queued events are dropped rather than run out of order.
+            max_event_age=Duration.minutes(1) if spec.async_retries is not None else None,
+            tracing=lambda_.Tracing.ACTIVE,
+            environment=environment,
+        )
+        return function, role
+
+    def _suppress_findings(
+        self, spec: FunctionSpec, function: lambda_.Function, role: iam.Role
+    ) -> None:
+        """Suppress the cdk-nag findings that least privilege cannot remove, each for a reason.
+
+        Called after the grants, because a suppression reaches only the policies that exist then
+        (the scheduler's invoke grant lands later in the same default policy).
+        """
+        NagSuppressions.add_resource_suppressions(
+            function,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-L1",
+                    reason=(
+                        "Python 3.13 is deliberate: the project supports 3.11-3.13 "
+                        "(requires-python < 3.14) and the layer is built for 3.13; moving to a "
+                        "newer runtime is a tested change, not a default."
+                    ),
+                )
+            ],
+        )
+        wildcards = [
+            NagPackSuppression(
+                id="AwsSolutions-IAM5",
+                reason=(
+                    "X-Ray's PutTraceSegments and PutTelemetryRecords accept no resource-level "
+                    "permission, so active tracing needs Resource '*'."
+                ),
+                applies_to=["Resource::*"],
+            )
+        ]
+        if any(table_spec.indexes for table_spec in spec.tables):
+            wildcards.append(
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason=(
+                        "DynamoDB grants cover a table's indexes as '<table>/index/*': the "
+                        "executions table's sparse 'open' index lets readers find the executions "
+                        "that need action without a scan."
+                    ),
+                    applies_to=[RegexAppliesTo(regex="/^Resource::.*\\/index\\/\\*$/g")],
+                )
+            )
+        if spec is SCHEDULER:
+            wildcards.append(
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason=(
+                        "grant_invoke names the claimer and '<claimer>:*' (its versions and "
+                        "aliases): the scheduler may invoke the claimer and nothing else."
+                    ),
+                    applies_to=[RegexAppliesTo(regex="/^Resource::<.*Claimer.*>:\\*$/g")],
+                )
+            )
+        NagSuppressions.add_resource_suppressions(role, wildcards, apply_to_children=True)

@@ -1,0 +1,274 @@
+"""takt's CloudWatch dashboard and alarms.
+
+The dashboard answers "is takt on time, and if not, where is it stuck": lag and dispatch first,
+then the lanes, then the tables and functions underneath. Alarms go to the stateful stack's SNS
+topic, both when they fire and when they clear.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from infra import metric_names
+from infra.context import DeployConfig
+from infra.functions import TaktFunctions
+from infra.lanes import Lanes
+from infra.metric_names import MetricName
+from infra.tables import Tables
+
+MINUTE = Duration.minutes(1)
+FIVE_MINUTES = Duration.minutes(5)
+# DESIGN's target is p99 start lag under 2 s; page at 5 s sustained for 3 of 5 minutes.
+SCHEDULE_LAG_ALARM_MS = 5000
+WIDGET_WIDTH = 8
+WIDGET_HEIGHT = 6
+
+
+def takt_metric(
+    metric: MetricName, *, statistic: str = "Sum", label: str | None = None
+) -> cloudwatch.Metric:
+    """A metric the handlers publish, per minute, under takt's namespace and service dimension."""
+    return cloudwatch.Metric(
+        namespace=metric_names.NAMESPACE,
+        metric_name=metric.name,
+        dimensions_map={metric_names.SERVICE_DIMENSION: metric_names.SERVICE},
+        statistic=statistic,
+        period=MINUTE,
+        label=label or metric.name,
+    )
+
+
+def _graph(title: str, metrics: list[cloudwatch.IMetric]) -> cloudwatch.GraphWidget:
+    return cloudwatch.GraphWidget(
+        title=title, left=metrics, width=WIDGET_WIDTH, height=WIDGET_HEIGHT
+    )
+
+
+class Observability(Construct):
+    """The dashboard and the alarms, wired to the alarm topic."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        functions: TaktFunctions,
+        tables: Tables,
+        lanes: Lanes,
+        alarm_topic: sns.ITopic,
+        config: DeployConfig,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._topic_action = actions.SnsAction(alarm_topic)
+        self.alarms: list[cloudwatch.Alarm] = []
+
+        lag_p50 = takt_metric(metric_names.SCHEDULE_LAG, statistic="p50", label="p50")
+        lag_p99 = takt_metric(metric_names.SCHEDULE_LAG, statistic="p99", label="p99")
+        recoveries = cloudwatch.MathExpression(
+            expression="lease + pending",
+            using_metrics={
+                "lease": takt_metric(metric_names.LEASE_EXPIRED),
+                "pending": takt_metric(metric_names.PENDING_RESENT),
+            },
+            period=FIVE_MINUTES,
+            label="Recoveries",
+        )
+        # Metric ids must be unique across nested expressions, hence r<i>/w<i> per table.
+        throttle_events: dict[str, cloudwatch.IMetric] = {}
+        table_throttles = []
+        for i, (spec, table) in enumerate(tables.all()):
+            pair = {
+                f"r{i}": table.metric("ReadThrottleEvents", statistic="Sum", period=MINUTE),
+                f"w{i}": table.metric("WriteThrottleEvents", statistic="Sum", period=MINUTE),
+            }
+            throttle_events |= pair
+            table_throttles.append(
+                cloudwatch.MathExpression(
+                    expression=" + ".join(pair),
+                    using_metrics=pair,
+                    period=MINUTE,
+                    label=spec.logical_id,
+                )
+            )
+
+        self._alarm(
+            "ScheduleLagP99",
+            lag_p99,
+            threshold=SCHEDULE_LAG_ALARM_MS,
+            evaluation_periods=5,
+            datapoints_to_alarm=3,
+            description="p99 schedule lag above 5 s in 3 of 5 minutes: claimers or workers lag.",
+        )
+        for lane, pair in lanes.lanes.items():
+            self._alarm(
+                f"{lane.capitalize()}DlqNotEmpty",
+                pair.dlq.metric_approximate_number_of_messages_visible(
+                    period=MINUTE, statistic="Maximum"
+                ),
+                threshold=0,
+                description=f"Messages in the {lane} lane's dead-letter queue: inspect, redrive.",
+            )
+        for name, function in functions.functions.items():
+            self._alarm(
+                f"{name.capitalize()}Errors",
+                function.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+                threshold=0,
+                description=f"The {name} function failed (an unhandled error or a timeout).",
+            )
+            self._alarm(
+                f"{name.capitalize()}Throttles",
+                function.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
+                threshold=0,
+                description=f"The {name} function was throttled: check concurrency quotas.",
+            )
+        self._alarm(
+            "TableThrottles",
+            cloudwatch.MathExpression(
+                expression=" + ".join(throttle_events),
+                using_metrics=throttle_events,
+                period=MINUTE,
+                label="Throttle events, all tables",
+            ),
+            threshold=0,
+            evaluation_periods=5,
+            datapoints_to_alarm=3,
+            description="DynamoDB throttled takt in 3 of 5 minutes: a hot partition or a quota.",
+        )
+        self._alarm(
+            "WatchdogRecoveries",
+            recoveries,
+            threshold=config.recovery_alarm_threshold,
+            description="The watchdog recovered many executions: workers crash or lose messages.",
+        )
+        # A stopped scheduler emits no lag at all, so the lag alarm cannot see it; this can.
+        self._alarm(
+            "SchedulerNotRunning",
+            functions.scheduler.metric_invocations(period=FIVE_MINUTES, statistic="Sum"),
+            threshold=1,
+            comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            missing=cloudwatch.TreatMissingData.BREACHING,
+            description="The scheduler did not run for 5 minutes: nothing is being dispatched.",
+        )
+
+        dashboard = cloudwatch.Dashboard(self, "Dashboard")
+        dashboard.add_widgets(
+            cloudwatch.AlarmStatusWidget(
+                title="Alarms", alarms=list(self.alarms), width=24, height=3
+            )
+        )
+        dashboard.add_widgets(
+            _graph("Schedule lag (ms)", [lag_p50, lag_p99]),
+            _graph("Dispatched / min", [takt_metric(metric_names.DISPATCHED)]),
+            _graph(
+                "Completions / min",
+                [
+                    takt_metric(metric_names.SUCCEEDED),
+                    takt_metric(metric_names.FAILED),
+                    takt_metric(metric_names.DEAD),
+                ],
+            ),
+        )
+        dashboard.add_widgets(
+            _graph("Skipped / min", [takt_metric(metric_names.SKIPPED)]),
+            _graph(
+                "Watchdog recoveries / min",
+                [
+                    takt_metric(metric_names.LEASE_EXPIRED),
+                    takt_metric(metric_names.PENDING_RESENT),
+                ],
+            ),
+            _graph("Stale reports fenced / min", [takt_metric(metric_names.STALE_REPORT_FENCED)]),
+        )
+        dashboard.add_widgets(
+            _graph(
+                "Lane depth (visible messages)",
+                [
+                    pair.queue.metric_approximate_number_of_messages_visible(
+                        period=MINUTE, statistic="Maximum", label=lane
+                    )
+                    for lane, pair in lanes.lanes.items()
+                ],
+            ),
+            _graph(
+                "Lane age of oldest message (s)",
+                [
+                    pair.queue.metric_approximate_age_of_oldest_message(
+                        period=MINUTE, statistic="Maximum", label=lane
+                    )
+                    for lane, pair in lanes.lanes.items()
+                ],
+            ),
+            _graph(
+                "Dead-letter depth",
+                [
+                    pair.dlq.metric_approximate_number_of_messages_visible(
+                        period=MINUTE, statistic="Maximum", label=lane
+                    )
+                    for lane, pair in lanes.lanes.items()
+                ],
+            ),
+        )
+        dashboard.add_widgets(
+            _graph(
+                "Lambda errors",
+                [
+                    function.metric_errors(period=MINUTE, statistic="Sum", label=name)
+                    for name, function in functions.functions.items()
+                ],
+            ),
+            _graph(
+                "Lambda throttles",
+                [
+                    function.metric_throttles(period=MINUTE, statistic="Sum", label=name)
+                    for name, function in functions.functions.items()
+                ],
+            ),
+            _graph(
+                "Lambda duration p99 (ms)",
+                [
+                    function.metric_duration(period=MINUTE, statistic="p99", label=name)
+                    for name, function in functions.functions.items()
+                ],
+            ),
+        )
+        dashboard.add_widgets(
+            _graph("DynamoDB throttle events / min", list(table_throttles))
+        )
+
+    def _alarm(
+        self,
+        construct_id: str,
+        metric: cloudwatch.IMetric,
+        *,
+        threshold: float,
+        description: str,
+        evaluation_periods: int = 1,
+        datapoints_to_alarm: int = 1,
+        comparison: cloudwatch.ComparisonOperator = (
+            cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD
+        ),
+        missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
+    ) -> None:
+        """An alarm that notifies the topic when it fires and again when it clears.
+
+        Missing data does not breach by default: takt's own metrics are only emitted when there is
+        work, so silence means idle, not broken.
+        """
+        alarm = cloudwatch.Alarm(
+            self,
+            construct_id,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=evaluation_periods,
+            datapoints_to_alarm=datapoints_to_alarm,
+            comparison_operator=comparison,
+            treat_missing_data=missing,
+            alarm_description=description,
+        )
+        alarm.add_alarm_action(self._topic_action)
+        alarm.add_ok_action(self._topic_action)
+        self.alarms.append(alarm)

@@ -1,0 +1,48 @@
+"""The stateful stack: what holds data and must outlive any deployment of the code.
+
+Kept apart from the functions so that a code deployment can never replace a table or a queue, and
+so that this stack can carry termination protection while the stateless one is freely redeployed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from infra.context import DeployConfig
+from infra.lanes import Lanes
+from infra.tables import Tables
+
+
+class StatefulStack(Stack):
+    """Tables, lanes and the alarm topic."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: DeployConfig, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, termination_protection=True, **kwargs)
+        self.tables = Tables(self, "Tables")
+        self.lanes = Lanes(self, "Lanes")
+
+        # A customer managed key, because CloudWatch alarms cannot publish to a topic encrypted
+        # with the AWS managed `aws/sns` key: its policy cannot be changed to let them in.
+        alarm_key = kms.Key(
+            self,
+            "AlarmTopicKey",
+            description="Encrypts takt's alarm notifications at rest",
+            enable_key_rotation=True,
+        )
+        alarm_key.grant(
+            iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
+        )
+        self.alarm_topic = sns.Topic(
+            self, "AlarmTopic", master_key=alarm_key, enforce_ssl=True
+        )
+        if config.alarm_email:
+            self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))

@@ -1,0 +1,55 @@
+"""The stateless stack: the code and everything that only points at data.
+
+Everything here can be destroyed and redeployed without losing a job: the layer, the functions,
+the API, the schedules, the dashboard and the alarms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from infra.api import JobApi
+from infra.context import DeployConfig
+from infra.functions import TaktFunctions
+from infra.layer import takt_layer
+from infra.observability import Observability
+from infra.stateful import StatefulStack
+from infra.triggers import Triggers
+
+
+class StatelessStack(Stack):
+    """Layer, functions, HTTP API, EventBridge rules, dashboard and alarms."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        stateful: StatefulStack,
+        config: DeployConfig,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.functions = TaktFunctions(
+            self,
+            "Functions",
+            layer=takt_layer(self, "TaktLayer"),
+            tables=stateful.tables,
+            lanes=stateful.lanes,
+            config=config,
+        )
+        Triggers(self, "Triggers", functions=self.functions, lanes=stateful.lanes, config=config)
+        self.api = JobApi(self, "Api", handler=self.functions.api, config=config)
+        Observability(
+            self,
+            "Observability",
+            functions=self.functions,
+            tables=stateful.tables,
+            lanes=stateful.lanes,
+            alarm_topic=stateful.alarm_topic,
+            config=config,
+        )
+        CfnOutput(self, "ApiUrl", value=self.api.stage.url, description="takt job API endpoint")

@@ -1,0 +1,1 @@
+"""takt: a distributed job scheduler that runs serverless on AWS."""

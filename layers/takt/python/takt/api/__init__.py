@@ -1,0 +1,1 @@
+"""The job API: an HTTP API resolver (Powertools) over the job service."""

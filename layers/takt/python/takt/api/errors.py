@@ -1,0 +1,55 @@
+"""Domain errors of the job API, each mapped once to an HTTP problem (see app.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ApiError(Exception):
+    status = 400
+    title = "Bad Request"
+
+    def __init__(self, detail: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors
+
+
+class InvalidRequestError(ApiError):
+    status = 400
+    title = "Invalid request"
+
+
+class JobNotFoundError(ApiError):
+    status = 404
+    title = "Not Found"
+
+
+class ConflictingStateError(ApiError):
+    status = 409
+    title = "Conflict"
+
+
+class PreconditionFailedError(ApiError):
+    status = 412
+    title = "Precondition Failed"
+
+
+class PayloadTooLargeError(ApiError):
+    status = 413
+    title = "Payload Too Large"
+
+
+class UnsupportedMediaTypeError(ApiError):
+    status = 415
+    title = "Unsupported Media Type"
+
+
+class IdempotencyMismatchError(ApiError):
+    status = 422
+    title = "Idempotency key reused with a different body"
+
+
+class UnauthenticatedError(ApiError):
+    status = 401
+    title = "Unauthorized"

@@ -1,0 +1,252 @@
+"""The API's request and response bodies: the public contract, published as OpenAPI."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    field_validator,
+    model_validator,
+)
+
+from takt.models.ids import format_time
+from takt.models.records import (
+    Attempt,
+    CatchupPolicy,
+    Dst,
+    ExecutionRecord,
+    JobRecord,
+    OverlapPolicy,
+    RetryPolicy,
+)
+from takt.schedule import parse_cron, parse_duration, validate_time_zone
+
+Lane = Literal["high", "default", "low"]
+
+
+def _check_target(value: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("target must be an http(s) URL")
+    return value
+
+
+class _Schedulable(BaseModel):
+    """Fields shared by create and update, validated the same way in both."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("time_zone", check_fields=False)
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        return None if value is None else validate_time_zone(value)
+
+    @field_validator("interval", "catchup_window", check_fields=False)
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @field_validator("target", check_fields=False)
+    @classmethod
+    def _target(cls, value: str | None) -> str | None:
+        return None if value is None else _check_target(value)
+
+
+class JobCreate(_Schedulable):
+    """A new job: exactly one of `schedule` (cron), `run_at` (one-off) or `interval`."""
+
+    name: str | None = Field(default=None, max_length=200)
+    time_zone: str = Field(default="UTC", description="IANA zone the cron is evaluated in")
+    dst: Dst = Dst()
+    schedule: str | None = Field(default=None, description="cron: 5 fields, optional seconds")
+    run_at: AwareDatetime | None = None
+    interval: str | None = Field(default=None, description='fixed interval, e.g. "90s", "1h"')
+    start_at: AwareDatetime | None = None
+    end_at: AwareDatetime | None = None
+    target: str = Field(description="http(s) URL the payload is POSTed to")
+    payload: JsonValue = None
+    retry: RetryPolicy = RetryPolicy()
+    timeout_sec: int = Field(default=300, ge=1, le=86400)
+    priority: Lane = "default"
+    catchup: CatchupPolicy = "once"
+    catchup_window: str = "1h"
+    overlap: OverlapPolicy = "allow"
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
+
+    @model_validator(mode="after")
+    def _one_schedule(self) -> JobCreate:
+        given = [n for n in ("schedule", "run_at", "interval") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("exactly one of schedule, run_at or interval is required")
+        if self.schedule is not None:
+            parse_cron(self.schedule, self.time_zone)
+        if self.start_at and self.end_at and self.end_at <= self.start_at:
+            raise ValueError("end_at must be after start_at")
+        return self
+
+
+class JobPatch(_Schedulable):
+    """A partial update; fields not given keep their value. `status` pauses or resumes."""
+
+    name: str | None = Field(default=None, max_length=200)
+    status: Literal["active", "paused"] | None = None
+    time_zone: str | None = None
+    dst: Dst | None = None
+    schedule: str | None = None
+    run_at: AwareDatetime | None = None
+    interval: str | None = None
+    start_at: AwareDatetime | None = None
+    end_at: AwareDatetime | None = None
+    target: str | None = None
+    payload: JsonValue = None
+    retry: RetryPolicy | None = None
+    timeout_sec: int | None = Field(default=None, ge=1, le=86400)
+    priority: Lane | None = None
+    catchup: CatchupPolicy | None = None
+    catchup_window: str | None = None
+    overlap: OverlapPolicy | None = None
+
+    @model_validator(mode="after")
+    def _at_most_one_schedule(self) -> JobPatch:
+        given = [n for n in ("schedule", "run_at", "interval") if getattr(self, n) is not None]
+        if len(given) > 1:
+            raise ValueError("at most one of schedule, run_at or interval may be given")
+        return self
+
+
+class JobOut(BaseModel):
+    id: str
+    name: str | None
+    status: str
+    schedule: str | None
+    interval: str | None
+    run_at: str | None
+    time_zone: str
+    dst: Dst
+    start_at: str | None
+    end_at: str | None
+    target: str
+    payload: JsonValue
+    retry: RetryPolicy
+    timeout_sec: int
+    priority: str
+    catchup: str
+    catchup_window: str
+    overlap: str
+    idempotency_key: str | None
+    version: int
+    next_run_time: str | None
+    created_at: str
+    updated_at: str
+    last_execution_id: str | None
+    last_outcome: str | None
+    last_run_at: str | None
+
+    @classmethod
+    def of(cls, job: JobRecord) -> JobOut:
+        return cls(
+            id=job.job_id,
+            name=job.name,
+            status=job.status.value,
+            schedule=job.schedule,
+            interval=job.interval,
+            run_at=_t(job.run_at),
+            time_zone=job.time_zone,
+            dst=job.dst,
+            start_at=_t(job.start_at),
+            end_at=_t(job.end_at),
+            target=job.target,
+            payload=job.payload,
+            retry=job.retry,
+            timeout_sec=job.timeout_sec,
+            priority=job.priority,
+            catchup=job.catchup,
+            catchup_window=job.catchup_window,
+            overlap=job.overlap,
+            idempotency_key=job.idempotency_key,
+            version=job.version,
+            next_run_time=_t(job.next_run_time),
+            created_at=format_time(job.created_at),
+            updated_at=format_time(job.updated_at),
+            last_execution_id=job.last_execution_id,
+            last_outcome=job.last_outcome,
+            last_run_at=_t(job.last_run_at),
+        )
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None
+
+
+class ExecutionOut(BaseModel):
+    id: str
+    job_id: str
+    scheduled_time: str
+    trigger: str
+    state: str
+    attempt: int
+    max_attempts: int
+    lane: str
+    started_at: str | None
+    finished_at: str | None
+    retry_at: str | None
+    lag_ms: int | None
+    status_code: int | None
+    error: str | None
+    reason: str | None
+    attempts: list[Attempt]
+    fenced_reports: int
+    created_at: str
+
+    @classmethod
+    def of(cls, record: ExecutionRecord) -> ExecutionOut:
+        return cls(
+            id=record.execution_id,
+            job_id=record.job_id,
+            scheduled_time=format_time(record.scheduled_time),
+            trigger=record.trigger,
+            state=record.state.value,
+            attempt=record.attempt,
+            max_attempts=record.max_attempts,
+            lane=record.lane,
+            started_at=_t(record.started_at),
+            finished_at=_t(record.finished_at),
+            retry_at=_t(record.retry_at),
+            lag_ms=record.lag_ms,
+            status_code=record.status_code,
+            error=record.error,
+            reason=record.reason,
+            attempts=record.attempts,
+            fenced_reports=record.fenced_reports,
+            created_at=format_time(record.created_at),
+        )
+
+
+class ExecutionPage(BaseModel):
+    items: list[ExecutionOut]
+    next_cursor: str | None
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details, as every error answer carries."""
+
+    type: str = "about:blank"
+    title: str
+    status: int
+    detail: str | None = None
+    errors: list[dict[str, Any]] | None = None
+
+
+def _t(value: datetime | None) -> str | None:
+    return None if value is None else format_time(value)

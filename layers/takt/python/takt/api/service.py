@@ -1,0 +1,290 @@
+"""The job service: what each API call does to the tables, in crash-safe order.
+
+Writes that create or move a job's due item always index first and point the job second, so a
+crash in between leaves at worst an orphan due item (deleted by a claimer after a grace period),
+never an active job that nobody will fire.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from takt.api.errors import (
+    ConflictingStateError,
+    IdempotencyMismatchError,
+    InvalidRequestError,
+    JobNotFoundError,
+    PreconditionFailedError,
+)
+from takt.api.models import JobCreate, JobPatch
+from takt.dispatch.lanes import LaneMessage, Outgoing
+from takt.models.ids import execution_id, new_job_id, to_ms
+from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
+from takt.schedule import ScheduleError, next_after
+from takt.store.errors import ConflictError, NotFoundError
+from takt.store.executions import Transition
+from takt.wiring import Services
+
+SCHEDULE_FIELDS = {"schedule", "interval", "run_at", "time_zone", "dst", "start_at", "end_at"}
+
+
+def body_hash(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class JobService:
+    def __init__(self, svc: Services) -> None:
+        self._svc = svc
+
+    # Jobs
+
+    def create(
+        self, tenant_id: str, body: JobCreate, idempotency_key: str | None
+    ) -> tuple[JobRecord, bool]:
+        """Create a job; (job, False) when the idempotency key returns an earlier one."""
+        now = self._svc.clock.now()
+        job_id = new_job_id()
+        key = idempotency_key or body.idempotency_key
+        if key:
+            digest = body_hash(body.model_dump(mode="json", exclude={"idempotency_key"}))
+            earlier = self._svc.idempotency.claim(
+                tenant_id, key, job_id, digest, int(now.timestamp())
+            )
+            if earlier is not None:
+                if earlier.body_hash != digest:
+                    raise IdempotencyMismatchError(
+                        f"idempotency key {key!r} was used with a different body"
+                    )
+                try:
+                    return self._svc.jobs.get(tenant_id, earlier.job_id), False
+                except NotFoundError:
+                    job_id = earlier.job_id  # an earlier try crashed: finish its work
+        job = JobRecord(
+            tenant_id=tenant_id,
+            job_id=job_id,
+            name=body.name,
+            schedule=body.schedule,
+            interval=body.interval,
+            run_at=body.run_at,
+            time_zone=body.time_zone,
+            dst=body.dst,
+            start_at=body.start_at,
+            end_at=body.end_at,
+            anchor=body.start_at or now,
+            target=body.target,
+            payload=body.payload,
+            retry=body.retry,
+            timeout_sec=body.timeout_sec,
+            priority=body.priority,
+            catchup=body.catchup,
+            catchup_window=body.catchup_window,
+            overlap=body.overlap,
+            idempotency_key=key,
+            created_at=now,
+            updated_at=now,
+        )
+        job.next_run_time = self._first_run(job, now)
+        self._check_payload(job)
+        self._svc.due.put(tenant_id, job_id, job.next_run_time, now)
+        try:
+            self._svc.jobs.create(job)
+        except ConflictError:
+            return self._svc.jobs.get(tenant_id, job_id), False
+        return job, True
+
+    def _first_run(self, job: JobRecord, now: datetime) -> datetime:
+        """The first occurrence from now on; a one-off in the past runs at once."""
+        if job.run_at is not None:
+            return job.run_at
+        try:
+            first = next_after(
+                job.parsed_schedule(), now, start_at=job.start_at, end_at=job.end_at
+            )
+        except ScheduleError as exc:
+            raise InvalidRequestError(str(exc), [{"field": exc.field, "message": str(exc)}]) from exc
+        if first is None:
+            raise InvalidRequestError(
+                "the schedule never fires between start_at and end_at",
+                [{"field": "end_at", "message": "no occurrence before end_at"}],
+            )
+        return first
+
+    def _check_payload(self, job: JobRecord) -> None:
+        from takt.api.errors import PayloadTooLargeError
+
+        size = len(json.dumps(job.payload, separators=(",", ":")).encode())
+        limit = self._svc.settings.max_payload_bytes
+        if size > limit:
+            raise PayloadTooLargeError(f"payload is {size} bytes; the limit is {limit}")
+
+    def get(self, tenant_id: str, job_id: str) -> JobRecord:
+        try:
+            return self._svc.jobs.get(tenant_id, job_id)
+        except NotFoundError:
+            raise JobNotFoundError(f"job {job_id} not found") from None
+
+    def list(
+        self, tenant_id: str, limit: int, cursor: str | None, status: str | None,
+        name_prefix: str | None,
+    ) -> tuple[list[JobRecord], str | None]:
+        try:
+            return self._svc.jobs.list(
+                tenant_id, limit=limit, cursor=cursor, status=status, name_prefix=name_prefix
+            )
+        except ValueError as exc:
+            raise InvalidRequestError(str(exc), [{"field": "cursor", "message": str(exc)}]) from exc
+
+    def update(
+        self, tenant_id: str, job_id: str, patch: JobPatch, if_match: int | None
+    ) -> JobRecord:
+        current = self.get(tenant_id, job_id)
+        if if_match is not None and if_match != current.version:
+            raise PreconditionFailedError(
+                f"job {job_id} is at version {current.version}, not {if_match}"
+            )
+        given = set(patch.model_fields_set)
+        changes: dict[str, Any] = {f: getattr(patch, f) for f in given if f != "status"}
+        if changes.keys() & {"schedule", "interval", "run_at"}:
+            for kind in ("schedule", "interval", "run_at"):
+                changes.setdefault(kind, None)
+        now = self._svc.clock.now()
+        updated = current.model_copy(update=changes)
+        if "status" in given and patch.status is not None:
+            updated.status = JobStatus(patch.status)
+        if updated.schedule is not None:
+            self._validate_cron(updated)
+        reschedule = bool(given & SCHEDULE_FIELDS) or (
+            current.status != JobStatus.ACTIVE and updated.status == JobStatus.ACTIVE
+        )
+        written = (given - {"status"}) | {"updated_at", "version"}
+        if "status" in given:
+            written.add("status")
+        if reschedule and updated.status == JobStatus.ACTIVE:
+            if "interval" in given or "start_at" in given:
+                updated.anchor = updated.start_at or now
+                written.add("anchor")
+            updated.next_run_time = self._first_run(updated, now)
+            written.add("next_run_time")
+            self._check_payload(updated)
+            self._svc.due.put(tenant_id, job_id, updated.next_run_time, now)
+        else:
+            self._check_payload(updated)
+        updated.version = current.version + 1
+        updated.updated_at = now
+        if given & {"schedule", "interval", "run_at"}:
+            written |= {"schedule", "interval", "run_at"}
+        try:
+            self._svc.jobs.update_definition(updated, current.version, written)
+        except ConflictError:
+            raise PreconditionFailedError(f"job {job_id} changed meanwhile; read it again") from None
+        except NotFoundError:
+            raise JobNotFoundError(f"job {job_id} not found") from None
+        return self.get(tenant_id, job_id)
+
+    def _validate_cron(self, job: JobRecord) -> None:
+        from takt.schedule import parse_cron
+
+        try:
+            parse_cron(job.schedule or "", job.time_zone)
+        except ScheduleError as exc:
+            raise InvalidRequestError(str(exc), [{"field": exc.field, "message": str(exc)}]) from exc
+
+    def delete(self, tenant_id: str, job_id: str) -> None:
+        try:
+            self._svc.jobs.delete(tenant_id, job_id)
+        except NotFoundError:
+            raise JobNotFoundError(f"job {job_id} not found") from None
+
+    def trigger(self, tenant_id: str, job_id: str) -> ExecutionRecord:
+        """Run a job once, now, outside its schedule."""
+        job = self.get(tenant_id, job_id)
+        now = self._svc.clock.now()
+        record = ExecutionRecord(
+            tenant_id=tenant_id,
+            job_id=job_id,
+            execution_id=execution_id(job_id, now, manual=True),
+            scheduled_time=now,
+            trigger="manual",
+            state=ExecState.PENDING,
+            max_attempts=job.retry.max_attempts,
+            lane=job.priority,
+            job_version=job.version,
+            created_at=now,
+        )
+        check_at = now + timedelta(seconds=self._svc.settings.pending_resend_after_sec)
+        if not self._svc.executions.create(record, check_at_ms=to_ms(check_at)):
+            raise ConflictingStateError("triggered twice in the same millisecond; try again")
+        self._send(record, record.attempt)
+        return record
+
+    # Executions
+
+    def executions(
+        self, tenant_id: str, job_id: str, limit: int, cursor: str | None
+    ) -> tuple[list[ExecutionRecord], str | None]:
+        try:
+            return self._svc.executions.list_for_job(
+                tenant_id, job_id, limit=limit, cursor=cursor
+            )
+        except ValueError as exc:
+            raise InvalidRequestError(str(exc), [{"field": "cursor", "message": str(exc)}]) from exc
+
+    def execution(self, tenant_id: str, exec_id: str) -> ExecutionRecord:
+        try:
+            return self._svc.executions.get(tenant_id, exec_id)
+        except NotFoundError:
+            raise JobNotFoundError(f"execution {exec_id} not found") from None
+
+    def retry_execution(self, tenant_id: str, exec_id: str) -> ExecutionRecord:
+        """Re-run a dead or failed execution with a fresh budget of attempts."""
+        record = self.execution(tenant_id, exec_id)
+        if record.state not in (ExecState.DEAD, ExecState.FAILED, ExecState.CANCELLED):
+            raise ConflictingStateError(
+                f"execution {exec_id} is {record.state.value}; only dead, failed or cancelled "
+                "executions can be re-run"
+            )
+        try:
+            budget = self._svc.jobs.get(tenant_id, record.job_id).retry.max_attempts
+        except NotFoundError:
+            raise ConflictingStateError(f"job {record.job_id} no longer exists") from None
+        now = self._svc.clock.now()
+        check_at = now + timedelta(seconds=self._svc.settings.pending_resend_after_sec)
+        from takt.store.executions import open_shard_of
+
+        try:
+            updated = self._svc.executions.transition(
+                tenant_id,
+                exec_id,
+                Transition(
+                    expect={"state": record.state, "attempt": record.attempt},
+                    set={
+                        "state": ExecState.PENDING,
+                        "attempt": record.attempt + 1,
+                        "max_attempts": record.attempt + budget,
+                        "open_shard": open_shard_of(exec_id, self._svc.executions.open_shards),
+                        "check_at": to_ms(check_at),
+                        "reason": "re-run requested",
+                    },
+                    remove=("finished_at", "lease_token", "lease_expires_at"),
+                ),
+            )
+        except ConflictError:
+            raise ConflictingStateError(f"execution {exec_id} changed meanwhile") from None
+        self._send(updated, updated.attempt)
+        return updated
+
+    def _send(self, record: ExecutionRecord, attempt: int) -> None:
+        self._svc.lanes.send([
+            Outgoing(
+                lane=record.lane,
+                message=LaneMessage(
+                    tenant_id=record.tenant_id,
+                    job_id=record.job_id,
+                    execution_id=record.execution_id,
+                    attempt=attempt,
+                ),
+            )
+        ])

@@ -1,0 +1,146 @@
+"""`takt jobs ...`: create, inspect and change jobs through the API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from takt.cli.client import call
+from takt.cli.context import CliContext, CliError
+
+JOB_COLUMNS = ["id", "name", "status", "schedule", "next_run_time", "last_outcome"]
+
+
+def _job_row(job: dict[str, Any]) -> dict[str, Any]:
+    row = dict(job)
+    row["schedule"] = job.get("schedule") or (
+        f"every {job['interval']}" if job.get("interval") else f"at {job.get('run_at')}"
+    )
+    return row
+
+
+def _load_body(body: str | None) -> dict[str, Any]:
+    if body is None:
+        return {}
+    text = sys.stdin.read() if body == "-" else body
+    if text.startswith("@"):
+        with open(text[1:], encoding="utf-8") as handle:  # noqa: PTH123
+            text = handle.read()
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"--body is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise CliError("--body must be a JSON object")
+    return value
+
+
+@click.group()
+def jobs() -> None:
+    """Create, list, change and run jobs."""
+
+
+@jobs.command("create")
+@click.option("--body", help="The whole job as JSON, @file, or - for stdin.")
+@click.option("--name")
+@click.option("--cron", "schedule", help="Cron expression (5 fields, optional seconds).")
+@click.option("--run-at", help="One-off time, RFC 3339.")
+@click.option("--every", "interval", help="Fixed interval, e.g. 90s, 1h.")
+@click.option("--tz", "time_zone", help="IANA time zone for the cron.")
+@click.option("--target", help="http(s) URL the payload is POSTed to.")
+@click.option("--payload", help="JSON payload.")
+@click.option("--priority", type=click.Choice(["high", "default", "low"]))
+@click.option("--idempotency-key")
+@click.pass_obj
+def create(ctx: CliContext, body: str | None, idempotency_key: str | None,
+           payload: str | None, **fields: str | None) -> None:
+    """Create a job from flags or a JSON body."""
+    job = _load_body(body)
+    job.update({k: v for k, v in fields.items() if v is not None})
+    if payload is not None:
+        try:
+            job["payload"] = json.loads(payload)
+        except ValueError as exc:
+            raise CliError(f"--payload is not valid JSON: {exc}") from exc
+    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+    created, _ = call(ctx.endpoint, "POST", "/v1/jobs", job, headers=headers)
+    ctx.emit(created, [_job_row(created)], JOB_COLUMNS)
+
+
+@jobs.command("get")
+@click.argument("job_id")
+@click.pass_obj
+def get(ctx: CliContext, job_id: str) -> None:
+    """Show one job."""
+    job, _ = call(ctx.endpoint, "GET", f"/v1/jobs/{job_id}")
+    ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
+
+
+@jobs.command("list")
+@click.option("--status", type=click.Choice(["active", "paused", "completed"]))
+@click.option("--name", help="Name prefix.")
+@click.option("--limit", default=50, show_default=True)
+@click.option("--cursor")
+@click.pass_obj
+def list_(ctx: CliContext, status: str | None, name: str | None, limit: int,
+          cursor: str | None) -> None:
+    """List jobs with their next run and last outcome."""
+    page, _ = call(ctx.endpoint, "GET", "/v1/jobs",
+                   query={"status": status, "name": name, "limit": limit, "cursor": cursor})
+    ctx.emit(page, [_job_row(j) for j in page["items"]], JOB_COLUMNS)
+    if ctx.output == "table" and page.get("next_cursor"):
+        click.echo(f"next page: --cursor {page['next_cursor']}", err=True)
+
+
+@jobs.command("update")
+@click.argument("job_id")
+@click.option("--body", required=True, help="Fields to change as JSON, @file, or -.")
+@click.option("--if-match", help="The version (ETag) you read; refused if it changed.")
+@click.pass_obj
+def update(ctx: CliContext, job_id: str, body: str, if_match: str | None) -> None:
+    """Change a job's fields."""
+    headers = {"If-Match": f'"{if_match}"'} if if_match else None
+    job, _ = call(ctx.endpoint, "PATCH", f"/v1/jobs/{job_id}", _load_body(body), headers=headers)
+    ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
+
+
+def _set_status(ctx: CliContext, job_id: str, status: str) -> None:
+    job, _ = call(ctx.endpoint, "PATCH", f"/v1/jobs/{job_id}", {"status": status})
+    ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
+
+
+@jobs.command("pause")
+@click.argument("job_id")
+@click.pass_obj
+def pause(ctx: CliContext, job_id: str) -> None:
+    """Stop a job from firing until resumed."""
+    _set_status(ctx, job_id, "paused")
+
+
+@jobs.command("resume")
+@click.argument("job_id")
+@click.pass_obj
+def resume(ctx: CliContext, job_id: str) -> None:
+    """Let a paused job fire again, from its next occurrence."""
+    _set_status(ctx, job_id, "active")
+
+
+@jobs.command("delete")
+@click.argument("job_id")
+@click.pass_obj
+def delete(ctx: CliContext, job_id: str) -> None:
+    """Delete a job (its history stays until it expires)."""
+    call(ctx.endpoint, "DELETE", f"/v1/jobs/{job_id}")
+    ctx.emit({"deleted": job_id}, [{"deleted": job_id}], ["deleted"])
+
+
+@jobs.command("trigger")
+@click.argument("job_id")
+@click.pass_obj
+def trigger(ctx: CliContext, job_id: str) -> None:
+    """Run a job once, now."""
+    execution, _ = call(ctx.endpoint, "POST", f"/v1/jobs/{job_id}/trigger")
+    ctx.emit(execution, [execution], ["id", "state", "scheduled_time"])

@@ -1,0 +1,42 @@
+"""`takt local`: run takt on this machine, on moto, with no AWS account."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from types import FrameType
+
+import click
+
+from takt.local.runtime import LocalRuntime, RuntimeOptions, describe
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=int, help="API port.")
+@click.option("--tenant", default="local", show_default=True,
+              help="The identity the local API treats every caller as.")
+@click.option("--pollers", default=8, show_default=True, type=int,
+              help="Concurrent lane pollers feeding the worker handler.")
+@click.option("--log-level", default="WARNING", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
+def local(host: str, port: int, tenant: str, pollers: int, log_level: str) -> None:
+    """Run the API, scheduler, workers and watchdog locally on moto."""
+    logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    runtime = LocalRuntime(
+        RuntimeOptions(host=host, port=port, tenant=tenant, pollers=pollers, log_level=log_level)
+    )
+    runtime.start()
+
+    def _terminate(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    click.echo(f"takt local is running: {describe(runtime)}", err=True)
+    click.echo(f"API on {runtime.url} (Ctrl-C to stop)", err=True)
+    sys.stderr.flush()
+    try:
+        runtime.wait()
+    finally:
+        runtime.stop()

@@ -1,0 +1,54 @@
+"""Time, injected: services take a clock so schedule and lease logic is tested without sleeping."""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """Something that tells the current instant, always timezone-aware UTC."""
+
+    def now(self) -> datetime: ...
+
+
+class SystemClock:
+    """The wall clock of this function or process."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class ManualClock:
+    """A clock that only moves when told to, for tests and simulators."""
+
+    def __init__(self, start: datetime) -> None:
+        if start.tzinfo is None:
+            raise ValueError("ManualClock needs an aware datetime")
+        self._now = start.astimezone(UTC)
+        self._lock = threading.Lock()
+
+    def now(self) -> datetime:
+        with self._lock:
+            return self._now
+
+    def advance(self, seconds: float) -> datetime:
+        with self._lock:
+            self._now += timedelta(seconds=seconds)
+            return self._now
+
+    def set(self, instant: datetime) -> None:
+        with self._lock:
+            self._now = instant.astimezone(UTC)
+
+
+class OffsetClock:
+    """A clock that runs ahead of (or behind) another by a fixed offset: injected skew."""
+
+    def __init__(self, base: Clock, offset_sec: float) -> None:
+        self._base = base
+        self._offset = timedelta(seconds=offset_sec)
+
+    def now(self) -> datetime:
+        return self._base.now() + self._offset

@@ -1,0 +1,81 @@
+"""One place where takt reads its configuration.
+
+The CDK app passes these as environment variables to every function; the local runtime sets the
+same variables for the moto-backed run. Nothing else in the library reads the environment.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+LANES: tuple[str, ...] = ("high", "default", "low")
+
+
+class Settings(BaseSettings):
+    """Deployment settings, read from `TAKT_*` environment variables."""
+
+    model_config = SettingsConfigDict(env_prefix="TAKT_", extra="ignore", frozen=True)
+
+    jobs_table: str = "takt-jobs"
+    due_table: str = "takt-due"
+    executions_table: str = "takt-executions"
+    idempotency_table: str = "takt-idempotency"
+    # Lane name -> queue URL, as JSON in the environment: {"high": "https://...", ...}.
+    lane_urls: dict[str, str] = Field(default_factory=dict)
+
+    region: str = "us-east-1"
+    # Set only by the local runtime (moto's server); empty means the AWS default endpoints.
+    aws_endpoint_url: str | None = None
+
+    # The due index is partitioned by (minute bucket, shard); see docs/ARCHITECTURE.md for N.
+    due_shards: int = Field(default=16, ge=1, le=1024)
+    # The open-executions index the watchdog reads is partitioned by shard too.
+    open_shards: int = Field(default=8, ge=1, le=256)
+    # How many past minute buckets one tick may sweep when catching up after an outage.
+    max_catchup_buckets: int = Field(default=60, ge=1)
+    # Due items younger than this are never deleted as stale: a create or update may still be
+    # writing the job that points at them.
+    due_grace_sec: float = 30.0
+
+    lease_sec: float = 30.0
+    heartbeat_sec: float = 10.0
+    # Wall clocks of two functions may disagree: a lease counts as expired only this long after
+    # its recorded expiry (DESIGN invariant 5).
+    clock_margin_sec: float = 2.0
+    # A pending execution whose message has not been taken for this long is sent again.
+    pending_resend_after_sec: float = 30.0
+    watchdog_interval_sec: float = 10.0
+
+    history_retention_days: float = 7.0
+    idempotency_retention_days: float = 1.0
+    max_payload_bytes: int = 256 * 1024
+
+    claimer_mode: Literal["inline", "lambda"] = "inline"
+    claimer_function: str | None = None
+    claimer_threads: int = Field(default=8, ge=1, le=64)
+
+    # Standard Webhooks signing secret (`whsec_...`) for HTTP targets; unset sends no signature.
+    signing_secret: str | None = None
+    worker_id: str | None = None
+
+    # JWT claim that names the tenant; IAM callers are mapped to their account id.
+    tenant_claim: str = "tenant"
+    # Default destination for metrics (Powertools Metrics namespace).
+    metrics_namespace: str = "takt"
+
+    def lane_url(self, lane: str) -> str:
+        """The queue URL of a lane; a missing lane is a deployment error, not a user error."""
+        try:
+            return self.lane_urls[lane]
+        except KeyError:
+            raise RuntimeError(f"no queue configured for lane {lane!r}") from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once."""
+    return Settings()

@@ -1,0 +1,1 @@
+"""Dispatch: the per-second ticker, the claimers it fans out, and the SQS priority lanes."""

@@ -1,0 +1,73 @@
+"""Sending executions to their SQS priority lane, in batches of ten."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+    from takt.config import Settings
+
+MAX_DELAY_SEC = 900
+
+
+class LaneMessage(BaseModel):
+    """The body of a lane message: which execution, and which attempt it is meant for."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    tenant_id: str
+    job_id: str
+    execution_id: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    lane: str
+    message: LaneMessage
+    delay_sec: int = 0
+
+
+class SendError(Exception):
+    """Some messages could not be sent; their executions stay pending for a later try."""
+
+
+class LaneSender:
+    def __init__(self, client: SQSClient, settings: Settings) -> None:
+        self._sqs = client
+        self._settings = settings
+
+    def send(self, outgoing: list[Outgoing]) -> int:
+        """Send every message; raises SendError if any is still refused after one retry."""
+        by_lane: dict[str, list[Outgoing]] = {}
+        for item in outgoing:
+            by_lane.setdefault(item.lane, []).append(item)
+        sent = 0
+        for lane, items in by_lane.items():
+            url = self._settings.lane_url(lane)
+            for start in range(0, len(items), 10):
+                sent += self._send_batch(url, items[start : start + 10])
+        return sent
+
+    def _send_batch(self, url: str, batch: list[Outgoing]) -> int:
+        entries: list[Any] = [
+            {
+                "Id": str(i),
+                "MessageBody": json.dumps(item.message.model_dump(), separators=(",", ":")),
+                "DelaySeconds": max(0, min(MAX_DELAY_SEC, item.delay_sec)),
+            }
+            for i, item in enumerate(batch)
+        ]
+        for _ in range(2):
+            resp = self._sqs.send_message_batch(QueueUrl=url, Entries=entries)
+            failed = {f["Id"] for f in resp.get("Failed", [])}
+            if not failed:
+                return len(batch)
+            entries = [e for e in entries if e["Id"] in failed]
+        raise SendError(f"{len(entries)} messages refused by {url}")

@@ -1,0 +1,120 @@
+"""The per-second driver: each tick fans out one claim per (minute bucket, shard).
+
+It sweeps every bucket from the watermark (the oldest minute that may hold items) to the current
+minute, so items left behind by a crash or an outage are found again, and moves the watermark
+past a minute once all its shards are empty and it is older than `WATERMARK_LAG` (which covers
+clock skew between the functions that write due items and the ticker).
+
+Claims are disjoint by construction: there is no leader, and two tickers that overlap only
+duplicate work that the claimer's conditional writes make harmless.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Protocol
+
+from takt.dispatch.claimer import ClaimResult
+from takt.models.ids import format_time
+from takt.store.due import DueStore, minute_of, minutes_between
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda import LambdaClient
+
+WATERMARK_LAG = timedelta(minutes=2)
+
+
+@dataclass(frozen=True)
+class ClaimTask:
+    minute: datetime
+    shard: int
+    now: datetime
+
+    def to_event(self) -> dict[str, object]:
+        return {"minute": format_time(self.minute), "shard": self.shard, "now": format_time(self.now)}
+
+
+class Fanout(Protocol):
+    """Runs claims: in threads of this process, or as asynchronous Lambda invocations."""
+
+    def run(self, tasks: list[ClaimTask]) -> list[ClaimResult]: ...
+
+
+class InlineFanout:
+    """Claims in a thread pool inside this invocation (the local runtime, small deployments)."""
+
+    def __init__(self, claim: Callable[[datetime, int, datetime], ClaimResult], threads: int):
+        self._claim = claim
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="claim")
+
+    def run(self, tasks: list[ClaimTask]) -> list[ClaimResult]:
+        futures = [self._pool.submit(self._claim, t.minute, t.shard, t.now) for t in tasks]
+        return [f.result() for f in futures]
+
+
+class LambdaFanout:
+    """One asynchronous claimer invocation per task; results come back as metrics, not here."""
+
+    def __init__(self, client: LambdaClient, function_name: str) -> None:
+        self._lambda = client
+        self._function = function_name
+
+    def run(self, tasks: list[ClaimTask]) -> list[ClaimResult]:
+        for task in tasks:
+            self._lambda.invoke(
+                FunctionName=self._function,
+                InvocationType="Event",
+                Payload=json.dumps(task.to_event()).encode(),
+            )
+        return []
+
+
+@dataclass
+class TickResult:
+    claims: int = 0
+    total: ClaimResult = field(default_factory=ClaimResult)
+    watermark: datetime | None = None
+
+
+class Ticker:
+    def __init__(self, due: DueStore, fanout: Fanout, max_catchup_buckets: int) -> None:
+        self._due = due
+        self._fanout = fanout
+        self._max_buckets = max_catchup_buckets
+
+    def tick(self, now: datetime) -> TickResult:
+        current = minute_of(now)
+        oldest = current - WATERMARK_LAG
+        watermark = self._due.watermark()
+        if watermark is None:
+            self._due.advance_watermark(oldest)
+            watermark = oldest
+        # The backlog from the watermark, at most max_buckets minutes of it per tick, and always
+        # the recent minutes, so an old backlog never delays what is due now.
+        backlog_end = min(current, watermark + timedelta(minutes=self._max_buckets - 1))
+        minutes = sorted(
+            set(minutes_between(watermark, backlog_end)) | set(minutes_between(oldest, current))
+        )
+        tasks = [ClaimTask(m, s, now) for m in minutes for s in range(self._due.shards)]
+        result = TickResult(claims=len(tasks), watermark=watermark)
+        for claim in self._fanout.run(tasks):
+            _merge(result.total, claim)
+        if watermark < oldest and all(
+            self._due.bucket_empty(watermark, s) for s in range(self._due.shards)
+        ):
+            self._due.advance_watermark(watermark + timedelta(minutes=1))
+            result.watermark = watermark + timedelta(minutes=1)
+        return result
+
+
+def _merge(total: ClaimResult, part: ClaimResult) -> None:
+    total.due += part.due
+    total.dispatched += part.dispatched
+    total.skipped += part.skipped
+    total.stale += part.stale
+    total.left += part.left
+    total.lags_ms.extend(part.lags_ms)

@@ -1,0 +1,46 @@
+"""Creates takt's tables and queues from `takt.resources`, as the CDK app does in the cloud."""
+
+from __future__ import annotations
+
+import json
+
+from takt.aws import AwsClients
+from takt.config import Settings
+from takt.resources import QUEUES, TABLES
+
+
+def provision(clients: AwsClients, settings: Settings, prefix: str = "takt") -> dict[str, str]:
+    """Create every table and lane (with its DLQ); returns the TAKT_* environment naming them."""
+    env: dict[str, str] = {}
+    existing = set(clients.dynamodb.list_tables().get("TableNames", []))
+    for spec in TABLES:
+        name = getattr(settings, spec.setting)
+        if name not in existing:
+            clients.dynamodb.create_table(**spec.create_table_kwargs(name))
+            if spec.ttl_attribute:
+                clients.dynamodb.update_time_to_live(
+                    TableName=name,
+                    TimeToLiveSpecification={"Enabled": True, "AttributeName": spec.ttl_attribute},
+                )
+        env[f"TAKT_{spec.setting.upper()}"] = name
+    urls: dict[str, str] = {}
+    for queue in QUEUES:
+        dlq_url = clients.sqs.create_queue(
+            QueueName=f"{prefix}-{queue.lane}-dlq",
+            Attributes={"MessageRetentionPeriod": str(queue.dlq_retention_sec)},
+        )["QueueUrl"]
+        dlq_arn = clients.sqs.get_queue_attributes(
+            QueueUrl=dlq_url, AttributeNames=["QueueArn"]
+        )["Attributes"]["QueueArn"]
+        urls[queue.lane] = clients.sqs.create_queue(
+            QueueName=f"{prefix}-{queue.lane}",
+            Attributes={
+                "VisibilityTimeout": str(queue.visibility_timeout_sec),
+                "MessageRetentionPeriod": str(queue.retention_sec),
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": queue.max_receive_count}
+                ),
+            },
+        )["QueueUrl"]
+    env["TAKT_LANE_URLS"] = json.dumps(urls)
+    return env

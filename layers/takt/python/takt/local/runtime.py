@@ -1,0 +1,272 @@
+"""`takt local`: moto's server in this process, the tables and queues from takt's own resource
+spec, and the real handlers driven as AWS drives them:
+
+- an HTTP server whose requests become API Gateway HTTP API events for the api handler;
+- a 1-second ticker that invokes the scheduler handler, aligned to whole seconds;
+- SQS pollers that hand batches of lane messages to the worker handler and delete what it
+  did not report as failed (the event source mapping's contract);
+- a timer that invokes the watchdog handler every `watchdog_interval_sec`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from takt.config import LANES, Settings, get_settings
+from takt.local.events import LocalContext, http_api_event, sqs_event
+from takt.local.provision import provision
+from takt.wiring import Services, build_services, install
+
+log = logging.getLogger("takt.local")
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",  # noqa: S105 - moto's well-known fake credentials
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    tenant: str = "local"
+    pollers: int = 8
+    log_level: str = "WARNING"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalRuntime:
+    def __init__(self, options: RuntimeOptions) -> None:
+        self.options = options
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._moto: Any = None
+        self._http: ThreadingHTTPServer | None = None
+        self.services: Services | None = None
+        self.moto_endpoint = ""
+
+    @property
+    def url(self) -> str:
+        assert self._http is not None
+        host, port = self._http.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> None:
+        from moto.server import ThreadedMotoServer
+
+        moto_port = free_port(self.options.host)
+        self._moto = ThreadedMotoServer(ip_address=self.options.host, port=moto_port, verbose=False)
+        self._moto.start()
+        self.moto_endpoint = f"http://{self.options.host}:{moto_port}"
+        for key, value in FAKE_CREDENTIALS.items():
+            os.environ.setdefault(key, value)
+        os.environ["TAKT_AWS_ENDPOINT_URL"] = self.moto_endpoint
+        os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+        os.environ.setdefault("POWERTOOLS_LOG_LEVEL", self.options.log_level)
+        os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "takt")
+        get_settings.cache_clear()
+        settings = get_settings()
+        services = build_services(settings)
+        os.environ.update(provision(services.clients, settings))
+        get_settings.cache_clear()
+        settings = get_settings()
+        self.services = build_services(settings)
+        install(self.services)
+        self._start_http()
+        self._spawn("ticker", self._ticker_loop)
+        self._spawn("watchdog", self._watchdog_loop)
+        for i in range(self.options.pollers):
+            self._spawn(f"poller-{i}", self._poller_loop)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+        for thread in self._threads:
+            thread.join(timeout=10)
+        if self._moto is not None:
+            self._moto.stop()
+        install(None)
+
+    def wait(self) -> None:
+        """Block until stopped (Ctrl-C stops it)."""
+        try:
+            while not self._stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+
+    # The drivers
+
+    def _spawn(self, name: str, target: Callable[[], None]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _invoke(self, function: str, event: dict[str, Any], timeout_ms: int = 60_000) -> Any:
+        handler = _handler(function)
+        return handler(event, LocalContext(function_name=f"takt-{function}", timeout_ms=timeout_ms))
+
+    def _ticker_loop(self) -> None:
+        while not self._stop.wait(1 - (time.time() % 1)):
+            try:
+                self._invoke("scheduler", {"ticks": 1})
+            except Exception:  # a crashed tick must not stop the next one
+                log.exception("scheduler tick failed")
+
+    def _watchdog_loop(self) -> None:
+        settings = self._settings()
+        while not self._stop.wait(settings.watchdog_interval_sec):
+            try:
+                self._invoke("watchdog", {"sweeps": 1})
+            except Exception:
+                log.exception("watchdog sweep failed")
+
+    def _poller_loop(self) -> None:
+        """Take from the highest lane with work; long-poll the default lane when all are idle."""
+        settings = self._settings()
+        assert self.services is not None
+        sqs = self.services.clients.sqs
+        arns = {lane: _queue_arn(url) for lane, url in settings.lane_urls.items()}
+        while not self._stop.is_set():
+            handled = False
+            for lane in LANES:
+                wait = 1 if lane == LANES[-1] else 0
+                try:
+                    resp = sqs.receive_message(
+                        QueueUrl=settings.lane_url(lane),
+                        MaxNumberOfMessages=10,
+                        WaitTimeSeconds=wait,
+                        AttributeNames=["All"],
+                    )
+                    messages = resp.get("Messages", [])
+                    if messages:
+                        self._deliver(settings.lane_url(lane), arns[lane], messages)
+                        handled = True
+                        break
+                except Exception:
+                    log.exception("poller failed on lane %s", lane)
+                    self._stop.wait(1)
+            if not handled and self._stop.is_set():
+                return
+
+    def _deliver(self, url: str, arn: str, messages: list[dict[str, Any]]) -> None:
+        assert self.services is not None
+        result = self._invoke("worker", sqs_event(arn, messages))
+        failed = {f["itemIdentifier"] for f in (result or {}).get("batchItemFailures", [])}
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            self.services.clients.sqs.delete_message_batch(
+                QueueUrl=url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                ],
+            )
+
+    def _settings(self) -> Settings:
+        assert self.services is not None
+        return self.services.settings
+
+    # The API
+
+    def _start_http(self) -> None:
+        runtime = self
+
+        class RequestHandler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                if self.path == "/healthz":
+                    self._reply(200, {"content-type": "application/json"}, b'{"ok":true}')
+                    return
+                event = http_api_event(
+                    self.command, self.path, dict(self.headers.items()), body,
+                    runtime.options.tenant, self.client_address[0],
+                )
+                try:
+                    result = runtime._invoke("api", event, timeout_ms=29_000)
+                except Exception:
+                    log.exception("api handler failed")
+                    self._reply(502, {"content-type": "application/problem+json"},
+                                b'{"title":"Bad Gateway","status":502}')
+                    return
+                payload = result.get("body") or ""
+                raw = (base64.b64decode(payload) if result.get("isBase64Encoded")
+                       else payload.encode())
+                headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
+                for name, values in (result.get("multiValueHeaders") or {}).items():
+                    headers[name.lower()] = ", ".join(values)
+                self._reply(int(result.get("statusCode", 200)), headers, raw)
+
+            def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
+                self.send_response(status)
+                for name, value in headers.items():
+                    if name != "content-length":
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle  # noqa: N815
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                log.debug("%s " + format, self.address_string(), *args)
+
+        self._http = ThreadingHTTPServer((self.options.host, self.options.port), RequestHandler)
+        self._http.daemon_threads = True
+        self._spawn("http", self._http.serve_forever)
+
+
+def _queue_arn(url: str) -> str:
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    return f"arn:aws:sqs:us-east-1:000000000000:{name}"
+
+
+_HANDLERS: dict[str, Handler] = {}
+_handlers_lock = threading.Lock()
+
+
+def _handler(function: str) -> Handler:
+    """The `handler` of functions/<function>/handler.py, imported once."""
+    with _handlers_lock:
+        if function not in _HANDLERS:
+            import importlib
+
+            module = importlib.import_module(f"functions.{function}.handler")
+            _HANDLERS[function] = module.handler
+        return _HANDLERS[function]
+
+
+def describe(runtime: LocalRuntime) -> str:
+    settings = runtime._settings()
+    return json.dumps(
+        {
+            "api": runtime.url,
+            "moto": runtime.moto_endpoint,
+            "tenant": runtime.options.tenant,
+            "lanes": list(settings.lane_urls),
+            "due_shards": settings.due_shards,
+        }
+    )

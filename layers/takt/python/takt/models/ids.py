@@ -1,0 +1,71 @@
+"""Identifiers: random job ids, and deterministic execution ids (DESIGN invariant 3).
+
+An execution id is `<job id>.<scheduled instant>`, so two claimers that fire the same occurrence
+compute the same id, and DynamoDB's `attribute_not_exists` lets only one of them create it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime
+
+_CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+
+def new_ulid(now_ms: int | None = None) -> str:
+    """A 26-character, lexicographically time-ordered id (ULID layout, lower-case Crockford)."""
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    value = (ms << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def new_job_id() -> str:
+    return f"job_{new_ulid()}"
+
+
+def occurrence_token(instant: datetime) -> str:
+    """The sortable text form of an instant used in execution ids: 20261130T120000000Z."""
+    utc = instant.astimezone(UTC)
+    return utc.strftime("%Y%m%dT%H%M%S") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def execution_id(job_id: str, scheduled: datetime, *, manual: bool = False) -> str:
+    """The deterministic id of a job's occurrence; a manual trigger gets an `m` suffix."""
+    return f"{job_id}.{occurrence_token(scheduled)}{'m' if manual else ''}"
+
+
+def split_execution_id(exec_id: str) -> tuple[str, str]:
+    """(job id, sort key) of an execution id; ValueError when it is not one of ours."""
+    job_id, sep, token = exec_id.rpartition(".")
+    if not sep or not job_id.startswith("job_") or len(token) < 19:
+        raise ValueError(f"not an execution id: {exec_id!r}")
+    return job_id, token
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 instant as an aware UTC datetime."""
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError(f"time without offset: {text!r}")
+    return value.astimezone(UTC)
+
+
+def format_time(instant: datetime) -> str:
+    """RFC 3339 in UTC with a Z and millisecond precision when it has any."""
+    utc = instant.astimezone(UTC)
+    if utc.microsecond:
+        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def to_ms(instant: datetime) -> int:
+    return int(instant.timestamp() * 1000)
+
+
+def from_ms(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)

@@ -1,0 +1,287 @@
+"""What the tables hold: jobs and executions as typed records, and their DynamoDB item forms.
+
+Payloads are stored as JSON text so arbitrary JSON (floats included) round-trips without
+DynamoDB's Decimal rules touching it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any, Literal
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from takt.models.ids import format_time, parse_time, split_execution_id
+from takt.schedule import (
+    CronSchedule,
+    DstPolicy,
+    IntervalSchedule,
+    OneOffSchedule,
+    Schedule,
+    parse_duration,
+)
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+Item = dict[str, Any]
+
+
+def to_attr_map(values: dict[str, Any]) -> Item:
+    """Plain Python values -> DynamoDB's typed attribute map, dropping None."""
+    return {k: _serializer.serialize(v) for k, v in values.items() if v is not None}
+
+
+def from_attr_map(item: Item) -> dict[str, Any]:
+    return {k: _deserializer.deserialize(v) for k, v in item.items()}
+
+
+class JobStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+
+
+class ExecState(StrEnum):
+    PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    RETRY_WAIT = "retry_wait"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DEAD = "dead"
+    SKIPPED = "skipped"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+
+TERMINAL_STATES = frozenset(
+    {ExecState.SUCCEEDED, ExecState.FAILED, ExecState.DEAD, ExecState.SKIPPED, ExecState.CANCELLED}
+)
+
+
+class RetryPolicy(BaseModel):
+    """How a failed attempt is retried; exponential is min(max, initial * 2^attempt), jittered."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_attempts: int = Field(default=5, ge=1, le=100)
+    backoff: Literal["exponential", "fixed"] = "exponential"
+    initial_interval: str = "5s"
+    max_interval: str = "1h"
+    jitter: Literal["full", "none"] = "full"
+
+    @field_validator("initial_interval", "max_interval")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @property
+    def initial(self) -> timedelta:
+        return parse_duration(self.initial_interval)
+
+    @property
+    def maximum(self) -> timedelta:
+        return parse_duration(self.max_interval)
+
+
+class Dst(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gap: Literal["run", "skip"] = "run"
+    overlap: Literal["once", "twice"] = "once"
+
+
+CatchupPolicy = Literal["skip", "once", "all"]
+OverlapPolicy = Literal["allow", "skip", "queue"]
+
+
+class JobRecord(BaseModel):
+    """A job definition as stored, plus the scheduler-owned `next_run_time`.
+
+    `version` counts definition changes made through the API (the ETag); the scheduler's advance
+    of `next_run_time` does not change it, so a client's If-Match survives the job firing.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    tenant_id: str
+    job_id: str
+    name: str | None = None
+    status: JobStatus = JobStatus.ACTIVE
+    schedule: str | None = None
+    interval: str | None = None
+    run_at: datetime | None = None
+    time_zone: str = "UTC"
+    dst: Dst = Dst()
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    anchor: datetime
+    target: str
+    payload: Any = None
+    retry: RetryPolicy = RetryPolicy()
+    timeout_sec: int = 300
+    priority: str = "default"
+    catchup: CatchupPolicy = "once"
+    catchup_window: str = "1h"
+    overlap: OverlapPolicy = "allow"
+    idempotency_key: str | None = None
+    version: int = 1
+    next_run_time: datetime | None = None
+    created_at: datetime
+    updated_at: datetime
+    last_execution_id: str | None = None
+    last_outcome: str | None = None
+    last_run_at: datetime | None = None
+    active_execution: str | None = None
+
+    def parsed_schedule(self) -> Schedule:
+        if self.schedule is not None:
+            return CronSchedule(
+                self.schedule,
+                self.time_zone,
+                DstPolicy(gap=self.dst.gap, overlap=self.dst.overlap),
+            )
+        if self.interval is not None:
+            return IntervalSchedule(parse_duration(self.interval), self.anchor)
+        if self.run_at is None:
+            raise ValueError(f"job {self.job_id} has no schedule")
+        return OneOffSchedule(self.run_at)
+
+    @property
+    def recurring(self) -> bool:
+        return self.run_at is None
+
+    def to_item(self) -> Item:
+        data = self.model_dump(mode="python", exclude={"payload"})
+        for key, value in list(data.items()):
+            if isinstance(value, datetime):
+                data[key] = format_time(value)
+        data["payload_json"] = json.dumps(self.payload, separators=(",", ":"))
+        return to_attr_map(data)
+
+    @classmethod
+    def from_item(cls, item: Item) -> JobRecord:
+        data = from_attr_map(item)
+        data["payload"] = json.loads(data.pop("payload_json", "null"))
+        for key, value in list(data.items()):
+            if isinstance(value, str) and key in _TIME_FIELDS:
+                data[key] = parse_time(value)
+        return cls.model_validate(_plain(data))
+
+
+_TIME_FIELDS = {
+    "run_at",
+    "start_at",
+    "end_at",
+    "anchor",
+    "next_run_time",
+    "created_at",
+    "updated_at",
+    "last_run_at",
+    "scheduled_time",
+    "started_at",
+    "finished_at",
+    "retry_at",
+}
+
+
+def _plain(value: Any) -> Any:
+    """Decimal -> int/float, recursively, for what the deserializer returns."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | set):
+        return [_plain(v) for v in value]
+    return value
+
+
+class Attempt(BaseModel):
+    """One try of an execution, kept in the execution's history."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    attempt: int
+    started_at: str | None = None
+    finished_at: str | None = None
+    outcome: str
+    status_code: int | None = None
+    error: str | None = None
+    duration_ms: int | None = None
+
+
+class ExecutionRecord(BaseModel):
+    """An occurrence of a job and its life, from pending to a terminal state."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    tenant_id: str
+    job_id: str
+    execution_id: str
+    scheduled_time: datetime
+    trigger: Literal["schedule", "manual", "catchup"] = "schedule"
+    state: ExecState
+    attempt: int = 1
+    max_attempts: int = 5
+    lane: str = "default"
+    job_version: int = 1
+    lease_token: str | None = None
+    worker_id: str | None = None
+    lease_expires_at: int | None = None
+    heartbeat_seq: int = 0
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    retry_at: datetime | None = None
+    dispatched_at_ms: int | None = None
+    lag_ms: int | None = None
+    reason: str | None = None
+    error: str | None = None
+    status_code: int | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
+    fenced_reports: int = 0
+    created_at: datetime
+
+    @property
+    def job_key(self) -> str:
+        return job_key(self.tenant_id, self.job_id)
+
+    @property
+    def sk(self) -> str:
+        return split_execution_id(self.execution_id)[1]
+
+    def to_item(self, *, open_shard: str | None, check_at: int | None, expires_at: int) -> Item:
+        data = self.model_dump(mode="python")
+        for key, value in list(data.items()):
+            if isinstance(value, datetime):
+                data[key] = format_time(value)
+        data["attempts"] = [a.model_dump(exclude_none=True) for a in self.attempts]
+        data.update(
+            job_key=self.job_key,
+            sk=self.sk,
+            open_shard=open_shard,
+            check_at=check_at,
+            expires_at=expires_at,
+        )
+        return to_attr_map(data)
+
+    @classmethod
+    def from_item(cls, item: Item) -> ExecutionRecord:
+        data = _plain(from_attr_map(item))
+        for key, value in list(data.items()):
+            if isinstance(value, str) and key in _TIME_FIELDS:
+                data[key] = parse_time(value)
+        return cls.model_validate(data)
+
+
+def job_key(tenant_id: str, job_id: str) -> str:
+    return f"{tenant_id}#{job_id}"

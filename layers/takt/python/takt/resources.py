@@ -1,0 +1,119 @@
+"""The one specification of takt's tables and queues.
+
+The local runtime creates them on moto from this module, the tests use it, and the CDK constructs
+in `infra/` build the real resources from it, so the three never drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from takt.config import LANES
+
+KeyType = Literal["S", "N"]
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: KeyType = "S"
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition: Key
+    sort: Key | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A DynamoDB table: `setting` is the Settings field (and env var) that carries its name."""
+
+    logical_id: str
+    setting: str
+    partition: Key
+    sort: Key | None = None
+    indexes: tuple[Index, ...] = ()
+    ttl_attribute: str | None = None
+
+    def key_schema(self) -> list[dict[str, str]]:
+        schema = [{"AttributeName": self.partition.name, "KeyType": "HASH"}]
+        if self.sort:
+            schema.append({"AttributeName": self.sort.name, "KeyType": "RANGE"})
+        return schema
+
+    def create_table_kwargs(self, table_name: str) -> dict[str, Any]:
+        """Arguments for `CreateTable`, as the local runtime and the integration tests call it."""
+        attributes: dict[str, str] = {self.partition.name: self.partition.type}
+        if self.sort:
+            attributes[self.sort.name] = self.sort.type
+        gsis = []
+        for index in self.indexes:
+            attributes[index.partition.name] = index.partition.type
+            schema = [{"AttributeName": index.partition.name, "KeyType": "HASH"}]
+            if index.sort:
+                attributes[index.sort.name] = index.sort.type
+                schema.append({"AttributeName": index.sort.name, "KeyType": "RANGE"})
+            gsis.append(
+                {"IndexName": index.name, "KeySchema": schema, "Projection": {"ProjectionType": "ALL"}}
+            )
+        kwargs: dict[str, Any] = {
+            "TableName": table_name,
+            "KeySchema": self.key_schema(),
+            "AttributeDefinitions": [
+                {"AttributeName": n, "AttributeType": t} for n, t in attributes.items()
+            ],
+            "BillingMode": "PAY_PER_REQUEST",
+        }
+        if gsis:
+            kwargs["GlobalSecondaryIndexes"] = gsis
+        return kwargs
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """An SQS lane with its dead-letter queue."""
+
+    lane: str
+    visibility_timeout_sec: int = 360
+    retention_sec: int = 4 * 24 * 3600
+    dlq_retention_sec: int = 14 * 24 * 3600
+    max_receive_count: int = 5
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+JOBS = TableSpec(
+    logical_id="Jobs",
+    setting="jobs_table",
+    partition=Key("tenant_id"),
+    sort=Key("job_id"),
+)
+# The due index: one item per active job at its next run time, partitioned by
+# (minute bucket, shard) so "what is due now" is a handful of single-partition queries.
+DUE = TableSpec(
+    logical_id="Due",
+    setting="due_table",
+    partition=Key("bucket"),
+    sort=Key("due_key"),
+)
+OPEN_INDEX = "open"
+EXECUTIONS = TableSpec(
+    logical_id="Executions",
+    setting="executions_table",
+    partition=Key("job_key"),
+    sort=Key("sk"),
+    # Sparse: only executions that still need someone to act carry these two attributes.
+    indexes=(Index(OPEN_INDEX, Key("open_shard"), Key("check_at", "N")),),
+    ttl_attribute="expires_at",
+)
+IDEMPOTENCY = TableSpec(
+    logical_id="Idempotency",
+    setting="idempotency_table",
+    partition=Key("id"),
+    ttl_attribute="expires_at",
+)
+
+TABLES: tuple[TableSpec, ...] = (JOBS, DUE, EXECUTIONS, IDEMPOTENCY)
+QUEUES: tuple[QueueSpec, ...] = tuple(QueueSpec(lane=lane) for lane in LANES)

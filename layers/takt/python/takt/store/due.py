@@ -1,0 +1,156 @@
+"""The due index: one item per active job at its next run time.
+
+Partition key: `<minute bucket>#<shard>` where the bucket is the UTC minute in which the item must
+be claimed and the shard is a stable hash of the job mod N, so a minute with a million due jobs is
+spread over N partitions. Sort key: `<due epoch ms>#<tenant>#<job id>`, so "due by now" is one
+range query per partition.
+
+An item for an instant already past is written to the current minute's bucket (the sort key keeps
+the real due time), because the ticker only sweeps buckets from its watermark forward.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from takt.models.ids import from_ms, to_ms
+from takt.store.errors import is_condition_failure
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_WATERMARK_KEY = {"bucket": {"S": "meta#watermark"}, "due_key": {"S": "-"}}
+
+
+def minute_of(instant: datetime) -> datetime:
+    return instant.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+def bucket_name(minute: datetime) -> str:
+    return minute.strftime("%Y%m%d%H%M")
+
+
+def shard_of(tenant_id: str, job_id: str, shards: int) -> int:
+    return zlib.crc32(f"{tenant_id}#{job_id}".encode()) % shards
+
+
+@dataclass(frozen=True)
+class DueItem:
+    bucket: str
+    due_key: str
+    tenant_id: str
+    job_id: str
+    due: datetime
+    written_ms: int
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> DueItem:
+        due_ms, tenant_id, job_id = item["due_key"]["S"].split("#", 2)
+        return cls(
+            bucket=item["bucket"]["S"],
+            due_key=item["due_key"]["S"],
+            tenant_id=tenant_id,
+            job_id=job_id,
+            due=from_ms(int(due_ms)),
+            written_ms=int(item.get("written_ms", {"N": "0"})["N"]),
+        )
+
+
+class DueStore:
+    def __init__(self, client: DynamoDBClient, table: str, shards: int) -> None:
+        self._db = client
+        self._table = table
+        self.shards = shards
+
+    def put(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> None:
+        """Index a job at `due`; idempotent (same key, same item)."""
+        minute = max(minute_of(due), minute_of(now))
+        shard = shard_of(tenant_id, job_id, self.shards)
+        self._db.put_item(
+            TableName=self._table,
+            Item={
+                "bucket": {"S": f"{bucket_name(minute)}#{shard:03d}"},
+                "due_key": {"S": f"{to_ms(due):013d}#{tenant_id}#{job_id}"},
+                "written_ms": {"N": str(to_ms(now))},
+            },
+        )
+
+    def query_due(self, minute: datetime, shard: int, until: datetime) -> list[DueItem]:
+        """Every item of one (bucket, shard) partition due at or before `until`, oldest first."""
+        items: list[DueItem] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#b = :b AND due_key <= :u",
+            "ExpressionAttributeNames": {"#b": "bucket"},
+            "ExpressionAttributeValues": {
+                ":b": {"S": f"{bucket_name(minute)}#{shard:03d}"},
+                # '~' sorts after every '#<tenant>#<job>' suffix of the same millisecond.
+                ":u": {"S": f"{to_ms(until):013d}~"},
+            },
+            "ConsistentRead": True,
+        }
+        while True:
+            resp = self._db.query(**kwargs)
+            items.extend(DueItem.from_item(i) for i in resp.get("Items", []))
+            if "LastEvaluatedKey" not in resp:
+                return items
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def bucket_empty(self, minute: datetime, shard: int) -> bool:
+        resp = self._db.query(
+            TableName=self._table,
+            KeyConditionExpression="#b = :b",
+            ExpressionAttributeNames={"#b": "bucket"},
+            ExpressionAttributeValues={":b": {"S": f"{bucket_name(minute)}#{shard:03d}"}},
+            Limit=1,
+            ConsistentRead=True,
+            Select="COUNT",
+        )
+        return resp.get("Count", 0) == 0
+
+    def delete_if_unchanged(self, item: DueItem) -> None:
+        """Delete an item unless it was rewritten since it was read (then it is someone's new
+        index entry and must stay); raises the condition failure for the caller to ignore."""
+        self._db.delete_item(
+            TableName=self._table,
+            Key={"bucket": {"S": item.bucket}, "due_key": {"S": item.due_key}},
+            ConditionExpression="written_ms = :w",
+            ExpressionAttributeValues={":w": {"N": str(item.written_ms)}},
+        )
+
+    def watermark(self) -> datetime | None:
+        """The oldest minute bucket that may still hold items (None: never written)."""
+        resp = self._db.get_item(TableName=self._table, Key=_WATERMARK_KEY, ConsistentRead=True)
+        if "Item" not in resp:
+            return None
+        return datetime.strptime(resp["Item"]["minute"]["S"], "%Y%m%d%H%M").replace(tzinfo=UTC)
+
+    def advance_watermark(self, to_minute: datetime) -> None:
+        """Move the watermark forward only; a slower ticker can never move it back."""
+        value = bucket_name(to_minute)
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={**_WATERMARK_KEY, "minute": {"S": value}},
+                ConditionExpression="attribute_not_exists(#m) OR #m < :m",
+                ExpressionAttributeNames={"#m": "minute"},
+                ExpressionAttributeValues={":m": {"S": value}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+
+
+def minutes_between(first: datetime, last: datetime) -> list[datetime]:
+    """Every minute from `first` to `last` inclusive."""
+    out = []
+    minute = minute_of(first)
+    while minute <= last:
+        out.append(minute)
+        minute += timedelta(minutes=1)
+    return out

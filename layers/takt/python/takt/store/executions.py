@@ -1,0 +1,234 @@
+"""The executions table: the history, and the state machine every worker and watchdog fences on.
+
+Key: (`<tenant>#<job id>`, occurrence token), so a job's history is one partition read newest
+first, and an execution id (`<job id>.<token>`) maps to its key without an index. Executions that
+still need someone to act carry `open_shard`/`check_at`, which puts them in the sparse `open`
+index the watchdog reads; a terminal write removes both.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from takt.models.ids import split_execution_id
+from takt.models.records import ExecState, ExecutionRecord, job_key, to_attr_map
+from takt.resources import OPEN_INDEX
+from takt.store.errors import (
+    ConflictError,
+    NotFoundError,
+    condition_failure_item,
+    is_condition_failure,
+)
+from takt.store.jobs import decode_cursor, encode_cursor
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+def open_shard_of(execution_id: str, shards: int) -> str:
+    return str(zlib.crc32(execution_id.encode()) % shards)
+
+
+@dataclass
+class Transition:
+    """A conditional update of one execution: what must hold, and what to change.
+
+    `expect` maps attribute -> value (or a tuple of allowed values); every transition is fenced
+    by at least the attempt, so a stale actor's write fails instead of applying.
+    """
+
+    expect: dict[str, Any]
+    set: dict[str, Any] = field(default_factory=dict)
+    remove: tuple[str, ...] = ()
+    append_attempt: dict[str, Any] | None = None
+    add: dict[str, int] = field(default_factory=dict)
+    extra_condition: str | None = None
+    extra_values: dict[str, Any] = field(default_factory=dict)
+
+
+class ExecutionStore:
+    def __init__(
+        self, client: DynamoDBClient, table: str, open_shards: int, retention_sec: int
+    ) -> None:
+        self._db = client
+        self._table = table
+        self.open_shards = open_shards
+        self._retention_sec = retention_sec
+
+    @staticmethod
+    def key(tenant_id: str, execution_id: str) -> dict[str, Any]:
+        job_id, sk = split_execution_id(execution_id)
+        return {"job_key": {"S": job_key(tenant_id, job_id)}, "sk": {"S": sk}}
+
+    def create(self, record: ExecutionRecord, *, check_at_ms: int | None) -> bool:
+        """Create an execution under its deterministic id; False if it already exists."""
+        open_shard = None if record.state.terminal else open_shard_of(
+            record.execution_id, self.open_shards
+        )
+        item = record.to_item(
+            open_shard=open_shard,
+            check_at=None if open_shard is None else check_at_ms,
+            expires_at=int(record.created_at.timestamp()) + self._retention_sec,
+        )
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(sk)",
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def get(self, tenant_id: str, execution_id: str, *, consistent: bool = True) -> ExecutionRecord:
+        try:
+            key = self.key(tenant_id, execution_id)
+        except ValueError as exc:
+            raise NotFoundError(execution_id) from exc
+        resp = self._db.get_item(TableName=self._table, Key=key, ConsistentRead=consistent)
+        if "Item" not in resp:
+            raise NotFoundError(execution_id)
+        return ExecutionRecord.from_item(resp["Item"])
+
+    def transition(self, tenant_id: str, execution_id: str, change: Transition) -> ExecutionRecord:
+        """Apply a fenced change; ConflictError (with the current item) when the fence fails."""
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        conditions = ["attribute_exists(sk)"]
+        for i, (attr, expected) in enumerate(change.expect.items()):
+            names[f"#e{i}"] = attr
+            options = expected if isinstance(expected, tuple) else (expected,)
+            placeholders = []
+            for j, option in enumerate(options):
+                values[f":e{i}_{j}"] = to_attr_map({"v": _plain_value(option)})["v"]
+                placeholders.append(f":e{i}_{j}")
+            if len(placeholders) == 1:
+                conditions.append(f"#e{i} = {placeholders[0]}")
+            else:
+                conditions.append(f"#e{i} IN ({', '.join(placeholders)})")
+        if change.extra_condition:
+            conditions.append(change.extra_condition)
+            values.update(change.extra_values)
+        sets = []
+        for i, (attr, value) in enumerate(change.set.items()):
+            names[f"#s{i}"] = attr
+            values[f":s{i}"] = to_attr_map({"v": _plain_value(value)})["v"]
+            sets.append(f"#s{i} = :s{i}")
+        if change.append_attempt is not None:
+            values[":att"] = to_attr_map({"v": [change.append_attempt]})["v"]
+            values[":empty"] = {"L": []}
+            sets.append("attempts = list_append(if_not_exists(attempts, :empty), :att)")
+        parts = []
+        if sets:
+            parts.append("SET " + ", ".join(sets))
+        if change.remove:
+            for i, attr in enumerate(change.remove):
+                names[f"#r{i}"] = attr
+            parts.append("REMOVE " + ", ".join(f"#r{i}" for i in range(len(change.remove))))
+        if change.add:
+            adds = []
+            for i, (attr, amount) in enumerate(change.add.items()):
+                names[f"#a{i}"] = attr
+                values[f":a{i}"] = {"N": str(amount)}
+                adds.append(f"#a{i} :a{i}")
+            parts.append("ADD " + ", ".join(adds))
+        try:
+            resp = self._db.update_item(
+                TableName=self._table,
+                Key=self.key(tenant_id, execution_id),
+                UpdateExpression=" ".join(parts),
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                current = condition_failure_item(exc)
+                if current is None:
+                    raise NotFoundError(execution_id) from exc
+                raise ConflictError(
+                    f"execution {execution_id} changed", current
+                ) from exc
+            raise
+        return ExecutionRecord.from_item(resp["Attributes"])
+
+    def record_fenced(self, tenant_id: str, execution_id: str) -> None:
+        """Count a stale report that was rejected; the report itself is never applied."""
+        self._db.update_item(
+            TableName=self._table,
+            Key=self.key(tenant_id, execution_id),
+            UpdateExpression="ADD fenced_reports :one",
+            ConditionExpression="attribute_exists(sk)",
+            ExpressionAttributeValues={":one": {"N": "1"}},
+        )
+
+    def list_for_job(
+        self, tenant_id: str, job_id: str, *, limit: int, cursor: str | None
+    ) -> tuple[list[ExecutionRecord], str | None]:
+        """A page of a job's history, newest first."""
+        pk = job_key(tenant_id, job_id)
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "job_key = :k",
+            "ExpressionAttributeValues": {":k": {"S": pk}},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        start = decode_cursor(cursor)
+        if start:
+            if start.get("job_key", {}).get("S") != pk:
+                raise ValueError("malformed cursor")
+            kwargs["ExclusiveStartKey"] = start
+        resp = self._db.query(**kwargs)
+        records = [ExecutionRecord.from_item(i) for i in resp.get("Items", [])]
+        return records, encode_cursor(resp.get("LastEvaluatedKey"))
+
+    def first_queued(self, tenant_id: str, job_id: str) -> ExecutionRecord | None:
+        """The oldest execution of a job waiting for its overlap slot."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "job_key = :k",
+            "FilterExpression": "#s = :q",
+            "ExpressionAttributeNames": {"#s": "state"},
+            "ExpressionAttributeValues": {
+                ":k": {"S": job_key(tenant_id, job_id)},
+                ":q": {"S": ExecState.QUEUED.value},
+            },
+            "ConsistentRead": True,
+        }
+        while True:
+            resp = self._db.query(**kwargs)
+            if resp.get("Items"):
+                return ExecutionRecord.from_item(resp["Items"][0])
+            if "LastEvaluatedKey" not in resp:
+                return None
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def open_candidates(self, shard: str, until_ms: int, limit: int = 500) -> list[dict[str, Any]]:
+        """Keys of executions whose `check_at` has passed in one shard of the open index.
+
+        The index is eventually consistent: these are candidates, and every action on one is a
+        conditional write on the base item after a consistent read.
+        """
+        resp = self._db.query(
+            TableName=self._table,
+            IndexName=OPEN_INDEX,
+            KeyConditionExpression="open_shard = :s AND check_at <= :u",
+            ExpressionAttributeValues={":s": {"S": shard}, ":u": {"N": str(until_ms)}},
+            Limit=limit,
+        )
+        return list(resp.get("Items", []))
+
+
+def _plain_value(value: Any) -> Any:
+    if isinstance(value, ExecState):
+        return value.value
+    return value

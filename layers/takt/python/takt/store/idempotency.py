@@ -1,0 +1,56 @@
+"""Idempotency records for job creation (DESIGN invariant 6).
+
+The record is written first, with the job id chosen up front, so a client retry after a crash
+finds the record and finishes creating the same job instead of making a second one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+from takt.store.errors import condition_failure_item, is_condition_failure
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+@dataclass(frozen=True)
+class IdempotencyRecord:
+    job_id: str
+    body_hash: str
+
+
+class IdempotencyStore:
+    def __init__(self, client: DynamoDBClient, table: str, retention_sec: int) -> None:
+        self._db = client
+        self._table = table
+        self._retention_sec = retention_sec
+
+    def claim(
+        self, tenant_id: str, key: str, job_id: str, body_hash: str, now_epoch: int
+    ) -> IdempotencyRecord | None:
+        """Reserve `key` for `job_id`; returns the existing record when the key is taken."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    "id": {"S": f"{tenant_id}#{key}"},
+                    "job_id": {"S": job_id},
+                    "body_hash": {"S": body_hash},
+                    "expires_at": {"N": str(now_epoch + self._retention_sec)},
+                },
+                # A record past its expiry is treated as absent even before TTL deletes it
+                # (TTL deletion is lazy, and moto never does it).
+                ConditionExpression="attribute_not_exists(id) OR expires_at < :now",
+                ExpressionAttributeValues={":now": {"N": str(now_epoch)}},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+            old = condition_failure_item(exc) or {}
+            return IdempotencyRecord(old["job_id"]["S"], old["body_hash"]["S"])
+        return None

@@ -1,0 +1,284 @@
+"""The jobs table: definitions keyed by (tenant, job id)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from takt.models.ids import format_time
+from takt.models.records import JobRecord, JobStatus
+from takt.store.errors import (
+    ConflictError,
+    NotFoundError,
+    condition_failure_item,
+    is_condition_failure,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+def encode_cursor(key: dict[str, Any] | None) -> str | None:
+    if not key:
+        return None
+    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
+    """A paging cursor back to DynamoDB's ExclusiveStartKey; ValueError when malformed."""
+    if not cursor:
+        return None
+    padded = cursor + "=" * (-len(cursor) % 4)
+    try:
+        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError("malformed cursor") from exc
+    if not isinstance(value, dict):
+        raise ValueError("malformed cursor")
+    return value
+
+
+class JobStore:
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self._db = client
+        self._table = table
+
+    def get(self, tenant_id: str, job_id: str, *, consistent: bool = True) -> JobRecord:
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+            ConsistentRead=consistent,
+        )
+        if "Item" not in resp:
+            raise NotFoundError(job_id)
+        return JobRecord.from_item(resp["Item"])
+
+    def batch_get(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], JobRecord]:
+        """Jobs by (tenant, job id), 100 at a time, strongly consistent; missing ones are absent."""
+        found: dict[tuple[str, str], JobRecord] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 100):
+            pending: list[dict[str, Any]] = [
+                {"tenant_id": {"S": t}, "job_id": {"S": j}} for t, j in unique[start : start + 100]
+            ]
+            while pending:
+                resp = self._db.batch_get_item(
+                    RequestItems={self._table: {"Keys": pending, "ConsistentRead": True}}
+                )
+                for item in resp["Responses"].get(self._table, []):
+                    job = JobRecord.from_item(item)
+                    found[(job.tenant_id, job.job_id)] = job
+                pending = list(resp.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", []))
+        return found
+
+    def create(self, job: JobRecord) -> None:
+        """Store a new job; ConflictError when the id is taken."""
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item=job.to_item(),
+                ConditionExpression="attribute_not_exists(job_id)",
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                raise ConflictError(f"job {job.job_id} exists") from exc
+            raise
+
+    def update_definition(self, job: JobRecord, expected_version: int, fields: set[str]) -> None:
+        """Write the named attributes of `job` if its version is still `expected_version`.
+
+        Only the attributes the caller changed are written: the scheduler moves `next_run_time`
+        concurrently, and writing back a stale copy of it would point the job at an occurrence
+        whose due item is already gone.
+        """
+        item = job.to_item()
+        names: dict[str, str] = {"#v": "version"}
+        values: dict[str, Any] = {":expected": {"N": str(expected_version)}}
+        sets, removes = ["#v = :version"], []
+        values[":version"] = {"N": str(job.version)}
+        for i, name in enumerate(sorted(fields - {"version"})):
+            attr = "payload_json" if name == "payload" else name
+            names[f"#f{i}"] = attr
+            if attr in item:
+                values[f":f{i}"] = item[attr]
+                sets.append(f"#f{i} = :f{i}")
+            else:
+                removes.append(f"#f{i}")
+        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": job.tenant_id}, "job_id": {"S": job.job_id}},
+                UpdateExpression=update,
+                ConditionExpression="attribute_exists(job_id) AND #v = :expected",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                current = condition_failure_item(exc)
+                if current is None:
+                    raise NotFoundError(job.job_id) from exc
+                raise ConflictError("version changed", current) from exc
+            raise
+
+    def delete(self, tenant_id: str, job_id: str) -> None:
+        try:
+            self._db.delete_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+                ConditionExpression="attribute_exists(job_id)",
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                raise NotFoundError(job_id) from exc
+            raise
+
+    def advance(
+        self,
+        job: JobRecord,
+        fired: datetime,
+        next_run: datetime | None,
+        *,
+        active_execution: str | None = None,
+    ) -> bool:
+        """Move a job from the occurrence it just fired to the next one.
+
+        Conditional on the job still pointing at `fired` and being active: False means someone
+        else (an earlier try of this claim, or an API update) already moved it, which is fine.
+        """
+        names = {"#n": "next_run_time", "#s": "status"}
+        values: dict[str, Any] = {
+            ":fired": {"S": format_time(fired)},
+            ":active": {"S": JobStatus.ACTIVE.value},
+        }
+        if next_run is None:
+            update = "REMOVE #n SET #s = :done"
+            values[":done"] = {"S": JobStatus.COMPLETED.value}
+        else:
+            update = "SET #n = :next"
+            values[":next"] = {"S": format_time(next_run)}
+        if active_execution:
+            update += ", active_execution = :ax"
+            values[":ax"] = {"S": active_execution}
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": job.tenant_id}, "job_id": {"S": job.job_id}},
+                UpdateExpression=update,
+                ConditionExpression="#n = :fired AND #s = :active",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def record_outcome(
+        self, tenant_id: str, job_id: str, execution_id: str, outcome: str, at: datetime
+    ) -> None:
+        """Note a finished execution on its job, for listings; only ever moves forward in time.
+
+        Also releases the job's overlap slot when this execution held it.
+        """
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+                UpdateExpression=(
+                    "SET last_execution_id = :x, last_outcome = :o, last_run_at = :at"
+                ),
+                ConditionExpression=(
+                    "attribute_exists(job_id) AND "
+                    "(attribute_not_exists(last_execution_id) OR last_execution_id <= :x)"
+                ),
+                ExpressionAttributeValues={
+                    ":x": {"S": execution_id},
+                    ":o": {"S": outcome},
+                    ":at": {"S": format_time(at)},
+                },
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+        self.release_slot(tenant_id, job_id, execution_id)
+
+    def take_slot(self, tenant_id: str, job_id: str, execution_id: str,
+                  *, expected: str | None) -> bool:
+        """Give the job's overlap slot to `execution_id` if it is still held by `expected`."""
+        condition = (
+            "attribute_not_exists(active_execution)" if expected is None
+            else "active_execution = :old"
+        )
+        values: dict[str, Any] = {":x": {"S": execution_id}}
+        if expected is not None:
+            values[":old"] = {"S": expected}
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+                UpdateExpression="SET active_execution = :x",
+                ConditionExpression=f"attribute_exists(job_id) AND {condition}",
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def release_slot(self, tenant_id: str, job_id: str, execution_id: str) -> None:
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+                UpdateExpression="REMOVE active_execution",
+                ConditionExpression="active_execution = :x",
+                ExpressionAttributeValues={":x": {"S": execution_id}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+
+    def list(
+        self,
+        tenant_id: str,
+        *,
+        limit: int,
+        cursor: str | None,
+        status: str | None = None,
+        name_prefix: str | None = None,
+    ) -> tuple[list[JobRecord], str | None]:
+        """One page of a tenant's jobs, oldest first (job ids are time-ordered)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "tenant_id = :t",
+            "ExpressionAttributeValues": {":t": {"S": tenant_id}},
+            "Limit": limit,
+        }
+        filters = []
+        if status:
+            filters.append("#s = :s")
+            kwargs.setdefault("ExpressionAttributeNames", {})["#s"] = "status"
+            kwargs["ExpressionAttributeValues"][":s"] = {"S": status}
+        if name_prefix:
+            filters.append("begins_with(#nm, :np)")
+            kwargs.setdefault("ExpressionAttributeNames", {})["#nm"] = "name"
+            kwargs["ExpressionAttributeValues"][":np"] = {"S": name_prefix}
+        if filters:
+            kwargs["FilterExpression"] = " AND ".join(filters)
+        start = decode_cursor(cursor)
+        if start:
+            if start.get("tenant_id", {}).get("S") != tenant_id:
+                raise ValueError("malformed cursor")
+            kwargs["ExclusiveStartKey"] = start
+        resp = self._db.query(**kwargs)
+        jobs = [JobRecord.from_item(item) for item in resp.get("Items", [])]
+        return jobs, encode_cursor(resp.get("LastEvaluatedKey"))

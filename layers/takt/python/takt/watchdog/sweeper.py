@@ -1,0 +1,173 @@
+"""One watchdog sweep over the sparse `open` index, shard by shard; never a table scan.
+
+For each candidate whose `check_at` has passed (by more than the clock margin), a consistent read
+of the execution decides, and a write fenced on (state, attempt, lease token) acts:
+
+- `pending` for too long (its message never reached or left SQS): send it again;
+- `running` with an expired lease: the next attempt goes back to its lane, or the execution is
+  `dead` when no attempts are left;
+- `retry_wait` whose retry time has come (waits longer than SQS's 900 s delay live here): send it;
+- `queued` behind an overlap slot that is free again: start it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from takt.config import Settings
+from takt.dispatch.lanes import LaneMessage, LaneSender, Outgoing
+from takt.models.ids import format_time, to_ms
+from takt.models.records import ExecState, ExecutionRecord
+from takt.observability import logger
+from takt.store.errors import ConflictError, NotFoundError
+from takt.store.executions import ExecutionStore, Transition
+from takt.store.jobs import JobStore
+from takt.worker.overlap import release_queued
+
+
+@dataclass
+class SweepResult:
+    candidates: int = 0
+    resent: int = 0
+    lease_expired: int = 0
+    dead: int = 0
+    retries_released: int = 0
+    queued_released: int = 0
+
+
+class Watchdog:
+    def __init__(
+        self,
+        settings: Settings,
+        jobs: JobStore,
+        executions: ExecutionStore,
+        lanes: LaneSender,
+    ) -> None:
+        self._settings = settings
+        self._jobs = jobs
+        self._executions = executions
+        self._lanes = lanes
+
+    def sweep(self, now: datetime) -> SweepResult:
+        result = SweepResult()
+        cutoff = to_ms(now - timedelta(seconds=self._settings.clock_margin_sec))
+        for shard in range(self._executions.open_shards):
+            for item in self._executions.open_candidates(str(shard), cutoff):
+                result.candidates += 1
+                tenant_id = item["tenant_id"]["S"]
+                execution_id = item["execution_id"]["S"]
+                try:
+                    record = self._executions.get(tenant_id, execution_id)
+                    self._act(record, now, cutoff, result)
+                except (ConflictError, NotFoundError):
+                    # Someone acted first: the index was stale or a worker finished meanwhile.
+                    continue
+        return result
+
+    def _act(self, record: ExecutionRecord, now: datetime, cutoff: int, result: SweepResult) -> None:
+        resend_at = to_ms(now + timedelta(seconds=self._settings.pending_resend_after_sec))
+        if record.state == ExecState.PENDING:
+            self._executions.transition(
+                record.tenant_id,
+                record.execution_id,
+                Transition(
+                    expect={"state": ExecState.PENDING, "attempt": record.attempt},
+                    set={"check_at": resend_at},
+                ),
+            )
+            self._send(record, record.attempt)
+            result.resent += 1
+        elif record.state == ExecState.RUNNING:
+            if record.lease_expires_at is None or record.lease_expires_at >= cutoff:
+                return
+            self._expire(record, now, resend_at, result)
+        elif record.state == ExecState.RETRY_WAIT:
+            if record.retry_at is None or to_ms(record.retry_at) > cutoff:
+                return
+            self._executions.transition(
+                record.tenant_id,
+                record.execution_id,
+                Transition(
+                    expect={"state": ExecState.RETRY_WAIT, "attempt": record.attempt},
+                    set={"state": ExecState.PENDING, "check_at": resend_at},
+                ),
+            )
+            self._send(record, record.attempt)
+            result.retries_released += 1
+        elif record.state == ExecState.QUEUED:
+            released = release_queued(
+                self._jobs, self._executions, self._lanes, self._settings,
+                record.tenant_id, record.job_id, now,
+            )
+            if released:
+                result.queued_released += 1
+            else:
+                self._executions.transition(
+                    record.tenant_id,
+                    record.execution_id,
+                    Transition(
+                        expect={"state": ExecState.QUEUED, "attempt": record.attempt},
+                        set={"check_at": resend_at},
+                    ),
+                )
+
+    def _expire(
+        self, record: ExecutionRecord, now: datetime, resend_at: int, result: SweepResult
+    ) -> None:
+        fence = {
+            "state": ExecState.RUNNING,
+            "attempt": record.attempt,
+            "lease_token": record.lease_token,
+        }
+        entry = {
+            "attempt": record.attempt,
+            "started_at": format_time(record.started_at) if record.started_at else None,
+            "finished_at": format_time(now),
+            "outcome": "lease_expired",
+            "error": f"lease held by {record.worker_id} expired",
+        }
+        entry = {k: v for k, v in entry.items() if v is not None}
+        logger.warning("lease expired", execution_id=record.execution_id, attempt=record.attempt)
+        if record.attempt >= record.max_attempts:
+            self._executions.transition(
+                record.tenant_id,
+                record.execution_id,
+                Transition(
+                    expect=fence,
+                    set={"state": ExecState.DEAD, "finished_at": format_time(now),
+                         "error": "lease expired on the last attempt"},
+                    remove=("open_shard", "check_at"),
+                    append_attempt=entry,
+                ),
+            )
+            self._jobs.record_outcome(record.tenant_id, record.job_id, record.execution_id,
+                                      ExecState.DEAD.value, now)
+            result.dead += 1
+            return
+        self._executions.transition(
+            record.tenant_id,
+            record.execution_id,
+            Transition(
+                expect=fence,
+                set={"state": ExecState.PENDING, "attempt": record.attempt + 1,
+                     "check_at": resend_at},
+                remove=("lease_token", "lease_expires_at"),
+                append_attempt=entry,
+            ),
+        )
+        self._send(record, record.attempt + 1)
+        result.lease_expired += 1
+
+    def _send(self, record: ExecutionRecord, attempt: int) -> None:
+        self._lanes.send([
+            Outgoing(
+                lane=record.lane,
+                message=LaneMessage(
+                    tenant_id=record.tenant_id,
+                    job_id=record.job_id,
+                    execution_id=record.execution_id,
+                    attempt=attempt,
+                ),
+            )
+        ])

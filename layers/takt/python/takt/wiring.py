@@ -1,0 +1,121 @@
+"""Builds takt's services from settings and clients, once per process.
+
+Handlers call `services()`; the local runtime and the tests build their own `Services` with
+`build_services`, against moto, and may pass a clock.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import cached_property
+
+from takt.aws import AwsClients, make_clients
+from takt.clock import Clock, SystemClock
+from takt.config import Settings, get_settings
+from takt.dispatch.claimer import Claimer
+from takt.dispatch.lanes import LaneSender
+from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
+from takt.store.due import DueStore
+from takt.store.executions import ExecutionStore
+from takt.store.idempotency import IdempotencyStore
+from takt.store.jobs import JobStore
+from takt.targets.http import HttpTarget
+from takt.watchdog.sweeper import Watchdog
+from takt.worker.runner import ExecutionRunner
+
+DAY = 24 * 3600
+
+
+@dataclass
+class Services:
+    settings: Settings
+    clients: AwsClients
+    clock: Clock
+
+    @cached_property
+    def jobs(self) -> JobStore:
+        return JobStore(self.clients.dynamodb, self.settings.jobs_table)
+
+    @cached_property
+    def due(self) -> DueStore:
+        return DueStore(self.clients.dynamodb, self.settings.due_table, self.settings.due_shards)
+
+    @cached_property
+    def executions(self) -> ExecutionStore:
+        return ExecutionStore(
+            self.clients.dynamodb,
+            self.settings.executions_table,
+            self.settings.open_shards,
+            int(self.settings.history_retention_days * DAY),
+        )
+
+    @cached_property
+    def idempotency(self) -> IdempotencyStore:
+        return IdempotencyStore(
+            self.clients.dynamodb,
+            self.settings.idempotency_table,
+            int(self.settings.idempotency_retention_days * DAY),
+        )
+
+    @cached_property
+    def lanes(self) -> LaneSender:
+        return LaneSender(self.clients.sqs, self.settings)
+
+    @cached_property
+    def claimer(self) -> Claimer:
+        return Claimer(self.settings, self.jobs, self.due, self.executions, self.lanes)
+
+    @cached_property
+    def fanout(self) -> Fanout:
+        if self.settings.claimer_mode == "lambda":
+            if not self.settings.claimer_function:
+                raise RuntimeError("TAKT_CLAIMER_FUNCTION is required in lambda claimer mode")
+            import boto3
+
+            client = boto3.session.Session(region_name=self.settings.region).client("lambda")
+            return LambdaFanout(client, self.settings.claimer_function)
+        return InlineFanout(self.claimer.claim, self.settings.claimer_threads)
+
+    @cached_property
+    def ticker(self) -> Ticker:
+        return Ticker(self.due, self.fanout, self.settings.max_catchup_buckets)
+
+    @cached_property
+    def runner(self) -> ExecutionRunner:
+        return ExecutionRunner(
+            self.settings,
+            self.jobs,
+            self.executions,
+            self.lanes,
+            HttpTarget(self.settings.signing_secret),
+            self.clock,
+        )
+
+    @cached_property
+    def watchdog(self) -> Watchdog:
+        return Watchdog(self.settings, self.jobs, self.executions, self.lanes)
+
+
+def build_services(settings: Settings, clock: Clock | None = None) -> Services:
+    return Services(settings=settings, clients=make_clients(settings), clock=clock or SystemClock())
+
+
+_lock = threading.Lock()
+_services: Services | None = None
+
+
+def services() -> Services:
+    """The process-wide services, built on first use (never at import time)."""
+    global _services  # noqa: PLW0603 - one container per process is the point
+    with _lock:
+        if _services is None:
+            _services = build_services(get_settings())
+        return _services
+
+
+def install(instance: Services | None) -> None:
+    """Replace the process-wide services (the local runtime and tests do this)."""
+    global _services  # noqa: PLW0603
+    with _lock:
+        _services = instance

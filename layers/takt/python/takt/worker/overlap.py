@@ -1,0 +1,70 @@
+"""`overlap: queue`: when a job's running execution ends, the oldest queued one starts.
+
+The worker calls this right after a terminal completion; the watchdog calls it for queued
+executions it finds, so a worker that dies between the two steps delays the next run by at most
+one watchdog interval, and never loses it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from takt.config import Settings
+from takt.dispatch.lanes import LaneMessage, LaneSender, Outgoing
+from takt.models.ids import to_ms
+from takt.models.records import ExecState
+from takt.store.errors import ConflictError, NotFoundError
+from takt.store.executions import ExecutionStore, Transition
+from takt.store.jobs import JobStore
+
+
+def release_queued(
+    jobs: JobStore,
+    executions: ExecutionStore,
+    lanes: LaneSender,
+    settings: Settings,
+    tenant_id: str,
+    job_id: str,
+    now: datetime,
+) -> str | None:
+    """Start the job's oldest queued execution if its slot is free; returns its id."""
+    try:
+        job = jobs.get(tenant_id, job_id)
+    except NotFoundError:
+        return None
+    holder = job.active_execution
+    if holder:
+        try:
+            if not executions.get(tenant_id, holder).state.terminal:
+                return None
+        except NotFoundError:
+            pass
+    queued = executions.first_queued(tenant_id, job_id)
+    if queued is None:
+        return None
+    if not jobs.take_slot(tenant_id, job_id, queued.execution_id, expected=holder):
+        return None
+    check_at = now + timedelta(seconds=settings.pending_resend_after_sec)
+    try:
+        promoted = executions.transition(
+            tenant_id,
+            queued.execution_id,
+            Transition(
+                expect={"state": ExecState.QUEUED, "attempt": queued.attempt},
+                set={"state": ExecState.PENDING, "check_at": to_ms(check_at)},
+            ),
+        )
+    except ConflictError:
+        return None
+    lanes.send([
+        Outgoing(
+            lane=promoted.lane,
+            message=LaneMessage(
+                tenant_id=tenant_id,
+                job_id=job_id,
+                execution_id=promoted.execution_id,
+                attempt=promoted.attempt,
+            ),
+        )
+    ])
+    return promoted.execution_id

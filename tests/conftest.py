@@ -1,0 +1,70 @@
+"""Shared fixtures: moto in server mode (one per test process), fresh tables and lanes per test,
+and a manual clock. Server mode, not in-process mocking: its conditional writes hold under
+concurrency, which the dispatch and lease tests rely on."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+
+from takt.clock import ManualClock
+from takt.config import Settings
+from takt.local.provision import provision
+from takt.local.runtime import FAKE_CREDENTIALS, free_port
+from takt.wiring import Services, build_services
+
+os.environ.update(FAKE_CREDENTIALS)
+os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+def make_settings(endpoint: str, **overrides: object) -> Settings:
+    """Settings naming a fresh set of tables and lanes on the moto server, created here."""
+    uid = uuid.uuid4().hex[:8]
+    base = Settings(
+        jobs_table=f"jobs-{uid}",
+        due_table=f"due-{uid}",
+        executions_table=f"executions-{uid}",
+        idempotency_table=f"idempotency-{uid}",
+        aws_endpoint_url=endpoint,
+        due_shards=4,
+        open_shards=2,
+        **overrides,  # type: ignore[arg-type]
+    )
+    env = provision(build_services(base).clients, base, prefix=f"takt-{uid}")
+    import json
+
+    return base.model_copy(update={"lane_urls": json.loads(env["TAKT_LANE_URLS"])})
+
+
+@pytest.fixture
+def settings(moto_endpoint: str) -> Settings:
+    return make_settings(moto_endpoint)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(datetime(2026, 3, 2, 12, 0, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def svc(settings: Settings, clock: ManualClock) -> Services:
+    return build_services(settings, clock)
