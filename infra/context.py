@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass
 
 from constructs import Node
-
 from takt.config import LANES
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -136,7 +135,10 @@ def _bounded_int(value: object, what: str, *, minimum: int, maximum: int | None 
 
 def _lanes(node: Node) -> dict[str, LaneTuning]:
     value = _required(node, "lanes")
-    lanes = json.loads(value) if isinstance(value, str) else value
+    try:
+        lanes = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        raise ContextError(f"context 'lanes' must be a JSON object, not {value!r}") from None
     if not isinstance(lanes, dict) or set(lanes) != set(LANES):
         raise ContextError(f"context 'lanes' must map exactly the lanes {LANES} to settings")
     tuning = {}

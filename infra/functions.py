@@ -18,13 +18,13 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
+from takt.resources import DUE, EXECUTIONS, IDEMPOTENCY, JOBS, TableSpec
 
 from infra import metric_names
 from infra.context import DeployConfig
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
-from takt.resources import DUE, EXECUTIONS, IDEMPOTENCY, JOBS, TABLES, TableSpec
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 HANDLER = "handler.handler"

@@ -1,4 +1,4 @@
-"""takt's SQS priority lanes, each with its dead-letter queue, built from `takt.resources.QUEUES`."""
+"""takt's SQS priority lanes with their dead-letter queues, built from `takt.resources.QUEUES`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from aws_cdk import Duration, Tags
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-
 from takt.resources import QUEUES
 
 

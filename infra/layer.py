@@ -55,7 +55,7 @@ def uv_command() -> list[str] | None:
 
 
 def _canonical(name: str) -> str:
-    """PEP 503 normalisation, so `Boto3` and `jmes_path`-style spellings are recognised."""
+    """PEP 503 normalisation, so `Boto3` or `typing_extensions` match their canonical names."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -90,7 +90,9 @@ def _uv() -> list[str]:
     uv = uv_command()
     if uv is None:
         raise LayerBuildError("uv is needed to build the layer: put it on PATH or pip-install it")
-    return uv
+    # The CDK CLI forces colour on its child processes; coloured requirement lines are not
+    # requirements, and uv would then reject its own export.
+    return [*uv, "--color", "never"]
 
 
 def export_requirements(project_root: Path) -> list[str]:

@@ -26,23 +26,29 @@ class MetricName:
 
 
 SCHEDULE_LAG = MetricName("ScheduleLag", "Milliseconds", "worker")
+DISPATCH_LAG = MetricName("DispatchLag", "Milliseconds", "scheduler")
 DISPATCHED = MetricName("Dispatched", "Count", "claimer")
 SKIPPED = MetricName("Skipped", "Count", "claimer")
 SUCCEEDED = MetricName("Succeeded", "Count", "worker")
 FAILED = MetricName("Failed", "Count", "worker")
 DEAD = MetricName("Dead", "Count", "worker")
+RETRIED = MetricName("Retried", "Count", "worker")
 STALE_REPORT_FENCED = MetricName("StaleReportFenced", "Count", "worker")
 LEASE_EXPIRED = MetricName("LeaseExpired", "Count", "watchdog")
 PENDING_RESENT = MetricName("PendingResent", "Count", "watchdog")
+RETRIES_RELEASED = MetricName("RetriesReleased", "Count", "watchdog")
 
 ALL: tuple[MetricName, ...] = (
     SCHEDULE_LAG,
+    DISPATCH_LAG,
     DISPATCHED,
     SKIPPED,
     SUCCEEDED,
     FAILED,
     DEAD,
+    RETRIED,
     STALE_REPORT_FENCED,
     LEASE_EXPIRED,
     PENDING_RESENT,
+    RETRIES_RELEASED,
 )

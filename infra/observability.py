@@ -29,17 +29,30 @@ WIDGET_HEIGHT = 6
 
 
 def takt_metric(
-    metric: MetricName, *, statistic: str = "Sum", label: str | None = None
+    metric: MetricName,
+    *,
+    statistic: str = "Sum",
+    label: str | None = None,
+    period: Duration = MINUTE,
 ) -> cloudwatch.Metric:
-    """A metric the handlers publish, per minute, under takt's namespace and service dimension."""
+    """A metric the handlers publish, under takt's namespace and service dimension."""
     return cloudwatch.Metric(
         namespace=metric_names.NAMESPACE,
         metric_name=metric.name,
         dimensions_map={metric_names.SERVICE_DIMENSION: metric_names.SERVICE},
         statistic=statistic,
-        period=MINUTE,
+        period=period,
         label=label or metric.name,
     )
+
+
+def _filled_sum(metric_ids: dict[str, cloudwatch.IMetric]) -> str:
+    """A sum that treats a missing datapoint as 0.
+
+    An expression only has values where all its inputs do, so a count emitted only when it is not
+    zero (DynamoDB's throttle events) would otherwise blank the whole sum, and its alarm with it.
+    """
+    return " + ".join(f"FILL({metric_id}, 0)" for metric_id in metric_ids)
 
 
 def _graph(title: str, metrics: list[cloudwatch.IMetric]) -> cloudwatch.GraphWidget:
@@ -66,14 +79,15 @@ class Observability(Construct):
         self._topic_action = actions.SnsAction(alarm_topic)
         self.alarms: list[cloudwatch.Alarm] = []
 
-        lag_p50 = takt_metric(metric_names.SCHEDULE_LAG, statistic="p50", label="p50")
-        lag_p99 = takt_metric(metric_names.SCHEDULE_LAG, statistic="p99", label="p99")
+        lag_p50 = takt_metric(metric_names.SCHEDULE_LAG, statistic="p50", label="start p50")
+        lag_p99 = takt_metric(metric_names.SCHEDULE_LAG, statistic="p99", label="start p99")
+        recovery_counts: dict[str, cloudwatch.IMetric] = {
+            "lease": takt_metric(metric_names.LEASE_EXPIRED, period=FIVE_MINUTES),
+            "pending": takt_metric(metric_names.PENDING_RESENT, period=FIVE_MINUTES),
+        }
         recoveries = cloudwatch.MathExpression(
-            expression="lease + pending",
-            using_metrics={
-                "lease": takt_metric(metric_names.LEASE_EXPIRED),
-                "pending": takt_metric(metric_names.PENDING_RESENT),
-            },
+            expression=_filled_sum(recovery_counts),
+            using_metrics=recovery_counts,
             period=FIVE_MINUTES,
             label="Recoveries",
         )
@@ -81,15 +95,15 @@ class Observability(Construct):
         throttle_events: dict[str, cloudwatch.IMetric] = {}
         table_throttles = []
         for i, (spec, table) in enumerate(tables.all()):
-            pair = {
+            counts: dict[str, cloudwatch.IMetric] = {
                 f"r{i}": table.metric("ReadThrottleEvents", statistic="Sum", period=MINUTE),
                 f"w{i}": table.metric("WriteThrottleEvents", statistic="Sum", period=MINUTE),
             }
-            throttle_events |= pair
+            throttle_events |= counts
             table_throttles.append(
                 cloudwatch.MathExpression(
-                    expression=" + ".join(pair),
-                    using_metrics=pair,
+                    expression=_filled_sum(counts),
+                    using_metrics=counts,
                     period=MINUTE,
                     label=spec.logical_id,
                 )
@@ -128,7 +142,7 @@ class Observability(Construct):
         self._alarm(
             "TableThrottles",
             cloudwatch.MathExpression(
-                expression=" + ".join(throttle_events),
+                expression=_filled_sum(throttle_events),
                 using_metrics=throttle_events,
                 period=MINUTE,
                 label="Throttle events, all tables",
@@ -161,7 +175,14 @@ class Observability(Construct):
             )
         )
         dashboard.add_widgets(
-            _graph("Schedule lag (ms)", [lag_p50, lag_p99]),
+            _graph(
+                "Lag (ms)",
+                [
+                    lag_p50,
+                    lag_p99,
+                    takt_metric(metric_names.DISPATCH_LAG, statistic="p99", label="dispatch p99"),
+                ],
+            ),
             _graph("Dispatched / min", [takt_metric(metric_names.DISPATCHED)]),
             _graph(
                 "Completions / min",
@@ -169,16 +190,18 @@ class Observability(Construct):
                     takt_metric(metric_names.SUCCEEDED),
                     takt_metric(metric_names.FAILED),
                     takt_metric(metric_names.DEAD),
+                    takt_metric(metric_names.RETRIED),
                 ],
             ),
         )
         dashboard.add_widgets(
             _graph("Skipped / min", [takt_metric(metric_names.SKIPPED)]),
             _graph(
-                "Watchdog recoveries / min",
+                "Watchdog actions / min",
                 [
                     takt_metric(metric_names.LEASE_EXPIRED),
                     takt_metric(metric_names.PENDING_RESENT),
+                    takt_metric(metric_names.RETRIES_RELEASED),
                 ],
             ),
             _graph("Stale reports fenced / min", [takt_metric(metric_names.STALE_REPORT_FENCED)]),
@@ -235,9 +258,7 @@ class Observability(Construct):
                 ],
             ),
         )
-        dashboard.add_widgets(
-            _graph("DynamoDB throttle events / min", list(table_throttles))
-        )
+        dashboard.add_widgets(_graph("DynamoDB throttle events / min", list(table_throttles)))
 
     def _alarm(
         self,

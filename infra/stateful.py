@@ -41,8 +41,6 @@ class StatefulStack(Stack):
         alarm_key.grant(
             iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
         )
-        self.alarm_topic = sns.Topic(
-            self, "AlarmTopic", master_key=alarm_key, enforce_ssl=True
-        )
+        self.alarm_topic = sns.Topic(self, "AlarmTopic", master_key=alarm_key, enforce_ssl=True)
         if config.alarm_email:
             self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))

@@ -34,7 +34,10 @@ class Triggers(Construct):
         config: DeployConfig,
     ) -> None:
         super().__init__(scope, construct_id)
-        for name, function in (("Scheduler", functions.scheduler), ("Watchdog", functions.watchdog)):
+        for name, function in (
+            ("Scheduler", functions.scheduler),
+            ("Watchdog", functions.watchdog),
+        ):
             events.Rule(
                 self,
                 f"{name}EveryMinute",

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-
 from takt.clock import ManualClock
 from takt.config import Settings
+from takt.local import moto_speedups
 from takt.local.provision import provision
 from takt.local.runtime import FAKE_CREDENTIALS, free_port
 from takt.wiring import Services, build_services
@@ -27,6 +27,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
 def moto_endpoint() -> Iterator[str]:
     from moto.server import ThreadedMotoServer
 
+    moto_speedups.apply()
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from takt.api.app import app
 from takt.observability import logger, metrics
 

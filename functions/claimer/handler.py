@@ -6,7 +6,6 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
-
 from takt.models.ids import parse_time
 from takt.observability import MetricUnit, logger, metrics
 from takt.wiring import services

@@ -11,7 +11,6 @@ import time
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from takt.observability import MetricUnit, logger, metrics
 from takt.wiring import services
 

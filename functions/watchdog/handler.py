@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from takt.observability import MetricUnit, logger, metrics
 from takt.wiring import services
 
@@ -29,7 +28,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         metrics.add_metric("LeaseExpired", MetricUnit.Count, result.lease_expired)
         metrics.add_metric("RetriesReleased", MetricUnit.Count, result.retries_released)
         remaining = context.get_remaining_time_in_millis()
-        if done == sweeps or remaining < STOP_BEFORE_END_MS + svc.settings.watchdog_interval_sec * 1000:
+        if (
+            done == sweeps
+            or remaining < STOP_BEFORE_END_MS + svc.settings.watchdog_interval_sec * 1000
+        ):
             break
         time.sleep(svc.settings.watchdog_interval_sec)
     return totals

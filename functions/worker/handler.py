@@ -16,7 +16,6 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from takt.dispatch.lanes import LaneMessage
 from takt.observability import MetricUnit, logger, metrics
 from takt.wiring import services
@@ -27,10 +26,18 @@ processor = BatchProcessor(event_type=EventType.SQS)
 def record_handler(record: SQSRecord) -> str:
     message = LaneMessage.model_validate_json(record.body)
     outcome = services().runner.process(message)
-    logger.info("execution processed", execution_id=outcome.execution_id, state=outcome.state,
-                detail=outcome.detail)
-    if outcome.lag_ms is not None and outcome.state in ("succeeded", "failed", "dead",
-                                                         "retry_wait"):
+    logger.info(
+        "execution processed",
+        execution_id=outcome.execution_id,
+        state=outcome.state,
+        detail=outcome.detail,
+    )
+    if outcome.lag_ms is not None and outcome.state in (
+        "succeeded",
+        "failed",
+        "dead",
+        "retry_wait",
+    ):
         metrics.add_metric("ScheduleLag", MetricUnit.Milliseconds, outcome.lag_ms)
     metric = {
         "succeeded": "Succeeded",
@@ -46,7 +53,7 @@ def record_handler(record: SQSRecord) -> str:
 
 @logger.inject_lambda_context
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> Any:
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

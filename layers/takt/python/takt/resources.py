@@ -57,7 +57,11 @@ class TableSpec:
                 attributes[index.sort.name] = index.sort.type
                 schema.append({"AttributeName": index.sort.name, "KeyType": "RANGE"})
             gsis.append(
-                {"IndexName": index.name, "KeySchema": schema, "Projection": {"ProjectionType": "ALL"}}
+                {
+                    "IndexName": index.name,
+                    "KeySchema": schema,
+                    "Projection": {"ProjectionType": "ALL"},
+                }
             )
         kwargs: dict[str, Any] = {
             "TableName": table_name,

@@ -10,6 +10,8 @@ import threading
 from dataclasses import dataclass
 from functools import cached_property
 
+import boto3
+
 from takt.aws import AwsClients, make_clients
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
@@ -71,8 +73,6 @@ class Services:
         if self.settings.claimer_mode == "lambda":
             if not self.settings.claimer_function:
                 raise RuntimeError("TAKT_CLAIMER_FUNCTION is required in lambda claimer mode")
-            import boto3
-
             client = boto3.session.Session(region_name=self.settings.region).client("lambda")
             return LambdaFanout(client, self.settings.claimer_function)
         return InlineFanout(self.claimer.claim, self.settings.claimer_threads)

@@ -12,7 +12,10 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFoundError
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from takt.api.errors import (
@@ -41,10 +44,29 @@ MAX_BODY_BYTES = 300 * 1024
 
 app = APIGatewayHttpResolver(enable_validation=True)
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"description": "Invalid request", "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}},
-    404: {"description": "Not found", "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+_PROBLEMS: dict[int, str] = {
+    400: "Invalid request: `errors[].field` names each field at fault",
+    401: "No caller identity, or no tenant claim in it",
+    404: "No such job or execution for this caller",
+    409: "The execution is not in a state that allows this",
+    412: "If-Match names an older version of the job",
+    413: "Payload or request body too large",
+    415: "The body is not application/json",
+    422: "Idempotency key reused with a different body",
 }
+
+
+def _responses(success: dict[int, str], *problems: int) -> dict[int, Any]:
+    """The documented answers of a route: its successes (schema from the return type) and its
+    problem+json errors. Every route lists its success codes: once `responses` is given,
+    Powertools documents no success answer by itself."""
+    documented: dict[int, Any] = {code: {"description": text} for code, text in success.items()}
+    for code in (400, 401, *problems):
+        documented[code] = {
+            "description": _PROBLEMS[code],
+            "content": {PROBLEM_JSON: {"model": Problem}},
+        }
+    return documented
 
 
 def _service() -> JobService:
@@ -56,12 +78,24 @@ def _tenant() -> str:
 
 
 def _require_json() -> None:
+    """Refuse a body that is not JSON (415) or far too large (413).
+
+    Called by the routes and again when body validation fails: Powertools validates the body
+    before any route or middleware runs, and would otherwise answer a form-encoded or oversized
+    body with a 400 about its fields instead of naming the real problem.
+    """
     content_type = (app.current_event.headers or {}).get("content-type", "")
     if not content_type.split(";")[0].strip().lower() == "application/json":
-        raise UnsupportedMediaTypeError("send the body as application/json")
+        raise UnsupportedMediaTypeError(
+            f"send the body as application/json, not {content_type or 'no content type'}",
+            [{"field": "Content-Type", "message": "must be application/json"}],
+        )
     body = app.current_event.body or ""
     if len(body.encode()) > MAX_BODY_BYTES:
-        raise PayloadTooLargeError(f"request body over {MAX_BODY_BYTES} bytes")
+        raise PayloadTooLargeError(
+            f"request body over {MAX_BODY_BYTES} bytes",
+            [{"field": "body", "message": f"over {MAX_BODY_BYTES} bytes"}],
+        )
 
 
 def _etag(version: int) -> str:
@@ -70,7 +104,7 @@ def _etag(version: int) -> str:
 
 def _if_match() -> int | None:
     value = (app.current_event.headers or {}).get("if-match")
-    if value is None:
+    if value is None or value.strip() == "*":  # RFC 9110: "*" matches any current version
         return None
     text = value.strip().removeprefix("W/").strip('"')
     if not text.isdigit():
@@ -81,20 +115,31 @@ def _if_match() -> int | None:
     return int(text)
 
 
-def _job_response(job: JobOut, status: int) -> Response[JobOut]:
+def _job_response(job: JobOut, status: int) -> Response[Any]:
+    # The body is the model, not its JSON text: Powertools validates a response body against the
+    # route's declared return type before serializing it, and JSON text fails that check (every
+    # answer became a 400 after the write had been done).
     return Response(
         status_code=status,
         content_type="application/json",
-        body=job.model_dump_json(),
+        body=job,
         headers={"ETag": _etag(job.version), "Location": f"/v1/jobs/{job.id}"},
     )
 
 
 def _json(model: Any, status: int = 200) -> Response[Any]:
-    return Response(status_code=status, content_type="application/json", body=model.model_dump_json())
+    return Response(status_code=status, content_type="application/json", body=model)
 
 
-@app.post("/v1/jobs", responses={201: {"description": "Created"}, 200: {"description": "Returned by idempotency key"}, **ERRORS})
+@app.post(
+    "/v1/jobs",
+    responses=_responses(
+        {201: "Created", 200: "The job created earlier with this idempotency key"},
+        413,
+        415,
+        422,
+    ),
+)
 def create_job(body: Annotated[JobCreate, Body()]) -> Response[JobOut]:
     _require_json()
     key = (app.current_event.headers or {}).get("idempotency-key")
@@ -102,42 +147,54 @@ def create_job(body: Annotated[JobCreate, Body()]) -> Response[JobOut]:
     return _job_response(JobOut.of(job), 201 if created else 200)
 
 
-@app.get("/v1/jobs", responses=ERRORS)
+@app.get("/v1/jobs", responses=_responses({200: "A page of jobs, oldest first"}))
 def list_jobs(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query()] = None,
     status: Annotated[str | None, Query(pattern="^(active|paused|completed)$")] = None,
     name: Annotated[str | None, Query(description="name prefix")] = None,
 ) -> Response[JobPage]:
-    jobs, next_cursor = _service().list(_tenant(), limit, cursor, status, name)
+    jobs, next_cursor = _service().list_jobs(_tenant(), limit, cursor, status, name)
     return _json(JobPage(items=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
 
 
-@app.get("/v1/jobs/<job_id>", responses=ERRORS)
+@app.get("/v1/jobs/<job_id>", responses=_responses({200: "The job; its ETag is its version"}, 404))
 def get_job(job_id: str) -> Response[JobOut]:
     return _job_response(JobOut.of(_service().get(_tenant(), job_id)), 200)
 
 
-@app.patch("/v1/jobs/<job_id>", responses={412: {"description": "Stale If-Match"}, **ERRORS})
+@app.patch(
+    "/v1/jobs/<job_id>",
+    responses=_responses({200: "The changed job"}, 404, 412, 413, 415),
+)
 def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOut]:
     _require_json()
     job = _service().update(_tenant(), job_id, body, _if_match())
     return _job_response(JobOut.of(job), 200)
 
 
-@app.delete("/v1/jobs/<job_id>", responses=ERRORS)
-def delete_job(job_id: str) -> Response[None]:
+@app.delete(
+    "/v1/jobs/<job_id>",
+    responses={**_responses({}, 404), 204: {"description": "Deleted", "content": {}}},
+)
+def delete_job(job_id: str) -> Response[Any]:
     _service().delete(_tenant(), job_id)
     return Response(status_code=204, body="")
 
 
-@app.post("/v1/jobs/<job_id>/trigger", responses=ERRORS)
+@app.post(
+    "/v1/jobs/<job_id>/trigger",
+    responses=_responses({202: "The execution, pending"}, 404, 409),
+)
 def trigger_job(job_id: str) -> Response[ExecutionOut]:
     record = _service().trigger(_tenant(), job_id)
     return _json(ExecutionOut.of(record), 202)
 
 
-@app.get("/v1/jobs/<job_id>/executions", responses=ERRORS)
+@app.get(
+    "/v1/jobs/<job_id>/executions",
+    responses=_responses({200: "A page of the job's executions, newest first"}, 404),
+)
 def list_executions(
     job_id: str,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
@@ -147,15 +204,23 @@ def list_executions(
     tenant = _tenant()
     service.get(tenant, job_id)
     records, next_cursor = service.executions(tenant, job_id, limit, cursor)
-    return _json(ExecutionPage(items=[ExecutionOut.of(r) for r in records], next_cursor=next_cursor))
+    return _json(
+        ExecutionPage(items=[ExecutionOut.of(r) for r in records], next_cursor=next_cursor)
+    )
 
 
-@app.get("/v1/executions/<execution_id>", responses=ERRORS)
+@app.get(
+    "/v1/executions/<execution_id>",
+    responses=_responses({200: "The execution with its attempts"}, 404),
+)
 def get_execution(execution_id: str) -> Response[ExecutionOut]:
     return _json(ExecutionOut.of(_service().execution(_tenant(), execution_id)))
 
 
-@app.post("/v1/executions/<execution_id>/retry", responses=ERRORS)
+@app.post(
+    "/v1/executions/<execution_id>/retry",
+    responses=_responses({202: "The execution, pending again with a fresh budget"}, 404, 409),
+)
 def retry_execution(execution_id: str) -> Response[ExecutionOut]:
     return _json(ExecutionOut.of(_service().retry_execution(_tenant(), execution_id)), 202)
 
@@ -173,14 +238,24 @@ def openapi_json() -> str:
         summary="A distributed job scheduler that runs serverless on AWS",
     )
     document = json.loads(schema.model_dump_json(by_alias=True, exclude_none=True))
-    document.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
-        Problem.model_json_schema()
-    )
+    # Powertools documents a 422 validation answer on every route; takt answers invalid input
+    # with a 400 problem instead, and 422 only for a reused idempotency key.
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            answer = operation.get("responses", {}).get("422", {})
+            if "HTTPValidationError" in json.dumps(answer):
+                del operation["responses"]["422"]
+    schemas = document.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ResponseValidationError", "ValidationError"):
+        rest = {k: v for k, v in schemas.items() if k != name}
+        if f"#/components/schemas/{name}" not in json.dumps([document.get("paths"), rest]):
+            schemas.pop(name, None)
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
-def problem(status: int, title: str, detail: str | None,
-            errors: list[dict[str, Any]] | None = None) -> Response[Any]:
+def problem(
+    status: int, title: str, detail: str | None, errors: list[dict[str, Any]] | None = None
+) -> Response[Any]:
     body = Problem(title=title, status=status, detail=detail, errors=errors)
     return Response(
         status_code=status,
@@ -189,17 +264,33 @@ def problem(status: int, title: str, detail: str | None,
     )
 
 
-@app.exception_handler(ApiError)
+@app.exception_handler(ApiError)  # type: ignore[untyped-decorator]
 def _api_error(exc: ApiError) -> Response[Any]:
     return problem(exc.status, exc.title, exc.detail, exc.errors)
 
 
-@app.exception_handler(RequestValidationError)
+@app.exception_handler(RequestUnsupportedContentType)  # type: ignore[untyped-decorator]
+def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response[Any]:
+    try:
+        _require_json()
+    except ApiError as refused:
+        return problem(refused.status, refused.title, refused.detail, refused.errors)
+    return problem(415, UnsupportedMediaTypeError.title, "send the body as application/json")
+
+
+@app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
 def _validation_error(exc: RequestValidationError) -> Response[Any]:
+    if app.current_event.body:
+        try:
+            _require_json()
+        except ApiError as refused:
+            return problem(refused.status, refused.title, refused.detail, refused.errors)
     errors = []
     for error in exc.errors():
         loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
-        field = ".".join(loc) or "body"
+        # A model-level check names no location; the error it raised may name the field.
+        named = getattr((error.get("ctx") or {}).get("error"), "field", None)
+        field = ".".join(loc) or (named if isinstance(named, str) else "body")
         message = str(error.get("msg", "invalid"))
         if error.get("type") == "json_invalid":
             field, message = "body", "malformed JSON"
@@ -213,7 +304,7 @@ def _not_found(exc: RouteNotFoundError) -> Response[Any]:
     return problem(404, "Not Found", f"no route for {app.current_event.path}")
 
 
-@app.exception_handler(Exception)
+@app.exception_handler(Exception)  # type: ignore[untyped-decorator]
 def _unexpected(exc: Exception) -> Response[Any]:
     logger.exception("unhandled error")
     return problem(500, "Internal Server Error", "an unexpected error occurred")

@@ -6,6 +6,8 @@ runs; this module only reads what the authorizer put in the request context.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 
 from takt.api.errors import UnauthenticatedError
@@ -13,7 +15,8 @@ from takt.api.errors import UnauthenticatedError
 
 def tenant_of(event: APIGatewayProxyEventV2, claim: str) -> str:
     """The tenant: the configured JWT claim, or the AWS account of an IAM caller."""
-    authorizer = event.get("requestContext", {}).get("authorizer") or {}
+    context: Any = event.get("requestContext") or {}
+    authorizer: Any = context.get("authorizer") or {}
     jwt = authorizer.get("jwt") or {}
     claims = jwt.get("claims") or {}
     if claims:

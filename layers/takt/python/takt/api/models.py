@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import (
     AwareDatetime,
@@ -30,9 +31,19 @@ from takt.schedule import parse_cron, parse_duration, validate_time_zone
 Lane = Literal["high", "default", "low"]
 
 
-def _check_target(value: str) -> str:
-    from urllib.parse import urlsplit
+class FieldError(ValueError):
+    """A check across fields that still blames one of them.
 
+    pydantic gives a model-level check no location; the API reads `field` from the error so its
+    problem+json answer names the field instead of "body".
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _check_target(value: str) -> str:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("target must be an http(s) URL")
@@ -87,11 +98,14 @@ class JobCreate(_Schedulable):
     def _one_schedule(self) -> JobCreate:
         given = [n for n in ("schedule", "run_at", "interval") if getattr(self, n) is not None]
         if len(given) != 1:
-            raise ValueError("exactly one of schedule, run_at or interval is required")
+            raise FieldError(
+                given[1] if given else "schedule",
+                "exactly one of schedule, run_at or interval is required",
+            )
         if self.schedule is not None:
             parse_cron(self.schedule, self.time_zone)
         if self.start_at and self.end_at and self.end_at <= self.start_at:
-            raise ValueError("end_at must be after start_at")
+            raise FieldError("end_at", "end_at must be after start_at")
         return self
 
 
@@ -120,7 +134,7 @@ class JobPatch(_Schedulable):
     def _at_most_one_schedule(self) -> JobPatch:
         given = [n for n in ("schedule", "run_at", "interval") if getattr(self, n) is not None]
         if len(given) > 1:
-            raise ValueError("at most one of schedule, run_at or interval may be given")
+            raise FieldError(given[1], "at most one of schedule, run_at or interval may be given")
         return self
 
 

@@ -17,15 +17,16 @@ from takt.api.errors import (
     IdempotencyMismatchError,
     InvalidRequestError,
     JobNotFoundError,
+    PayloadTooLargeError,
     PreconditionFailedError,
 )
 from takt.api.models import JobCreate, JobPatch
-from takt.dispatch.lanes import LaneMessage, Outgoing
+from takt.dispatch.lanes import Outgoing
 from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
-from takt.schedule import ScheduleError, next_after
+from takt.schedule import ScheduleError, next_after, parse_cron
 from takt.store.errors import ConflictError, NotFoundError
-from takt.store.executions import Transition
+from takt.store.executions import Transition, open_shard_of
 from takt.wiring import Services
 
 SCHEDULE_FIELDS = {"schedule", "interval", "run_at", "time_zone", "dst", "start_at", "end_at"}
@@ -44,27 +45,17 @@ class JobService:
     def create(
         self, tenant_id: str, body: JobCreate, idempotency_key: str | None
     ) -> tuple[JobRecord, bool]:
-        """Create a job; (job, False) when the idempotency key returns an earlier one."""
+        """Create a job; (job, False) when the idempotency key returns an earlier one.
+
+        Everything that can refuse the request runs before the first write, so a refused
+        request leaves no idempotency record behind (DESIGN invariant 7): otherwise the
+        corrected retry under the same key would be refused as a different body.
+        """
         now = self._svc.clock.now()
-        job_id = new_job_id()
         key = idempotency_key or body.idempotency_key
-        if key:
-            digest = body_hash(body.model_dump(mode="json", exclude={"idempotency_key"}))
-            earlier = self._svc.idempotency.claim(
-                tenant_id, key, job_id, digest, int(now.timestamp())
-            )
-            if earlier is not None:
-                if earlier.body_hash != digest:
-                    raise IdempotencyMismatchError(
-                        f"idempotency key {key!r} was used with a different body"
-                    )
-                try:
-                    return self._svc.jobs.get(tenant_id, earlier.job_id), False
-                except NotFoundError:
-                    job_id = earlier.job_id  # an earlier try crashed: finish its work
         job = JobRecord(
             tenant_id=tenant_id,
-            job_id=job_id,
+            job_id=new_job_id(),
             name=body.name,
             schedule=body.schedule,
             interval=body.interval,
@@ -88,6 +79,22 @@ class JobService:
         )
         job.next_run_time = self._first_run(job, now)
         self._check_payload(job)
+        if key:
+            digest = body_hash(body.model_dump(mode="json", exclude={"idempotency_key"}))
+            earlier = self._svc.idempotency.claim(
+                tenant_id, key, job.job_id, digest, int(now.timestamp())
+            )
+            if earlier is not None:
+                if earlier.body_hash != digest:
+                    raise IdempotencyMismatchError(
+                        f"idempotency key {key!r} was used with a different body",
+                        [{"field": "idempotency_key", "message": "used with a different body"}],
+                    )
+                try:
+                    return self._svc.jobs.get(tenant_id, earlier.job_id), False
+                except NotFoundError:
+                    job.job_id = earlier.job_id  # an earlier try crashed: finish its work
+        job_id = job.job_id
         self._svc.due.put(tenant_id, job_id, job.next_run_time, now)
         try:
             self._svc.jobs.create(job)
@@ -100,11 +107,11 @@ class JobService:
         if job.run_at is not None:
             return job.run_at
         try:
-            first = next_after(
-                job.parsed_schedule(), now, start_at=job.start_at, end_at=job.end_at
-            )
+            first = next_after(job.parsed_schedule(), now, start_at=job.start_at, end_at=job.end_at)
         except ScheduleError as exc:
-            raise InvalidRequestError(str(exc), [{"field": exc.field, "message": str(exc)}]) from exc
+            raise InvalidRequestError(
+                str(exc), [{"field": exc.field, "message": str(exc)}]
+            ) from exc
         if first is None:
             raise InvalidRequestError(
                 "the schedule never fires between start_at and end_at",
@@ -113,12 +120,13 @@ class JobService:
         return first
 
     def _check_payload(self, job: JobRecord) -> None:
-        from takt.api.errors import PayloadTooLargeError
-
         size = len(json.dumps(job.payload, separators=(",", ":")).encode())
         limit = self._svc.settings.max_payload_bytes
         if size > limit:
-            raise PayloadTooLargeError(f"payload is {size} bytes; the limit is {limit}")
+            raise PayloadTooLargeError(
+                f"payload is {size} bytes; the limit is {limit}",
+                [{"field": "payload", "message": f"{size} bytes; the limit is {limit}"}],
+            )
 
     def get(self, tenant_id: str, job_id: str) -> JobRecord:
         try:
@@ -126,8 +134,12 @@ class JobService:
         except NotFoundError:
             raise JobNotFoundError(f"job {job_id} not found") from None
 
-    def list(
-        self, tenant_id: str, limit: int, cursor: str | None, status: str | None,
+    def list_jobs(
+        self,
+        tenant_id: str,
+        limit: int,
+        cursor: str | None,
+        status: str | None,
         name_prefix: str | None,
     ) -> tuple[list[JobRecord], str | None]:
         try:
@@ -179,18 +191,20 @@ class JobService:
         try:
             self._svc.jobs.update_definition(updated, current.version, written)
         except ConflictError:
-            raise PreconditionFailedError(f"job {job_id} changed meanwhile; read it again") from None
+            raise PreconditionFailedError(
+                f"job {job_id} changed meanwhile; read it again"
+            ) from None
         except NotFoundError:
             raise JobNotFoundError(f"job {job_id} not found") from None
         return self.get(tenant_id, job_id)
 
     def _validate_cron(self, job: JobRecord) -> None:
-        from takt.schedule import parse_cron
-
         try:
             parse_cron(job.schedule or "", job.time_zone)
         except ScheduleError as exc:
-            raise InvalidRequestError(str(exc), [{"field": exc.field, "message": str(exc)}]) from exc
+            raise InvalidRequestError(
+                str(exc), [{"field": exc.field, "message": str(exc)}]
+            ) from exc
 
     def delete(self, tenant_id: str, job_id: str) -> None:
         try:
@@ -202,17 +216,13 @@ class JobService:
         """Run a job once, now, outside its schedule."""
         job = self.get(tenant_id, job_id)
         now = self._svc.clock.now()
-        record = ExecutionRecord(
-            tenant_id=tenant_id,
-            job_id=job_id,
-            execution_id=execution_id(job_id, now, manual=True),
-            scheduled_time=now,
+        record = ExecutionRecord.for_job(
+            job,
+            execution_id(job_id, now, manual=True),
+            now,
+            ExecState.PENDING,
+            now,
             trigger="manual",
-            state=ExecState.PENDING,
-            max_attempts=job.retry.max_attempts,
-            lane=job.priority,
-            job_version=job.version,
-            created_at=now,
         )
         check_at = now + timedelta(seconds=self._svc.settings.pending_resend_after_sec)
         if not self._svc.executions.create(record, check_at_ms=to_ms(check_at)):
@@ -226,9 +236,7 @@ class JobService:
         self, tenant_id: str, job_id: str, limit: int, cursor: str | None
     ) -> tuple[list[ExecutionRecord], str | None]:
         try:
-            return self._svc.executions.list_for_job(
-                tenant_id, job_id, limit=limit, cursor=cursor
-            )
+            return self._svc.executions.list_for_job(tenant_id, job_id, limit=limit, cursor=cursor)
         except ValueError as exc:
             raise InvalidRequestError(str(exc), [{"field": "cursor", "message": str(exc)}]) from exc
 
@@ -252,8 +260,6 @@ class JobService:
             raise ConflictingStateError(f"job {record.job_id} no longer exists") from None
         now = self._svc.clock.now()
         check_at = now + timedelta(seconds=self._svc.settings.pending_resend_after_sec)
-        from takt.store.executions import open_shard_of
-
         try:
             updated = self._svc.executions.transition(
                 tenant_id,
@@ -277,14 +283,4 @@ class JobService:
         return updated
 
     def _send(self, record: ExecutionRecord, attempt: int) -> None:
-        self._svc.lanes.send([
-            Outgoing(
-                lane=record.lane,
-                message=LaneMessage(
-                    tenant_id=record.tenant_id,
-                    job_id=record.job_id,
-                    execution_id=record.execution_id,
-                    attempt=attempt,
-                ),
-            )
-        ])
+        self._svc.lanes.send([Outgoing.of(record, attempt)])

@@ -23,8 +23,9 @@ class CliContext:
     endpoint: str
     output: str
 
-    def emit(self, data: Any, table: list[dict[str, Any]] | None = None,
-             columns: list[str] | None = None) -> None:
+    def emit(
+        self, data: Any, table: list[dict[str, Any]] | None = None, columns: list[str] | None = None
+    ) -> None:
         """Print `data` as JSON, or `table` rows as an aligned text table."""
         if self.output == "json" or table is None:
             click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
@@ -34,8 +35,12 @@ class CliContext:
 
 def render_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     """A plain aligned table; empty cells print as '-'."""
-    cells = [[("-" if row.get(c) in (None, "") else str(row.get(c))) for c in columns] for row in rows]
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.upper().ljust(widths[i]) for i, c in enumerate(columns)).rstrip()]
     lines += ["  ".join(r[i].ljust(widths[i]) for i in range(len(columns))).rstrip() for r in cells]
     return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return "-" if value in (None, "") else str(value)

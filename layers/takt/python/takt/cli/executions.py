@@ -22,8 +22,12 @@ def executions() -> None:
 @click.pass_obj
 def list_(ctx: CliContext, job_id: str, limit: int, cursor: str | None) -> None:
     """A job's executions, newest first."""
-    page, _ = call(ctx.endpoint, "GET", f"/v1/jobs/{job_id}/executions",
-                   query={"limit": limit, "cursor": cursor})
+    page, _ = call(
+        ctx.endpoint,
+        "GET",
+        f"/v1/jobs/{job_id}/executions",
+        query={"limit": limit, "cursor": cursor},
+    )
     ctx.emit(page, page["items"], COLUMNS)
 
 

@@ -55,9 +55,11 @@ def jobs() -> None:
 @click.option("--priority", type=click.Choice(["high", "default", "low"]))
 @click.option("--idempotency-key")
 @click.pass_obj
-def create(ctx: CliContext, body: str | None, idempotency_key: str | None,
-           payload: str | None, **fields: str | None) -> None:
+def create(ctx: CliContext, /, **fields: str | None) -> None:
     """Create a job from flags or a JSON body."""
+    body = fields.pop("body")
+    idempotency_key = fields.pop("idempotency_key")
+    payload = fields.pop("payload")
     job = _load_body(body)
     job.update({k: v for k, v in fields.items() if v is not None})
     if payload is not None:
@@ -85,11 +87,16 @@ def get(ctx: CliContext, job_id: str) -> None:
 @click.option("--limit", default=50, show_default=True)
 @click.option("--cursor")
 @click.pass_obj
-def list_(ctx: CliContext, status: str | None, name: str | None, limit: int,
-          cursor: str | None) -> None:
+def list_(
+    ctx: CliContext, status: str | None, name: str | None, limit: int, cursor: str | None
+) -> None:
     """List jobs with their next run and last outcome."""
-    page, _ = call(ctx.endpoint, "GET", "/v1/jobs",
-                   query={"status": status, "name": name, "limit": limit, "cursor": cursor})
+    page, _ = call(
+        ctx.endpoint,
+        "GET",
+        "/v1/jobs",
+        query={"status": status, "name": name, "limit": limit, "cursor": cursor},
+    )
     ctx.emit(page, [_job_row(j) for j in page["items"]], JOB_COLUMNS)
     if ctx.output == "table" and page.get("next_cursor"):
         click.echo(f"next page: --cursor {page['next_cursor']}", err=True)

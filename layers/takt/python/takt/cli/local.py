@@ -15,15 +15,32 @@ from takt.local.runtime import LocalRuntime, RuntimeOptions, describe
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8080, show_default=True, type=int, help="API port.")
-@click.option("--tenant", default="local", show_default=True,
-              help="The identity the local API treats every caller as.")
-@click.option("--pollers", default=8, show_default=True, type=int,
-              help="Concurrent lane pollers feeding the worker handler.")
-@click.option("--log-level", default="WARNING", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
+@click.option(
+    "--tenant",
+    default="local",
+    show_default=True,
+    help="The identity the local API treats every caller as.",
+)
+@click.option(
+    "--pollers",
+    default=4,
+    show_default=True,
+    type=int,
+    help="Pollers per lane feeding the worker handler (half as many on the low lane).",
+)
+@click.option(
+    "--log-level",
+    default="WARNING",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
+)
 def local(host: str, port: int, tenant: str, pollers: int, log_level: str) -> None:
     """Run the API, scheduler, workers and watchdog locally on moto."""
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # moto's server (werkzeug) logs every AWS call at INFO, and takt's logger took its level at
+    # import, before this flag was read: without these a quiet run prints a line per call.
+    for name in ("werkzeug", "takt"):
+        logging.getLogger(name).setLevel(log_level)
     runtime = LocalRuntime(
         RuntimeOptions(host=host, port=port, tenant=tenant, pollers=pollers, log_level=log_level)
     )

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from botocore.exceptions import ClientError
 
 from takt.config import Settings
-from takt.dispatch.lanes import LaneMessage, LaneSender, Outgoing
+from takt.dispatch.lanes import LaneSender, Outgoing
 from takt.dispatch.plan import FiringPlan, plan_firing
 from takt.models.ids import execution_id, to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
@@ -94,9 +94,7 @@ class Claimer:
         if outgoing:
             self._lanes.send(outgoing)
             result.dispatched += len(outgoing)
-            result.lags_ms.extend(
-                to_ms(now) - to_ms(f.item.due) for f in firings if f.run_ids
-            )
+            result.lags_ms.extend(to_ms(now) - to_ms(f.item.due) for f in firings if f.run_ids)
         for firing in firings:
             if firing.plan.next_run is not None:
                 self._due.put(firing.job.tenant_id, firing.job.job_id, firing.plan.next_run, now)
@@ -127,47 +125,34 @@ class Claimer:
             if job.overlap == "skip":
                 busy = True
             firing.run_ids.append(record.execution_id)
+            # Not only a pending record holds the slot: after a crashed try, a worker may already
+            # be running the execution this retry found, and the next occurrence must see it busy.
+            open_run = record.state != ExecState.QUEUED and not record.state.terminal
+            if job.overlap != "allow" and open_run:
+                firing.holder = record.execution_id
             if record.state == ExecState.PENDING:
-                if job.overlap != "allow":
-                    firing.holder = record.execution_id
-                outgoing.append(
-                    Outgoing(
-                        lane=record.lane,
-                        message=LaneMessage(
-                            tenant_id=job.tenant_id,
-                            job_id=job.job_id,
-                            execution_id=record.execution_id,
-                            attempt=record.attempt,
-                        ),
-                    )
-                )
+                outgoing.append(Outgoing.of(record))
         return outgoing
 
     def _create(
-        self, job: JobRecord, scheduled: datetime, now: datetime, state: ExecState,
+        self,
+        job: JobRecord,
+        scheduled: datetime,
+        now: datetime,
+        state: ExecState,
         reason: str | None,
     ) -> ExecutionRecord:
         """Create (or find, after an earlier crashed try) the execution of one occurrence."""
-        record = ExecutionRecord(
-            tenant_id=job.tenant_id,
-            job_id=job.job_id,
-            execution_id=execution_id(job.job_id, scheduled),
-            scheduled_time=scheduled,
-            trigger="schedule",
-            state=state,
-            max_attempts=job.retry.max_attempts,
-            lane=job.priority,
-            job_version=job.version,
-            reason=reason,
-            created_at=now,
-            finished_at=now if state == ExecState.SKIPPED else None,
+        record = ExecutionRecord.for_job(
+            job, execution_id(job.job_id, scheduled), scheduled, state, now, reason=reason
         )
         check_at = now + timedelta(seconds=self._settings.pending_resend_after_sec)
         if self._executions.create(record, check_at_ms=to_ms(check_at)):
             return record
         existing = self._executions.get(job.tenant_id, record.execution_id)
-        logger.debug("execution already exists", execution_id=record.execution_id,
-                     state=existing.state.value)
+        logger.debug(
+            "execution already exists", execution_id=record.execution_id, state=existing.state.value
+        )
         return existing
 
     def _slot_busy(self, job: JobRecord) -> bool:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict
+
+from takt.models.records import ExecutionRecord
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -25,6 +26,7 @@ class LaneMessage(BaseModel):
     job_id: str
     execution_id: str
     attempt: int
+    scheduled_time: AwareDatetime
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,23 @@ class Outgoing:
     lane: str
     message: LaneMessage
     delay_sec: int = 0
+
+    @classmethod
+    def of(
+        cls, record: ExecutionRecord, attempt: int | None = None, delay_sec: int = 0
+    ) -> Outgoing:
+        """The message that sends `record` (at `attempt`, default its current one) to its lane."""
+        return cls(
+            lane=record.lane,
+            message=LaneMessage(
+                tenant_id=record.tenant_id,
+                job_id=record.job_id,
+                execution_id=record.execution_id,
+                attempt=record.attempt if attempt is None else attempt,
+                scheduled_time=record.scheduled_time,
+            ),
+            delay_sec=delay_sec,
+        )
 
 
 class SendError(Exception):
@@ -59,7 +78,7 @@ class LaneSender:
         entries: list[Any] = [
             {
                 "Id": str(i),
-                "MessageBody": json.dumps(item.message.model_dump(), separators=(",", ":")),
+                "MessageBody": item.message.model_dump_json(),
                 "DelaySeconds": max(0, min(MAX_DELAY_SEC, item.delay_sec)),
             }
             for i, item in enumerate(batch)

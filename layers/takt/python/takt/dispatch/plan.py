@@ -34,7 +34,7 @@ def plan_firing(job: JobRecord, due: datetime, now: datetime) -> FiringPlan:
     schedule = job.parsed_schedule()
     if not job.recurring:
         return FiringPlan(run=[due], next_run=None)
-    missed = [due] + occurrences(
+    later = occurrences(
         schedule,
         due,
         now,
@@ -42,6 +42,7 @@ def plan_firing(job: JobRecord, due: datetime, now: datetime) -> FiringPlan:
         start_at=job.start_at,
         end_at=job.end_at,
     )
+    missed = [due, *later]
     latest = missed[-1]
     if job.catchup == "all":
         horizon = now - parse_duration(job.catchup_window)

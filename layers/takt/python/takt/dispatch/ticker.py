@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
 
 WATERMARK_LAG = timedelta(minutes=2)
+BACKLOG_FIRST_SECONDS = 5
+BACKLOG_EVERY_SEC = 10
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,11 @@ class ClaimTask:
     now: datetime
 
     def to_event(self) -> dict[str, object]:
-        return {"minute": format_time(self.minute), "shard": self.shard, "now": format_time(self.now)}
+        return {
+            "minute": format_time(self.minute),
+            "shard": self.shard,
+            "now": format_time(self.now),
+        }
 
 
 class Fanout(Protocol):
@@ -93,12 +99,16 @@ class Ticker:
         if watermark is None:
             self._due.advance_watermark(oldest)
             watermark = oldest
-        # The backlog from the watermark, at most max_buckets minutes of it per tick, and always
-        # the recent minutes, so an old backlog never delays what is due now.
-        backlog_end = min(current, watermark + timedelta(minutes=self._max_buckets - 1))
-        minutes = sorted(
-            set(minutes_between(watermark, backlog_end)) | set(minutes_between(oldest, current))
-        )
+        minutes = [current]
+        if now.second < BACKLOG_FIRST_SECONDS or now.second % BACKLOG_EVERY_SEC == 0:
+            # Older minutes hold only what a previous tick left (an item due in the last
+            # instant of a minute, a crashed claim, a writer whose clock is behind), so they are
+            # swept at the start of each minute and every few seconds, not on every tick.
+            backlog_end = min(
+                current - timedelta(minutes=1),
+                watermark + timedelta(minutes=self._max_buckets - 1),
+            )
+            minutes = [*minutes_between(watermark, backlog_end), current]
         tasks = [ClaimTask(m, s, now) for m in minutes for s in range(self._due.shards)]
         result = TickResult(claims=len(tasks), watermark=watermark)
         for claim in self._fanout.run(tasks):

@@ -37,7 +37,11 @@ class LocalContext:
 
 
 def http_api_event(
-    method: str, target: str, headers: dict[str, str], body: bytes, tenant: str,
+    method: str,
+    target: str,
+    headers: dict[str, str],
+    body: bytes,
+    tenant: str,
     source_ip: str = "127.0.0.1",
 ) -> dict[str, Any]:
     """An API Gateway HTTP API (payload 2.0) event, with the local identity as a JWT claim."""
@@ -63,8 +67,9 @@ def http_api_event(
                 "sourceIp": source_ip,
                 "userAgent": lowered.get("user-agent", ""),
             },
-            "authorizer": {"jwt": {"claims": {"tenant": tenant, "sub": "local-user"},
-                                   "scopes": None}},
+            "authorizer": {
+                "jwt": {"claims": {"tenant": tenant, "sub": "local-user"}, "scopes": None}
+            },
             "requestId": str(uuid.uuid4()),
             "routeKey": "$default",
             "stage": "$default",
@@ -84,9 +89,8 @@ def sqs_event(queue_arn: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
                 "messageId": m["MessageId"],
                 "receiptHandle": m["ReceiptHandle"],
                 "body": m["Body"],
-                "attributes": {
-                    k: str(v) for k, v in m.get("Attributes", {}).items()
-                } or {"ApproximateReceiveCount": "1"},
+                "attributes": {k: str(v) for k, v in m.get("Attributes", {}).items()}
+                or {"ApproximateReceiveCount": "1"},
                 "messageAttributes": {},
                 "md5OfBody": m.get("MD5OfBody", ""),
                 "eventSource": "aws:sqs",

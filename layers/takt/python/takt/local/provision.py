@@ -29,9 +29,9 @@ def provision(clients: AwsClients, settings: Settings, prefix: str = "takt") -> 
             QueueName=f"{prefix}-{queue.lane}-dlq",
             Attributes={"MessageRetentionPeriod": str(queue.dlq_retention_sec)},
         )["QueueUrl"]
-        dlq_arn = clients.sqs.get_queue_attributes(
-            QueueUrl=dlq_url, AttributeNames=["QueueArn"]
-        )["Attributes"]["QueueArn"]
+        dlq_arn = clients.sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
         urls[queue.lane] = clients.sqs.create_queue(
             QueueName=f"{prefix}-{queue.lane}",
             Attributes={

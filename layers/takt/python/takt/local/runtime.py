@@ -11,6 +11,8 @@ spec, and the real handlers driven as AWS drives them:
 from __future__ import annotations
 
 import base64
+import functools
+import importlib
 import json
 import logging
 import os
@@ -23,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from takt.config import LANES, Settings, get_settings
+from takt.local import moto_speedups
 from takt.local.events import LocalContext, http_api_event, sqs_event
 from takt.local.provision import provision
 from takt.wiring import Services, build_services, install
@@ -33,7 +36,7 @@ Handler = Callable[[dict[str, Any], Any], Any]
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",  # noqa: S105 - moto's well-known fake credentials
+    "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
     "AWS_DEFAULT_REGION": "us-east-1",
 }
@@ -44,7 +47,7 @@ class RuntimeOptions:
     host: str = "127.0.0.1"
     port: int = 8080
     tenant: str = "local"
-    pollers: int = 8
+    pollers: int = 4
     log_level: str = "WARNING"
 
 
@@ -73,6 +76,7 @@ class LocalRuntime:
     def start(self) -> None:
         from moto.server import ThreadedMotoServer
 
+        moto_speedups.apply()
         moto_port = free_port(self.options.host)
         self._moto = ThreadedMotoServer(ip_address=self.options.host, port=moto_port, verbose=False)
         self._moto.start()
@@ -83,6 +87,8 @@ class LocalRuntime:
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", self.options.log_level)
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "takt")
+        # Four shards are plenty on one machine; each costs a query per tick.
+        os.environ.setdefault("TAKT_DUE_SHARDS", "4")
         get_settings.cache_clear()
         settings = get_settings()
         services = build_services(settings)
@@ -94,8 +100,11 @@ class LocalRuntime:
         self._start_http()
         self._spawn("ticker", self._ticker_loop)
         self._spawn("watchdog", self._watchdog_loop)
-        for i in range(self.options.pollers):
-            self._spawn(f"poller-{i}", self._poller_loop)
+        for lane in LANES:
+            # Fewer pollers on the low lane: it gets a smaller share of the worker capacity.
+            count = self.options.pollers if lane != "low" else max(1, self.options.pollers // 2)
+            for i in range(count):
+                self._spawn(f"poller-{lane}-{i}", functools.partial(self._poller_loop, lane))
 
     def stop(self) -> None:
         self._stop.set()
@@ -142,33 +151,28 @@ class LocalRuntime:
             except Exception:
                 log.exception("watchdog sweep failed")
 
-    def _poller_loop(self) -> None:
-        """Take from the highest lane with work; long-poll the default lane when all are idle."""
+    def _poller_loop(self, lane: str) -> None:
+        """Long-poll one lane and hand each batch to the worker handler, as an event source
+        mapping does; every lane has its own pollers, so a busy low lane never delays high."""
         settings = self._settings()
         assert self.services is not None
         sqs = self.services.clients.sqs
-        arns = {lane: _queue_arn(url) for lane, url in settings.lane_urls.items()}
+        url = settings.lane_url(lane)
+        arn = _queue_arn(url)
         while not self._stop.is_set():
-            handled = False
-            for lane in LANES:
-                wait = 1 if lane == LANES[-1] else 0
-                try:
-                    resp = sqs.receive_message(
-                        QueueUrl=settings.lane_url(lane),
-                        MaxNumberOfMessages=10,
-                        WaitTimeSeconds=wait,
-                        AttributeNames=["All"],
-                    )
-                    messages = resp.get("Messages", [])
-                    if messages:
-                        self._deliver(settings.lane_url(lane), arns[lane], messages)
-                        handled = True
-                        break
-                except Exception:
-                    log.exception("poller failed on lane %s", lane)
-                    self._stop.wait(1)
-            if not handled and self._stop.is_set():
-                return
+            try:
+                resp = sqs.receive_message(
+                    QueueUrl=url,
+                    MaxNumberOfMessages=10,
+                    WaitTimeSeconds=1,
+                    AttributeNames=["All"],
+                )
+                messages: list[Any] = list(resp.get("Messages", []))
+                if messages:
+                    self._deliver(url, arn, messages)
+            except Exception:
+                log.exception("poller failed on lane %s", lane)
+                self._stop.wait(1)
 
     def _deliver(self, url: str, arn: str, messages: list[dict[str, Any]]) -> None:
         assert self.services is not None
@@ -202,19 +206,27 @@ class LocalRuntime:
                     self._reply(200, {"content-type": "application/json"}, b'{"ok":true}')
                     return
                 event = http_api_event(
-                    self.command, self.path, dict(self.headers.items()), body,
-                    runtime.options.tenant, self.client_address[0],
+                    self.command,
+                    self.path,
+                    dict(self.headers.items()),
+                    body,
+                    runtime.options.tenant,
+                    self.client_address[0],
                 )
                 try:
                     result = runtime._invoke("api", event, timeout_ms=29_000)
                 except Exception:
                     log.exception("api handler failed")
-                    self._reply(502, {"content-type": "application/problem+json"},
-                                b'{"title":"Bad Gateway","status":502}')
+                    self._reply(
+                        502,
+                        {"content-type": "application/problem+json"},
+                        b'{"title":"Bad Gateway","status":502}',
+                    )
                     return
                 payload = result.get("body") or ""
-                raw = (base64.b64decode(payload) if result.get("isBase64Encoded")
-                       else payload.encode())
+                raw = (
+                    base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
+                )
                 headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
                 for name, values in (result.get("multiValueHeaders") or {}).items():
                     headers[name.lower()] = ", ".join(values)
@@ -231,7 +243,7 @@ class LocalRuntime:
 
             do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle  # noqa: N815
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 log.debug("%s " + format, self.address_string(), *args)
 
         self._http = ThreadingHTTPServer((self.options.host, self.options.port), RequestHandler)
@@ -252,8 +264,6 @@ def _handler(function: str) -> Handler:
     """The `handler` of functions/<function>/handler.py, imported once."""
     with _handlers_lock:
         if function not in _HANDLERS:
-            import importlib
-
             module = importlib.import_module(f"functions.{function}.handler")
             _HANDLERS[function] = module.handler
         return _HANDLERS[function]

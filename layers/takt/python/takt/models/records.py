@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from decimal import Decimal
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -195,8 +196,6 @@ _TIME_FIELDS = {
 
 def _plain(value: Any) -> Any:
     """Decimal -> int/float, recursively, for what the deserializer returns."""
-    from decimal import Decimal
-
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, dict):
@@ -221,7 +220,11 @@ class Attempt(BaseModel):
 
 
 class ExecutionRecord(BaseModel):
-    """An occurrence of a job and its life, from pending to a terminal state."""
+    """An occurrence of a job and its life, from pending to a terminal state.
+
+    It carries a snapshot of what to run (target, payload, timeout, retry policy), taken when the
+    occurrence fired: the history shows exactly what ran, and a worker needs no read of the job.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
@@ -235,6 +238,11 @@ class ExecutionRecord(BaseModel):
     max_attempts: int = 5
     lane: str = "default"
     job_version: int = 1
+    target: str
+    payload: Any = None
+    timeout_sec: int = 300
+    retry: RetryPolicy = RetryPolicy()
+    overlap: OverlapPolicy = "allow"
     lease_token: str | None = None
     worker_id: str | None = None
     lease_expires_at: int | None = None
@@ -242,7 +250,6 @@ class ExecutionRecord(BaseModel):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     retry_at: datetime | None = None
-    dispatched_at_ms: int | None = None
     lag_ms: int | None = None
     reason: str | None = None
     error: str | None = None
@@ -250,6 +257,39 @@ class ExecutionRecord(BaseModel):
     attempts: list[Attempt] = Field(default_factory=list)
     fenced_reports: int = 0
     created_at: datetime
+
+    @classmethod
+    def for_job(
+        cls,
+        job: JobRecord,
+        execution_id: str,
+        scheduled: datetime,
+        state: ExecState,
+        created_at: datetime,
+        *,
+        trigger: Literal["schedule", "manual", "catchup"] = "schedule",
+        reason: str | None = None,
+    ) -> ExecutionRecord:
+        """A new execution of `job`, with the snapshot of what to run."""
+        return cls(
+            tenant_id=job.tenant_id,
+            job_id=job.job_id,
+            execution_id=execution_id,
+            scheduled_time=scheduled,
+            trigger=trigger,
+            state=state,
+            max_attempts=job.retry.max_attempts,
+            lane=job.priority,
+            job_version=job.version,
+            target=job.target,
+            payload=job.payload,
+            timeout_sec=job.timeout_sec,
+            retry=job.retry,
+            overlap=job.overlap,
+            reason=reason,
+            created_at=created_at,
+            finished_at=created_at if state.terminal else None,
+        )
 
     @property
     def job_key(self) -> str:
@@ -260,7 +300,8 @@ class ExecutionRecord(BaseModel):
         return split_execution_id(self.execution_id)[1]
 
     def to_item(self, *, open_shard: str | None, check_at: int | None, expires_at: int) -> Item:
-        data = self.model_dump(mode="python")
+        data = self.model_dump(mode="python", exclude={"payload"})
+        data["payload_json"] = json.dumps(self.payload, separators=(",", ":"))
         for key, value in list(data.items()):
             if isinstance(value, datetime):
                 data[key] = format_time(value)
@@ -277,6 +318,7 @@ class ExecutionRecord(BaseModel):
     @classmethod
     def from_item(cls, item: Item) -> ExecutionRecord:
         data = _plain(from_attr_map(item))
+        data["payload"] = json.loads(data.pop("payload_json", "null"))
         for key, value in list(data.items()):
             if isinstance(value, str) and key in _TIME_FIELDS:
                 data[key] = parse_time(value)

@@ -11,6 +11,7 @@ not. Everything croniter sees is a plain list of numbers, `*`, or `L`.
 from __future__ import annotations
 
 import calendar
+import copy
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -35,14 +36,27 @@ MACROS: Mapping[str, str] = {
     "@hourly": "0 * * * *",
 }
 
-_MONTH_NAMES = {name.lower(): number for number, name in enumerate(calendar.month_abbr) if name}
-# Vixie numbers Sunday 0 and also accepts 7; names follow the same numbering.
-_DAY_NAMES = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
+# English names, spelled out here because `calendar`'s follow the process locale. Vixie accepts
+# the first three letters; whole names are accepted too, as they cannot be misread.
+MONTHS = (
+    "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+)  # fmt: skip
+# Vixie numbers Sunday 0 (and also accepts 7); names follow the same numbering.
+WEEKDAYS = ("sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday")
+_MONTH_NAMES = {
+    spelling: number for number, name in enumerate(MONTHS, start=1) for spelling in (name, name[:3])
+}
+_DAY_NAMES = {
+    spelling: number for number, name in enumerate(WEEKDAYS) for spelling in (name, name[:3])
+}
 
 # Only ASCII digits: `\d` would also accept digits from other scripts.
 _NUMBER = re.compile(r"[0-9]+")
 # Quartz's "last" and "nearest weekday" forms: L, LW, 15W, W15, 5L, L5, WedL, L-3.
 _QUARTZ_LAST_OR_WEEKDAY = re.compile(r"[0-9]*(?:L|W|LW)[0-9]*|[A-Z]{3}L|L-[0-9]+")
+# croniter looks up to 50 years ahead, so from here on a search may run past datetime.max.
+_END_OF_CALENDAR_SEARCH = 9999 - 50
 # The longest month has 31 days; February counts 29 because leap years exist.
 _LONGEST_MONTH = {month: calendar.monthrange(2000, month)[1] for month in range(1, 13)}
 
@@ -101,22 +115,37 @@ class CronExpression:
         """Vixie cron ORs day-of-month and day-of-week only when neither starts with `*`."""
         return not self.days.star and not self.weekdays.star
 
-    @property
-    def croniter_text(self) -> str:
-        """The expression as croniter should read it: explicit lists, seconds last."""
-        day_items = [str(day) for day in sorted(self.days.values)]
-        if self.last_day:
-            day_items.append("L")
+    def croniter_form(self) -> tuple[str, bool]:
+        """The expression as croniter should read it (explicit lists, seconds last), and its
+        `day_or` flag.
+
+        croniter evaluates an OR of the two day fields as two searches and fails outright when one
+        of them can never match, so day-of-month values that no chosen month has are left out:
+        "0 0 31 2 0" is Sundays in February, as Vixie cron runs it.
+        """
+        day_or = self.day_or
+        days = sorted(self.days.values)
+        if day_or:
+            longest = max(_LONGEST_MONTH[month] for month in self.months.values)
+            days = [day for day in days if day <= longest]
+        day_items = [str(day) for day in days] + (["L"] if self.last_day else [])
+        weekdays = _croniter_list(self.weekdays.values, _WEEKDAY)
+        if not day_items:
+            # Only the day-of-week can fire: a lone day-of-week is "any day of the month AND it".
+            day_items, day_or = ["*"], False
+        elif day_or:
+            # croniter only ORs two fields that are not "*", so a full week ("0-6") stays a list.
+            weekdays = ",".join(str(day) for day in sorted(self.weekdays.values))
         fields = [
             _croniter_list(self.minutes.values, _MINUTE),
             _croniter_list(self.hours.values, _HOUR),
             ",".join(day_items),
             _croniter_list(self.months.values, _MONTH),
-            _croniter_list(self.weekdays.values, _WEEKDAY),
+            weekdays,
         ]
         if self.seconds is not None:
             fields.append(_croniter_list(self.seconds.values, _SECOND))
-        return " ".join(fields)
+        return " ".join(fields), day_or
 
 
 class WallClock:
@@ -127,21 +156,36 @@ class WallClock:
     """
 
     def __init__(self, expression: CronExpression, wall: datetime) -> None:
-        self._iterator = croniter(
-            expression.croniter_text,
-            _whole_second(wall),
-            ret_type=datetime,
-            day_or=expression.day_or,
-        )
+        # Building a croniter parses its expression, which is most of the cost of a call; a shallow
+        # copy of a cached one is safe because croniter copies its parsed fields before changing
+        # them, and keeps nothing else but its position, which set_current replaces.
+        self._iterator = copy.copy(_parsed_by_croniter(expression))
+        self._wall = _whole_second(wall)
+        self._iterator.set_current(self._wall, force=True)
 
-    def next(self) -> datetime:
-        """The next matching wall time; raises ValueError or OverflowError past year 9999."""
-        result: datetime = self._iterator.get_next(datetime)
+    def next(self) -> datetime | None:
+        """The next matching wall time, or None when it would fall after the year 9999."""
+        try:
+            result: datetime = self._iterator.get_next(datetime)
+        except (OverflowError, ValueError):
+            # croniter searches up to 50 years ahead and fails when that runs off the calendar.
+            # Anywhere else the error is a bug, and must not pass for "no more occurrences".
+            if self._wall.year < _END_OF_CALENDAR_SEARCH:
+                raise
+            return None
+        self._wall = result
         return result
 
     def skip_to(self, wall: datetime) -> None:
         """Continue from `wall` (exclusive), e.g. past a gap whose wall times cannot run."""
-        self._iterator.set_current(_whole_second(wall), force=True)
+        self._wall = _whole_second(wall)
+        self._iterator.set_current(self._wall, force=True)
+
+
+@lru_cache(maxsize=2048)
+def _parsed_by_croniter(expression: CronExpression) -> croniter:
+    text, day_or = expression.croniter_form()
+    return croniter(text, datetime(2000, 1, 1), ret_type=datetime, day_or=day_or)
 
 
 def _whole_second(wall: datetime) -> datetime:
@@ -311,15 +355,26 @@ def _unknown_value(text: str, spec: _Field, expression: str) -> ScheduleError:
 
 
 def _check_days_exist(expression: CronExpression) -> None:
-    """Refuse a day of the month that no chosen month has: "0 0 30 2 *" would never fire."""
-    if expression.days.star:
+    """Refuse days of the month that none of the chosen months has, such as "0 0 30 2 *".
+
+    This catches every expression that can never fire, and the typo-level mistake of naming a date
+    that does not exist ("1,30 2" for "the 1st and the 30th of February"). It applies only when the
+    day of the month decides alone: a day-of-week OR'ed with it still fires every week, and a field
+    starting with `*` ("*/10") is a pattern, not a list of dates.
+    """
+    days = expression.days
+    if days.star or not expression.weekdays.star:
         return
-    longest = max(_LONGEST_MONTH[month] for month in expression.months.values)
-    missing = sorted(day for day in expression.days.values if day > longest)
-    if missing:
-        months = " or ".join(calendar.month_name[month] for month in sorted(expression.months.values))
-        days = ", ".join(str(day) for day in missing)
-        raise _invalid(expression.text, f"day-of-month {days} never occurs in {months}")
+    months = sorted(expression.months.values)
+    longest = max(_LONGEST_MONTH[month] for month in months)
+    missing = sorted(day for day in days.values if day > longest)
+    if not missing:
+        return
+    names = " or ".join(MONTHS[month - 1].capitalize() for month in months)
+    problem = f"there is no day {', '.join(str(day) for day in missing)} in {names}"
+    if len(missing) == len(days.values) and not expression.last_day:
+        raise _invalid(expression.text, f"it can never fire: {problem}")
+    raise _invalid(expression.text, f"{problem}; list only days that exist")
 
 
 def _invalid(expression: str, reason: str) -> ScheduleError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Literal, get_args
 from zoneinfo import ZoneInfo
 
 from takt.schedule.exceptions import ScheduleError
@@ -19,8 +19,8 @@ from takt.schedule.exceptions import ScheduleError
 GapRule = Literal["run", "skip"]
 OverlapRule = Literal["once", "twice"]
 
-_GAP_RULES: tuple[GapRule, ...] = ("run", "skip")
-_OVERLAP_RULES: tuple[OverlapRule, ...] = ("once", "twice")
+_GAP_RULES = get_args(GapRule)
+_OVERLAP_RULES = get_args(OverlapRule)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SECOND = timedelta(seconds=1)
@@ -79,6 +79,11 @@ class LocalTime:
     def jump(self) -> datetime:
         """The UTC instant at which the clock changed around this wall time (gap or overlap)."""
         return transition_between(min(self.early, self.late), max(self.early, self.late), self.zone)
+
+    def end_of_change(self) -> datetime:
+        """The first wall time past the gap or the repeated span this wall time lies in."""
+        after_jump = self.jump().astimezone(self.zone).replace(tzinfo=None, fold=0)
+        return after_jump + max(self.late - self.early, timedelta(0))
 
     def instants(self, *, follows_clock: bool, policy: DstPolicy) -> tuple[datetime, ...]:
         """The UTC instants, ascending, at which a job matching this wall time runs.

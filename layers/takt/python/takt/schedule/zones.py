@@ -30,14 +30,18 @@ def validate_time_zone(tz: str) -> str:
 def zone_of(tz: str) -> ZoneInfo:
     """The ZoneInfo for a validated name; ZoneInfo caches instances, so this is cheap to repeat."""
     if not _ZONE_NAME.fullmatch(tz) or tz in _HOST_DEPENDENT:
-        raise ScheduleError("time_zone", f"unknown time zone {tz!r}: use an IANA name such as "
-                            "'Europe/Berlin' or 'UTC'")
+        raise _unknown(tz)
     try:
         return ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
         # OSError: a key that names a directory of the zone database, such as "Europe".
-        raise ScheduleError("time_zone", f"unknown time zone {tz!r}: use an IANA name such as "
-                            "'Europe/Berlin' or 'UTC'") from exc
+        raise _unknown(tz) from exc
+
+
+def _unknown(tz: str) -> ScheduleError:
+    return ScheduleError(
+        "time_zone", f"unknown time zone {tz!r}: use an IANA name such as 'Europe/Berlin' or 'UTC'"
+    )
 
 
 def require_aware(value: datetime, name: str) -> None:

@@ -25,5 +25,5 @@ def is_condition_failure(exc: ClientError) -> bool:
 
 def condition_failure_item(exc: ClientError) -> dict[str, Any] | None:
     """The item DynamoDB returned with ReturnValuesOnConditionCheckFailure=ALL_OLD, if any."""
-    item = exc.response.get("Item")
+    item: Any = exc.response.get("Item")
     return dict(item) if item else None

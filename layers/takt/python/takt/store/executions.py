@@ -43,6 +43,7 @@ class Transition:
 
     expect: dict[str, Any]
     set: dict[str, Any] = field(default_factory=dict)
+    set_if_absent: dict[str, Any] = field(default_factory=dict)
     remove: tuple[str, ...] = ()
     append_attempt: dict[str, Any] | None = None
     add: dict[str, int] = field(default_factory=dict)
@@ -66,8 +67,8 @@ class ExecutionStore:
 
     def create(self, record: ExecutionRecord, *, check_at_ms: int | None) -> bool:
         """Create an execution under its deterministic id; False if it already exists."""
-        open_shard = None if record.state.terminal else open_shard_of(
-            record.execution_id, self.open_shards
+        open_shard = (
+            None if record.state.terminal else open_shard_of(record.execution_id, self.open_shards)
         )
         item = record.to_item(
             open_shard=open_shard,
@@ -120,6 +121,10 @@ class ExecutionStore:
             names[f"#s{i}"] = attr
             values[f":s{i}"] = to_attr_map({"v": _plain_value(value)})["v"]
             sets.append(f"#s{i} = :s{i}")
+        for i, (attr, value) in enumerate(change.set_if_absent.items()):
+            names[f"#n{i}"] = attr
+            values[f":n{i}"] = to_attr_map({"v": _plain_value(value)})["v"]
+            sets.append(f"#n{i} = if_not_exists(#n{i}, :n{i})")
         if change.append_attempt is not None:
             values[":att"] = to_attr_map({"v": [change.append_attempt]})["v"]
             values[":empty"] = {"L": []}
@@ -154,9 +159,7 @@ class ExecutionStore:
                 current = condition_failure_item(exc)
                 if current is None:
                     raise NotFoundError(execution_id) from exc
-                raise ConflictError(
-                    f"execution {execution_id} changed", current
-                ) from exc
+                raise ConflictError(f"execution {execution_id} changed", current) from exc
             raise
         return ExecutionRecord.from_item(resp["Attributes"])
 

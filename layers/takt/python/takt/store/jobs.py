@@ -38,7 +38,7 @@ def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError("malformed cursor") from exc
     if not isinstance(value, dict):
-        raise ValueError("malformed cursor")
+        raise ValueError("malformed cursor")  # noqa: TRY004 - a bad cursor is a bad value
     return value
 
 
@@ -72,7 +72,8 @@ class JobStore:
                 for item in resp["Responses"].get(self._table, []):
                     job = JobRecord.from_item(item)
                     found[(job.tenant_id, job.job_id)] = job
-                pending = list(resp.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", []))
+                unprocessed: Any = resp.get("UnprocessedKeys") or {}
+                pending = list(unprocessed.get(self._table, {}).get("Keys", []))
         return found
 
     def create(self, job: JobRecord) -> None:
@@ -184,10 +185,7 @@ class JobStore:
     def record_outcome(
         self, tenant_id: str, job_id: str, execution_id: str, outcome: str, at: datetime
     ) -> None:
-        """Note a finished execution on its job, for listings; only ever moves forward in time.
-
-        Also releases the job's overlap slot when this execution held it.
-        """
+        """Note a finished execution on its job, for listings; only ever moves forward in time."""
         try:
             self._db.update_item(
                 TableName=self._table,
@@ -208,13 +206,14 @@ class JobStore:
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise
-        self.release_slot(tenant_id, job_id, execution_id)
 
-    def take_slot(self, tenant_id: str, job_id: str, execution_id: str,
-                  *, expected: str | None) -> bool:
+    def take_slot(
+        self, tenant_id: str, job_id: str, execution_id: str, *, expected: str | None
+    ) -> bool:
         """Give the job's overlap slot to `execution_id` if it is still held by `expected`."""
         condition = (
-            "attribute_not_exists(active_execution)" if expected is None
+            "attribute_not_exists(active_execution)"
+            if expected is None
             else "active_execution = :old"
         )
         values: dict[str, Any] = {":x": {"S": execution_id}}

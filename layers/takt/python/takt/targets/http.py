@@ -73,11 +73,17 @@ class HttpTarget:
                 preload_content=True,
             )
         except urllib3.exceptions.TimeoutError:
-            return TargetResult("retryable", error=f"timed out after {ctx.timeout_sec:g}s",
-                                duration_ms=_elapsed(started))
+            return TargetResult(
+                "retryable",
+                error=f"timed out after {ctx.timeout_sec:g}s",
+                duration_ms=_elapsed(started),
+            )
         except urllib3.exceptions.HTTPError as exc:
-            return TargetResult("retryable", error=f"connection failed: {exc.__class__.__name__}",
-                                duration_ms=_elapsed(started))
+            return TargetResult(
+                "retryable",
+                error=f"connection failed: {exc.__class__.__name__}",
+                duration_ms=_elapsed(started),
+            )
         status = resp.status
         elapsed = _elapsed(started)
         if 200 <= status < 300:

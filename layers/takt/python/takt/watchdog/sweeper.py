@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from takt.config import Settings
-from takt.dispatch.lanes import LaneMessage, LaneSender, Outgoing
+from takt.dispatch.lanes import LaneSender, Outgoing
 from takt.models.ids import format_time, to_ms
 from takt.models.records import ExecState, ExecutionRecord
 from takt.observability import logger
@@ -65,7 +65,9 @@ class Watchdog:
                     continue
         return result
 
-    def _act(self, record: ExecutionRecord, now: datetime, cutoff: int, result: SweepResult) -> None:
+    def _act(
+        self, record: ExecutionRecord, now: datetime, cutoff: int, result: SweepResult
+    ) -> None:
         resend_at = to_ms(now + timedelta(seconds=self._settings.pending_resend_after_sec))
         if record.state == ExecState.PENDING:
             self._executions.transition(
@@ -97,8 +99,13 @@ class Watchdog:
             result.retries_released += 1
         elif record.state == ExecState.QUEUED:
             released = release_queued(
-                self._jobs, self._executions, self._lanes, self._settings,
-                record.tenant_id, record.job_id, now,
+                self._jobs,
+                self._executions,
+                self._lanes,
+                self._settings,
+                record.tenant_id,
+                record.job_id,
+                now,
             )
             if released:
                 result.queued_released += 1
@@ -115,10 +122,14 @@ class Watchdog:
     def _expire(
         self, record: ExecutionRecord, now: datetime, resend_at: int, result: SweepResult
     ) -> None:
+        # The heartbeat sequence is part of the fence (DESIGN: reclaim is conditional on it): a
+        # late worker whose heartbeat lands between our read and this write has renewed the lease,
+        # and without it we would hand a live execution to a second worker.
         fence = {
             "state": ExecState.RUNNING,
             "attempt": record.attempt,
             "lease_token": record.lease_token,
+            "heartbeat_seq": record.heartbeat_seq,
         }
         entry = {
             "attempt": record.attempt,
@@ -135,14 +146,18 @@ class Watchdog:
                 record.execution_id,
                 Transition(
                     expect=fence,
-                    set={"state": ExecState.DEAD, "finished_at": format_time(now),
-                         "error": "lease expired on the last attempt"},
+                    set={
+                        "state": ExecState.DEAD,
+                        "finished_at": format_time(now),
+                        "error": "lease expired on the last attempt",
+                    },
                     remove=("open_shard", "check_at"),
                     append_attempt=entry,
                 ),
             )
-            self._jobs.record_outcome(record.tenant_id, record.job_id, record.execution_id,
-                                      ExecState.DEAD.value, now)
+            self._jobs.record_outcome(
+                record.tenant_id, record.job_id, record.execution_id, ExecState.DEAD.value, now
+            )
             result.dead += 1
             return
         self._executions.transition(
@@ -150,8 +165,11 @@ class Watchdog:
             record.execution_id,
             Transition(
                 expect=fence,
-                set={"state": ExecState.PENDING, "attempt": record.attempt + 1,
-                     "check_at": resend_at},
+                set={
+                    "state": ExecState.PENDING,
+                    "attempt": record.attempt + 1,
+                    "check_at": resend_at,
+                },
                 remove=("lease_token", "lease_expires_at"),
                 append_attempt=entry,
             ),
@@ -160,14 +178,4 @@ class Watchdog:
         result.lease_expired += 1
 
     def _send(self, record: ExecutionRecord, attempt: int) -> None:
-        self._lanes.send([
-            Outgoing(
-                lane=record.lane,
-                message=LaneMessage(
-                    tenant_id=record.tenant_id,
-                    job_id=record.job_id,
-                    execution_id=record.execution_id,
-                    attempt=attempt,
-                ),
-            )
-        ])
+        self._lanes.send([Outgoing.of(record, attempt)])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from takt.config import Settings
-from takt.dispatch.lanes import LaneMessage, LaneSender, Outgoing
+from takt.dispatch.lanes import LaneSender, Outgoing
 from takt.models.ids import to_ms
 from takt.models.records import ExecState
 from takt.store.errors import ConflictError, NotFoundError
@@ -56,15 +56,5 @@ def release_queued(
         )
     except ConflictError:
         return None
-    lanes.send([
-        Outgoing(
-            lane=promoted.lane,
-            message=LaneMessage(
-                tenant_id=tenant_id,
-                job_id=job_id,
-                execution_id=promoted.execution_id,
-                attempt=promoted.attempt,
-            ),
-        )
-    ])
+    lanes.send([Outgoing.of(promoted)])
     return promoted.execution_id

@@ -1,0 +1,199 @@
+"""Executions through the api handler: trigger, history paging, one execution, re-run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from takt.clock import ManualClock
+from takt.models.records import ExecState
+from takt.store.executions import Transition
+
+from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, TENANT, Api, lane_messages
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+
+def make_job(api: Api, **extra: Any) -> str:
+    body = {"interval": "1h", "target": "https://svc/hook", **extra}
+    job_id: str = api.created_job(body)["id"]
+    return job_id
+
+
+def trigger(api: Api, job_id: str) -> dict[str, Any]:
+    resp = api.request("POST", f"/v1/jobs/{job_id}/trigger")
+    assert resp.status == 202, resp.text
+    execution: dict[str, Any] = resp.json
+    return execution
+
+
+def finish(api: Api, execution: dict[str, Any], state: ExecState) -> None:
+    """Move a pending execution to a final state directly in the store, as a worker would."""
+    api.svc.executions.transition(
+        TENANT,
+        execution["id"],
+        Transition(
+            expect={"state": ExecState.PENDING, "attempt": execution["attempt"]},
+            set={"state": state},
+            remove=("open_shard", "check_at"),
+        ),
+    )
+
+
+def test_trigger_answers_202_with_a_pending_manual_execution(api: Api) -> None:
+    job_id = make_job(api)
+
+    resp = api.request("POST", f"/v1/jobs/{job_id}/trigger")
+
+    assert resp.status == 202
+    execution = resp.json
+    assert execution["job_id"] == job_id
+    assert execution["id"].startswith(f"{job_id}.")
+    assert (execution["state"], execution["trigger"], execution["attempt"]) == (
+        "pending",
+        "manual",
+        1,
+    )
+
+
+def test_trigger_sends_the_execution_to_the_job_lane(api: Api) -> None:
+    job_id = make_job(api, priority="high")
+
+    execution = trigger(api, job_id)
+
+    sent = [
+        (m["tenant_id"], m["job_id"], m["execution_id"], m["attempt"])
+        for m in lane_messages(api.svc, "high")
+    ]
+    assert sent == [(TENANT, job_id, execution["id"], 1)]
+    assert lane_messages(api.svc, "default") == []
+
+
+def test_trigger_of_an_unknown_job_is_404(api: Api) -> None:
+    resp = api.request("POST", "/v1/jobs/job_nope/trigger")
+
+    assert resp.status == 404
+    assert resp.content_type == PROBLEM_JSON
+
+
+def test_executions_are_listed_newest_first(api: Api, clock: ManualClock) -> None:
+    job_id = make_job(api)
+    ids = []
+    for _ in range(3):
+        ids.append(trigger(api, job_id)["id"])
+        clock.advance(1)
+
+    page = api.request("GET", f"/v1/jobs/{job_id}/executions").json
+
+    assert [e["id"] for e in page["items"]] == list(reversed(ids))
+    assert page["next_cursor"] is None
+
+
+def test_executions_page_with_the_cursor_without_gaps_or_repeats(
+    api: Api, clock: ManualClock
+) -> None:
+    job_id = make_job(api)
+    ids = []
+    for _ in range(5):
+        ids.append(trigger(api, job_id)["id"])
+        clock.advance(1)
+
+    seen: list[str] = []
+    path = f"/v1/jobs/{job_id}/executions?limit=2"
+    for _ in range(10):
+        page = api.request("GET", path).json
+        assert len(page["items"]) <= 2
+        seen.extend(e["id"] for e in page["items"])
+        if not page["next_cursor"]:
+            break
+        path = f"/v1/jobs/{job_id}/executions?limit=2&cursor={page['next_cursor']}"
+
+    assert seen == list(reversed(ids))
+
+
+def test_executions_of_an_unknown_job_is_404(api: Api) -> None:
+    assert api.request("GET", "/v1/jobs/job_nope/executions").status == 404
+
+
+def test_get_execution_returns_it(api: Api) -> None:
+    execution = trigger(api, make_job(api))
+
+    resp = api.request("GET", f"/v1/executions/{execution['id']}")
+
+    assert resp.status == 200
+    assert resp.json == execution
+
+
+def test_get_execution_of_another_tenant_is_404(api: Api) -> None:
+    execution = trigger(api, make_job(api))
+
+    resp = api.request("GET", f"/v1/executions/{execution['id']}", tenant=OTHER_TENANT)
+
+    assert resp.status == 404
+
+
+@pytest.mark.parametrize("execution_id", ["job_nope.20260302T120000000Z", "not-an-id"])
+def test_get_unknown_or_malformed_execution_is_404(api: Api, execution_id: str) -> None:
+    resp = api.request("GET", f"/v1/executions/{execution_id}")
+
+    assert resp.status == 404
+    assert resp.content_type == PROBLEM_JSON
+
+
+def test_retry_of_a_dead_execution_makes_it_pending_with_the_next_attempt(api: Api) -> None:
+    execution = trigger(api, make_job(api))
+    lane_messages(api.svc)  # take the trigger's message off the lane
+    finish(api, execution, ExecState.DEAD)
+
+    resp = api.request("POST", f"/v1/executions/{execution['id']}/retry")
+
+    assert resp.status == 202
+    assert (resp.json["state"], resp.json["attempt"]) == ("pending", 2)
+    stored = api.request("GET", f"/v1/executions/{execution['id']}").json
+    assert (stored["state"], stored["attempt"]) == ("pending", 2)
+
+
+def test_retry_of_a_dead_execution_sends_the_next_attempt_to_the_lane(api: Api) -> None:
+    job_id = make_job(api)
+    execution = trigger(api, job_id)
+    lane_messages(api.svc)
+    finish(api, execution, ExecState.DEAD)
+
+    api.request("POST", f"/v1/executions/{execution['id']}/retry")
+
+    assert [m["attempt"] for m in lane_messages(api.svc)] == [2]
+
+
+def test_retry_of_a_failed_execution_is_accepted(api: Api) -> None:
+    execution = trigger(api, make_job(api))
+    finish(api, execution, ExecState.FAILED)
+
+    resp = api.request("POST", f"/v1/executions/{execution['id']}/retry")
+
+    assert resp.status == 202
+    assert resp.json["state"] == "pending"
+
+
+@pytest.mark.parametrize("state", [ExecState.SUCCEEDED, ExecState.PENDING])
+def test_retry_of_an_execution_that_is_not_dead_or_failed_is_409(
+    api: Api, state: ExecState
+) -> None:
+    execution = trigger(api, make_job(api))
+    if state != ExecState.PENDING:
+        finish(api, execution, state)
+
+    resp = api.request("POST", f"/v1/executions/{execution['id']}/retry")
+
+    assert resp.status == 409
+    assert resp.content_type == PROBLEM_JSON
+    assert api.request("GET", f"/v1/executions/{execution['id']}").json["state"] == state.value
+
+
+def test_retry_of_another_tenant_execution_is_404(api: Api) -> None:
+    execution = trigger(api, make_job(api))
+    finish(api, execution, ExecState.DEAD)
+
+    resp = api.request("POST", f"/v1/executions/{execution['id']}/retry", tenant=OTHER_TENANT)
+
+    assert resp.status == 404
+    assert api.request("GET", f"/v1/executions/{execution['id']}").json["state"] == "dead"

@@ -1,0 +1,272 @@
+"""The `takt` CLI against a running `takt local`: data on stdout (JSON or a table with headers),
+errors as one line on stderr with a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from takt.cli.main import main
+
+from tests.e2e.harness import LocalTakt, poll
+from tests.e2e.receiver import Receiver, Reply
+
+pytestmark = pytest.mark.e2e
+
+JOB_HEADERS = ["ID", "NAME", "STATUS", "SCHEDULE", "NEXT_RUN_TIME", "LAST_OUTCOME"]
+EXECUTION_HEADERS = ["ID", "STATE", "ATTEMPT", "SCHEDULED_TIME", "LAG_MS", "ERROR"]
+
+
+class Cli:
+    def __init__(
+        self, endpoint: str, capsys: pytest.CaptureFixture[str], receiver: Receiver
+    ) -> None:
+        self.endpoint = endpoint
+        self._capsys = capsys
+        self.receiver = receiver
+
+    def run(self, *args: str, output: str = "json") -> tuple[int, str, str]:
+        code = main(["--endpoint", self.endpoint, "-o", output, *args])
+        out, err = self._capsys.readouterr()
+        return code, out, err
+
+    def json(self, *args: str) -> Any:
+        code, out, err = self.run(*args)
+        assert code == 0, err
+        assert err == ""
+        return json.loads(out)
+
+    def table(self, *args: str) -> list[list[str]]:
+        code, out, err = self.run(*args, output="table")
+        assert code == 0, err
+        return [line.split() for line in out.splitlines()]
+
+    def error(self, *args: str) -> str:
+        code, out, err = self.run(*args)
+        assert code != 0
+        assert out == ""
+        lines = err.splitlines()
+        assert len(lines) == 1, err
+        assert lines[0].startswith("takt: error: ")
+        return lines[0]
+
+    def new_job(
+        self, *extra: str, name: str | None = None, then: Reply | None = None
+    ) -> dict[str, Any]:
+        """An hourly job whose triggered runs call the receiver (answering `then`, 200)."""
+        name = name or f"cli-{uuid.uuid4().hex[:8]}"
+        target = self.receiver.path(then=then)
+        job: dict[str, Any] = self.json(
+            "jobs", "create", "--name", name, "--every", "1h", "--target", target, *extra
+        )
+        return job
+
+    def wait_for_state(self, execution_id: str, state: str) -> None:
+        poll(
+            lambda: self.json("executions", "get", execution_id)["state"],
+            lambda current: current == state,
+            30,
+            f"execution {execution_id} {state}",
+        )
+
+
+@pytest.fixture
+def cli(takt_local: LocalTakt, capsys: pytest.CaptureFixture[str], receiver: Receiver) -> Cli:
+    return Cli(takt_local.url, capsys, receiver)
+
+
+def test_jobs_create_from_flags_prints_the_job_as_json(cli: Cli) -> None:
+    job = cli.new_job("--payload", '{"a": 1}', "--priority", "high")
+
+    assert job["id"].startswith("job_")
+    assert (job["interval"], job["payload"], job["priority"]) == ("1h", {"a": 1}, "high")
+    assert job["next_run_time"]
+
+
+def test_jobs_create_from_a_body_file(cli: Cli, tmp_path: Path) -> None:
+    body = tmp_path / "job.json"
+    body.write_text(json.dumps({"schedule": "0 6 * * *", "target": "https://svc/report"}))
+
+    job = cli.json("jobs", "create", "--body", f"@{body}")
+
+    assert job["schedule"] == "0 6 * * *"
+
+
+def test_jobs_create_with_the_same_idempotency_key_returns_the_same_job(cli: Cli) -> None:
+    key = uuid.uuid4().hex
+    args = (
+        "jobs",
+        "create",
+        "--every",
+        "1h",
+        "--target",
+        "https://svc/x",
+        "--idempotency-key",
+        key,
+    )
+
+    assert cli.json(*args)["id"] == cli.json(*args)["id"]
+
+
+def test_jobs_create_table_has_headers_and_the_job(cli: Cli) -> None:
+    rows = cli.table("jobs", "create", "--every", "1h", "--target", "https://svc/x")
+
+    assert rows[0] == JOB_HEADERS
+    assert len(rows) == 2
+    assert rows[1][0].startswith("job_")
+    assert rows[1][3:5] == ["every", "1h"]
+
+
+def test_invalid_cron_is_one_error_line_naming_the_field(cli: Cli) -> None:
+    line = cli.error("jobs", "create", "--cron", "0 0 30 2 *", "--target", "https://svc/x")
+
+    assert line.startswith("takt: error: 400 schedule:")
+
+
+def test_jobs_get_prints_the_job(cli: Cli) -> None:
+    job = cli.new_job()
+
+    assert cli.json("jobs", "get", job["id"]) == job
+
+
+def test_jobs_get_table_has_headers(cli: Cli) -> None:
+    job = cli.new_job()
+
+    rows = cli.table("jobs", "get", job["id"])
+
+    assert rows[0] == JOB_HEADERS
+    assert rows[1][:3] == [job["id"], job["name"], "active"]
+
+
+def test_jobs_get_of_an_unknown_job_is_one_404_error_line(cli: Cli) -> None:
+    assert cli.error("jobs", "get", "job_nothere").startswith("takt: error: 404 ")
+
+
+def test_jobs_list_filters_by_name_prefix(cli: Cli) -> None:
+    prefix = f"batch-{uuid.uuid4().hex[:6]}"
+    ids = [cli.new_job(name=f"{prefix}-{i}")["id"] for i in range(2)]
+    cli.new_job()
+
+    page = cli.json("jobs", "list", "--name", prefix)
+
+    assert [j["id"] for j in page["items"]] == ids
+
+
+def test_jobs_list_table_has_headers(cli: Cli) -> None:
+    job = cli.new_job()
+
+    rows = cli.table("jobs", "list", "--name", job["name"])
+
+    assert rows[0] == JOB_HEADERS
+    assert [r[0] for r in rows[1:]] == [job["id"]]
+
+
+def test_jobs_update_changes_the_schedule(cli: Cli) -> None:
+    job = cli.new_job()
+
+    updated = cli.json("jobs", "update", job["id"], "--body", '{"schedule": "*/5 * * * *"}')
+
+    assert (updated["schedule"], updated["interval"]) == ("*/5 * * * *", None)
+    assert updated["version"] == job["version"] + 1
+
+
+def test_jobs_update_with_a_stale_version_is_one_412_error_line(cli: Cli) -> None:
+    job = cli.new_job()
+    cli.json("jobs", "update", job["id"], "--body", '{"name": "moved-on"}')
+
+    line = cli.error(
+        "jobs", "update", job["id"], "--body", '{"name": "mine"}', "--if-match", str(job["version"])
+    )
+
+    assert line.startswith("takt: error: 412 ")
+    assert cli.json("jobs", "get", job["id"])["name"] == "moved-on"
+
+
+def test_jobs_pause_then_resume(cli: Cli) -> None:
+    job = cli.new_job()
+
+    paused = cli.json("jobs", "pause", job["id"])
+    resumed = cli.json("jobs", "resume", job["id"])
+
+    assert paused["status"] == "paused"
+    assert resumed["status"] == "active"
+    assert resumed["next_run_time"]
+
+
+def test_jobs_delete_then_get_is_one_404_error_line(cli: Cli) -> None:
+    job = cli.new_job()
+
+    assert cli.json("jobs", "delete", job["id"]) == {"deleted": job["id"]}
+    assert cli.error("jobs", "get", job["id"]).startswith("takt: error: 404 ")
+
+
+def test_jobs_trigger_prints_a_pending_manual_execution(cli: Cli) -> None:
+    job = cli.new_job()
+
+    execution = cli.json("jobs", "trigger", job["id"])
+
+    assert execution["job_id"] == job["id"]
+    assert (execution["state"], execution["trigger"]) == ("pending", "manual")
+
+
+def test_executions_list_is_newest_first(cli: Cli) -> None:
+    job = cli.new_job()
+    first = cli.json("jobs", "trigger", job["id"])["id"]
+    second = poll(
+        lambda: cli.json("jobs", "trigger", job["id"])["id"],
+        lambda new: new != first,
+        10,
+        "a second trigger",
+    )
+
+    page = cli.json("executions", "list", job["id"])
+
+    assert [e["id"] for e in page["items"]] == [second, first]
+
+
+def test_executions_list_table_has_headers(cli: Cli) -> None:
+    job = cli.new_job()
+    execution = cli.json("jobs", "trigger", job["id"])
+
+    rows = cli.table("executions", "list", job["id"])
+
+    assert rows[0] == EXECUTION_HEADERS
+    assert [r[0] for r in rows[1:]] == [execution["id"]]
+
+
+def test_executions_get_prints_the_execution(cli: Cli) -> None:
+    job = cli.new_job()
+    execution = cli.json("jobs", "trigger", job["id"])
+
+    shown = cli.json("executions", "get", execution["id"])
+
+    assert (shown["id"], shown["job_id"]) == (execution["id"], job["id"])
+
+
+def test_executions_get_of_an_unknown_execution_is_one_404_error_line(cli: Cli) -> None:
+    line = cli.error("executions", "get", "job_nothere.20260302T120000000Z")
+
+    assert line.startswith("takt: error: 404 ")
+
+
+def test_executions_retry_reruns_a_failed_execution(cli: Cli) -> None:
+    job = cli.new_job(then=Reply(404))
+    execution_id = cli.json("jobs", "trigger", job["id"])["id"]
+    cli.wait_for_state(execution_id, "failed")
+
+    rerun = cli.json("executions", "retry", execution_id)
+
+    assert (rerun["id"], rerun["state"], rerun["attempt"]) == (execution_id, "pending", 2)
+
+
+def test_executions_retry_of_a_succeeded_execution_is_one_409_error_line(cli: Cli) -> None:
+    job = cli.new_job()
+    execution_id = cli.json("jobs", "trigger", job["id"])["id"]
+    cli.wait_for_state(execution_id, "succeeded")
+
+    line = cli.error("executions", "retry", execution_id)
+
+    assert line.startswith("takt: error: 409 ")

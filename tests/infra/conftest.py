@@ -1,0 +1,130 @@
+"""Synthesize takt's CDK app once per test process, with cdk.json's context and no bundling.
+
+Synthesis with cdk-nag takes seconds, so every test in this folder shares one app. Bundling is
+skipped (`aws:cdk:bundling-stacks: []`): the layer build needs uv and PyPI, and these tests must
+run offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import pytest
+
+# Set before anything imports aws_cdk (which starts its Node process), hence the imports of CDK
+# modules inside the fixtures below: Node 20 would print an end-of-life banner on every run.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
+
+if TYPE_CHECKING:
+    from aws_cdk import Stack
+    from aws_cdk.assertions import Template
+    from constructs import IConstruct
+
+    from infra.stateful import StatefulStack
+    from infra.stateless import StatelessStack
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def shipped_context() -> dict[str, Any]:
+    """The context in cdk.json: the values a plain `cdk deploy` uses."""
+    context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
+    return context
+
+
+def cdk_context(**overrides: Any) -> dict[str, Any]:
+    """cdk.json's context, as `cdk synth` would see it, without bundling.
+
+    `annotationsInValidationReport` is turned off because with it on a cdk-nag error aborts the
+    synthesis, and the nag test could not list the findings it is there to show.
+    """
+    context = shipped_context()
+    context |= {
+        "aws:cdk:bundling-stacks": [],
+        "@aws-cdk/core:annotationsInValidationReport": False,
+    }
+    return context | overrides
+
+
+@pytest.fixture(scope="session")
+def cdk_json_context() -> dict[str, Any]:
+    return shipped_context()
+
+
+@pytest.fixture(scope="session")
+def stacks() -> tuple[StatefulStack, StatelessStack]:
+    from aws_cdk import App
+
+    from infra.app import build
+
+    return build(App(context=cdk_context()))
+
+
+@pytest.fixture(scope="session")
+def stateful(stacks: tuple[StatefulStack, StatelessStack]) -> StatefulStack:
+    return stacks[0]
+
+
+@pytest.fixture(scope="session")
+def stateless(stacks: tuple[StatefulStack, StatelessStack]) -> StatelessStack:
+    return stacks[1]
+
+
+@pytest.fixture(scope="session")
+def stateful_template(stateful: StatefulStack) -> Template:
+    from aws_cdk.assertions import Template
+
+    return Template.from_stack(stateful)
+
+
+@pytest.fixture(scope="session")
+def stateless_template(stateless: StatelessStack) -> Template:
+    from aws_cdk.assertions import Template
+
+    return Template.from_stack(stateless)
+
+
+LogicalId = Callable[["Stack", "IConstruct"], str]
+
+
+@pytest.fixture(scope="session")
+def logical_id() -> LogicalId:
+    """The CloudFormation logical id of an L2 construct's resource in `stack`."""
+    from aws_cdk import CfnElement
+
+    def find(stack: Stack, construct: IConstruct) -> str:
+        return stack.get_logical_id(cast(CfnElement, construct.node.default_child))
+
+    return find
+
+
+@pytest.fixture(scope="session")
+def resolve(stateful_template: Template) -> Callable[[Any], Any]:
+    """Replace every reference to a stateful-stack output by the output's value.
+
+    The stacks share values through outputs (`Fn::GetStackOutput`, or `Fn::ImportValue` with
+    strong references); resolving them lets a test say "this is the Jobs table's name".
+    """
+    outputs: dict[str, Any] = stateful_template.to_json().get("Outputs", {})
+    exports = {
+        output["Export"]["Name"]: output["Value"]
+        for output in outputs.values()
+        if "Export" in output
+    }
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        if "Fn::GetStackOutput" in value:
+            return outputs[value["Fn::GetStackOutput"]["OutputName"]]["Value"]
+        if "Fn::ImportValue" in value:
+            return exports[value["Fn::ImportValue"]]
+        return {key: walk(item) for key, item in value.items()}
+
+    return walk

@@ -1,0 +1,174 @@
+"""The stateful stack builds exactly the tables and lanes `takt.resources` specifies, and keeps
+them safe: encrypted, recoverable, retained, TLS only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+from constructs import IConstruct
+from takt.resources import QUEUES, TABLES, QueueSpec, TableSpec
+
+from infra.stateful import StatefulStack
+
+Find = Callable[[IConstruct], dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def find(
+    stateful: StatefulStack,
+    stateful_template: Template,
+    logical_id: Callable[[StatefulStack, IConstruct], str],
+) -> Find:
+    """The template resource an L2 construct of the stateful stack became."""
+    resources = stateful_template.to_json()["Resources"]
+
+    def resource(construct: IConstruct) -> dict[str, Any]:
+        found: dict[str, Any] = resources[logical_id(stateful, construct)]
+        return found
+
+    return resource
+
+
+@pytest.mark.parametrize("spec", TABLES, ids=lambda spec: spec.logical_id)
+def test_table_has_the_keys_and_indexes_the_local_runtime_creates(
+    spec: TableSpec, stateful: StatefulStack, find: Find
+) -> None:
+    properties = find(stateful.tables.table(spec))["Properties"]
+    local = spec.create_table_kwargs("any")
+
+    assert properties["KeySchema"] == local["KeySchema"]
+    assert sorted(properties["AttributeDefinitions"], key=str) == sorted(
+        local["AttributeDefinitions"], key=str
+    )
+    assert properties.get("GlobalSecondaryIndexes", []) == local.get("GlobalSecondaryIndexes", [])
+    assert properties["BillingMode"] == "PAY_PER_REQUEST"
+
+
+@pytest.mark.parametrize("spec", TABLES, ids=lambda spec: spec.logical_id)
+def test_table_ttl_follows_the_spec(spec: TableSpec, stateful: StatefulStack, find: Find) -> None:
+    properties = find(stateful.tables.table(spec))["Properties"]
+
+    if spec.ttl_attribute:
+        assert properties["TimeToLiveSpecification"] == {
+            "AttributeName": spec.ttl_attribute,
+            "Enabled": True,
+        }
+    else:
+        assert "TimeToLiveSpecification" not in properties
+
+
+@pytest.mark.parametrize("spec", TABLES, ids=lambda spec: spec.logical_id)
+def test_table_is_encrypted_recoverable_and_retained(
+    spec: TableSpec, stateful: StatefulStack, find: Find
+) -> None:
+    resource = find(stateful.tables.table(spec))
+    properties = resource["Properties"]
+
+    assert properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert properties["SSESpecification"]["SSEEnabled"] is True
+    assert properties["DeletionProtectionEnabled"] is True
+    assert resource["DeletionPolicy"] == "Retain"
+    assert resource["UpdateReplacePolicy"] == "Retain"
+
+
+def test_tables_have_no_physical_names(stateful_template: Template) -> None:
+    tables = stateful_template.find_resources("AWS::DynamoDB::Table")
+
+    assert len(tables) == len(TABLES)
+    assert all("TableName" not in table["Properties"] for table in tables.values())
+
+
+def test_there_is_one_queue_and_one_dead_letter_queue_per_lane(
+    stateful_template: Template,
+) -> None:
+    queues = stateful_template.find_resources("AWS::SQS::Queue")
+
+    assert len(queues) == 2 * len(QUEUES)
+    assert all("QueueName" not in queue.get("Properties", {}) for queue in queues.values())
+
+
+@pytest.mark.parametrize("spec", QUEUES, ids=lambda spec: spec.lane)
+def test_lane_redrives_to_a_dlq_that_outlives_it(
+    spec: QueueSpec,
+    stateful: StatefulStack,
+    find: Find,
+    logical_id: Callable[[StatefulStack, IConstruct], str],
+) -> None:
+    lane = stateful.lanes.lanes[spec.lane]
+    queue = find(lane.queue)["Properties"]
+    dlq = find(lane.dlq)["Properties"]
+    dlq_id = logical_id(stateful, lane.dlq)
+
+    assert queue["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": [dlq_id, "Arn"]},
+        "maxReceiveCount": spec.max_receive_count,
+    }
+    assert spec.max_receive_count >= 5
+    assert queue["VisibilityTimeout"] == spec.visibility_timeout_sec
+    assert queue["MessageRetentionPeriod"] == spec.retention_sec
+    assert dlq["MessageRetentionPeriod"] == spec.dlq_retention_sec
+    assert dlq["MessageRetentionPeriod"] > queue["MessageRetentionPeriod"]
+
+
+@pytest.mark.parametrize("spec", QUEUES, ids=lambda spec: spec.lane)
+def test_lane_and_dlq_are_encrypted_and_tls_only(
+    spec: QueueSpec,
+    stateful: StatefulStack,
+    stateful_template: Template,
+    find: Find,
+    logical_id: Callable[[StatefulStack, IConstruct], str],
+) -> None:
+    lane = stateful.lanes.lanes[spec.lane]
+    for queue in (lane.queue, lane.dlq):
+        assert find(queue)["Properties"]["SqsManagedSseEnabled"] is True
+        stateful_template.has_resource_properties(
+            "AWS::SQS::QueuePolicy",
+            {
+                "Queues": [{"Ref": logical_id(stateful, queue)}],
+                "PolicyDocument": {
+                    "Statement": Match.array_with(
+                        [
+                            Match.object_like(
+                                {
+                                    "Effect": "Deny",
+                                    "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                                }
+                            )
+                        ]
+                    )
+                },
+            },
+        )
+
+
+def test_alarm_topic_is_encrypted_with_a_rotated_key_cloudwatch_may_use(
+    stateful_template: Template,
+) -> None:
+    stateful_template.has_resource_properties(
+        "AWS::SNS::Topic", {"KmsMasterKeyId": Match.object_like({"Fn::GetAtt": Match.any_value()})}
+    )
+    stateful_template.has_resource_properties(
+        "AWS::KMS::Key",
+        {
+            "EnableKeyRotation": True,
+            "KeyPolicy": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                            }
+                        )
+                    ]
+                )
+            },
+        },
+    )
+
+
+def test_stateful_stack_is_termination_protected(stateful: StatefulStack) -> None:
+    assert stateful.termination_protection is True

@@ -1,0 +1,111 @@
+"""The ticker's sweep: the recent minutes always, the backlog from the watermark, and a
+watermark that moves past a minute only when it is old and empty."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from takt.clock import ManualClock
+from takt.dispatch.ticker import WATERMARK_LAG
+from takt.models.ids import to_ms
+from takt.store.due import bucket_name, shard_of
+from takt.wiring import Services
+
+from tests.integration.conftest import ServicesFactory
+from tests.support.history import Expect, HistoryChecker
+from tests.support.jobs import make_job, store_job
+
+NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+
+
+def _one_off_at(svc: Services, clock: ManualClock, due: datetime) -> str:
+    """A one-off job indexed at `due` by a writer whose clock read `due` (its own bucket)."""
+    job = make_job(now=due, next_run_time=due)
+    store_job(svc, job, due)
+    return job.job_id
+
+
+def test_the_first_tick_starts_the_watermark_at_the_recent_minutes(
+    svc: Services, clock: ManualClock
+) -> None:
+    result = svc.ticker.tick(clock.now())
+
+    assert svc.due.watermark() == NOON - WATERMARK_LAG
+    assert result.claims == 3 * svc.due.shards  # 11:58, 11:59 and 12:00, every shard
+
+
+def test_the_watermark_moves_one_empty_old_minute_per_tick_and_stops_at_the_lag(
+    svc: Services, clock: ManualClock
+) -> None:
+    svc.due.advance_watermark(NOON - timedelta(minutes=6))
+    seen = []
+
+    for _ in range(6):
+        seen.append(svc.ticker.tick(clock.now()).watermark)
+        clock.advance(1)
+
+    assert seen == [NOON - timedelta(minutes=m) for m in (5, 4, 3, 2, 2, 2)]
+    assert svc.due.watermark() == NOON - WATERMARK_LAG
+
+
+def test_the_watermark_stays_on_a_minute_that_still_holds_an_item(
+    svc: Services, clock: ManualClock
+) -> None:
+    old = NOON - timedelta(minutes=6)
+    svc.due.advance_watermark(old)
+    # An item the claim must leave in place: written moments ago (young) for a job that is not
+    # stored yet, in the old minute's bucket (as a writer with a slow clock would put it).
+    svc.clients.dynamodb.put_item(
+        TableName=svc.settings.due_table,
+        Item={
+            "bucket": {"S": f"{bucket_name(old)}#{shard_of('tenant-a', 'job_x', 4):03d}"},
+            "due_key": {"S": f"{to_ms(old):013d}#tenant-a#job_x"},
+            "written_ms": {"N": str(to_ms(NOON))},
+        },
+    )
+
+    result = svc.ticker.tick(clock.now())
+
+    assert (result.total.left, result.watermark) == (1, old)
+    assert svc.due.watermark() == old
+
+
+def test_a_backlog_older_than_the_recent_minutes_is_swept(
+    svc: Services, clock: ManualClock, checker: HistoryChecker
+) -> None:
+    old = NOON - timedelta(minutes=10)
+    svc.due.advance_watermark(old)
+    job_id = _one_off_at(svc, clock, old + timedelta(seconds=20))
+
+    result = svc.ticker.tick(clock.now())
+
+    assert result.total.dispatched == 1
+    report = checker.check([Expect(job_id, [old + timedelta(seconds=20)], None)])
+    assert report.problems() == []
+
+
+def test_a_long_backlog_is_swept_a_window_at_a_time_without_delaying_what_is_due_now(
+    make_svc: ServicesFactory, clock: ManualClock
+) -> None:
+    svc = make_svc(max_catchup_buckets=3)
+    svc.due.advance_watermark(NOON - timedelta(minutes=10))
+    oldest = _one_off_at(svc, clock, NOON - timedelta(minutes=10))
+    middle = _one_off_at(svc, clock, NOON - timedelta(minutes=5))
+    current = _one_off_at(svc, clock, NOON)
+
+    svc.ticker.tick(clock.now())
+
+    def dispatched(job_id: str) -> bool:
+        page, _ = svc.executions.list_for_job("tenant-a", job_id, limit=1, cursor=None)
+        return bool(page)
+
+    assert (dispatched(oldest), dispatched(middle), dispatched(current)) == (True, False, True)
+    ticks = 1
+    while not dispatched(middle):
+        clock.advance(1)
+        svc.ticker.tick(clock.now())
+        ticks += 1
+        assert ticks <= 10, "the backlog window never reached 11:55"
+    # The watermark moves a minute per tick: 11:50 -> 11:53 after three ticks, whose window
+    # (11:53-11:55) reaches the middle job.
+    assert ticks == 4

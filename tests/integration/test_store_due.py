@@ -1,0 +1,122 @@
+"""The due index: bucketing, range queries by due time, the rewrite fence, the watermark."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from botocore.exceptions import ClientError
+from takt.clock import ManualClock
+from takt.store.due import bucket_name, minute_of, shard_of
+from takt.store.errors import is_condition_failure
+from takt.wiring import Services
+
+from tests.support.jobs import TENANT
+
+NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+
+
+def _shard(svc: Services, job_id: str) -> int:
+    return shard_of(TENANT, job_id, svc.due.shards)
+
+
+def test_an_item_due_later_goes_to_its_own_minute_bucket(svc: Services, clock: ManualClock) -> None:
+    due = NOW + timedelta(minutes=7, seconds=12)
+
+    svc.due.put(TENANT, "job_a", due, clock.now())
+
+    items = svc.due.query_due(minute_of(due), _shard(svc, "job_a"), due)
+    assert [(i.job_id, i.due) for i in items] == [("job_a", due)]
+    assert items[0].bucket.startswith(bucket_name(minute_of(due)))
+
+
+def test_an_item_already_past_goes_to_the_current_minute_bucket(
+    svc: Services, clock: ManualClock
+) -> None:
+    clock.advance(90)
+    past = NOW - timedelta(minutes=10)
+
+    svc.due.put(TENANT, "job_a", past, clock.now())
+
+    shard = _shard(svc, "job_a")
+    assert svc.due.query_due(minute_of(past), shard, clock.now()) == []
+    [item] = svc.due.query_due(minute_of(clock.now()), shard, clock.now())
+    assert item.due == past  # the sort key keeps the real due time
+
+
+def test_query_due_returns_only_items_due_by_until_oldest_first(
+    svc: Services, clock: ManualClock
+) -> None:
+    job_ids = ["job_late", "job_early", "job_mid", "job_future"]
+    shard = 0
+    while any(_shard(svc, j) != shard for j in job_ids):
+        job_ids = [f"{j}x" for j in job_ids]
+    late, early, mid, future = job_ids
+    minute = NOW + timedelta(minutes=1)
+    svc.due.put(TENANT, late, minute + timedelta(seconds=30), clock.now())
+    svc.due.put(TENANT, early, minute + timedelta(seconds=1), clock.now())
+    svc.due.put(TENANT, mid, minute + timedelta(seconds=30, milliseconds=-1), clock.now())
+    svc.due.put(TENANT, future, minute + timedelta(seconds=31), clock.now())
+
+    items = svc.due.query_due(minute, shard, minute + timedelta(seconds=30))
+
+    assert [i.job_id for i in items] == [early, mid, late]
+
+
+def test_put_again_for_the_same_due_time_keeps_one_item(svc: Services, clock: ManualClock) -> None:
+    due = NOW + timedelta(minutes=1)
+    svc.due.put(TENANT, "job_a", due, clock.now())
+    svc.due.put(TENANT, "job_a", due, clock.now() + timedelta(seconds=5))
+
+    items = svc.due.query_due(minute_of(due), _shard(svc, "job_a"), due)
+
+    assert len(items) == 1
+    assert items[0].written_ms == int((NOW + timedelta(seconds=5)).timestamp() * 1000)
+
+
+def test_delete_if_unchanged_deletes_the_item_as_read(svc: Services, clock: ManualClock) -> None:
+    due = NOW + timedelta(minutes=1)
+    svc.due.put(TENANT, "job_a", due, clock.now())
+    [item] = svc.due.query_due(minute_of(due), _shard(svc, "job_a"), due)
+
+    svc.due.delete_if_unchanged(item)
+
+    assert svc.due.query_due(minute_of(due), _shard(svc, "job_a"), due) == []
+
+
+def test_delete_if_unchanged_keeps_an_item_rewritten_since_it_was_read(
+    svc: Services, clock: ManualClock
+) -> None:
+    due = NOW + timedelta(minutes=1)
+    svc.due.put(TENANT, "job_a", due, clock.now())
+    [read] = svc.due.query_due(minute_of(due), _shard(svc, "job_a"), due)
+    svc.due.put(TENANT, "job_a", due, clock.now() + timedelta(seconds=1))
+
+    with pytest.raises(ClientError) as caught:
+        svc.due.delete_if_unchanged(read)
+
+    assert is_condition_failure(caught.value)
+    assert len(svc.due.query_due(minute_of(due), _shard(svc, "job_a"), due)) == 1
+
+
+def test_a_bucket_is_empty_once_its_items_are_deleted(svc: Services, clock: ManualClock) -> None:
+    due = NOW + timedelta(minutes=1)
+    shard = _shard(svc, "job_a")
+    svc.due.put(TENANT, "job_a", due, clock.now())
+    assert not svc.due.bucket_empty(minute_of(due), shard)
+
+    [item] = svc.due.query_due(minute_of(due), shard, due)
+    svc.due.delete_if_unchanged(item)
+
+    assert svc.due.bucket_empty(minute_of(due), shard)
+
+
+def test_the_watermark_only_moves_forward(svc: Services) -> None:
+    assert svc.due.watermark() is None
+
+    svc.due.advance_watermark(NOW)
+    svc.due.advance_watermark(NOW - timedelta(minutes=5))
+
+    assert svc.due.watermark() == NOW
+    svc.due.advance_watermark(NOW + timedelta(minutes=1))
+    assert svc.due.watermark() == NOW + timedelta(minutes=1)

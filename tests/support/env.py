@@ -1,0 +1,35 @@
+"""Fresh tables and lanes per test on one set of clients per test process.
+
+Creating boto3 clients costs a few hundred milliseconds (each new session parses the service
+models again), which would dominate a suite of short tests; clients are endpoint-wide and
+thread-safe, so one pair per process serves every test, and each test still gets its own tables
+and queues, named uniquely.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from takt.aws import AwsClients
+from takt.config import Settings
+from takt.local.provision import provision
+
+
+def fresh_settings(clients: AwsClients, endpoint: str, **overrides: Any) -> Settings:
+    """Settings naming a new set of tables and lanes, created on the endpoint now."""
+    uid = uuid.uuid4().hex[:8]
+    values: dict[str, Any] = {
+        "jobs_table": f"jobs-{uid}",
+        "due_table": f"due-{uid}",
+        "executions_table": f"executions-{uid}",
+        "idempotency_table": f"idempotency-{uid}",
+        "aws_endpoint_url": endpoint,
+        "due_shards": 4,
+        "open_shards": 2,
+    }
+    values.update(overrides)
+    base = Settings(**values)
+    env = provision(clients, base, prefix=f"takt-{uid}")
+    return base.model_copy(update={"lane_urls": json.loads(env["TAKT_LANE_URLS"])})

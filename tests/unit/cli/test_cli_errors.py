@@ -1,0 +1,124 @@
+"""The CLI's error contract without a server: one line on stderr, nothing on stdout, non-zero."""
+
+from __future__ import annotations
+
+import pytest
+from takt.cli.main import main
+from takt.local.runtime import free_port
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_error_line(out: str, err: str) -> str:
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("takt: error: ")
+    return lines[0]
+
+
+@pytest.fixture
+def nowhere() -> str:
+    """An endpoint where nothing listens."""
+    return f"http://127.0.0.1:{free_port()}"
+
+
+def test_unknown_flag_is_one_error_line_with_usage_status(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "jobs", "list", "--bogus")
+
+    assert code == 2
+    assert "--bogus" in assert_one_error_line(out, err)
+
+
+def test_unknown_command_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "jobs", "explode")
+
+    assert code == 2
+    assert "explode" in assert_one_error_line(out, err)
+
+
+def test_missing_argument_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "executions", "get")
+
+    assert code == 2
+    assert "EXECUTION_ID" in assert_one_error_line(out, err)
+
+
+def test_unknown_output_format_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "-o", "yaml", "jobs", "list")
+
+    assert code == 2
+    assert "yaml" in assert_one_error_line(out, err)
+
+
+def test_unreachable_endpoint_is_one_error_line_naming_it(
+    capsys: pytest.CaptureFixture[str], nowhere: str
+) -> None:
+    code, out, err = run(capsys, "--endpoint", nowhere, "jobs", "list")
+
+    assert code == 1
+    assert f"cannot reach {nowhere}" in assert_one_error_line(out, err)
+
+
+def test_endpoint_comes_from_takt_endpoint_env(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, nowhere: str
+) -> None:
+    monkeypatch.setenv("TAKT_ENDPOINT", nowhere)
+
+    code, out, err = run(capsys, "executions", "list", "job_x")
+
+    assert code == 1
+    assert nowhere in assert_one_error_line(out, err)
+
+
+def test_body_that_is_not_json_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], nowhere: str
+) -> None:
+    code, out, err = run(capsys, "--endpoint", nowhere, "jobs", "create", "--body", "{oops")
+
+    assert code == 1
+    assert "--body is not valid JSON" in assert_one_error_line(out, err)
+
+
+def test_body_that_is_not_an_object_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], nowhere: str
+) -> None:
+    code, out, err = run(capsys, "--endpoint", nowhere, "jobs", "update", "job_x", "--body", "[1]")
+
+    assert code == 1
+    assert "JSON object" in assert_one_error_line(out, err)
+
+
+def test_payload_that_is_not_json_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], nowhere: str
+) -> None:
+    code, out, err = run(
+        capsys,
+        "--endpoint",
+        nowhere,
+        "jobs",
+        "create",
+        "--every",
+        "1h",
+        "--target",
+        "https://svc/x",
+        "--payload",
+        "not json",
+    )
+
+    assert code == 1
+    assert "--payload is not valid JSON" in assert_one_error_line(out, err)
+
+
+def test_help_lists_the_command_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--help")
+
+    assert code == 0
+    for command in ("jobs", "executions", "schedule", "local"):
+        assert command in out

@@ -1,0 +1,39 @@
+"""Table output: a header row of upper-case column names, aligned columns, '-' for empty cells."""
+
+from __future__ import annotations
+
+from takt.cli.context import render_table
+
+
+def test_table_starts_with_upper_case_headers() -> None:
+    text = render_table([{"id": "job_1", "status": "active"}], ["id", "status"])
+
+    assert text.splitlines()[0].split() == ["ID", "STATUS"]
+
+
+def test_table_has_one_line_per_row_after_the_header() -> None:
+    rows = [{"id": f"job_{i}"} for i in range(3)]
+
+    lines = render_table(rows, ["id"]).splitlines()
+
+    assert lines[1:] == ["job_0", "job_1", "job_2"]
+
+
+def test_table_columns_are_aligned_to_the_widest_cell() -> None:
+    rows = [{"id": "job_1", "name": "a"}, {"id": "job_longer_id", "name": "b"}]
+
+    lines = render_table(rows, ["id", "name"]).splitlines()
+
+    assert {line.rindex(value) for line, value in zip(lines, ["NAME", "a", "b"], strict=True)} == {
+        len("job_longer_id") + 2
+    }
+
+
+def test_empty_and_missing_cells_print_as_dash() -> None:
+    text = render_table([{"id": "job_1", "name": None, "error": ""}], ["id", "name", "error", "x"])
+
+    assert text.splitlines()[1].split() == ["job_1", "-", "-", "-"]
+
+
+def test_table_without_rows_is_just_the_header() -> None:
+    assert render_table([], ["id", "state"]) == "ID  STATE"
