@@ -21,7 +21,7 @@ local: install ## run takt locally on moto: API on http://127.0.0.1:8080 (PORT=.
 	.venv/bin/takt local --port $${PORT:-8080}
 
 test: install ## run the whole test suite
-	$(PY) -m pytest -n auto -q
+	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(PY) -m pytest -n auto -q
 
 lint: install ## ruff (lint and format check) and mypy --strict
 	$(PY) -m ruff check .
@@ -35,7 +35,11 @@ fmt: install ## format the code
 openapi: install ## regenerate docs/openapi.json from the API routes
 	$(PY) -c "from takt.api.app import openapi_json; print(openapi_json(), end='')" > docs/openapi.json
 
+synth: install ## synthesize the CDK app into cdk.out (needs Node.js; runs npm ci)
+	npm ci --no-audit --no-fund
+	PATH="$(CURDIR)/.venv/bin:$(CURDIR)/$(TOOLS)/bin:$$PATH" npx cdk synth
+
 lock: $(UV) ## re-resolve uv.lock after changing pyproject.toml
 	$(UV) lock
 
-.PHONY: help install local test lint fmt openapi lock
+.PHONY: help install local test lint fmt openapi synth lock

@@ -23,8 +23,10 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "layers/takt/python"),
-                str(Path(__file__).resolve().parents[1])]
+sys.path[:0] = [
+    str(Path(__file__).resolve().parents[1] / "layers/takt/python"),
+    str(Path(__file__).resolve().parents[1]),
+]
 
 from takt.api.models import JobCreate  # noqa: E402
 from takt.api.service import JobService  # noqa: E402
@@ -51,7 +53,7 @@ class Receiver:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 return
 
         self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
@@ -85,17 +87,27 @@ def main() -> int:
         seeded = time.monotonic()
         far = {"schedule": "0 0 1 1 *", "target": receiver.url}
         with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda i: service.create("bench", JobCreate(name=f"idle-{i}", **far),
-                                                   None), range(args.stored)))
+            list(
+                pool.map(
+                    lambda i: service.create("bench", JobCreate(name=f"idle-{i}", **far), None),
+                    range(args.stored),
+                )
+            )
         seed_sec = time.monotonic() - seeded
-        due_at = (datetime.now(UTC) + timedelta(seconds=5 + args.due / 150)).replace(
-            microsecond=0)
+        due_at = (datetime.now(UTC) + timedelta(seconds=5 + args.due / 150)).replace(microsecond=0)
         with ThreadPoolExecutor(8) as pool:
-            jobs = list(pool.map(
-                lambda i: service.create("bench", JobCreate(
-                    name=f"due-{i}", run_at=due_at, target=receiver.url, payload={"i": i}),
-                    None)[0],
-                range(args.due)))
+            jobs = list(
+                pool.map(
+                    lambda i: service.create(
+                        "bench",
+                        JobCreate(
+                            name=f"due-{i}", run_at=due_at, target=receiver.url, payload={"i": i}
+                        ),
+                        None,
+                    )[0],
+                    range(args.due),
+                )
+            )
         if datetime.now(UTC) >= due_at:
             print("warning: creating the due jobs took past their due time", file=sys.stderr)
         deadline = time.monotonic() + args.timeout
@@ -105,7 +117,8 @@ def main() -> int:
         executions = []
         for job in jobs:
             records, _ = runtime.services.executions.list_for_job(
-                "bench", job.job_id, limit=10, cursor=None)
+                "bench", job.job_id, limit=10, cursor=None
+            )
             executions.append(records)
     finally:
         runtime.stop()

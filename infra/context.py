@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 
 from constructs import Node
+
 from takt.config import LANES
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")

@@ -18,13 +18,13 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
-from takt.resources import DUE, EXECUTIONS, IDEMPOTENCY, JOBS, TableSpec
 
 from infra import metric_names
 from infra.context import DeployConfig
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
+from takt.resources import DUE, EXECUTIONS, IDEMPOTENCY, JOBS, TableSpec
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 HANDLER = "handler.handler"
@@ -61,14 +61,22 @@ API = FunctionSpec(
     description="takt job API behind the HTTP API",
     memory_mb=512,
     timeout_sec=10,
-    tables={JOBS: "read_write", DUE: "read_write", IDEMPOTENCY: "read_write", EXECUTIONS: "read"},
+    # Run-now and re-run create or reset an execution and send it to its lane.
+    tables={
+        JOBS: "read_write",
+        DUE: "read_write",
+        IDEMPOTENCY: "read_write",
+        EXECUTIONS: "read_write",
+    },
+    sends_to_lanes=True,
 )
 SCHEDULER = FunctionSpec(
     name="scheduler",
     description="takt per-second driver: fans out claimers for about a minute",
     memory_mb=256,
     timeout_sec=LOOP_TIMEOUT_SEC,
-    tables={},
+    # The ticker keeps its watermark in the due table and checks old buckets are empty.
+    tables={DUE: "read_write"},
     reserved_concurrency=2,
     async_retries=0,
 )
@@ -94,7 +102,9 @@ WATCHDOG = FunctionSpec(
     description="takt watchdog: puts expired leases and lost messages back on the lanes",
     memory_mb=256,
     timeout_sec=LOOP_TIMEOUT_SEC,
-    tables={EXECUTIONS: "read_write"},
+    # A lease that dies on its last attempt records the outcome on the job; a queued run whose
+    # overlap slot is free takes it.
+    tables={EXECUTIONS: "read_write", JOBS: "read_write"},
     sends_to_lanes=True,
     reserved_concurrency=2,
     async_retries=0,

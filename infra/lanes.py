@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from aws_cdk import Duration, Tags
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
+
 from takt.resources import QUEUES
 
 

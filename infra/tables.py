@@ -7,6 +7,7 @@ from __future__ import annotations
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
+
 from takt.resources import TABLES, Key, TableSpec
 
 _TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}

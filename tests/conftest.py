@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
+
 from takt.clock import ManualClock
 from takt.config import Settings
 from takt.local import moto_speedups

@@ -6,8 +6,9 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
+
 from takt.models.ids import parse_time
-from takt.observability import MetricUnit, logger, metrics
+from takt.observability import MetricUnit, logger, metrics, tracer
 from takt.wiring import services
 
 
@@ -20,6 +21,7 @@ class ClaimEvent(BaseModel):
 
 @logger.inject_lambda_context
 @metrics.log_metrics
+@tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     task = ClaimEvent.model_validate(event)
     svc = services()

@@ -11,7 +11,8 @@ import time
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from takt.observability import MetricUnit, logger, metrics
+
+from takt.observability import MetricUnit, logger, metrics, tracer
 from takt.wiring import services
 
 # Leave the last seconds of a minute-long invocation to the next one.
@@ -20,6 +21,7 @@ STOP_BEFORE_END_MS = 3000
 
 @logger.inject_lambda_context
 @metrics.log_metrics
+@tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     svc = services()
     ticks = int(event.get("ticks", 60))

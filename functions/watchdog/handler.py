@@ -6,7 +6,8 @@ import time
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from takt.observability import MetricUnit, logger, metrics
+
+from takt.observability import MetricUnit, logger, metrics, tracer
 from takt.wiring import services
 
 STOP_BEFORE_END_MS = 5000
@@ -14,6 +15,7 @@ STOP_BEFORE_END_MS = 5000
 
 @logger.inject_lambda_context
 @metrics.log_metrics
+@tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     svc = services()
     sweeps = int(event.get("sweeps", 6))

@@ -16,8 +16,9 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from takt.dispatch.lanes import LaneMessage
-from takt.observability import MetricUnit, logger, metrics
+from takt.observability import MetricUnit, logger, metrics, tracer
 from takt.wiring import services
 
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -53,6 +54,7 @@ def record_handler(record: SQSRecord) -> str:
 
 @logger.inject_lambda_context
 @metrics.log_metrics
+@tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> Any:
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context

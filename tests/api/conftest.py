@@ -12,12 +12,12 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+
 from takt.aws import AwsClients, make_clients
 from takt.clock import ManualClock
 from takt.config import Settings
 from takt.local.provision import provision
 from takt.wiring import Services, install
-
 from tests.api.harness import Api
 
 

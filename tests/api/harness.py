@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from takt.local.events import LocalContext, http_api_event
-from takt.wiring import Services
 
 from functions.api.handler import handler
+from takt.local.events import LocalContext, http_api_event
+from takt.wiring import Services
 
 TENANT = "tenant-a"
 OTHER_TENANT = "tenant-b"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from takt.clock import ManualClock
 from takt.models.records import ExecState
 from takt.store.executions import Transition
-
 from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, TENANT, Api, lane_messages
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")

@@ -6,10 +6,10 @@ from typing import Any, cast
 
 import pytest
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from takt.clock import ManualClock
-from takt.local.events import LocalContext, http_api_event
 
 from functions.api.handler import handler
+from takt.clock import ManualClock
+from takt.local.events import LocalContext, http_api_event
 from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, Api
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 from openapi_spec_validator import validate
-from takt.api.app import openapi_json
 
+from takt.api.app import openapi_json
 from tests.api.harness import Api
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")

@@ -16,16 +16,16 @@ from typing import Any, cast
 
 import pytest
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from takt.local.events import LocalContext
-from takt.local.runtime import free_port
-from takt.models.records import ExecState, ExecutionRecord, JobRecord
-from takt.wiring import Services
 
 from functions.api.handler import handler as api_handler
 from functions.claimer.handler import handler as claimer_handler
 from functions.scheduler.handler import handler as scheduler_handler
 from functions.watchdog.handler import handler as watchdog_handler
 from functions.worker.handler import handler as worker_handler
+from takt.local.events import LocalContext
+from takt.local.runtime import free_port
+from takt.models.records import ExecState, ExecutionRecord, JobRecord
+from takt.wiring import Services
 from tests.api.harness import Api
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")

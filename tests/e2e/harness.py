@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import urllib3
+
 from takt.local.runtime import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from takt.cli.main import main
 
+from takt.cli.main import main
 from tests.e2e.harness import LocalTakt, poll
 from tests.e2e.receiver import Receiver, Reply
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from takt.models.ids import format_time, parse_time
 
+from takt.models.ids import format_time, parse_time
 from tests.e2e.harness import LocalTakt, poll
 from tests.e2e.receiver import Receiver, Reply
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from aws_cdk import App
-from takt.config import LANES
 
 from infra.context import ContextError, DeployConfig, JwtAuth, LaneTuning
+from takt.config import LANES
 
 
 def _config(context: dict[str, Any], **overrides: Any) -> DeployConfig:

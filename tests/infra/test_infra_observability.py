@@ -12,13 +12,13 @@ import pytest
 from aws_cdk import Stack
 from aws_cdk.assertions import Template
 from constructs import IConstruct
-from takt.config import LANES
-from takt.resources import TABLES
 
 from infra import metric_names
 from infra.functions import SPECS
 from infra.stateful import StatefulStack
 from infra.stateless import StatelessStack
+from takt.config import LANES
+from takt.resources import TABLES
 
 LogicalId = Callable[[Stack, IConstruct], str]
 Resolve = Callable[[Any], Any]

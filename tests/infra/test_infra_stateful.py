@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 from constructs import IConstruct
-from takt.resources import QUEUES, TABLES, QueueSpec, TableSpec
 
 from infra.stateful import StatefulStack
+from takt.resources import QUEUES, TABLES, QueueSpec, TableSpec
 
 Find = Callable[[IConstruct], dict[str, Any]]
 

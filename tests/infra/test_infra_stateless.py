@@ -11,8 +11,6 @@ import pytest
 from aws_cdk import Stack
 from aws_cdk.assertions import Template
 from constructs import IConstruct
-from takt.config import LANES
-from takt.resources import EXECUTIONS, QUEUES, TABLES
 
 from infra.functions import (
     SCHEDULER,
@@ -24,6 +22,8 @@ from infra.functions import (
 )
 from infra.stateful import StatefulStack
 from infra.stateless import StatelessStack
+from takt.config import LANES
+from takt.resources import EXECUTIONS, QUEUES, TABLES
 
 LogicalId = Callable[[Stack, IConstruct], str]
 Resolve = Callable[[Any], Any]

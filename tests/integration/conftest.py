@@ -8,21 +8,18 @@ and `svc` are overridden here to reuse one pair of boto3 clients per process (se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from takt.aws import AwsClients, make_clients
 from takt.clock import ManualClock
 from takt.config import Settings
 from takt.wiring import Services
-
-from tests.support.env import fresh_settings
+from tests.support.env import ServicesFactory, SettingsFactory, fresh_settings
 from tests.support.history import HistoryChecker
 from tests.support.receiver import Receiver
-
-SettingsFactory = Callable[..., Settings]
-ServicesFactory = Callable[..., Services]
 
 
 @pytest.fixture(scope="session")

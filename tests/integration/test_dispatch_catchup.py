@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from takt.clock import ManualClock
 from takt.models.records import CatchupPolicy, ExecState
 from takt.wiring import Services
-
 from tests.support.history import Expect, HistoryChecker
 from tests.support.jobs import TENANT, make_job, store_job
 

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from takt.api.models import JobCreate
 from takt.api.service import JobService
 from takt.clock import ManualClock
@@ -14,7 +15,6 @@ from takt.dispatch.claimer import ClaimResult
 from takt.models.records import ExecState, JobRecord, JobStatus
 from takt.store.due import minute_of, shard_of
 from takt.wiring import Services
-
 from tests.support.history import Expect, HistoryChecker
 from tests.support.jobs import TENANT, job_id_in_shard, make_execution, make_job, store_job
 from tests.support.lanes import drain
@@ -226,3 +226,25 @@ def test_a_stale_due_item_is_deleted_after_the_grace_period(
     if case == "moved":  # the job's own, current item stays
         assert remaining == [(job.job_id, D + timedelta(minutes=2))]
     assert _executions(svc, job.job_id) == []
+
+
+def test_a_job_whose_schedule_cannot_be_evaluated_does_not_block_its_partition(
+    svc: Services, clock: ManualClock, checker: HistoryChecker
+) -> None:
+    [good] = _cron_jobs_in_shard(svc, clock, 1)
+    # A stored definition the schedule library no longer accepts (say, after an upgrade).
+    broken = make_job(
+        now=clock.now(),
+        next_run_time=D,
+        schedule="61 * * * *",
+        job_id=job_id_in_shard(TENANT, 0, svc.due.shards),
+    )
+    store_job(svc, broken, clock.now())
+
+    result = svc.claimer.claim(minute_of(D), 0, D)
+
+    assert (result.dispatched, result.left) == (1, 1)
+    report = checker.check([Expect(good.job_id, [D], D + timedelta(minutes=1))])
+    assert report.problems() == []
+    assert _executions(svc, broken.job_id) == []
+    assert (broken.job_id, D) in {(i.job_id, i.due) for i in checker.due_items()}

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, TypeVar
 
 import pytest
+
 from takt.aws import AwsClients, make_clients
 from takt.clock import ManualClock
 from takt.dispatch.claimer import Claimer
@@ -24,9 +25,8 @@ from takt.models.records import ExecState, JobRecord, JobStatus
 from takt.store.due import minute_of
 from takt.store.executions import Transition
 from takt.wiring import Services
-
 from tests.support.faults import Crash, LostResponses, crash_on
-from tests.support.history import Expect, HistoryChecker, Report
+from tests.support.history import Expect, HistoryChecker
 from tests.support.jobs import TENANT, job_id_in_shard, make_job, store_job
 from tests.support.lanes import drain, visible_count
 from tests.support.receiver import Receiver
@@ -115,9 +115,7 @@ def _recover(svc: Services, clock: ManualClock) -> None:
     svc.ticker.tick(clock.now())
 
 
-def _assert_sound(
-    svc: Services, checker: HistoryChecker, batch: Batch, receiver: Receiver
-) -> Report:
+def _assert_sound(svc: Services, checker: HistoryChecker, batch: Batch, receiver: Receiver) -> None:
     report = checker.check(batch.expectations())
     assert report.problems() == []
     assert report.stale_due == []  # the stale items a crash left were cleaned up
@@ -130,7 +128,6 @@ def _assert_sound(
         for records in report.executions.values()
         for r in records
     } == {ExecState.SUCCEEDED}
-    return report
 
 
 def _crashing_claimer(

@@ -10,8 +10,7 @@ from takt.dispatch.ticker import WATERMARK_LAG
 from takt.models.ids import to_ms
 from takt.store.due import bucket_name, shard_of
 from takt.wiring import Services
-
-from tests.integration.conftest import ServicesFactory
+from tests.support.env import ServicesFactory
 from tests.support.history import Expect, HistoryChecker
 from tests.support.jobs import make_job, store_job
 

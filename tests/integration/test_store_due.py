@@ -6,11 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from botocore.exceptions import ClientError
+
 from takt.clock import ManualClock
 from takt.store.due import bucket_name, minute_of, shard_of
 from takt.store.errors import is_condition_failure
 from takt.wiring import Services
-
 from tests.support.jobs import TENANT
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from takt.clock import ManualClock
 from takt.models.ids import to_ms
 from takt.models.records import ExecState, JobRecord
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import Transition
 from takt.wiring import Services
-
 from tests.support.jobs import TENANT, make_execution, make_job
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

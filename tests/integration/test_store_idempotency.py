@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from takt.store.idempotency import IdempotencyRecord
 from takt.wiring import Services
-
 from tests.support.jobs import TENANT
 
 NOW = 1_772_452_800  # 2026-03-02T12:00:00Z

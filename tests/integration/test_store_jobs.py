@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from takt.clock import ManualClock
 from takt.models.records import JobStatus
 from takt.store.errors import ConflictError, NotFoundError
 from takt.wiring import Services
-
 from tests.support.jobs import TENANT, make_job
 
 T0 = datetime(2026, 3, 2, 12, 5, tzinfo=UTC)

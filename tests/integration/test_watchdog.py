@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from takt.clock import ManualClock
 from takt.dispatch.lanes import Outgoing
 from takt.models.ids import format_time, to_ms
@@ -14,7 +15,6 @@ from takt.models.records import ExecState, ExecutionRecord, JobRecord, RetryPoli
 from takt.store.executions import Transition
 from takt.watchdog.sweeper import Watchdog
 from takt.wiring import Services
-
 from tests.support.faults import interleave
 from tests.support.jobs import TENANT, make_execution, make_job, store_execution
 from tests.support.lanes import delayed_count, drain

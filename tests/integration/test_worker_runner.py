@@ -9,15 +9,16 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from takt.clock import ManualClock
 from takt.dispatch.lanes import LaneMessage, Outgoing
 from takt.models.ids import to_ms
-from takt.models.records import ExecState, ExecutionRecord, JobRecord, RetryPolicy
+from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus, RetryPolicy
 from takt.targets.http import HttpTarget
 from takt.wiring import Services
 from takt.worker.runner import ExecutionRunner, RunOutcome
-
-from tests.integration.conftest import ServicesFactory
+from tests.support.env import ServicesFactory
+from tests.support.history import Expect, HistoryChecker
 from tests.support.jobs import TENANT, make_execution, make_job, store_execution
 from tests.support.lanes import RecordingLanes, delayed_count, drain, visible_count
 from tests.support.receiver import Receiver, Reply
@@ -71,6 +72,7 @@ def _submit(
         next_run_time=None,
         run_at=NOON,
         target=receiver.url,
+        status=JobStatus.COMPLETED,  # a one-off that has fired
         **job_fields,  # type: ignore[arg-type]
     )
     svc.jobs.create(job)
@@ -326,7 +328,12 @@ def test_heartbeats_extend_the_lease_while_the_target_runs(
 
 
 def test_a_stale_worker_completion_is_fenced_after_the_watchdog_reclaimed_its_lease(
-    svc: Services, clock: ManualClock, submit: Submit, receiver: Receiver, gate: threading.Event
+    svc: Services,
+    clock: ManualClock,
+    submit: Submit,
+    receiver: Receiver,
+    gate: threading.Event,
+    checker: HistoryChecker,
 ) -> None:
     receiver.script(Reply(gate=gate))  # the first worker hangs in its call
     record, message = submit(timeout_sec=30)
@@ -358,6 +365,8 @@ def test_a_stale_worker_completion_is_fenced_after_the_watchdog_reclaimed_its_le
         (2, "succeeded"),
     ]
     assert len(receiver.calls) == 2
+    report = checker.check([Expect(record.job_id, [NOON], None)])
+    assert (report.problems(), report.fenced) == ([], 1)
 
 
 def test_the_schedule_lag_is_measured_at_the_first_start(

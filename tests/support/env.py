@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from takt.aws import AwsClients
 from takt.config import Settings
 from takt.local.provision import provision
+from takt.wiring import Services
+
+# The integration conftest's factory fixtures: settings or services with overrides.
+SettingsFactory = Callable[..., Settings]
+ServicesFactory = Callable[..., Services]
 
 
 def fresh_settings(clients: AwsClients, endpoint: str, **overrides: Any) -> Settings:

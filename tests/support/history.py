@@ -21,7 +21,6 @@ from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.store.due import DueItem
 from takt.store.errors import NotFoundError
 from takt.wiring import Services
-
 from tests.support.lanes import drain
 
 

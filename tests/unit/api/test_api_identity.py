@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+
 from takt.api.errors import UnauthenticatedError
 from takt.api.identity import tenant_of
 

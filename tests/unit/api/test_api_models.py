@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+
 from takt.api.models import FieldError, JobCreate, JobPatch
 from takt.api.service import body_hash
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from takt.cli.main import main
 from takt.local.runtime import free_port
 

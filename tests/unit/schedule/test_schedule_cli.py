@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 from click.testing import CliRunner, Result
+
 from takt.cli.context import CliContext, CliError
 from takt.cli.schedule import schedule
 

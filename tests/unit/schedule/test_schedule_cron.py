@@ -6,6 +6,7 @@ import pickle
 from datetime import UTC, datetime
 
 import pytest
+
 from takt.schedule import (
     CronSchedule,
     DstPolicy,

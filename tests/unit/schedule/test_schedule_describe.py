@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from takt.schedule import DstPolicy, IntervalSchedule, OneOffSchedule, describe, parse_cron
 
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import pytest
+
 from takt.schedule import DstPolicy, next_after, parse_cron, preview
 
 NEW_YORK = "America/New_York"

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from takt.schedule import (
     CronSchedule,
     DstPolicy,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+
 from takt.schedule import (
     IntervalSchedule,
     OneOffSchedule,

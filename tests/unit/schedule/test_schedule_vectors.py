@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from takt.schedule import CronSchedule, ScheduleError, next_after, parse_cron
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "cron"

@@ -1,6 +1,8 @@
 """Logging, metrics and tracing, set up once for every function (Powertools).
 
-Metric names are the contract with the CDK dashboard and alarms (docs/OPERATIONS.md).
+Metric names are the contract with the CDK dashboard and alarms: `infra/metric_names.py` lists
+them and docs/DEPLOY.md documents each. Tracing is on in Lambda (active tracing is enabled by the
+CDK app) and off elsewhere, as Powertools decides from the environment.
 """
 
 from __future__ import annotations
@@ -10,6 +12,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 logger = Logger(service="takt")
 metrics = Metrics(namespace="takt", service="takt")
-tracer = Tracer(service="takt", disabled=True)
+tracer = Tracer(service="takt")
 
 __all__ = ["MetricUnit", "logger", "metrics", "tracer"]

@@ -166,8 +166,19 @@ class JobService:
         updated = current.model_copy(update=changes)
         if "status" in given and patch.status is not None:
             updated.status = JobStatus(patch.status)
+        elif current.status == JobStatus.COMPLETED and given & {"schedule", "interval", "run_at"}:
+            # A finished job given a new schedule runs again.
+            updated.status = JobStatus.ACTIVE
         if updated.schedule is not None:
             self._validate_cron(updated)
+        if (
+            current.status == JobStatus.COMPLETED
+            and updated.status == JobStatus.ACTIVE
+            and not given & {"schedule", "interval", "run_at"}
+        ):
+            raise ConflictingStateError(
+                f"job {job_id} has completed; give it a new schedule or run_at to run it again"
+            )
         reschedule = bool(given & SCHEDULE_FIELDS) or (
             current.status != JobStatus.ACTIVE and updated.status == JobStatus.ACTIVE
         )

@@ -80,7 +80,11 @@ class Claimer:
         for item in items:
             job = jobs.get((item.tenant_id, item.job_id))
             if job is not None and job.status == JobStatus.ACTIVE and job.next_run_time == item.due:
-                firings.append(_Firing(item, job, plan_firing(job, item.due, now)))
+                plan = self._plan(job, item.due, now)
+                if plan is None:
+                    result.left += 1
+                else:
+                    firings.append(_Firing(item, job, plan))
             elif to_ms(now) - item.written_ms >= grace_ms:
                 self._delete_stale(item)
                 result.stale += 1
@@ -104,6 +108,20 @@ class Claimer:
             )
             self._delete_stale(firing.item)
         return result
+
+    @staticmethod
+    def _plan(job: JobRecord, due: datetime, now: datetime) -> FiringPlan | None:
+        """The job's firing plan, or None when its stored schedule cannot be evaluated.
+
+        One such job must not stop its whole partition (the claim would fail on every tick and
+        nothing else in it would ever be dispatched): it is logged and its due item left in
+        place, where a corrected definition supersedes it, and the other jobs go on.
+        """
+        try:
+            return plan_firing(job, due, now)
+        except ValueError:  # ScheduleError is a ValueError
+            logger.exception("due job cannot be planned", job_id=job.job_id)
+            return None
 
     def _create_executions(
         self, firing: _Firing, now: datetime, result: ClaimResult

@@ -165,7 +165,7 @@ class LocalRuntime:
                     QueueUrl=url,
                     MaxNumberOfMessages=10,
                     WaitTimeSeconds=1,
-                    AttributeNames=["All"],
+                    MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
                 )
                 messages: list[Any] = list(resp.get("Messages", []))
                 if messages:
