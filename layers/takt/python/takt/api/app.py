@@ -200,9 +200,12 @@ def list_executions(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response[ExecutionPage]:
-    # No check that the job still exists: a deleted job's history stays readable until it
-    # expires, and the tenant prefix of the key already confines the read.
-    records, next_cursor = _service().executions(_tenant(), job_id, limit, cursor)
+    service, tenant = _service(), _tenant()
+    records, next_cursor = service.executions(tenant, job_id, limit, cursor)
+    if not records and cursor is None:
+        # A deleted job's history stays readable until it expires; a job that never existed
+        # (or is another tenant's) is 404.
+        service.get(tenant, job_id)
     return _json(
         ExecutionPage(items=[ExecutionOut.of(r) for r in records], next_cursor=next_cursor)
     )
