@@ -97,15 +97,30 @@ def test_a_cron_job_advances_to_its_next_occurrence_with_a_new_due_item(
     assert _executions(svc, job.job_id) == [(due, ExecState.PENDING)]
 
 
-def test_a_job_not_yet_due_is_left_alone(svc: Services, clock: ManualClock) -> None:
+def test_a_job_due_beyond_the_dispatch_horizon_is_left_alone(
+    svc: Services, clock: ManualClock
+) -> None:
     job = store_job(svc, make_job(now=clock.now(), next_run_time=D), clock.now())
-    clock.set(D - timedelta(milliseconds=1))
+    clock.set(D - timedelta(seconds=svc.settings.dispatch_ahead_sec, milliseconds=1))
 
     result = svc.ticker.tick(clock.now())
 
     assert result.total.due == 0
     assert _executions(svc, job.job_id) == []
     assert svc.jobs.get(TENANT, job.job_id).next_run_time == D
+
+
+def test_a_job_due_within_the_dispatch_horizon_is_dispatched_ahead_of_its_time(
+    svc: Services, clock: ManualClock
+) -> None:
+    job = store_job(svc, make_job(now=clock.now(), next_run_time=D), clock.now())
+    clock.set(D - timedelta(seconds=svc.settings.dispatch_ahead_sec / 2))
+
+    result = svc.ticker.tick(clock.now())
+
+    assert result.total.dispatched == 1
+    assert _executions(svc, job.job_id) == [(D, ExecState.PENDING)]
+    assert svc.jobs.get(TENANT, job.job_id).next_run_time is None  # a one-off, now done
 
 
 def test_claiming_the_same_partition_twice_at_the_same_instant_dispatches_once(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from takt.clock import ManualClock
-from takt.dispatch.ticker import WATERMARK_LAG
+from takt.dispatch.ticker import BACKLOG_EVERY_SEC, WATERMARK_LAG
 from takt.models.ids import to_ms
 from takt.store.due import bucket_name, shard_of
 from takt.wiring import Services
@@ -24,13 +24,24 @@ def _one_off_at(svc: Services, clock: ManualClock, due: datetime) -> str:
     return job.job_id
 
 
-def test_the_first_tick_starts_the_watermark_at_the_recent_minutes(
+def test_the_first_tick_looks_back_as_far_as_one_tick_may(
     svc: Services, clock: ManualClock
 ) -> None:
     result = svc.ticker.tick(clock.now())
 
-    assert svc.due.watermark() == NOON - WATERMARK_LAG
-    assert result.claims == 3 * svc.due.shards  # 11:58, 11:59 and 12:00, every shard
+    window = svc.settings.max_catchup_buckets
+    assert result.claims == window * svc.due.shards  # 11:01 to 12:00, every shard
+    # It started at 11:01 and, that minute being empty, has already moved past it.
+    assert svc.due.watermark() == NOON - timedelta(minutes=window - 2)
+
+
+def test_a_job_created_before_the_first_tick_is_found(svc: Services, clock: ManualClock) -> None:
+    early = _one_off_at(svc, clock, NOON - timedelta(minutes=20))
+
+    svc.ticker.tick(clock.now())
+
+    page, _ = svc.executions.list_for_job("tenant-a", early, limit=1, cursor=None)
+    assert len(page) == 1
 
 
 def test_the_watermark_moves_one_empty_old_minute_per_tick_and_stops_at_the_lag(
@@ -101,7 +112,8 @@ def test_a_long_backlog_is_swept_a_window_at_a_time_without_delaying_what_is_due
     assert (dispatched(oldest), dispatched(middle), dispatched(current)) == (True, False, True)
     ticks = 1
     while not dispatched(middle):
-        clock.advance(1)
+        # Old minutes are swept on every tenth second; step from one such tick to the next.
+        clock.advance(BACKLOG_EVERY_SEC)
         svc.ticker.tick(clock.now())
         ticks += 1
         assert ticks <= 10, "the backlog window never reached 11:55"

@@ -40,6 +40,9 @@ class Settings(BaseSettings):
     # Due items younger than this are never deleted as stale: a create or update may still be
     # writing the job that points at them.
     due_grace_sec: float = 30.0
+    # Occurrences due within this long are claimed now and held by the worker until their exact
+    # time, so a run starts on time instead of at the next whole-second tick.
+    dispatch_ahead_sec: float = Field(default=1.0, ge=0.0, le=5.0)
 
     lease_sec: float = 30.0
     heartbeat_sec: float = 10.0

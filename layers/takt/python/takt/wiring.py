@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cached_property
 
 import boto3
@@ -74,12 +75,23 @@ class Services:
             if not self.settings.claimer_function:
                 raise RuntimeError("TAKT_CLAIMER_FUNCTION is required in lambda claimer mode")
             client = boto3.session.Session(region_name=self.settings.region).client("lambda")
-            return LambdaFanout(client, self.settings.claimer_function)
+            ahead = timedelta(seconds=self.settings.dispatch_ahead_sec)
+            return LambdaFanout(
+                client,
+                self.settings.claimer_function,
+                lambda task: self.due.has_due(task.minute, task.shard, task.now + ahead),
+                self.settings.claimer_threads,
+            )
         return InlineFanout(self.claimer.claim, self.settings.claimer_threads)
 
     @cached_property
     def ticker(self) -> Ticker:
-        return Ticker(self.due, self.fanout, self.settings.max_catchup_buckets)
+        return Ticker(
+            self.due,
+            self.fanout,
+            self.settings.max_catchup_buckets,
+            timedelta(seconds=self.settings.dispatch_ahead_sec),
+        )
 
     @cached_property
     def runner(self) -> ExecutionRunner:

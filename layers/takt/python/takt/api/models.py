@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -29,6 +29,7 @@ from takt.models.records import (
 from takt.schedule import parse_cron, parse_duration, validate_time_zone
 
 Lane = Literal["high", "default", "low"]
+MIN_INTERVAL = timedelta(seconds=1)
 
 
 class FieldError(ValueError):
@@ -60,11 +61,19 @@ class _Schedulable(BaseModel):
     def _zone(cls, value: str | None) -> str | None:
         return None if value is None else validate_time_zone(value)
 
-    @field_validator("interval", "catchup_window", check_fields=False)
+    @field_validator("catchup_window", check_fields=False)
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
         if value is not None:
             parse_duration(value)
+        return value
+
+    @field_validator("interval", check_fields=False)
+    @classmethod
+    def _interval(cls, value: str | None) -> str | None:
+        # The scheduler ticks once a second; a shorter interval could only run late and pile up.
+        if value is not None and parse_duration(value) < MIN_INTERVAL:
+            raise ValueError("interval must be at least 1s")
         return value
 
     @field_validator("target", check_fields=False)

@@ -70,7 +70,8 @@ class Claimer:
 
     def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
         result = ClaimResult()
-        items = self._due.query_due(minute, shard, now)
+        ahead = timedelta(seconds=self._settings.dispatch_ahead_sec)
+        items = self._due.query_due(minute, shard, now + ahead)
         result.due = len(items)
         if not items:
             return result
@@ -98,7 +99,9 @@ class Claimer:
         if outgoing:
             self._lanes.send(outgoing)
             result.dispatched += len(outgoing)
-            result.lags_ms.extend(to_ms(now) - to_ms(f.item.due) for f in firings if f.run_ids)
+            result.lags_ms.extend(
+                max(0, to_ms(now) - to_ms(f.item.due)) for f in firings if f.run_ids
+            )
         for firing in firings:
             if firing.plan.next_run is not None:
                 self._due.put(firing.job.tenant_id, firing.job.job_id, firing.plan.next_run, now)

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
 
 WATERMARK_LAG = timedelta(minutes=2)
-BACKLOG_FIRST_SECONDS = 5
 BACKLOG_EVERY_SEC = 10
 
 
@@ -63,14 +62,30 @@ class InlineFanout:
 
 
 class LambdaFanout:
-    """One asynchronous claimer invocation per task; results come back as metrics, not here."""
+    """One asynchronous claimer invocation per partition that has something due.
 
-    def __init__(self, client: LambdaClient, function_name: str) -> None:
+    The ticker probes each partition with a one-item query first: a query costs half a read
+    unit, an idle claimer invocation costs a request and a few hundred milliseconds of a function,
+    sixty-four times a second. Results come back as the claimers' metrics, not here.
+    """
+
+    def __init__(
+        self,
+        client: LambdaClient,
+        function_name: str,
+        has_due: Callable[[ClaimTask], bool],
+        threads: int,
+    ) -> None:
         self._lambda = client
         self._function = function_name
+        self._has_due = has_due
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="probe")
 
     def run(self, tasks: list[ClaimTask]) -> list[ClaimResult]:
-        for task in tasks:
+        busy = [
+            t for t, due in zip(tasks, self._pool.map(self._has_due, tasks), strict=True) if due
+        ]
+        for task in busy:
             self._lambda.invoke(
                 FunctionName=self._function,
                 InvocationType="Event",
@@ -87,29 +102,39 @@ class TickResult:
 
 
 class Ticker:
-    def __init__(self, due: DueStore, fanout: Fanout, max_catchup_buckets: int) -> None:
+    def __init__(
+        self, due: DueStore, fanout: Fanout, max_catchup_buckets: int, ahead: timedelta
+    ) -> None:
         self._due = due
         self._fanout = fanout
         self._max_buckets = max_catchup_buckets
+        self._ahead = ahead
 
     def tick(self, now: datetime) -> TickResult:
         current = minute_of(now)
         oldest = current - WATERMARK_LAG
         watermark = self._due.watermark()
         if watermark is None:
-            self._due.advance_watermark(oldest)
-            watermark = oldest
-        minutes = [current]
-        if now.second < BACKLOG_FIRST_SECONDS or now.second % BACKLOG_EVERY_SEC == 0:
-            # Older minutes hold only what a previous tick left (an item due in the last
-            # instant of a minute, a crashed claim, a writer whose clock is behind), so they are
-            # swept at the start of each minute and every few seconds, not on every tick.
+            # First tick of a new deployment: look back as far as one tick may, so jobs created
+            # before the scheduler first ran are found.
+            watermark = current - timedelta(minutes=self._max_buckets - 1)
+            self._due.advance_watermark(watermark)
+        # The previous minute is always swept (a crashed claim there is retried within a
+        # second), the next one when the dispatch horizon reaches into it.
+        minutes = set(
+            minutes_between(
+                max(watermark, current - timedelta(minutes=1)), minute_of(now + self._ahead)
+            )
+        )
+        if now.second % BACKLOG_EVERY_SEC == 0:
+            # Older minutes hold only what an outage or a writer with a slow clock left behind,
+            # so they are swept every few seconds rather than on every tick.
             backlog_end = min(
-                current - timedelta(minutes=1),
+                current - timedelta(minutes=2),
                 watermark + timedelta(minutes=self._max_buckets - 1),
             )
-            minutes = [*minutes_between(watermark, backlog_end), current]
-        tasks = [ClaimTask(m, s, now) for m in minutes for s in range(self._due.shards)]
+            minutes |= set(minutes_between(watermark, backlog_end))
+        tasks = [ClaimTask(m, s, now) for m in sorted(minutes) for s in range(self._due.shards)]
         result = TickResult(claims=len(tasks), watermark=watermark)
         for claim in self._fanout.run(tasks):
             _merge(result.total, claim)

@@ -101,6 +101,21 @@ class DueStore:
                 return items
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
+    def has_due(self, minute: datetime, shard: int, until: datetime) -> bool:
+        """Whether one (bucket, shard) partition holds anything due by `until` (one-item read)."""
+        resp = self._db.query(
+            TableName=self._table,
+            KeyConditionExpression="#b = :b AND due_key <= :u",
+            ExpressionAttributeNames={"#b": "bucket"},
+            ExpressionAttributeValues={
+                ":b": {"S": f"{bucket_name(minute)}#{shard:03d}"},
+                ":u": {"S": f"{to_ms(until):013d}~"},
+            },
+            Limit=1,
+            Select="COUNT",
+        )
+        return resp.get("Count", 0) > 0
+
     def bucket_empty(self, minute: datetime, shard: int) -> bool:
         resp = self._db.query(
             TableName=self._table,

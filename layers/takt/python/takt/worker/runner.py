@@ -14,7 +14,9 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -58,6 +60,7 @@ class ExecutionRunner:
         http: HttpTarget,
         clock: Clock,
         worker_id: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._settings = settings
         self._jobs = jobs
@@ -65,12 +68,17 @@ class ExecutionRunner:
         self._lanes = lanes
         self._http = http
         self._clock = clock
+        self._sleep = sleep
         self.worker_id = (
             worker_id or settings.worker_id or f"w-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         )
 
     def process(self, message: LaneMessage) -> RunOutcome:
         """Handle one lane message; infrastructure errors raise so the message is retried."""
+        early = (message.scheduled_time - self._clock.now()).total_seconds()
+        if early > 0:
+            # Claimed ahead of its time (dispatch_ahead_sec): start it on the dot.
+            self._sleep(min(early, self._settings.dispatch_ahead_sec + 1))
         try:
             leased = self._lease(message, self._clock.now())
         except NotFoundError:
