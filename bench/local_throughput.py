@@ -130,7 +130,7 @@ def main() -> int:
     not_succeeded = sum(1 for rs in executions for r in rs if r.state != ExecState.SUCCEEDED)
     double_calls = sum(1 for n in receiver.calls.values() if n > 1)
     lags = [float(r.lag_ms) for rs in executions for r in rs if r.lag_ms is not None]
-    end = max((r.finished_at for r in finished), default=last_call)
+    end = max((r.finished_at or last_call for r in finished), default=last_call)
     span = (end - due_at).total_seconds()
     report = {
         "settings": {

@@ -7,8 +7,13 @@ CDK app) and off elsewhere, as Powertools decides from the environment.
 
 from __future__ import annotations
 
+import warnings
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
+
+# An invocation that had nothing to count (a duplicate message, an idle sweep) is normal here.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger(service="takt")
 metrics = Metrics(namespace="takt", service="takt")

@@ -37,10 +37,6 @@ from takt.local.runtime import LocalRuntime, RuntimeOptions, describe
 def local(host: str, port: int, tenant: str, pollers: int, log_level: str) -> None:
     """Run the API, scheduler, workers and watchdog locally on moto."""
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    # moto's server (werkzeug) logs every AWS call at INFO, and takt's logger took its level at
-    # import, before this flag was read: without these a quiet run prints a line per call.
-    for name in ("werkzeug", "takt"):
-        logging.getLogger(name).setLevel(log_level)
     runtime = LocalRuntime(
         RuntimeOptions(host=host, port=port, tenant=tenant, pollers=pollers, log_level=log_level)
     )

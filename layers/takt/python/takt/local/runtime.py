@@ -86,6 +86,11 @@ class LocalRuntime:
         os.environ["TAKT_AWS_ENDPOINT_URL"] = self.moto_endpoint
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", self.options.log_level)
+        # moto's server (werkzeug) logs every AWS call at INFO, and takt's logger took its level
+        # at import, before the options were known: without these a quiet run prints a line
+        # per call.
+        for name in ("werkzeug", "takt"):
+            logging.getLogger(name).setLevel(self.options.log_level)
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "takt")
         # Four shards are plenty on one machine; each costs a query per tick.
         os.environ.setdefault("TAKT_DUE_SHARDS", "4")
