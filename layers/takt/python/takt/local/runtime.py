@@ -28,6 +28,7 @@ from takt.config import LANES, Settings, get_settings
 from takt.local import moto_speedups
 from takt.local.events import LocalContext, http_api_event, sqs_event
 from takt.local.provision import provision
+from takt.observability import metrics
 from takt.wiring import Services, build_services, install
 
 log = logging.getLogger("takt.local")
@@ -139,7 +140,14 @@ class LocalRuntime:
 
     def _invoke(self, function: str, event: dict[str, Any], timeout_ms: int = 60_000) -> Any:
         handler = _handler(function)
-        return handler(event, LocalContext(function_name=f"takt-{function}", timeout_ms=timeout_ms))
+        try:
+            return handler(
+                event, LocalContext(function_name=f"takt-{function}", timeout_ms=timeout_ms)
+            )
+        finally:
+            # With POWERTOOLS_METRICS_DISABLED, Powertools never clears what handlers add, so
+            # the set would grow for as long as the runtime runs.
+            metrics.clear_metrics()
 
     def _ticker_loop(self) -> None:
         while not self._stop.wait(1 - (time.time() % 1)):
