@@ -9,11 +9,13 @@ error minutes into a deployment.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import asdict, dataclass
 
+from annotated_types import Ge, Le
 from constructs import Node
 
-from takt.config import LANES
+from takt.config import LANES, Settings
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # Lambda's limits for an SQS event source's maximum concurrency.
@@ -21,6 +23,28 @@ MIN_LANE_CONCURRENCY = 2
 MAX_LANE_CONCURRENCY = 1000
 # Our start-lag budget (p99 under 2 s) leaves at most one second to batching.
 MAX_BATCHING_WINDOW_SEC = 1
+# One scheduler probes 127 partitions per shard and minute (ticker.py); above 128 shards that is
+# more than one vCPU of botocore work, and Python's GIL gives a function no more than one.
+MAX_DUE_SHARDS = 128
+# The watchdog function sweeps six times per invocation (functions/watchdog/handler.py), so an
+# interval below 10 s leaves the rest of each minute unswept; above 60 s it sweeps once a minute.
+MIN_WATCHDOG_INTERVAL_SEC = 10
+MAX_WATCHDOG_INTERVAL_SEC = 60
+# A lease lasts at least three heartbeats, so two lost heartbeats never cost a running execution.
+HEARTBEATS_PER_LEASE = 3
+# Fargate's task sizes: CPU units -> the memory (MiB) each allows.
+FARGATE_MEMORY_MIB: dict[int, tuple[int, ...]] = {
+    256: (512, 1024, 2048),
+    512: tuple(range(1024, 4097, 1024)),
+    1024: tuple(range(2048, 8193, 1024)),
+    2048: tuple(range(4096, 16385, 1024)),
+    4096: tuple(range(8192, 30721, 1024)),
+    8192: tuple(range(16384, 61441, 4096)),
+    16384: tuple(range(32768, 122881, 8192)),
+}
+# Secrets Manager's characters for a secret name; an ARN is not a name.
+_SECRET_NAME = re.compile(r"^[A-Za-z0-9/_+=.@-]{1,512}$")
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 
 
 class ContextError(ValueError):
@@ -43,17 +67,67 @@ class JwtAuth:
     audience: tuple[str, ...]
 
 
+def settings_env_var(field: str) -> str:
+    """The environment variable `takt.config.Settings` reads `field` from.
+
+    Raises if Settings has no such field, so the app can never set a variable nobody reads.
+    """
+    if field not in Settings.model_fields:
+        raise ValueError(f"takt.config.Settings has no field {field!r}")
+    return f"TAKT_{field.upper()}"
+
+
+@dataclass(frozen=True)
+class RuntimeTuning:
+    """The `takt.config.Settings` values every function and the Fargate worker receive.
+
+    Each field is named after the Settings field it sets, so `environment()` derives the variable
+    names and cannot drift from what Settings reads.
+    """
+
+    due_shards: int
+    open_shards: int
+    history_retention_days: float
+    lease_sec: float
+    heartbeat_sec: float
+    watchdog_interval_sec: float
+
+    def environment(self) -> dict[str, str]:
+        """`TAKT_*` variables, as strings (`7.0` for a float: Settings parses both forms)."""
+        return {settings_env_var(field): str(value) for field, value in asdict(self).items()}
+
+
+@dataclass(frozen=True)
+class FargateWorkerConfig:
+    """The optional Fargate service running `takt worker` on the lanes in `lanes`.
+
+    `vpc_id` None means the app builds a VPC of its own.
+    """
+
+    cpu: int
+    memory_mib: int
+    min_tasks: int
+    max_tasks: int
+    lanes: tuple[str, ...]
+    vpc_id: str | None
+
+
 @dataclass(frozen=True)
 class DeployConfig:
-    """Everything the stacks take from context. `jwt` is None when the API uses IAM (SigV4)."""
+    """Everything the stacks take from context. `jwt` is None when the API uses IAM (SigV4);
+    `fargate` is None unless `fargateWorker` is true."""
 
     jwt: JwtAuth | None
     api_rate_limit: float
     api_burst_limit: int
     log_level: str
     lanes: dict[str, LaneTuning]
+    tuning: RuntimeTuning
+    schedule_lag_alarm_ms: int
     recovery_alarm_threshold: int
     alarm_email: str | None
+    signing_secret_name: str | None
+    fargate: FargateWorkerConfig | None
 
     @classmethod
     def from_context(cls, node: Node) -> DeployConfig:
@@ -71,14 +145,24 @@ class DeployConfig:
         log_level = str(_required(node, "logLevel")).upper()
         if log_level not in LOG_LEVELS:
             raise ContextError(f"context 'logLevel' must be one of {LOG_LEVELS}")
+        signing_secret_name = _optional_str(node, "signingSecretName")
+        if signing_secret_name is not None and not _SECRET_NAME.match(signing_secret_name):
+            raise ContextError(
+                "context 'signingSecretName' must be a Secrets Manager secret name "
+                f"(letters, digits and /_+=.@-), not {signing_secret_name!r}"
+            )
         return cls(
             jwt=jwt,
             api_rate_limit=_number(node, "apiRateLimit", minimum=1),
             api_burst_limit=_integer(node, "apiBurstLimit", minimum=1),
             log_level=log_level,
             lanes=_lanes(node),
+            tuning=_tuning(node),
+            schedule_lag_alarm_ms=_integer(node, "scheduleLagAlarmMs", minimum=1000),
             recovery_alarm_threshold=_integer(node, "recoveryAlarmThreshold", minimum=1),
             alarm_email=_optional_str(node, "alarmEmail"),
+            signing_secret_name=signing_secret_name,
+            fargate=_fargate(node) if _boolean(node, "fargateWorker") else None,
         )
 
 
@@ -108,19 +192,93 @@ def _string_list(node: Node, key: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in map(str, items) if item.strip())
 
 
-def _number(node: Node, key: str, *, minimum: float) -> float:
+def _boolean(node: Node, key: str) -> bool:
+    value = _required(node, key)
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "false"):
+        return str(value).lower() == "true"
+    raise ContextError(f"context {key!r} must be true or false, not {value!r}")
+
+
+def _number(node: Node, key: str, *, minimum: float, maximum: float | None = None) -> float:
     value = _required(node, key)
     try:
         number = float(str(value))
     except ValueError:
         raise ContextError(f"context {key!r} must be a number, not {value!r}") from None
-    if number < minimum:
-        raise ContextError(f"context {key!r} must be at least {minimum}")
+    if number < minimum or (maximum is not None and number > maximum):
+        bound = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise ContextError(f"context {key!r} must be {bound}, not {value!r}")
     return number
 
 
-def _integer(node: Node, key: str, *, minimum: int) -> int:
-    return _bounded_int(_required(node, key), key, minimum=minimum)
+def _integer(node: Node, key: str, *, minimum: int, maximum: int | None = None) -> int:
+    return _bounded_int(_required(node, key), key, minimum=minimum, maximum=maximum)
+
+
+def _settings_bounds(field: str) -> tuple[int, int]:
+    """The (ge, le) bounds `takt.config.Settings` puts on an integer field."""
+    metadata = Settings.model_fields[field].metadata
+    minimum = next(int(str(m.ge)) for m in metadata if isinstance(m, Ge))
+    maximum = next(int(str(m.le)) for m in metadata if isinstance(m, Le))
+    return minimum, maximum
+
+
+def _tuning(node: Node) -> RuntimeTuning:
+    due_min, due_max = _settings_bounds("due_shards")
+    open_min, open_max = _settings_bounds("open_shards")
+    lease_sec = _number(node, "leaseSec", minimum=10, maximum=3600)
+    heartbeat_sec = _number(node, "heartbeatSec", minimum=1)
+    if heartbeat_sec * HEARTBEATS_PER_LEASE > lease_sec:
+        raise ContextError(
+            f"context 'heartbeatSec' ({heartbeat_sec:g}) must be at most a third of 'leaseSec' "
+            f"({lease_sec:g}), so a lease outlives two lost heartbeats"
+        )
+    return RuntimeTuning(
+        due_shards=_integer(
+            node, "dueShards", minimum=due_min, maximum=min(due_max, MAX_DUE_SHARDS)
+        ),
+        open_shards=_integer(node, "openShards", minimum=open_min, maximum=open_max),
+        history_retention_days=_number(node, "historyRetentionDays", minimum=1),
+        lease_sec=lease_sec,
+        heartbeat_sec=heartbeat_sec,
+        watchdog_interval_sec=_number(
+            node,
+            "watchdogIntervalSec",
+            minimum=MIN_WATCHDOG_INTERVAL_SEC,
+            maximum=MAX_WATCHDOG_INTERVAL_SEC,
+        ),
+    )
+
+
+def _fargate(node: Node) -> FargateWorkerConfig:
+    cpu = _integer(node, "fargateCpu", minimum=min(FARGATE_MEMORY_MIB))
+    if cpu not in FARGATE_MEMORY_MIB:
+        raise ContextError(f"context 'fargateCpu' must be one of {sorted(FARGATE_MEMORY_MIB)}")
+    memory_mib = _integer(node, "fargateMemoryMiB", minimum=1)
+    if memory_mib not in FARGATE_MEMORY_MIB[cpu]:
+        allowed = FARGATE_MEMORY_MIB[cpu]
+        raise ContextError(
+            f"context 'fargateMemoryMiB' must be one Fargate allows with {cpu} CPU units: "
+            f"{allowed[0]} to {allowed[-1]} in steps of {allowed[1] - allowed[0]}"
+        )
+    min_tasks = _integer(node, "fargateMinTasks", minimum=0)
+    max_tasks = _integer(node, "fargateMaxTasks", minimum=max(min_tasks, 1))
+    lanes = _string_list(node, "fargateLanes")
+    if not lanes or not set(lanes) <= set(LANES) or len(set(lanes)) != len(lanes):
+        raise ContextError(f"context 'fargateLanes' must list distinct lanes of {LANES}")
+    vpc_id = _optional_str(node, "fargateVpcId")
+    if vpc_id is not None and not _VPC_ID.match(vpc_id):
+        raise ContextError(f"context 'fargateVpcId' must be a VPC id (vpc-...), not {vpc_id!r}")
+    return FargateWorkerConfig(
+        cpu=cpu,
+        memory_mib=memory_mib,
+        min_tasks=min_tasks,
+        max_tasks=max_tasks,
+        lanes=lanes,
+        vpc_id=vpc_id,
+    )
 
 
 def _bounded_int(value: object, what: str, *, minimum: int, maximum: int | None = None) -> int:

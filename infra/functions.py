@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, SecretValue, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -20,7 +20,7 @@ from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
 
 from infra import metric_names
-from infra.context import DeployConfig
+from infra.context import DeployConfig, settings_env_var
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
@@ -34,6 +34,8 @@ LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 WORKER_TIMEOUT_SEC = 60
 # The scheduler and the watchdog loop for about 60 s inside one invocation per minute.
 LOOP_TIMEOUT_SEC = 70
+# Lambda's memory at which a function gets one full vCPU; Python's GIL cannot use more.
+ONE_VCPU_MEMORY_MB = 1769
 
 Access = Literal["read", "read_write"]
 
@@ -54,6 +56,15 @@ class FunctionSpec:
     # Set for the asynchronously invoked functions: the next tick (a second or a minute later)
     # is their retry, so Lambda's own retries would only add late duplicates.
     async_retries: int | None = None
+    # Memory (hence CPU) that grows with the due index's shard count N, up to one vCPU.
+    memory_mb_per_due_shard: int = 0
+    # Set for the functions that call HTTP targets, which sign requests with the secret.
+    signs_requests: bool = False
+
+    def memory_for(self, due_shards: int) -> int:
+        """The function's memory for a deployment with `due_shards` shards."""
+        scaled = self.memory_mb_per_due_shard * due_shards
+        return max(self.memory_mb, min(scaled, ONE_VCPU_MEMORY_MB))
 
 
 API = FunctionSpec(
@@ -79,6 +90,11 @@ SCHEDULER = FunctionSpec(
     tables={DUE: "read_write"},
     reserved_concurrency=2,
     async_retries=0,
+    # Every second the ticker probes each shard of two or three minute buckets, about 2.1 queries
+    # per shard and second, and botocore spends about 1.3 ms of CPU on each (measured, X-Ray's
+    # subsegment included): 16 MB per shard buys about 9 ms of CPU per second, so a tick ends
+    # well inside its second even in the busiest second of a minute (4 buckets).
+    memory_mb_per_due_shard=16,
 )
 CLAIMER = FunctionSpec(
     name="claimer",
@@ -96,6 +112,7 @@ WORKER = FunctionSpec(
     timeout_sec=WORKER_TIMEOUT_SEC,
     tables={EXECUTIONS: "read_write", JOBS: "read_write"},
     sends_to_lanes=True,
+    signs_requests=True,
 )
 WATCHDOG = FunctionSpec(
     name="watchdog",
@@ -114,7 +131,42 @@ SPECS: tuple[FunctionSpec, ...] = (API, SCHEDULER, CLAIMER, WORKER, WATCHDOG)
 
 def table_env_var(spec: TableSpec) -> str:
     """The variable `takt.config.Settings` reads the table's name from."""
-    return f"TAKT_{spec.setting.upper()}"
+    return settings_env_var(spec.setting)
+
+
+def takt_environment(
+    stack: Stack, tables: Tables, lanes: Lanes, config: DeployConfig
+) -> dict[str, str]:
+    """What every function and the Fargate worker read: `takt.config.Settings` and Powertools."""
+    environment = {table_env_var(spec): table.table_name for spec, table in tables.all()}
+    environment |= config.tuning.environment()
+    environment |= {
+        settings_env_var("lane_urls"): stack.to_json_string(
+            {lane: pair.queue.queue_url for lane, pair in lanes.lanes.items()}
+        ),
+        # Settings defaults to us-east-1; the functions must use the stack's region.
+        settings_env_var("region"): stack.region,
+        settings_env_var("metrics_namespace"): metric_names.NAMESPACE,
+        "POWERTOOLS_SERVICE_NAME": metric_names.SERVICE,
+        "POWERTOOLS_METRICS_NAMESPACE": metric_names.NAMESPACE,
+        "LOG_LEVEL": config.log_level,
+    }
+    return environment
+
+
+def grant_data_access(
+    spec: FunctionSpec, grantee: iam.IGrantable, tables: Tables, lanes: Lanes
+) -> None:
+    """Grant what `spec` declares: its tables, read or read/write, and sending to the lanes."""
+    for table_spec, access in spec.tables.items():
+        table = tables.table(table_spec)
+        if access == "read":
+            table.grant_read_data(grantee)
+        else:
+            table.grant_read_write_data(grantee)
+    if spec.sends_to_lanes:
+        for pair in lanes.lanes.values():
+            pair.queue.grant_send_messages(grantee)
 
 
 class TaktFunctions(Construct):
@@ -131,31 +183,22 @@ class TaktFunctions(Construct):
         config: DeployConfig,
     ) -> None:
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
-        environment = {table_env_var(spec): table.table_name for spec, table in tables.all()}
-        environment |= {
-            "TAKT_LANE_URLS": stack.to_json_string(
-                {lane: pair.queue.queue_url for lane, pair in lanes.lanes.items()}
-            ),
-            # Settings defaults to us-east-1; the functions must use the stack's region.
-            "TAKT_REGION": stack.region,
-            "TAKT_METRICS_NAMESPACE": metric_names.NAMESPACE,
-            "POWERTOOLS_SERVICE_NAME": metric_names.SERVICE,
-            "POWERTOOLS_METRICS_NAMESPACE": metric_names.NAMESPACE,
-            "LOG_LEVEL": config.log_level,
-        }
+        environment = takt_environment(Stack.of(self), tables, lanes, config)
+        # Kept for the Fargate worker, which must read exactly what the functions read.
+        self.environment = dict(environment)
         self.functions: dict[str, lambda_.Function] = {}
         for spec in SPECS:
-            function, role = self._function(spec, layer, environment)
-            for table_spec, access in spec.tables.items():
-                table = tables.table(table_spec)
-                if access == "read":
-                    table.grant_read_data(function)
-                else:
-                    table.grant_read_write_data(function)
-            if spec.sends_to_lanes:
-                for pair in lanes.lanes.values():
-                    pair.queue.grant_send_messages(function)
+            function, role = self._function(
+                spec, layer, environment, spec.memory_for(config.tuning.due_shards)
+            )
+            grant_data_access(spec, function, tables, lanes)
+            if spec.signs_requests and config.signing_secret_name:
+                # A dynamic reference: CloudFormation resolves it at deploy time, so the secret
+                # is never in the template; Settings reads only the value, from the environment.
+                function.add_environment(
+                    settings_env_var("signing_secret"),
+                    SecretValue.secrets_manager(config.signing_secret_name).unsafe_unwrap(),
+                )
             self._suppress_findings(spec, function, role)
             self.functions[spec.name] = function
 
@@ -165,11 +208,17 @@ class TaktFunctions(Construct):
         self.worker = self.functions[WORKER.name]
         self.watchdog = self.functions[WATCHDOG.name]
         self.claimer.grant_invoke(self.scheduler)
-        self.scheduler.add_environment("TAKT_CLAIMER_MODE", "lambda")
-        self.scheduler.add_environment("TAKT_CLAIMER_FUNCTION", self.claimer.function_name)
+        self.scheduler.add_environment(settings_env_var("claimer_mode"), "lambda")
+        self.scheduler.add_environment(
+            settings_env_var("claimer_function"), self.claimer.function_name
+        )
 
     def _function(
-        self, spec: FunctionSpec, layer: lambda_.ILayerVersion, environment: dict[str, str]
+        self,
+        spec: FunctionSpec,
+        layer: lambda_.ILayerVersion,
+        environment: dict[str, str],
+        memory_mb: int,
     ) -> tuple[lambda_.Function, iam.Role]:
         name = spec.name.capitalize()
         role = iam.Role(
@@ -193,7 +242,7 @@ class TaktFunctions(Construct):
             layers=[layer],
             role=role,
             log_group=log_group,
-            memory_size=spec.memory_mb,
+            memory_size=memory_mb,
             timeout=Duration.seconds(spec.timeout_sec),
             reserved_concurrent_executions=spec.reserved_concurrency,
             retry_attempts=spec.async_retries,

@@ -18,10 +18,12 @@ from infra.layer import takt_layer
 from infra.observability import Observability
 from infra.stateful import StatefulStack
 from infra.triggers import Triggers
+from infra.worker_service import FargateWorker
 
 
 class StatelessStack(Stack):
-    """Layer, functions, HTTP API, EventBridge rules, dashboard and alarms."""
+    """Layer, functions, HTTP API, EventBridge rules, dashboard and alarms, and the Fargate worker
+    when `fargateWorker` is on."""
 
     def __init__(
         self,
@@ -43,6 +45,19 @@ class StatelessStack(Stack):
         )
         Triggers(self, "Triggers", functions=self.functions, lanes=stateful.lanes, config=config)
         self.api = JobApi(self, "Api", handler=self.functions.api, config=config)
+        self.fargate_worker = (
+            FargateWorker(
+                self,
+                "FargateWorker",
+                tables=stateful.tables,
+                lanes=stateful.lanes,
+                environment=self.functions.environment,
+                config=config,
+                worker=config.fargate,
+            )
+            if config.fargate
+            else None
+        )
         Observability(
             self,
             "Observability",
@@ -51,5 +66,6 @@ class StatelessStack(Stack):
             lanes=stateful.lanes,
             alarm_topic=stateful.alarm_topic,
             config=config,
+            fargate_worker=self.fargate_worker,
         )
         CfnOutput(self, "ApiUrl", value=self.api.stage.url, description="takt job API endpoint")

@@ -17,7 +17,8 @@ WORKER_BATCH_SIZE = 10
 
 
 class Triggers(Construct):
-    """EventBridge rules for the scheduler and the watchdog, SQS event sources for the worker.
+    """EventBridge rules for the scheduler and the watchdog, SQS event sources for the worker on
+    every lane the Fargate worker does not serve.
 
     EventBridge fires at most once a minute, so the scheduler and the watchdog each run for about
     a minute per invocation and tick inside it. A delivery that EventBridge cannot make within a
@@ -45,7 +46,12 @@ class Triggers(Construct):
                 schedule=events.Schedule.rate(Duration.minutes(1)),
                 targets=[targets.LambdaFunction(function, max_event_age=Duration.minutes(1))],
             )
+        fargate_lanes = config.fargate.lanes if config.fargate else ()
         for lane, pair in lanes.lanes.items():
+            if lane in fargate_lanes:
+                # The Fargate worker is this lane's only consumer: a run longer than the
+                # function's timeout would fail here every time it was delivered here.
+                continue
             tuning = config.lanes[lane]
             functions.worker.add_event_source(
                 sources.SqsEventSource(

@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
 
 from takt.models.ids import parse_time
-from takt.observability import MetricUnit, logger, metrics, tracer
+from takt.observability import MetricUnit, add_metric, logger, metrics, tracer
 from takt.wiring import services
 
 
@@ -26,6 +26,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     task = ClaimEvent.model_validate(event)
     svc = services()
     result = svc.claimer.claim(parse_time(task.minute), task.shard, svc.clock.now())
-    metrics.add_metric("Dispatched", MetricUnit.Count, result.dispatched)
-    metrics.add_metric("Skipped", MetricUnit.Count, result.skipped)
+    if result.due:
+        logger.info(
+            "claim",
+            minute=task.minute,
+            shard=task.shard,
+            due=result.due,
+            dispatched=result.dispatched,
+            skipped=result.skipped,
+        )
+    add_metric("Dispatched", MetricUnit.Count, result.dispatched)
+    add_metric("Skipped", MetricUnit.Count, result.skipped)
     return {"due": result.due, "dispatched": result.dispatched, "left": result.left}

@@ -12,7 +12,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from takt.observability import MetricUnit, logger, metrics, tracer
+from takt.observability import MetricUnit, add_metric, logger, metrics, tracer
 from takt.wiring import services
 
 # Leave the last seconds of a minute-long invocation to the next one.
@@ -31,11 +31,18 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         result = svc.ticker.tick(svc.clock.now())
         done += 1
         dispatched += result.total.dispatched
-        metrics.add_metric("Dispatched", MetricUnit.Count, result.total.dispatched)
-        metrics.add_metric("Skipped", MetricUnit.Count, result.total.skipped)
+        if result.total.due:
+            logger.info(
+                "tick",
+                due=result.total.due,
+                dispatched=result.total.dispatched,
+                skipped=result.total.skipped,
+            )
+        add_metric("Dispatched", MetricUnit.Count, result.total.dispatched)
+        add_metric("Skipped", MetricUnit.Count, result.total.skipped)
         if result.total.lags_ms:
             # One value per tick: a burst of a million would otherwise be a million values.
-            metrics.add_metric("DispatchLag", MetricUnit.Milliseconds, max(result.total.lags_ms))
+            add_metric("DispatchLag", MetricUnit.Milliseconds, max(result.total.lags_ms))
         if done >= ticks or context.get_remaining_time_in_millis() < STOP_BEFORE_END_MS:
             break
         # Sleep to the next whole second, so ticks stay aligned with due times.

@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from takt.observability import MetricUnit, logger, metrics, tracer
+from takt.observability import MetricUnit, add_metric, logger, metrics, tracer
 from takt.wiring import services
 
 STOP_BEFORE_END_MS = 5000
@@ -26,9 +26,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         totals["lease_expired"] += result.lease_expired
         totals["dead"] += result.dead
         totals["retries_released"] += result.retries_released
-        metrics.add_metric("PendingResent", MetricUnit.Count, result.resent)
-        metrics.add_metric("LeaseExpired", MetricUnit.Count, result.lease_expired)
-        metrics.add_metric("RetriesReleased", MetricUnit.Count, result.retries_released)
+        add_metric("PendingResent", MetricUnit.Count, result.resent)
+        add_metric("LeaseExpired", MetricUnit.Count, result.lease_expired)
+        add_metric("RetriesReleased", MetricUnit.Count, result.retries_released)
+        # An expired lease on the last attempt is a death too; without this the Dead series
+        # (and the console's dead count per minute) would miss every worker that crashed.
+        add_metric("Dead", MetricUnit.Count, result.dead)
         remaining = context.get_remaining_time_in_millis()
         if (
             done == sweeps

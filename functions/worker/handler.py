@@ -3,6 +3,11 @@
 A message whose processing raises (an AWS error, not a target failure) is reported as a batch item
 failure and comes back after its visibility timeout; target failures are outcomes, recorded on
 the execution, and the message is consumed.
+
+The function serves the registered handlers of `TAKT_HANDLER_MODULES`; a message for any other
+handler is sent back for a worker that serves it. An execution still running when the function
+nears its own timeout (`TAKT_GIVE_BACK_MARGIN_SEC` before it) is given back with a fresh message,
+at the same attempt, rather than left for the watchdog to find after its lease.
 """
 
 from __future__ import annotations
@@ -18,28 +23,34 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from takt.dispatch.lanes import LaneMessage
-from takt.observability import MetricUnit, logger, metrics, tracer
+from takt.observability import MetricUnit, add_metric, log_keys, logger, metrics, tracer
 from takt.wiring import services
+from takt.worker.deadline import HostDeadline
 
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
-def record_handler(record: SQSRecord) -> str:
+def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = None) -> str:
     message = LaneMessage.model_validate_json(record.body)
-    outcome = services().runner.process(message)
-    logger.info(
-        "execution processed",
-        execution_id=outcome.execution_id,
-        state=outcome.state,
-        detail=outcome.detail,
-    )
+    svc = services()
+    host = None
+    if lambda_context is not None:
+        left = lambda_context.get_remaining_time_in_millis() / 1000
+        host = HostDeadline.after(left - svc.settings.give_back_margin_sec)
+    # Every line logged while this message is processed (the runner's and the target's too)
+    # names the execution, so one query of the logs finds an execution's whole story.
+    with log_keys(
+        job_id=message.job_id, execution_id=message.execution_id, attempt=message.attempt
+    ):
+        outcome = svc.runner.process(message, host=host)
+        logger.info("execution processed", state=outcome.state, detail=outcome.detail)
     if outcome.lag_ms is not None and outcome.state in (
         "succeeded",
         "failed",
         "dead",
         "retry_wait",
     ):
-        metrics.add_metric("ScheduleLag", MetricUnit.Milliseconds, outcome.lag_ms)
+        add_metric("ScheduleLag", MetricUnit.Milliseconds, outcome.lag_ms)
     metric = {
         "succeeded": "Succeeded",
         "failed": "Failed",
@@ -48,7 +59,7 @@ def record_handler(record: SQSRecord) -> str:
         "fenced": "StaleReportFenced",
     }.get(outcome.state)
     if metric:
-        metrics.add_metric(metric, MetricUnit.Count, 1)
+        add_metric(metric, MetricUnit.Count, 1)
     return outcome.state
 
 

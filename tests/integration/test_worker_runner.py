@@ -14,7 +14,6 @@ from takt.clock import ManualClock
 from takt.dispatch.lanes import LaneMessage, Outgoing
 from takt.models.ids import to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus, RetryPolicy
-from takt.targets.http import HttpTarget
 from takt.wiring import Services
 from takt.worker.runner import ExecutionRunner, RunOutcome
 from tests.support.env import ServicesFactory
@@ -39,7 +38,7 @@ class Worker:
             svc.jobs,
             svc.executions,
             self.lanes,
-            HttpTarget(),
+            svc.targets,
             svc.clock,
             worker_id=worker_id,
         )

@@ -15,7 +15,10 @@ from botocore.config import Config
 from takt.config import Settings
 
 if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_events import EventBridgeClient
+    from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
 
 
@@ -23,19 +26,35 @@ if TYPE_CHECKING:
 class AwsClients:
     dynamodb: DynamoDBClient
     sqs: SQSClient
+    # For queue-topic targets (SQS queues use `sqs`).
+    sns: SNSClient
+    events: EventBridgeClient
 
 
-def make_clients(settings: Settings, *, max_pool: int = 32) -> AwsClients:
-    """Clients for the configured region and (in local mode) endpoint."""
-    config = Config(
+def _config(max_pool: int) -> Config:
+    return Config(
         retries={"mode": "standard", "max_attempts": 5},
         max_pool_connections=max_pool,
         connect_timeout=5,
         read_timeout=30,
     )
+
+
+def make_clients(settings: Settings, *, max_pool: int = 32) -> AwsClients:
+    """Clients for the configured region and (in local mode) endpoint."""
+    config = _config(max_pool)
     session = boto3.session.Session(region_name=settings.region)
     endpoint = settings.aws_endpoint_url
     return AwsClients(
         dynamodb=session.client("dynamodb", endpoint_url=endpoint, config=config),
         sqs=session.client("sqs", endpoint_url=endpoint, config=config),
+        sns=session.client("sns", endpoint_url=endpoint, config=config),
+        events=session.client("events", endpoint_url=endpoint, config=config),
     )
+
+
+def make_cloudwatch_client(settings: Settings) -> CloudWatchClient:
+    """A CloudWatch client, made apart from `make_clients`: only the API's stats route reads
+    metrics, so the other functions never pay for creating it."""
+    session = boto3.session.Session(region_name=settings.region)
+    return session.client("cloudwatch", endpoint_url=settings.aws_endpoint_url, config=_config(4))

@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     claimer_function: str | None = None
     claimer_threads: int = Field(default=8, ge=1, le=64)
 
+    # Registered-handler modules the worker imports, comma-separated ("billing.jobs,reports").
+    handler_modules: str = ""
+    # A worker Lambda gives back an unfinished execution this long before its own timeout.
+    give_back_margin_sec: float = Field(default=3.0, ge=0.0)
+
     # Standard Webhooks signing secret (`whsec_...`) for HTTP targets; unset sends no signature.
     signing_secret: str | None = None
     worker_id: str | None = None
@@ -69,6 +74,10 @@ class Settings(BaseSettings):
     tenant_claim: str = "tenant"
     # Default destination for metrics (Powertools Metrics namespace).
     metrics_namespace: str = "takt"
+
+    @property
+    def handler_module_names(self) -> tuple[str, ...]:
+        return tuple(m.strip() for m in self.handler_modules.split(",") if m.strip())
 
     def lane_url(self, lane: str) -> str:
         """The queue URL of a lane; a missing lane is a deployment error, not a user error."""

@@ -103,13 +103,19 @@ DUE = TableSpec(
     sort=Key("due_key"),
 )
 OPEN_INDEX = "open"
+ATTENTION_INDEX = "attention"
 EXECUTIONS = TableSpec(
     logical_id="Executions",
     setting="executions_table",
     partition=Key("job_key"),
     sort=Key("sk"),
-    # Sparse: only executions that still need someone to act carry these two attributes.
-    indexes=(Index(OPEN_INDEX, Key("open_shard"), Key("check_at", "N")),),
+    indexes=(
+        # Sparse: only executions that still need the watchdog carry these two attributes.
+        Index(OPEN_INDEX, Key("open_shard"), Key("check_at", "N")),
+        # Sparse: only dead and failed executions, the ones that need a person, carry these;
+        # `<tenant>#<state>#<shard>`, newest first by `<finished ms>#<execution id>`.
+        Index(ATTENTION_INDEX, Key("attention_key"), Key("attention_at")),
+    ),
     ttl_attribute="expires_at",
 )
 IDEMPOTENCY = TableSpec(

@@ -13,17 +13,21 @@ from functools import cached_property
 
 import boto3
 
-from takt.aws import AwsClients, make_clients
+from takt.aws import AwsClients, make_clients, make_cloudwatch_client
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
 from takt.dispatch.claimer import Claimer
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
+from takt.handlers import load_modules, registry
+from takt.stats import CloudWatchMetricsReader, MetricsReader
 from takt.store.due import DueStore
 from takt.store.executions import ExecutionStore
 from takt.store.idempotency import IdempotencyStore
 from takt.store.jobs import JobStore
 from takt.targets.http import HttpTarget
+from takt.targets.publish import QueueTopicTarget
+from takt.targets.router import TargetRouter
 from takt.watchdog.sweeper import Watchdog
 from takt.worker.runner import ExecutionRunner
 
@@ -35,6 +39,17 @@ class Services:
     settings: Settings
     clients: AwsClients
     clock: Clock
+    # Where the stats route reads the last hour's metrics: None means CloudWatch; `takt local`
+    # passes its in-memory window, since nothing publishes to CloudWatch there.
+    metrics_source: MetricsReader | None = None
+
+    @cached_property
+    def metrics(self) -> MetricsReader:
+        if self.metrics_source is not None:
+            return self.metrics_source
+        return CloudWatchMetricsReader(
+            make_cloudwatch_client(self.settings), self.settings.metrics_namespace
+        )
 
     @cached_property
     def jobs(self) -> JobStore:
@@ -94,13 +109,25 @@ class Services:
         )
 
     @cached_property
+    def targets(self) -> TargetRouter:
+        """Every target kind, with the handlers of `handler_modules` (imported here, once)."""
+        load_modules(self.settings.handler_module_names)
+        return TargetRouter(
+            HttpTarget(self.settings.signing_secret),
+            QueueTopicTarget(
+                self.clients.sqs, self.clients.sns, self.clients.events, self.settings.region
+            ),
+            registry,
+        )
+
+    @cached_property
     def runner(self) -> ExecutionRunner:
         return ExecutionRunner(
             self.settings,
             self.jobs,
             self.executions,
             self.lanes,
-            HttpTarget(self.settings.signing_secret),
+            self.targets,
             self.clock,
         )
 
@@ -109,8 +136,15 @@ class Services:
         return Watchdog(self.settings, self.jobs, self.executions, self.lanes)
 
 
-def build_services(settings: Settings, clock: Clock | None = None) -> Services:
-    return Services(settings=settings, clients=make_clients(settings), clock=clock or SystemClock())
+def build_services(
+    settings: Settings, clock: Clock | None = None, metrics: MetricsReader | None = None
+) -> Services:
+    return Services(
+        settings=settings,
+        clients=make_clients(settings),
+        clock=clock or SystemClock(),
+        metrics_source=metrics,
+    )
 
 
 _lock = threading.Lock()

@@ -32,9 +32,12 @@ from takt.api.models import (
     JobOut,
     JobPage,
     JobPatch,
+    PreviewOut,
     Problem,
+    StatsOut,
 )
 from takt.api.service import JobService
+from takt.api.stats import StatsService
 from takt.observability import logger
 from takt.wiring import services
 
@@ -182,6 +185,17 @@ def delete_job(job_id: str) -> Response[Any]:
     return Response(status_code=204, body="")
 
 
+@app.get(
+    "/v1/jobs/<job_id>/preview",
+    responses=_responses({200: "The job's next runs, and its schedule in plain words"}, 404),
+)
+def preview_job(
+    job_id: str, count: Annotated[int, Query(ge=1, le=100)] = 5
+) -> Response[PreviewOut]:
+    job, runs = _service().next_runs(_tenant(), job_id, count)
+    return _json(PreviewOut.of(job, runs))
+
+
 @app.post(
     "/v1/jobs/<job_id>/trigger",
     responses=_responses({202: "The execution, pending"}, 404, 409),
@@ -219,12 +233,58 @@ def get_execution(execution_id: str) -> Response[ExecutionOut]:
     return _json(ExecutionOut.of(_service().execution(_tenant(), execution_id)))
 
 
+@app.get(
+    "/v1/executions",
+    responses=_responses({200: "A page of the caller's dead or failed executions, newest first"}),
+)
+def list_executions_by_state(
+    state: Annotated[
+        str,
+        Query(
+            pattern="^(dead|failed)$",
+            description="dead: every attempt failed; failed: the target ruled out a retry",
+        ),
+    ],
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query()] = None,
+) -> Response[ExecutionPage]:
+    records, next_cursor = _service().needing_attention(_tenant(), state, limit, cursor)
+    return _json(
+        ExecutionPage(items=[ExecutionOut.of(r) for r in records], next_cursor=next_cursor)
+    )
+
+
 @app.post(
     "/v1/executions/<execution_id>/retry",
     responses=_responses({202: "The execution, pending again with a fresh budget"}, 404, 409),
 )
 def retry_execution(execution_id: str) -> Response[ExecutionOut]:
     return _json(ExecutionOut.of(_service().retry_execution(_tenant(), execution_id)), 202)
+
+
+@app.get(
+    "/v1/stats",
+    responses=_responses(
+        {200: "The caller's job counts and failing jobs; the deployment's last hour and lanes"}
+    ),
+)
+def stats() -> Response[StatsOut]:
+    return _json(StatsService(services()).overview(_tenant()))
+
+
+@app.post(
+    "/v1/executions/<execution_id>/cancel",
+    responses=_responses(
+        {
+            202: "The execution: cancelled if it was waiting, or still running with "
+            "`cancel_requested` until its worker stops it (at its next heartbeat)"
+        },
+        404,
+        409,
+    ),
+)
+def cancel_execution(execution_id: str) -> Response[ExecutionOut]:
+    return _json(ExecutionOut.of(_service().cancel_execution(_tenant(), execution_id)), 202)
 
 
 @app.get("/v1/openapi.json", include_in_schema=False)

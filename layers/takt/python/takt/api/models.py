@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
 from pydantic import (
     AwareDatetime,
@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from takt.api.targets import TargetField, check_target, target_text
 from takt.models.ids import format_time
 from takt.models.records import (
     Attempt,
@@ -26,7 +27,7 @@ from takt.models.records import (
     OverlapPolicy,
     RetryPolicy,
 )
-from takt.schedule import parse_cron, parse_duration, validate_time_zone
+from takt.schedule import describe, parse_cron, parse_duration, validate_time_zone
 
 Lane = Literal["high", "default", "low"]
 MIN_INTERVAL = timedelta(seconds=1)
@@ -42,13 +43,6 @@ class FieldError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message)
         self.field = field
-
-
-def _check_target(value: str) -> str:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("target must be an http(s) URL")
-    return value
 
 
 class _Schedulable(BaseModel):
@@ -76,10 +70,15 @@ class _Schedulable(BaseModel):
             raise ValueError("interval must be at least 1s")
         return value
 
+    @field_validator("target", mode="before", check_fields=False)
+    @classmethod
+    def _target_object(cls, value: Any) -> Any:
+        return target_text(value)
+
     @field_validator("target", check_fields=False)
     @classmethod
     def _target(cls, value: str | None) -> str | None:
-        return None if value is None else _check_target(value)
+        return None if value is None else check_target(value)
 
 
 class JobCreate(_Schedulable):
@@ -93,7 +92,7 @@ class JobCreate(_Schedulable):
     interval: str | None = Field(default=None, description='fixed interval, e.g. "90s", "1h"')
     start_at: AwareDatetime | None = None
     end_at: AwareDatetime | None = None
-    target: str = Field(description="http(s) URL the payload is POSTed to")
+    target: TargetField
     payload: JsonValue = None
     retry: RetryPolicy = RetryPolicy()
     timeout_sec: int = Field(default=300, ge=1, le=86400)
@@ -130,7 +129,7 @@ class JobPatch(_Schedulable):
     interval: str | None = None
     start_at: AwareDatetime | None = None
     end_at: AwareDatetime | None = None
-    target: str | None = None
+    target: TargetField | None = None
     payload: JsonValue = None
     retry: RetryPolicy | None = None
     timeout_sec: int | None = Field(default=None, ge=1, le=86400)
@@ -230,6 +229,10 @@ class ExecutionOut(BaseModel):
     reason: str | None
     attempts: list[Attempt]
     fenced_reports: int
+    cancel_requested: bool = Field(
+        description="a cancel was asked for while it ran; it becomes cancelled when its worker "
+        "next reports"
+    )
     created_at: str
 
     @classmethod
@@ -252,6 +255,7 @@ class ExecutionOut(BaseModel):
             reason=record.reason,
             attempts=record.attempts,
             fenced_reports=record.fenced_reports,
+            cancel_requested=bool(record.cancel_requested),
             created_at=format_time(record.created_at),
         )
 
@@ -273,3 +277,116 @@ class Problem(BaseModel):
 
 def _t(value: datetime | None) -> str | None:
     return None if value is None else format_time(value)
+
+
+class NextRunOut(BaseModel):
+    at: str = Field(description="the instant, RFC 3339 in UTC")
+    local: str = Field(description="the same instant in the job's time zone, with its offset")
+
+
+class PreviewOut(BaseModel):
+    """When a job runs next, and its schedule in plain words."""
+
+    job_id: str
+    status: str
+    time_zone: str
+    description: str = Field(description='the schedule in words, e.g. "at 06:00 every day"')
+    next_runs: list[NextRunOut] = Field(
+        description="the next occurrences after now; a paused job's are those it would have "
+        "if resumed now, a completed job has none"
+    )
+
+    @classmethod
+    def of(cls, job: JobRecord, runs: list[datetime]) -> PreviewOut:
+        zone = ZoneInfo(job.time_zone)
+        return cls(
+            job_id=job.job_id,
+            status=job.status.value,
+            time_zone=job.time_zone,
+            description=describe(job.parsed_schedule()),
+            next_runs=[
+                NextRunOut(at=format_time(run), local=run.astimezone(zone).isoformat())
+                for run in runs
+            ],
+        )
+
+
+class JobCountsOut(BaseModel):
+    active: int
+    paused: int
+    completed: int
+    total: int
+    complete: bool = Field(
+        description="false when the tenant has more jobs than one stats call reads: the counts "
+        "and failing jobs then cover the oldest jobs only"
+    )
+
+
+class LaneOut(BaseModel):
+    """SQS's approximate message counts for one priority lane."""
+
+    lane: str
+    waiting: int
+    in_flight: int
+    delayed: int
+    dead_letter: int = Field(description="messages in the lane's dead-letter queue")
+
+
+class MinuteOut(BaseModel):
+    """One minute of the deployment's metrics (CloudWatch's, or `takt local`'s in memory)."""
+
+    minute: str = Field(description="start of the minute, RFC 3339 in UTC")
+    dispatched: int
+    succeeded: int
+    failed: int
+    dead: int
+    retried: int
+    skipped: int
+    lag_p50_ms: float | None = Field(description="median ScheduleLag; null with no runs")
+    lag_p99_ms: float | None
+    lag_max_ms: float | None
+    dispatch_lag_max_ms: float | None
+
+
+class TotalsOut(BaseModel):
+    """The window's sums of every counted metric."""
+
+    dispatched: int
+    succeeded: int
+    failed: int
+    dead: int
+    retried: int
+    skipped: int
+    lease_expired: int
+    pending_resent: int
+    retries_released: int
+    stale_reports_fenced: int
+
+
+class FailingJobOut(BaseModel):
+    id: str
+    name: str | None
+    status: str
+    last_outcome: str
+    last_run_at: str | None
+    last_execution_id: str | None
+
+
+class StatsOut(BaseModel):
+    """The overview: the caller's jobs, and the deployment's throughput, lag and lanes.
+
+    `jobs`, `failing_jobs` and `dead_executions` are the caller's tenant's; `minutes`, `totals`
+    and `lanes` are the whole deployment's, as its dashboard and alarms see them.
+    """
+
+    generated_at: str
+    window_minutes: int
+    jobs: JobCountsOut
+    failing_jobs: list[FailingJobOut] = Field(
+        description="jobs whose last execution failed or died, most recent first"
+    )
+    dead_executions: int
+    failed_executions: int
+    lanes: list[LaneOut]
+    minutes: list[MinuteOut] = Field(description="oldest first; the last one is in progress")
+    totals: TotalsOut

@@ -22,12 +22,14 @@ from takt.api.errors import (
 )
 from takt.api.models import JobCreate, JobPatch
 from takt.dispatch.lanes import Outgoing
-from takt.models.ids import execution_id, new_job_id, to_ms
+from takt.models.ids import execution_id, format_time, new_job_id, to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
-from takt.schedule import ScheduleError, next_after, parse_cron
+from takt.schedule import ScheduleError, next_after, parse_cron, preview
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import Transition, open_shard_of
+from takt.targets.spec import parse_target
 from takt.wiring import Services
+from takt.worker.overlap import after_terminal
 
 SCHEDULE_FIELDS = {"schedule", "interval", "run_at", "time_zone", "dst", "start_at", "end_at"}
 
@@ -79,6 +81,7 @@ class JobService:
         )
         job.next_run_time = self._first_run(job, now)
         self._check_payload(job)
+        self._check_target_region(job)
         if key:
             digest = body_hash(body.model_dump(mode="json", exclude={"idempotency_key"}))
             earlier = self._svc.idempotency.claim(
@@ -164,6 +167,8 @@ class JobService:
                 changes.setdefault(kind, None)
         now = self._svc.clock.now()
         updated = current.model_copy(update=changes)
+        if patch.target is not None:
+            self._check_target_region(updated)
         if "status" in given and patch.status is not None:
             updated.status = JobStatus(patch.status)
         elif current.status == JobStatus.COMPLETED and given & {"schedule", "interval", "run_at"}:
@@ -223,6 +228,25 @@ class JobService:
         except NotFoundError:
             raise JobNotFoundError(f"job {job_id} not found") from None
 
+    def next_runs(
+        self, tenant_id: str, job_id: str, count: int
+    ) -> tuple[JobRecord, list[datetime]]:
+        """A job and its next `count` occurrences after now (none once it has completed).
+
+        Computed with the scheduler's own schedule functions, so the preview and the runs agree.
+        """
+        job = self.get(tenant_id, job_id)
+        if job.status == JobStatus.COMPLETED:
+            return job, []
+        runs = preview(
+            job.parsed_schedule(),
+            self._svc.clock.now(),
+            count,
+            start_at=job.start_at,
+            end_at=job.end_at,
+        )
+        return job, runs
+
     def trigger(self, tenant_id: str, job_id: str) -> ExecutionRecord:
         """Run a job once, now, outside its schedule."""
         job = self.get(tenant_id, job_id)
@@ -257,6 +281,16 @@ class JobService:
         except NotFoundError:
             raise JobNotFoundError(f"execution {exec_id} not found") from None
 
+    def needing_attention(
+        self, tenant_id: str, state: str, limit: int, cursor: str | None
+    ) -> tuple[list[ExecutionRecord], str | None]:
+        try:
+            return self._svc.executions.needing_attention(
+                tenant_id, ExecState(state), limit=limit, cursor=cursor
+            )
+        except ValueError as exc:
+            raise InvalidRequestError(str(exc), [{"field": "cursor", "message": str(exc)}]) from exc
+
     def retry_execution(self, tenant_id: str, exec_id: str) -> ExecutionRecord:
         """Re-run a dead or failed execution with a fresh budget of attempts."""
         record = self.execution(tenant_id, exec_id)
@@ -285,13 +319,79 @@ class JobService:
                         "check_at": to_ms(check_at),
                         "reason": "re-run requested",
                     },
-                    remove=("finished_at", "lease_token", "lease_expires_at"),
+                    remove=("finished_at", "lease_token", "lease_expires_at", "cancel_requested"),
                 ),
             )
         except ConflictError:
             raise ConflictingStateError(f"execution {exec_id} changed meanwhile") from None
         self._send(updated, updated.attempt)
         return updated
+
+    def cancel_execution(self, tenant_id: str, exec_id: str) -> ExecutionRecord:
+        """Cancel an execution: at once if it waits, through its worker if it runs.
+
+        A waiting execution (pending, queued, retry_wait) becomes cancelled now; its message, if
+        one is in flight, then finds nothing to lease. A running one gets `cancel_requested`,
+        which its worker reads at its next heartbeat and the watchdog reads if the worker died;
+        both then complete it as cancelled. Each write is conditional on the state read, so a
+        race with a worker is retried from a fresh read, a few times.
+        """
+        for _ in range(3):
+            record = self.execution(tenant_id, exec_id)
+            if record.state.terminal:
+                raise ConflictingStateError(
+                    f"execution {exec_id} is {record.state.value}; only an unfinished execution "
+                    "can be cancelled"
+                )
+            try:
+                return self._cancel(record)
+            except ConflictError:
+                continue
+        raise ConflictingStateError(f"execution {exec_id} keeps changing; try again")
+
+    def _cancel(self, record: ExecutionRecord) -> ExecutionRecord:
+        if record.state == ExecState.RUNNING:
+            return self._svc.executions.transition(
+                record.tenant_id,
+                record.execution_id,
+                Transition(
+                    expect={
+                        "state": ExecState.RUNNING,
+                        "attempt": record.attempt,
+                        "lease_token": record.lease_token,
+                    },
+                    set={"cancel_requested": True, "reason": "cancel requested"},
+                ),
+            )
+        now = self._svc.clock.now()
+        cancelled = self._svc.executions.transition(
+            record.tenant_id,
+            record.execution_id,
+            Transition(
+                expect={"state": record.state, "attempt": record.attempt},
+                set={
+                    "state": ExecState.CANCELLED,
+                    "finished_at": format_time(now),
+                    "reason": "cancelled before it ran",
+                },
+                remove=("open_shard", "check_at", "retry_at"),
+            ),
+        )
+        svc = self._svc
+        after_terminal(
+            svc.jobs, svc.executions, svc.lanes, svc.settings, cancelled, ExecState.CANCELLED, now
+        )
+        return cancelled
+
+    def _check_target_region(self, job: JobRecord) -> None:
+        """Queue-topic targets are published with this deployment's clients, in its region."""
+        spec = parse_target(job.target)
+        region = getattr(spec, "region", None)
+        if region is not None and region != self._svc.settings.region:
+            message = f"target is in {region}; this deployment publishes in " + (
+                self._svc.settings.region
+            )
+            raise InvalidRequestError(message, [{"field": "target", "message": message}])
 
     def _send(self, record: ExecutionRecord, attempt: int) -> None:
         self._svc.lanes.send([Outgoing.of(record, attempt)])

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode
 
 import urllib3
 
-from takt.cli.context import CliError
+from takt.cli.errors import CliError
 
-_pool = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(connect=5, read=30))
+if TYPE_CHECKING:
+    from takt.cli.context import CliContext
+
+_pool = urllib3.PoolManager(retries=False)
 
 
 def call(
-    endpoint: str,
+    ctx: CliContext,
     method: str,
     path: str,
     body: Any = None,
     headers: dict[str, str] | None = None,
     query: dict[str, Any] | None = None,
+    read_timeout: float = 30,
 ) -> tuple[Any, dict[str, str]]:
     """Send one request; returns (parsed JSON body or None, response headers)."""
     all_headers = {"Accept": "application/json", **(headers or {})}
@@ -27,11 +32,19 @@ def call(
         data = json.dumps(body).encode()
         all_headers["Content-Type"] = "application/json"
     fields = {k: str(v) for k, v in (query or {}).items() if v is not None}
-    url = endpoint + path
+    # Encoded here, %20 for a space, so the signed URL is byte for byte the one sent.
+    url = ctx.endpoint + path + ("?" + urlencode(fields, quote_via=quote) if fields else "")
+    all_headers = ctx.auth.apply(method, url, data, all_headers)
     try:
-        resp = _pool.request(method, url, body=data, headers=all_headers, fields=fields or None)
+        resp = _pool.request(
+            method,
+            url,
+            body=data,
+            headers=all_headers,
+            timeout=urllib3.Timeout(connect=5, read=read_timeout),
+        )
     except urllib3.exceptions.HTTPError as exc:
-        raise CliError(f"cannot reach {endpoint}: {exc.__class__.__name__}") from exc
+        raise CliError(f"cannot reach {ctx.endpoint}: {exc.__class__.__name__}") from exc
     text = resp.data.decode() if resp.data else ""
     parsed: Any = None
     if text:
@@ -41,7 +54,7 @@ def call(
             parsed = text
     if resp.status >= 400:
         if isinstance(parsed, dict):
-            detail = parsed.get("detail") or parsed.get("title") or text
+            detail = parsed.get("detail") or parsed.get("title") or parsed.get("message") or text
         else:
             detail = text
         raise CliError(f"{resp.status} {detail}".strip())

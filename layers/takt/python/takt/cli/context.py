@@ -1,27 +1,25 @@
-"""What every command shares: where the API is, how to print, and the CLI's one error type."""
+"""What every command shares: where the API is and how to authenticate to it, how to print, and
+the CLI's one error type."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
 
+from takt.cli.auth import Authenticator, NoAuth, authenticator
+from takt.cli.errors import CliError
 
-class CliError(Exception):
-    """An error the CLI reports as one line on stderr."""
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.message = message
-        self.exit_code = exit_code
+__all__ = ["CliContext", "CliError", "context_of", "render_table"]
 
 
 @dataclass(frozen=True)
 class CliContext:
     endpoint: str
     output: str
+    auth: Authenticator = field(default_factory=NoAuth)
 
     def emit(
         self, data: Any, table: list[dict[str, Any]] | None = None, columns: list[str] | None = None
@@ -31,6 +29,20 @@ class CliContext:
             click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
             return
         click.echo(render_table(table, columns or list(table[0]) if table else []))
+
+
+def context_of(params: dict[str, Any]) -> CliContext:
+    """The CliContext the root options ask for; shell completion builds one from them too,
+    since click does not run the root command's callback while completing."""
+    endpoint = str(params["endpoint"]).rstrip("/")
+    auth = authenticator(
+        endpoint,
+        sigv4=params.get("sigv4"),
+        profile=params.get("profile"),
+        region=params.get("region"),
+        token=params.get("token"),
+    )
+    return CliContext(endpoint=endpoint, output=str(params["output"]), auth=auth)
 
 
 def render_table(rows: list[dict[str, Any]], columns: list[str]) -> str:

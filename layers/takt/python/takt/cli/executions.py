@@ -1,4 +1,4 @@
-"""`takt executions ...`: the history of a job, one execution, and re-running it."""
+"""`takt executions ...`: the history of a job, one execution, re-running or cancelling it."""
 
 from __future__ import annotations
 
@@ -6,24 +6,25 @@ import click
 
 from takt.cli.client import call
 from takt.cli.context import CliContext
+from takt.cli.jobs import complete_job_ids
 
 COLUMNS = ["id", "state", "attempt", "scheduled_time", "lag_ms", "error"]
 
 
 @click.group()
 def executions() -> None:
-    """Inspect and re-run executions."""
+    """Inspect, re-run and cancel executions."""
 
 
 @executions.command("list")
-@click.argument("job_id")
+@click.argument("job_id", shell_complete=complete_job_ids)
 @click.option("--limit", default=50, show_default=True)
 @click.option("--cursor")
 @click.pass_obj
 def list_(ctx: CliContext, job_id: str, limit: int, cursor: str | None) -> None:
     """A job's executions, newest first."""
     page, _ = call(
-        ctx.endpoint,
+        ctx,
         "GET",
         f"/v1/jobs/{job_id}/executions",
         query={"limit": limit, "cursor": cursor},
@@ -36,7 +37,16 @@ def list_(ctx: CliContext, job_id: str, limit: int, cursor: str | None) -> None:
 @click.pass_obj
 def get(ctx: CliContext, execution_id: str) -> None:
     """One execution with its attempts."""
-    execution, _ = call(ctx.endpoint, "GET", f"/v1/executions/{execution_id}")
+    execution, _ = call(ctx, "GET", f"/v1/executions/{execution_id}")
+    ctx.emit(execution, [execution], COLUMNS)
+
+
+@executions.command("cancel")
+@click.argument("execution_id")
+@click.pass_obj
+def cancel(ctx: CliContext, execution_id: str) -> None:
+    """Cancel an execution: at once if it waits, at its worker's next heartbeat if it runs."""
+    execution, _ = call(ctx, "POST", f"/v1/executions/{execution_id}/cancel")
     ctx.emit(execution, [execution], COLUMNS)
 
 
@@ -45,5 +55,26 @@ def get(ctx: CliContext, execution_id: str) -> None:
 @click.pass_obj
 def retry(ctx: CliContext, execution_id: str) -> None:
     """Re-run a dead or failed execution."""
-    execution, _ = call(ctx.endpoint, "POST", f"/v1/executions/{execution_id}/retry")
+    execution, _ = call(ctx, "POST", f"/v1/executions/{execution_id}/retry")
     ctx.emit(execution, [execution], COLUMNS)
+
+
+@executions.command("dead")
+@click.option(
+    "--state",
+    type=click.Choice(["dead", "failed"]),
+    default="dead",
+    show_default=True,
+    help="dead: every attempt failed; failed: the target ruled out a retry.",
+)
+@click.option("--limit", default=50, show_default=True)
+@click.option("--cursor")
+@click.pass_obj
+def dead(ctx: CliContext, state: str, limit: int, cursor: str | None) -> None:
+    """Executions that need a person, across all jobs, newest first."""
+    page, _ = call(
+        ctx, "GET", "/v1/executions", query={"state": state, "limit": limit, "cursor": cursor}
+    )
+    ctx.emit(page, page["items"], ["id", "job_id", "attempt", "finished_at", "error"])
+    if ctx.output == "table" and page.get("next_cursor"):
+        click.echo(f"next page: --cursor {page['next_cursor']}", err=True)

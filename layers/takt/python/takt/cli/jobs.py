@@ -7,11 +7,33 @@ import sys
 from typing import Any
 
 import click
+from click.shell_completion import CompletionItem
 
 from takt.cli.client import call
-from takt.cli.context import CliContext, CliError
+from takt.cli.context import CliContext, CliError, context_of
 
 JOB_COLUMNS = ["id", "name", "status", "schedule", "next_run_time", "last_outcome"]
+NEXT_RUNS = 5
+COMPLETION_TIMEOUT_SEC = 2.0
+"""A shell waits for completions; a slow or absent API must not hang the prompt."""
+
+
+def complete_job_ids(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    """Job ids from the API for shell completion, each with its name; none if it is unreachable."""
+    api = context_of(ctx.find_root().params)
+    try:
+        page, _ = call(
+            api, "GET", "/v1/jobs", query={"limit": 200}, read_timeout=COMPLETION_TIMEOUT_SEC
+        )
+    except CliError:
+        return []
+    return [
+        CompletionItem(job["id"], help=job.get("name"))
+        for job in page["items"]
+        if job["id"].startswith(incomplete)
+    ]
 
 
 def _job_row(job: dict[str, Any]) -> dict[str, Any]:
@@ -68,17 +90,39 @@ def create(ctx: CliContext, /, **fields: str | None) -> None:
         except ValueError as exc:
             raise CliError(f"--payload is not valid JSON: {exc}") from exc
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-    created, _ = call(ctx.endpoint, "POST", "/v1/jobs", job, headers=headers)
+    created, _ = call(ctx, "POST", "/v1/jobs", job, headers=headers)
     ctx.emit(created, [_job_row(created)], JOB_COLUMNS)
 
 
 @jobs.command("get")
-@click.argument("job_id")
+@click.argument("job_id", shell_complete=complete_job_ids)
 @click.pass_obj
 def get(ctx: CliContext, job_id: str) -> None:
-    """Show one job."""
-    job, _ = call(ctx.endpoint, "GET", f"/v1/jobs/{job_id}")
+    """Show one job, its schedule in plain words and its next runs.
+
+    As JSON: the job, with `schedule_description` and `next_runs` added.
+    """
+    job, _ = call(ctx, "GET", f"/v1/jobs/{job_id}")
+    preview, _ = call(ctx, "GET", f"/v1/jobs/{job_id}/preview", query={"count": NEXT_RUNS})
+    if ctx.output == "json":
+        ctx.emit(
+            {
+                **job,
+                "schedule_description": preview["description"],
+                "next_runs": preview["next_runs"],
+            }
+        )
+        return
     ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
+    click.echo(f"\nschedule:  {preview['description']}")
+    runs = preview["next_runs"]
+    if not runs:
+        click.echo("next runs: none")
+        return
+    heading = "next runs if resumed" if job["status"] == "paused" else "next runs"
+    click.echo(f"{heading} ({job['time_zone']}):")
+    for run in runs:
+        click.echo(f"  {run['at']}  {run['local']}")
 
 
 @jobs.command("list")
@@ -92,7 +136,7 @@ def list_(
 ) -> None:
     """List jobs with their next run and last outcome."""
     page, _ = call(
-        ctx.endpoint,
+        ctx,
         "GET",
         "/v1/jobs",
         query={"status": status, "name": name, "limit": limit, "cursor": cursor},
@@ -103,24 +147,24 @@ def list_(
 
 
 @jobs.command("update")
-@click.argument("job_id")
+@click.argument("job_id", shell_complete=complete_job_ids)
 @click.option("--body", required=True, help="Fields to change as JSON, @file, or -.")
 @click.option("--if-match", help="The version (ETag) you read; refused if it changed.")
 @click.pass_obj
 def update(ctx: CliContext, job_id: str, body: str, if_match: str | None) -> None:
     """Change a job's fields."""
     headers = {"If-Match": f'"{if_match}"'} if if_match else None
-    job, _ = call(ctx.endpoint, "PATCH", f"/v1/jobs/{job_id}", _load_body(body), headers=headers)
+    job, _ = call(ctx, "PATCH", f"/v1/jobs/{job_id}", _load_body(body), headers=headers)
     ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
 
 
 def _set_status(ctx: CliContext, job_id: str, status: str) -> None:
-    job, _ = call(ctx.endpoint, "PATCH", f"/v1/jobs/{job_id}", {"status": status})
+    job, _ = call(ctx, "PATCH", f"/v1/jobs/{job_id}", {"status": status})
     ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
 
 
 @jobs.command("pause")
-@click.argument("job_id")
+@click.argument("job_id", shell_complete=complete_job_ids)
 @click.pass_obj
 def pause(ctx: CliContext, job_id: str) -> None:
     """Stop a job from firing until resumed."""
@@ -128,7 +172,7 @@ def pause(ctx: CliContext, job_id: str) -> None:
 
 
 @jobs.command("resume")
-@click.argument("job_id")
+@click.argument("job_id", shell_complete=complete_job_ids)
 @click.pass_obj
 def resume(ctx: CliContext, job_id: str) -> None:
     """Let a paused job fire again, from its next occurrence."""
@@ -136,18 +180,18 @@ def resume(ctx: CliContext, job_id: str) -> None:
 
 
 @jobs.command("delete")
-@click.argument("job_id")
+@click.argument("job_id", shell_complete=complete_job_ids)
 @click.pass_obj
 def delete(ctx: CliContext, job_id: str) -> None:
     """Delete a job (its history stays until it expires)."""
-    call(ctx.endpoint, "DELETE", f"/v1/jobs/{job_id}")
+    call(ctx, "DELETE", f"/v1/jobs/{job_id}")
     ctx.emit({"deleted": job_id}, [{"deleted": job_id}], ["deleted"])
 
 
 @jobs.command("trigger")
-@click.argument("job_id")
+@click.argument("job_id", shell_complete=complete_job_ids)
 @click.pass_obj
 def trigger(ctx: CliContext, job_id: str) -> None:
     """Run a job once, now."""
-    execution, _ = call(ctx.endpoint, "POST", f"/v1/jobs/{job_id}/trigger")
+    execution, _ = call(ctx, "POST", f"/v1/jobs/{job_id}/trigger")
     ctx.emit(execution, [execution], ["id", "state", "scheduled_time"])

@@ -26,7 +26,8 @@ from takt.local.runtime import LocalRuntime, RuntimeOptions, describe
     default=4,
     show_default=True,
     type=int,
-    help="Pollers per lane feeding the worker handler (half as many on the low lane).",
+    help="Pollers per lane feeding the worker handler (half as many on the low lane); 0 runs "
+    "no worker here, for `takt worker` processes started with the env this prints.",
 )
 @click.option(
     "--log-level",
@@ -47,7 +48,9 @@ def local(host: str, port: int, tenant: str, pollers: int, log_level: str) -> No
 
     signal.signal(signal.SIGTERM, _terminate)
     click.echo(f"takt local is running: {describe(runtime)}", err=True)
-    click.echo(f"API on {runtime.url} (Ctrl-C to stop)", err=True)
+    click.echo(f"API on {runtime.url}/v1 (Ctrl-C to stop)", err=True)
+    if runtime.console is not None:
+        click.echo(f"console on {runtime.url}/", err=True)
     sys.stderr.flush()
     try:
         runtime.wait()

@@ -2,6 +2,10 @@
 
 Every failure, whether a usage error from click or an error answer from the API, becomes one line
 on stderr (`takt: error: ...`) and a non-zero exit status, so scripts can rely on it.
+
+Shell completion is click's: `eval "$(_TAKT_COMPLETE=bash_source takt)"` in ~/.bashrc (or
+`zsh_source` in ~/.zshrc, `fish_source` for fish) completes commands, options and, from the API,
+job ids.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ import sys
 
 import click
 
-from takt.cli.context import CliContext, CliError
+from takt.cli.context import CliError, context_of
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -29,10 +33,31 @@ from takt.cli.context import CliContext, CliError
     show_default=True,
     help="Output format.",
 )
+@click.option(
+    "--sigv4/--no-sigv4",
+    default=None,
+    help="Sign requests with SigV4 (an API deployed with IAM auth). [default: sign unless the "
+    "endpoint is on this machine]",
+)
+@click.option("--profile", envvar="AWS_PROFILE", help="AWS profile to sign with (env AWS_PROFILE).")
+@click.option("--region", help="Region to sign for. [default: the endpoint's, else the profile's]")
+@click.option(
+    "--token",
+    envvar="TAKT_TOKEN",
+    help="Bearer token, for an API deployed with a JWT authorizer (env TAKT_TOKEN).",
+)
 @click.pass_context
-def cli(ctx: click.Context, endpoint: str, output: str) -> None:
+def cli(
+    ctx: click.Context,
+    endpoint: str,
+    output: str,
+    sigv4: bool | None,
+    profile: str | None,
+    region: str | None,
+    token: str | None,
+) -> None:
     """takt: a distributed job scheduler for AWS."""
-    ctx.obj = CliContext(endpoint=endpoint.rstrip("/"), output=output)
+    ctx.obj = context_of(ctx.params)
 
 
 def _register() -> None:
@@ -40,8 +65,10 @@ def _register() -> None:
     from takt.cli.jobs import jobs
     from takt.cli.local import local
     from takt.cli.schedule import schedule
+    from takt.cli.top import top
+    from takt.cli.worker import worker
 
-    for command in (jobs, executions, schedule, local):
+    for command in (jobs, executions, schedule, local, worker, top):
         cli.add_command(command)
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
 from takt.models.records import ExecutionRecord
+from takt.targets.spec import handler_name
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -27,6 +28,9 @@ class LaneMessage(BaseModel):
     execution_id: str
     attempt: int
     scheduled_time: AwareDatetime
+    # The registered handler the execution runs, if any: a worker that does not serve it sends
+    # the message back without touching the execution.
+    handler: str | None = None
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class Outgoing:
                 execution_id=record.execution_id,
                 attempt=record.attempt if attempt is None else attempt,
                 scheduled_time=record.scheduled_time,
+                handler=handler_name(record.target),
             ),
             delay_sec=delay_sec,
         )

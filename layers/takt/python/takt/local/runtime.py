@@ -6,6 +6,10 @@ spec, and the real handlers driven as AWS drives them:
 - SQS pollers that hand batches of lane messages to the worker handler and delete what it
   did not report as failed (the event source mapping's contract);
 - a timer that invokes the watchdog handler every `watchdog_interval_sec`.
+
+The same HTTP server serves the web console (`console/`) at `/`; everything under `/v1/` is the
+API. Every metric the handlers record is kept for an hour in memory (`MetricsWindow`), which the
+API's stats route reads where the cloud reads CloudWatch.
 """
 
 from __future__ import annotations
@@ -20,15 +24,20 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+from takt.clock import SystemClock
 from takt.config import LANES, Settings, get_settings
 from takt.local import moto_speedups
+from takt.local.console import ConsoleFiles, default_console_dir
 from takt.local.events import LocalContext, http_api_event, sqs_event
 from takt.local.provision import provision
-from takt.observability import metrics
+from takt.observability import listen, metrics
+from takt.resources import TABLES
+from takt.stats import MetricsWindow
 from takt.wiring import Services, build_services, install
 
 log = logging.getLogger("takt.local")
@@ -50,6 +59,7 @@ class RuntimeOptions:
     tenant: str = "local"
     pollers: int = 4
     log_level: str = "WARNING"
+    console_dir: Path | None = field(default_factory=default_console_dir)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -67,6 +77,9 @@ class LocalRuntime:
         self._http: ThreadingHTTPServer | None = None
         self.services: Services | None = None
         self.moto_endpoint = ""
+        self.metrics_window = MetricsWindow(SystemClock())
+        self._stop_listening: Callable[[], None] | None = None
+        self.console = None if options.console_dir is None else ConsoleFiles(options.console_dir)
 
     @property
     def url(self) -> str:
@@ -101,14 +114,18 @@ class LocalRuntime:
         os.environ.update(provision(services.clients, settings))
         get_settings.cache_clear()
         settings = get_settings()
-        self.services = build_services(settings)
+        self.services = build_services(settings, metrics=self.metrics_window)
         install(self.services)
+        self._stop_listening = listen(self.metrics_window.record)
         self._start_http()
         self._spawn("ticker", self._ticker_loop)
         self._spawn("watchdog", self._watchdog_loop)
         for lane in LANES:
             # Fewer pollers on the low lane: it gets a smaller share of the worker capacity.
-            count = self.options.pollers if lane != "low" else max(1, self.options.pollers // 2)
+            # None at all with `pollers=0`: `takt worker` processes consume the lanes instead.
+            count = self.options.pollers
+            if lane == "low":
+                count = min(count, max(1, count // 2))
             for i in range(count):
                 self._spawn(f"poller-{lane}-{i}", functools.partial(self._poller_loop, lane))
 
@@ -121,6 +138,8 @@ class LocalRuntime:
             thread.join(timeout=10)
         if self._moto is not None:
             self._moto.stop()
+        if self._stop_listening is not None:
+            self._stop_listening()
         install(None)
 
     def wait(self) -> None:
@@ -218,6 +237,9 @@ class LocalRuntime:
                 if self.path == "/healthz":
                     self._reply(200, {"content-type": "application/json"}, b'{"ok":true}')
                     return
+                if self.command == "GET" and not self.path.startswith("/v1/"):
+                    self._console()
+                    return
                 event = http_api_event(
                     self.command,
                     self.path,
@@ -244,6 +266,19 @@ class LocalRuntime:
                 for name, values in (result.get("multiValueHeaders") or {}).items():
                     headers[name.lower()] = ", ".join(values)
                 self._reply(int(result.get("statusCode", 200)), headers, raw)
+
+            def _console(self) -> None:
+                found = runtime.console.get(self.path) if runtime.console else None
+                if found is None:
+                    self._reply(
+                        404,
+                        {"content-type": "application/problem+json"},
+                        b'{"title":"Not Found","status":404}',
+                    )
+                    return
+                # no-cache: a console edited while takt local runs shows on the next reload.
+                headers = {"content-type": found.content_type, "cache-control": "no-cache"}
+                self._reply(200, headers, found.body)
 
             def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
                 self.send_response(status)
@@ -291,5 +326,20 @@ def describe(runtime: LocalRuntime) -> str:
             "tenant": runtime.options.tenant,
             "lanes": list(settings.lane_urls),
             "due_shards": settings.due_shards,
+            "worker_env": worker_env(settings),
         }
     )
+
+
+def worker_env(settings: Settings) -> dict[str, str]:
+    """The environment a `takt worker` process needs to work for this runtime, with its lease
+    and heartbeat, so it behaves as the runtime's own workers do."""
+    return {
+        **FAKE_CREDENTIALS,
+        "TAKT_AWS_ENDPOINT_URL": settings.aws_endpoint_url or "",
+        "TAKT_LANE_URLS": json.dumps(settings.lane_urls),
+        **{f"TAKT_{spec.setting.upper()}": getattr(settings, spec.setting) for spec in TABLES},
+        "TAKT_OPEN_SHARDS": str(settings.open_shards),
+        "TAKT_LEASE_SEC": str(settings.lease_sec),
+        "TAKT_HEARTBEAT_SEC": str(settings.heartbeat_sec),
+    }

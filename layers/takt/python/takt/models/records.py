@@ -256,6 +256,9 @@ class ExecutionRecord(BaseModel):
     status_code: int | None = None
     attempts: list[Attempt] = Field(default_factory=list)
     fenced_reports: int = 0
+    # True once a cancel was asked for while the execution ran; never stored otherwise, so a
+    # write can be fenced on `attribute_not_exists(cancel_requested)`.
+    cancel_requested: bool | None = None
     created_at: datetime
 
     @classmethod

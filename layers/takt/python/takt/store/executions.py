@@ -4,19 +4,24 @@ Key: (`<tenant>#<job id>`, occurrence token), so a job's history is one partitio
 first, and an execution id (`<job id>.<token>`) maps to its key without an index. Executions that
 still need someone to act carry `open_shard`/`check_at`, which puts them in the sparse `open`
 index the watchdog reads; a terminal write removes both.
+
+Dead and failed executions, the ones a person has to look at, carry `attention_key` and
+`attention_at`, which put them in the sparse `attention` index the dead-letter listing reads.
+`transition` keeps that membership in step with `state` on every state change, so no caller can
+forget it; sharding the key keeps a burst of deaths from overloading one index partition.
 """
 
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from takt.models.ids import split_execution_id
+from takt.models.ids import parse_time, split_execution_id, to_ms
 from takt.models.records import ExecState, ExecutionRecord, job_key, to_attr_map
-from takt.resources import OPEN_INDEX
+from takt.resources import ATTENTION_INDEX, OPEN_INDEX
 from takt.store.errors import (
     ConflictError,
     NotFoundError,
@@ -29,8 +34,22 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
+ATTENTION_STATES = frozenset({ExecState.DEAD, ExecState.FAILED})
+"""Terminal states that need a person: the dead-letter listing shows these."""
+_ATTENTION_ATTRS = ("attention_key", "attention_at")
+
+
+NOT_CANCEL_REQUESTED = "attribute_not_exists(cancel_requested)"
+"""An extra condition for writes that would retry or re-run an execution: a cancel asked for
+after the writer's read makes them fail, so the cancel wins (`Transition.extra_condition`)."""
+
+
 def open_shard_of(execution_id: str, shards: int) -> str:
     return str(zlib.crc32(execution_id.encode()) % shards)
+
+
+def attention_key(tenant_id: str, state: ExecState, shard: int | str) -> str:
+    return f"{tenant_id}#{state.value}#{shard}"
 
 
 @dataclass
@@ -99,6 +118,7 @@ class ExecutionStore:
 
     def transition(self, tenant_id: str, execution_id: str, change: Transition) -> ExecutionRecord:
         """Apply a fenced change; ConflictError (with the current item) when the fence fails."""
+        change = self._with_attention(tenant_id, execution_id, change)
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
         conditions = ["attribute_exists(sk)"]
@@ -162,6 +182,80 @@ class ExecutionStore:
                 raise ConflictError(f"execution {execution_id} changed", current) from exc
             raise
         return ExecutionRecord.from_item(resp["Attributes"])
+
+    def _with_attention(self, tenant_id: str, execution_id: str, change: Transition) -> Transition:
+        """`change` plus the attention index attributes its new state calls for."""
+        if "state" not in change.set:
+            return change
+        state = ExecState(change.set["state"])
+        if state not in ATTENTION_STATES:
+            return replace(change, remove=(*change.remove, *_ATTENTION_ATTRS))
+        finished = change.set.get("finished_at")
+        if not isinstance(finished, str):
+            raise TypeError(f"moving {execution_id} to {state.value} needs its finished_at")
+        shard = open_shard_of(execution_id, self.open_shards)
+        return replace(
+            change,
+            set={
+                **change.set,
+                "attention_key": attention_key(tenant_id, state, shard),
+                "attention_at": f"{to_ms(parse_time(finished)):013d}#{execution_id}",
+            },
+        )
+
+    def needing_attention(
+        self, tenant_id: str, state: ExecState, *, limit: int, cursor: str | None
+    ) -> tuple[list[ExecutionRecord], str | None]:
+        """A page of the tenant's executions in `state` (dead or failed), newest first.
+
+        Each shard of the index is read newest first from the cursor down, and the pages are
+        merged; the cursor is the sort key of the last execution returned. The index is
+        eventually consistent, so an execution re-run a moment ago may still be listed.
+        """
+        before = _decode_attention_cursor(cursor)
+        found: list[dict[str, Any]] = []
+        more = False
+        for shard in range(self.open_shards):
+            condition = "attention_key = :k"
+            values: dict[str, Any] = {":k": {"S": attention_key(tenant_id, state, shard)}}
+            if before is not None:
+                condition += " AND attention_at < :before"
+                values[":before"] = {"S": before}
+            resp = self._db.query(
+                TableName=self._table,
+                IndexName=ATTENTION_INDEX,
+                KeyConditionExpression=condition,
+                ExpressionAttributeValues=values,
+                ScanIndexForward=False,
+                Limit=limit,
+            )
+            found.extend(resp.get("Items", []))
+            more = more or "LastEvaluatedKey" in resp
+        found.sort(key=lambda item: item["attention_at"]["S"], reverse=True)
+        page = found[:limit]
+        next_cursor = None
+        if page and (more or len(found) > limit):
+            next_cursor = _encode_attention_cursor(page[-1]["attention_at"]["S"])
+        return [ExecutionRecord.from_item(item) for item in page], next_cursor
+
+    def count_needing_attention(self, tenant_id: str, state: ExecState) -> int:
+        """How many of the tenant's executions are in `state` (dead or failed)."""
+        total = 0
+        for shard in range(self.open_shards):
+            kwargs: dict[str, Any] = {
+                "TableName": self._table,
+                "IndexName": ATTENTION_INDEX,
+                "KeyConditionExpression": "attention_key = :k",
+                "ExpressionAttributeValues": {":k": {"S": attention_key(tenant_id, state, shard)}},
+                "Select": "COUNT",
+            }
+            while True:
+                resp = self._db.query(**kwargs)
+                total += resp.get("Count", 0)
+                if "LastEvaluatedKey" not in resp:
+                    break
+                kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        return total
 
     def record_fenced(self, tenant_id: str, execution_id: str) -> None:
         """Count a stale report that was rejected; the report itself is never applied."""
@@ -229,6 +323,21 @@ class ExecutionStore:
             Limit=limit,
         )
         return list(resp.get("Items", []))
+
+
+def _encode_attention_cursor(sort_key: str) -> str:
+    return encode_cursor({"attention_at": sort_key}) or ""
+
+
+def _decode_attention_cursor(cursor: str | None) -> str | None:
+    """The sort key a page starts below; ValueError when the cursor is not one of ours."""
+    value = decode_cursor(cursor)
+    if value is None:
+        return None
+    sort_key = value.get("attention_at")
+    if not isinstance(sort_key, str):
+        raise ValueError("malformed cursor")  # noqa: TRY004 - a bad cursor is a bad value
+    return sort_key
 
 
 def _plain_value(value: Any) -> Any:

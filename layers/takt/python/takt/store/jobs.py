@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,18 @@ def decode_cursor(cursor: str | None) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise ValueError("malformed cursor")  # noqa: TRY004 - a bad cursor is a bad value
     return value
+
+
+@dataclass(frozen=True)
+class JobOutline:
+    """The few attributes of a job that counts and failure lists need."""
+
+    job_id: str
+    name: str | None
+    status: str
+    last_outcome: str | None
+    last_run_at: str | None
+    last_execution_id: str | None
 
 
 class JobStore:
@@ -245,6 +258,40 @@ class JobStore:
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise
+
+    def outlines(self, tenant_id: str, *, limit: int) -> tuple[list[JobOutline], bool]:
+        """The outlines of up to `limit` of a tenant's jobs, oldest first, and whether that was
+        all of them. Only the outline's attributes are read, so a page holds thousands of jobs.
+        """
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "tenant_id = :t",
+            "ExpressionAttributeValues": {":t": {"S": tenant_id}},
+            "ExpressionAttributeNames": {"#n": "name", "#s": "status"},
+            "ProjectionExpression": (
+                "job_id, #n, #s, last_outcome, last_run_at, last_execution_id"
+            ),
+        }
+        outlines: list[JobOutline] = []
+        while len(outlines) < limit:
+            kwargs["Limit"] = limit - len(outlines)
+            resp = self._db.query(**kwargs)
+            for item in resp.get("Items", []):
+                values = {k: v.get("S") for k, v in item.items()}
+                outlines.append(
+                    JobOutline(
+                        job_id=values["job_id"] or "",
+                        name=values.get("name"),
+                        status=values.get("status") or JobStatus.ACTIVE.value,
+                        last_outcome=values.get("last_outcome"),
+                        last_run_at=values.get("last_run_at"),
+                        last_execution_id=values.get("last_execution_id"),
+                    )
+                )
+            if "LastEvaluatedKey" not in resp:
+                return outlines, True
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        return outlines, False
 
     def list(
         self,

@@ -5,25 +5,27 @@ of the execution decides, and a write fenced on (state, attempt, lease token) ac
 
 - `pending` for too long (its message never reached or left SQS): send it again;
 - `running` with an expired lease: the next attempt goes back to its lane, or the execution is
-  `dead` when no attempts are left;
+  `dead` when no attempts are left, or `cancelled` when a cancel was asked for (never retried);
 - `retry_wait` whose retry time has come (waits longer than SQS's 900 s delay live here): send it;
 - `queued` behind an overlap slot that is free again: start it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from takt.config import Settings
 from takt.dispatch.lanes import LaneSender, Outgoing
 from takt.models.ids import format_time, to_ms
 from takt.models.records import ExecState, ExecutionRecord
-from takt.observability import logger
+from takt.observability import log_keys, logger
 from takt.store.errors import ConflictError, NotFoundError
-from takt.store.executions import ExecutionStore, Transition
+from takt.store.executions import NOT_CANCEL_REQUESTED, ExecutionStore, Transition
 from takt.store.jobs import JobStore
-from takt.worker.overlap import release_queued
+from takt.worker.overlap import after_terminal, release_queued
 
 
 @dataclass
@@ -34,6 +36,7 @@ class SweepResult:
     dead: int = 0
     retries_released: int = 0
     queued_released: int = 0
+    cancelled: int = 0
 
 
 class Watchdog:
@@ -59,7 +62,8 @@ class Watchdog:
                 execution_id = item["execution_id"]["S"]
                 try:
                     record = self._executions.get(tenant_id, execution_id)
-                    self._act(record, now, cutoff, result)
+                    with log_keys(job_id=record.job_id, execution_id=execution_id):
+                        self._act(record, now, cutoff, result)
                 except (ConflictError, NotFoundError):
                     # Someone acted first: the index was stale or a worker finished meanwhile.
                     continue
@@ -139,7 +143,13 @@ class Watchdog:
             "error": f"lease held by {record.worker_id} expired",
         }
         entry = {k: v for k, v in entry.items() if v is not None}
-        logger.warning("lease expired", execution_id=record.execution_id, attempt=record.attempt)
+        logger.warning("lease expired", attempt=record.attempt)
+        if record.cancel_requested:
+            self._cancel(record, fence, entry, now)
+            result.cancelled += 1
+            return
+        # Both writes below are fenced on the flag too: a cancel asked for after our read makes
+        # them fail, and the next sweep reads the flag and cancels instead of retrying.
         if record.attempt >= record.max_attempts:
             self._executions.transition(
                 record.tenant_id,
@@ -153,6 +163,7 @@ class Watchdog:
                     },
                     remove=("open_shard", "check_at"),
                     append_attempt=entry,
+                    extra_condition=NOT_CANCEL_REQUESTED,
                 ),
             )
             self._jobs.record_outcome(
@@ -172,10 +183,43 @@ class Watchdog:
                 },
                 remove=("lease_token", "lease_expires_at"),
                 append_attempt=entry,
+                extra_condition=NOT_CANCEL_REQUESTED,
             ),
         )
         self._send(record, record.attempt + 1)
         result.lease_expired += 1
+
+    def _cancel(
+        self,
+        record: ExecutionRecord,
+        fence: dict[str, Any],
+        entry: Mapping[str, object],
+        now: datetime,
+    ) -> None:
+        """A cancel was asked for and the worker went silent: cancelled, never retried."""
+        self._executions.transition(
+            record.tenant_id,
+            record.execution_id,
+            Transition(
+                expect=fence,
+                set={
+                    "state": ExecState.CANCELLED,
+                    "finished_at": format_time(now),
+                    "error": "cancelled; its worker stopped reporting",
+                },
+                remove=("open_shard", "check_at"),
+                append_attempt={**entry, "outcome": ExecState.CANCELLED.value},
+            ),
+        )
+        after_terminal(
+            self._jobs,
+            self._executions,
+            self._lanes,
+            self._settings,
+            record,
+            ExecState.CANCELLED,
+            now,
+        )
 
     def _send(self, record: ExecutionRecord, attempt: int) -> None:
         self._lanes.send([Outgoing.of(record, attempt)])

@@ -1,8 +1,9 @@
-"""`overlap: queue`: when a job's running execution ends, the oldest queued one starts.
+"""What follows an execution's terminal write, and `overlap: queue`.
 
-The worker calls this right after a terminal completion; the watchdog calls it for queued
-executions it finds, so a worker that dies between the two steps delays the next run by at most
-one watchdog interval, and never loses it.
+When a job's running execution ends, the oldest queued one starts. The worker (and a cancel)
+calls this right after a terminal write; the watchdog calls it for queued executions it finds, so
+a worker that dies between the two steps delays the next run by at most one watchdog interval,
+and never loses it.
 """
 
 from __future__ import annotations
@@ -12,10 +13,27 @@ from datetime import datetime, timedelta
 from takt.config import Settings
 from takt.dispatch.lanes import LaneSender, Outgoing
 from takt.models.ids import to_ms
-from takt.models.records import ExecState
+from takt.models.records import ExecState, ExecutionRecord
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import ExecutionStore, Transition
 from takt.store.jobs import JobStore
+
+
+def after_terminal(
+    jobs: JobStore,
+    executions: ExecutionStore,
+    lanes: LaneSender,
+    settings: Settings,
+    record: ExecutionRecord,
+    state: ExecState,
+    now: datetime,
+) -> None:
+    """Note the outcome on the job, free its overlap slot, and start its next queued run."""
+    jobs.record_outcome(record.tenant_id, record.job_id, record.execution_id, state.value, now)
+    if record.overlap != "allow":
+        jobs.release_slot(record.tenant_id, record.job_id, record.execution_id)
+    if record.overlap == "queue":
+        release_queued(jobs, executions, lanes, settings, record.tenant_id, record.job_id, now)
 
 
 def release_queued(

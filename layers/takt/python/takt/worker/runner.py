@@ -1,4 +1,4 @@
-"""Running one execution: lease, heartbeat, call, and a completion fenced on the lease.
+"""Running one execution: lease, a supervised call, and a completion fenced on the lease.
 
 Every write here is conditional on (execution id, attempt, lease token) (DESIGN invariant 4):
 a worker whose lease was taken over (it was paused, or its clock is off) gets a condition failure,
@@ -7,6 +7,22 @@ which is recorded as a fenced report and never applied.
 The lease is the first call for a message: a duplicate or stale message fails its condition and
 costs one write, and a leased execution carries the snapshot of what to run, so the happy path is
 three writes (lease, completion, the job's last outcome) and no read.
+
+The target is called in a thread of its own while this one supervises: every `heartbeat_sec` it
+extends the lease (and, through the host's `keepalive`, the SQS message), and the heartbeat's
+answer tells it when a cancel was asked for. Python cannot kill a thread, so stopping a call means
+no longer waiting for it: the call's `StopSignal` tells a cooperative handler to stop, an HTTP call
+ends by its own timeout, and whatever a stopped call answers later is ignored. A run ends when:
+
+- the call answers: succeeded, failed, retry_wait or dead;
+- the execution's `timeout_sec` passes: a retryable failure;
+- a heartbeat finds `cancel_requested`: cancelled, no retry (a retry write is fenced on the flag
+  too, so a cancel that lands after the last heartbeat still wins over a retry);
+- a heartbeat is fenced out (the lease was taken over): nothing but the fenced report is written;
+- the host's deadline comes (a Lambda near its timeout, a worker stopping): the execution is
+  given back, pending again at the same attempt with a fresh message, no attempt used. The
+  `MAX_GIVE_BACKS`-th give-back of one attempt counts as a retryable failure instead, so an
+  execution that can never finish within its host's time does not circle forever.
 """
 
 from __future__ import annotations
@@ -20,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.clock import Clock
 from takt.config import Settings
@@ -30,19 +46,25 @@ from takt.models.records import ExecState, ExecutionRecord
 from takt.observability import logger
 from takt.retry import backoff_delay
 from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
-from takt.store.executions import ExecutionStore, Transition
+from takt.store.executions import NOT_CANCEL_REQUESTED, ExecutionStore, Transition
 from takt.store.jobs import JobStore
-from takt.targets.base import CallContext, TargetResult
-from takt.targets.http import HttpTarget
-from takt.worker.overlap import release_queued
+from takt.targets.base import CallContext, StopSignal, TargetResult
+from takt.targets.router import TargetRouter
+from takt.worker.deadline import HostDeadline
+from takt.worker.overlap import after_terminal
 
 OPEN_ATTRS = ("open_shard", "check_at")
 MAX_SQS_DELAY_SEC = 900
+MAX_GIVE_BACKS = 3
+# How long a message for a handler this worker does not serve waits before it is offered again.
+UNSERVED_DELAY_SEC = 5
 
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """What happened to one message: `state` is the execution's state after this worker."""
+    """What happened to one message: `state` is the execution's state after this worker, or
+    `fenced`, `missing`, `unserved` (sent back for a worker that serves its handler) or
+    `given_back` (sent back because this worker had to stop)."""
 
     execution_id: str
     state: str
@@ -57,7 +79,7 @@ class ExecutionRunner:
         jobs: JobStore,
         executions: ExecutionStore,
         lanes: LaneSender,
-        http: HttpTarget,
+        targets: TargetRouter,
         clock: Clock,
         worker_id: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -66,19 +88,37 @@ class ExecutionRunner:
         self._jobs = jobs
         self._executions = executions
         self._lanes = lanes
-        self._http = http
+        self._targets = targets
         self._clock = clock
         self._sleep = sleep
         self.worker_id = (
             worker_id or settings.worker_id or f"w-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         )
 
-    def process(self, message: LaneMessage) -> RunOutcome:
-        """Handle one lane message; infrastructure errors raise so the message is retried."""
+    def serves(self, handler: str) -> bool:
+        return self._targets.serves(handler)
+
+    def process(
+        self,
+        message: LaneMessage,
+        *,
+        host: HostDeadline | None = None,
+        keepalive: Callable[[], None] | None = None,
+    ) -> RunOutcome:
+        """Handle one lane message; infrastructure errors raise so the message is retried.
+
+        `host` is when the process running this must be done; `keepalive` is called at every
+        heartbeat (a `takt worker` extends its message's visibility there).
+        """
+        host = host or HostDeadline()
+        if message.handler is not None and not self._targets.serves(message.handler):
+            return self._requeue(message, UNSERVED_DELAY_SEC, "unserved")
         early = (message.scheduled_time - self._clock.now()).total_seconds()
         if early > 0:
             # Claimed ahead of its time (dispatch_ahead_sec): start it on the dot.
             self._sleep(min(early, self._settings.dispatch_ahead_sec + 1))
+        if host.passed():
+            return self._requeue(message, 0, "given_back")
         try:
             leased = self._lease(message, self._clock.now())
         except NotFoundError:
@@ -88,8 +128,7 @@ class ExecutionRunner:
             return RunOutcome(
                 message.execution_id, current.state.value, "duplicate or stale message"
             )
-        result = self._call_with_heartbeats(leased)
-        return self._complete(leased, result)
+        return self._supervise(leased, host, keepalive)
 
     def _lease(self, message: LaneMessage, now: datetime) -> ExecutionRecord:
         expires = now + timedelta(seconds=self._settings.lease_sec)
@@ -114,57 +153,147 @@ class ExecutionRunner:
             ),
         )
 
-    def _call_with_heartbeats(self, record: ExecutionRecord) -> TargetResult:
-        stop = threading.Event()
-        beat = threading.Thread(
-            target=self._heartbeat, args=(record, stop), name="heartbeat", daemon=True
+    def _requeue(self, message: LaneMessage, delay_sec: int, outcome: str) -> RunOutcome:
+        """Send a not-yet-started execution back to its lane as a fresh copy of its message.
+
+        The execution's check time moves past the copy's arrival first, so the watchdog does
+        not add a second message while this one circles (a waiting execution keeps exactly the
+        messages it had, however long it waits), and a fresh copy, unlike a returned message,
+        never reaches the dead-letter queue by being received too often.
+        """
+        check_at = self._clock.now() + timedelta(
+            seconds=delay_sec + self._settings.pending_resend_after_sec
         )
-        beat.start()
         try:
-            return self._http.call(
-                record.target,
-                CallContext(
-                    job_id=record.job_id,
-                    execution_id=record.execution_id,
-                    attempt=record.attempt,
-                    scheduled_time=record.scheduled_time,
-                    payload=record.payload,
-                    timeout_sec=float(record.timeout_sec),
+            record = self._executions.transition(
+                message.tenant_id,
+                message.execution_id,
+                Transition(
+                    expect={
+                        "state": (ExecState.PENDING, ExecState.RETRY_WAIT),
+                        "attempt": message.attempt,
+                    },
+                    set={"check_at": to_ms(check_at)},
                 ),
             )
-        finally:
-            stop.set()
-            beat.join()
+        except NotFoundError:
+            return RunOutcome(message.execution_id, "missing", "no such execution")
+        except ConflictError as exc:
+            current = ExecutionRecord.from_item(exc.current or {})
+            return RunOutcome(
+                message.execution_id, current.state.value, "duplicate or stale message"
+            )
+        self._lanes.send([Outgoing.of(record, message.attempt, delay_sec)])
+        return RunOutcome(message.execution_id, outcome, f"sent back to the {record.lane} lane")
 
-    def _heartbeat(self, record: ExecutionRecord, stop: threading.Event) -> None:
-        """Extend the lease every `heartbeat_sec` until told to stop or the lease is lost."""
-        while not stop.wait(self._settings.heartbeat_sec):
-            expires = to_ms(self._clock.now() + timedelta(seconds=self._settings.lease_sec))
+    def _supervise(
+        self, record: ExecutionRecord, host: HostDeadline, keepalive: Callable[[], None] | None
+    ) -> RunOutcome:
+        wake = threading.Event()
+        stop = StopSignal()
+        answers: list[TargetResult] = []
+        started = time.monotonic()
+        timeout_at = started + record.timeout_sec
+        ctx = CallContext(
+            job_id=record.job_id,
+            execution_id=record.execution_id,
+            attempt=record.attempt,
+            scheduled_time=record.scheduled_time,
+            payload=record.payload,
+            timeout_sec=float(record.timeout_sec),
+            deadline=min(timeout_at, host.at),
+            stop=stop,
+        )
+
+        def call() -> None:
             try:
-                self._executions.transition(
-                    record.tenant_id,
-                    record.execution_id,
-                    Transition(
-                        expect=_fence(record),
-                        set={"lease_expires_at": expires, "check_at": expires},
-                        add={"heartbeat_seq": 1},
-                    ),
-                )
-            except ConflictError:
-                logger.warning("lease lost", execution_id=record.execution_id)
-                return
+                answers.append(self._targets.call(record.target, ctx))
+            except Exception as exc:  # noqa: BLE001 - a target's bug is this attempt's failure
+                logger.exception("target call raised", execution_id=record.execution_id)
+                answers.append(TargetResult("retryable", error=f"worker error: {exc!r}"))
+            finally:
+                wake.set()
+
+        threading.Thread(target=call, name=f"call-{record.execution_id}", daemon=True).start()
+        beat_at = started + self._settings.heartbeat_sec
+        with host.watch(wake):
+            while True:
+                # Cleared before looking, so an answer or a deadline change that lands after the
+                # look sets it again and the wait below returns at once instead of sleeping.
+                wake.clear()
+                if answers:
+                    return self._complete(record, answers[0])
+                now = time.monotonic()
+                if now >= host.at:
+                    stop.set("shutdown")
+                    return self._give_back(record)
+                if now >= timeout_at:
+                    stop.set("timeout")
+                    return self._complete(
+                        record,
+                        TargetResult(
+                            "retryable",
+                            error=f"timed out after {record.timeout_sec}s",
+                            duration_ms=int((now - started) * 1000),
+                        ),
+                    )
+                if now >= beat_at:
+                    current = self._heartbeat(record)
+                    if current is None:
+                        stop.set("lease_lost")
+                        return self._fenced(record)
+                    if current.cancel_requested:
+                        stop.set("cancelled")
+                        return self._cancel(record)
+                    if keepalive is not None:
+                        keepalive()
+                    beat_at = now + self._settings.heartbeat_sec
+                wake.wait(max(0.0, min(beat_at, timeout_at, host.at) - now))
+
+    def _heartbeat(self, record: ExecutionRecord) -> ExecutionRecord | None:
+        """Extend the lease; the execution as it is now, or None when the lease was lost.
+
+        A heartbeat that fails for another reason (throttled past botocore's retries, the
+        network) is tried again at the next beat: the lease outlives a few missed beats.
+        """
+        expires = to_ms(self._clock.now() + timedelta(seconds=self._settings.lease_sec))
+        try:
+            return self._executions.transition(
+                record.tenant_id,
+                record.execution_id,
+                Transition(
+                    expect=_fence(record),
+                    set={"lease_expires_at": expires, "check_at": expires},
+                    add={"heartbeat_seq": 1},
+                ),
+            )
+        except (ConflictError, NotFoundError):
+            logger.warning("lease lost", execution_id=record.execution_id)
+            return None
+        except (ClientError, BotoCoreError):
+            logger.exception("heartbeat failed", execution_id=record.execution_id)
+            return record
 
     def _complete(self, record: ExecutionRecord, result: TargetResult) -> RunOutcome:
         if result.outcome == "success":
             return self._finish(record, ExecState.SUCCEEDED, result, None)
         if result.outcome == "permanent":
             return self._finish(record, ExecState.FAILED, result, result.error)
+        if result.outcome == "unserved":
+            # Only a message from before lane messages named their handler gets this far.
+            return self._give_back(
+                record, outcome="unserved", reason=result.error, delay_sec=UNSERVED_DELAY_SEC
+            )
         if record.attempt >= record.max_attempts:
             return self._finish(record, ExecState.DEAD, result, result.error)
         return self._retry(record, result)
 
     def _attempt_entry(
-        self, record: ExecutionRecord, outcome: str, result: TargetResult, error: str | None
+        self,
+        record: ExecutionRecord,
+        outcome: str,
+        error: str | None,
+        result: TargetResult | None = None,
     ) -> dict[str, object]:
         entry: dict[str, object | None] = {
             "attempt": record.attempt,
@@ -172,8 +301,8 @@ class ExecutionRunner:
             "finished_at": format_time(self._clock.now()),
             "outcome": outcome,
             "error": error,
-            "status_code": result.status_code,
-            "duration_ms": result.duration_ms,
+            "status_code": result.status_code if result else None,
+            "duration_ms": result.duration_ms if result else None,
         }
         return {k: v for k, v in entry.items() if v is not None}
 
@@ -194,27 +323,42 @@ class ExecutionRunner:
                     expect=_fence(record),
                     set=values,
                     remove=OPEN_ATTRS,
-                    append_attempt=self._attempt_entry(record, state.value, result, error),
+                    append_attempt=self._attempt_entry(record, state.value, error, result),
                 ),
             )
         except ConflictError:
             return self._fenced(record)
-        self._jobs.record_outcome(
-            record.tenant_id, record.job_id, record.execution_id, state.value, now
-        )
-        if record.overlap != "allow":
-            self._jobs.release_slot(record.tenant_id, record.job_id, record.execution_id)
-        if record.overlap == "queue":
-            release_queued(
-                self._jobs,
-                self._executions,
-                self._lanes,
-                self._settings,
-                record.tenant_id,
-                record.job_id,
-                now,
-            )
+        self._after_terminal(record, state, now)
         return RunOutcome(record.execution_id, state.value, error or "", record.lag_ms)
+
+    def _cancel(self, record: ExecutionRecord) -> RunOutcome:
+        """Complete as cancelled: the call was told to stop and is no longer waited for."""
+        now = self._clock.now()
+        error = "cancelled while running"
+        try:
+            self._executions.transition(
+                record.tenant_id,
+                record.execution_id,
+                Transition(
+                    expect=_fence(record),
+                    set={
+                        "state": ExecState.CANCELLED,
+                        "finished_at": format_time(now),
+                        "error": error,
+                    },
+                    remove=OPEN_ATTRS,
+                    append_attempt=self._attempt_entry(record, ExecState.CANCELLED.value, error),
+                ),
+            )
+        except ConflictError:
+            return self._fenced(record)
+        self._after_terminal(record, ExecState.CANCELLED, now)
+        return RunOutcome(record.execution_id, ExecState.CANCELLED.value, error, record.lag_ms)
+
+    def _after_terminal(self, record: ExecutionRecord, state: ExecState, now: datetime) -> None:
+        after_terminal(
+            self._jobs, self._executions, self._lanes, self._settings, record, state, now
+        )
 
     def _retry(self, record: ExecutionRecord, result: TargetResult) -> RunOutcome:
         now = self._clock.now()
@@ -226,32 +370,83 @@ class ExecutionRunner:
         check_at = retry_at + timedelta(
             seconds=self._settings.pending_resend_after_sec if send_now else 0
         )
-        try:
-            self._executions.transition(
-                record.tenant_id,
-                record.execution_id,
-                Transition(
-                    expect=_fence(record),
-                    set={
-                        "state": ExecState.RETRY_WAIT,
-                        "attempt": record.attempt + 1,
-                        "retry_at": format_time(retry_at),
-                        "check_at": to_ms(check_at),
-                        "error": result.error,
-                    },
-                    remove=("lease_token", "lease_expires_at"),
-                    append_attempt=self._attempt_entry(record, "retry", result, result.error),
-                ),
-            )
-        except ConflictError:
-            return self._fenced(record)
+        written = self._write_unless_cancelled(
+            record,
+            Transition(
+                expect=_fence(record),
+                set={
+                    "state": ExecState.RETRY_WAIT,
+                    "attempt": record.attempt + 1,
+                    "retry_at": format_time(retry_at),
+                    "check_at": to_ms(check_at),
+                    "error": result.error,
+                },
+                remove=("lease_token", "lease_expires_at"),
+                append_attempt=self._attempt_entry(record, "retry", result.error, result),
+                extra_condition=NOT_CANCEL_REQUESTED,
+            ),
+        )
+        if isinstance(written, RunOutcome):
+            return written
         if send_now:
             self._lanes.send(
-                [Outgoing.of(record, record.attempt + 1, math.ceil(delay.total_seconds()))]
+                [Outgoing.of(written, record.attempt + 1, math.ceil(delay.total_seconds()))]
             )
         return RunOutcome(
             record.execution_id, ExecState.RETRY_WAIT.value, result.error or "", record.lag_ms
         )
+
+    def _give_back(
+        self,
+        record: ExecutionRecord,
+        *,
+        outcome: str = "given_back",
+        reason: str | None = "its worker had to stop before the call finished",
+        delay_sec: int = 0,
+    ) -> RunOutcome:
+        """Return a leased execution to its lane at the same attempt, for another worker."""
+        if outcome == "given_back":
+            earlier = sum(
+                1 for a in record.attempts if a.attempt == record.attempt and a.outcome == outcome
+            )
+            if earlier + 1 >= MAX_GIVE_BACKS:
+                return self._complete(
+                    record,
+                    TargetResult(
+                        "retryable",
+                        error=f"given back {MAX_GIVE_BACKS} times: the call does not finish "
+                        "within its worker's time",
+                    ),
+                )
+        check_at = self._clock.now() + timedelta(
+            seconds=delay_sec + self._settings.pending_resend_after_sec
+        )
+        written = self._write_unless_cancelled(
+            record,
+            Transition(
+                expect=_fence(record),
+                set={"state": ExecState.PENDING, "check_at": to_ms(check_at)},
+                remove=("lease_token", "lease_expires_at"),
+                append_attempt=self._attempt_entry(record, outcome, reason),
+                extra_condition=NOT_CANCEL_REQUESTED,
+            ),
+        )
+        if isinstance(written, RunOutcome):
+            return written
+        self._lanes.send([Outgoing.of(written, delay_sec=delay_sec)])
+        return RunOutcome(record.execution_id, outcome, reason or "", record.lag_ms)
+
+    def _write_unless_cancelled(
+        self, record: ExecutionRecord, change: Transition
+    ) -> ExecutionRecord | RunOutcome:
+        """A fenced write that must not apply once a cancel was asked for: then it cancels."""
+        try:
+            return self._executions.transition(record.tenant_id, record.execution_id, change)
+        except ConflictError as exc:
+            current = ExecutionRecord.from_item(exc.current) if exc.current else None
+            if current is not None and current.cancel_requested and _holds(current, record):
+                return self._cancel(record)
+            return self._fenced(record)
 
     def _fenced(self, record: ExecutionRecord) -> RunOutcome:
         """A stale report: the lease moved on. Count it on the execution, apply nothing."""
@@ -272,3 +467,12 @@ def _fence(record: ExecutionRecord) -> dict[str, object]:
         "attempt": record.attempt,
         "lease_token": record.lease_token,
     }
+
+
+def _holds(current: ExecutionRecord, record: ExecutionRecord) -> bool:
+    """Whether `record`'s lease is still the execution's current one."""
+    return (
+        current.state == ExecState.RUNNING
+        and current.attempt == record.attempt
+        and current.lease_token == record.lease_token
+    )

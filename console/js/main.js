@@ -1,0 +1,78 @@
+// The console's router: the hash names the page, and the page may ask to be refreshed.
+import { loadConfig, setToken } from "./api.js";
+import { h } from "./dom.js";
+import { overview } from "./views/overview.js";
+import { jobs } from "./views/jobs.js";
+import { job } from "./views/job.js";
+import { execution } from "./views/execution.js";
+import { deadLetters } from "./views/dead.js";
+
+const routes = [
+  [/^#?\/?$/, "overview", overview],
+  [/^#\/jobs$/, "jobs", jobs],
+  [/^#\/jobs\/([^/]+)$/, "jobs", job],
+  [/^#\/executions\/([^/]+)$/, "jobs", execution],
+  [/^#\/dead(?:\/(dead|failed))?$/, "dead", deadLetters],
+];
+
+const main = document.getElementById("main");
+let timer = null;
+let page = 0;
+
+// A view is `async (main, ...params) => ({refresh, every})`: it draws itself into `main`, and
+// `refresh` (if any) is called every `every` ms while the page is shown and no dialog is open.
+async function show() {
+  clearInterval(timer);
+  const current = ++page;
+  const [pattern, nav, view] = routes.find(([p]) => p.test(location.hash)) || [/^/, "", notFound];
+  const params = location.hash.match(pattern).slice(1).map((p) => p && decodeURIComponent(p));
+  for (const link of document.querySelectorAll("[data-nav]")) {
+    link.toggleAttribute("aria-current", link.dataset.nav === nav);
+  }
+  main.replaceChildren(h("p", { class: "muted" }, "Loading…"));
+  try {
+    const { refresh, every } = (await view(main, ...params)) || {};
+    stamp();
+    if (refresh && current === page) {
+      timer = setInterval(async () => {
+        if (document.querySelector("dialog[open]") || document.hidden) return;
+        try {
+          await refresh();
+          stamp();
+        } catch (error) {
+          document.getElementById("updated").textContent = `refresh failed: ${error.message}`;
+        }
+      }, every);
+    }
+  } catch (error) {
+    main.replaceChildren(h("div", { class: "error", role: "alert" },
+      h("h1", {}, error.status === 404 ? "Not found" : "Something went wrong"),
+      h("p", {}, error.message)));
+  }
+}
+
+async function notFound() {
+  throw Object.assign(new Error(`There is no page at ${location.hash}.`), { status: 404 });
+}
+
+function stamp() {
+  document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
+}
+
+async function start() {
+  const config = await loadConfig();
+  if (config.auth === "bearer") {
+    const form = document.getElementById("token-form");
+    form.hidden = false;
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      setToken(form.elements.token.value.trim());
+      form.reset();
+      show();
+    });
+  }
+  window.addEventListener("hashchange", show);
+  await show();
+}
+
+start();

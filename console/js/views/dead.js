@@ -1,0 +1,70 @@
+// Dead letters: the executions that need a person (dead: every attempt failed; failed: the
+// target ruled out a retry), with a bulk re-run.
+import { get, post, query } from "../api.js";
+import { act, confirmAction, h, table, toast, when } from "../dom.js";
+
+export async function deadLetters(main, state = "dead") {
+  const list = h("div");
+  const rerun = h("button", { class: "primary", disabled: true }, "Re-run selected");
+  const more = h("button", { hidden: true }, "Load more");
+  let cursor = null;
+
+  const selected = () => [...list.querySelectorAll("tbody input:checked")].map((box) => box.value);
+  const update = () => {
+    const count = selected().length;
+    rerun.disabled = count === 0;
+    rerun.textContent = count ? `Re-run ${count} selected` : "Re-run selected";
+  };
+
+  const row = (e) => h("tr", {},
+    h("td", {}, h("input", { type: "checkbox", value: e.id, "aria-label": `Select ${e.id}`, onchange: update })),
+    h("td", {}, h("a", { href: `#/executions/${e.id}`, class: "mono" }, e.id)),
+    h("td", {}, h("a", { href: `#/jobs/${e.job_id}` }, e.job_id)),
+    h("td", {}, when(e.finished_at)),
+    h("td", {}, `${e.attempt}/${e.max_attempts}`),
+    h("td", { class: "error-text" }, e.error || ""));
+
+  async function load(first) {
+    const page = await get("/v1/executions" + query({ state, limit: 50, cursor: first ? null : cursor }));
+    cursor = page.next_cursor;
+    more.hidden = !cursor;
+    if (first) {
+      const all = h("input", { type: "checkbox", "aria-label": "Select all", onchange: () => {
+        for (const box of list.querySelectorAll("tbody input")) box.checked = all.checked;
+        update();
+      } });
+      list.replaceChildren(page.items.length
+        ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, all),
+          ...["execution", "job", "finished", "attempts", "last error"].map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", {}, page.items.map(row)))
+        : table([], [], state === "dead" ? "No dead executions." : "No failed executions."));
+    } else {
+      list.querySelector("tbody").append(...page.items.map(row));
+    }
+    update();
+  }
+
+  rerun.addEventListener("click", () => act(rerun, async () => {
+    const ids = selected();
+    const ok = await confirmAction({
+      title: `Re-run ${ids.length} execution${ids.length > 1 ? "s" : ""}?`,
+      message: "Each goes back to pending with a fresh budget of attempts.",
+      action: "Re-run",
+    });
+    if (!ok) return;
+    const results = await Promise.allSettled(ids.map((id) => post(`/v1/executions/${id}/retry`)));
+    const failed = results.filter((r) => r.status === "rejected");
+    toast(`Re-ran ${ids.length - failed.length} of ${ids.length}` +
+      (failed.length ? `: ${failed[0].reason.message}` : ""), failed.length ? "error" : "info");
+    await load(true);
+  }));
+  more.addEventListener("click", () => act(more, () => load(false)));
+
+  main.replaceChildren(
+    h("div", { class: "title" }, h("h1", {}, "Dead letters"), rerun),
+    h("nav", { class: "tabs", "aria-label": "State" },
+      h("a", { href: "#/dead/dead", "aria-current": state === "dead" ? "page" : null }, "Dead"),
+      h("a", { href: "#/dead/failed", "aria-current": state === "failed" ? "page" : null }, "Failed")),
+    list, more);
+  await load(true);
+}

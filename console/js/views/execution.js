@@ -1,0 +1,64 @@
+// One execution: what happened on each attempt, and retry or cancel where its state allows.
+import { get, post } from "../api.js";
+import { act, badge, confirmAction, h, ms, table, toast, when } from "../dom.js";
+
+const RETRYABLE = ["dead", "failed", "cancelled"];
+const CANCELLABLE = ["pending", "queued", "running", "retry_wait"];
+const TERMINAL = ["succeeded", "failed", "dead", "skipped", "cancelled"];
+
+function button(label, confirm, work, danger = false) {
+  const el = h("button", { class: danger ? "danger" : "primary", onclick: () => act(el, async () => {
+    if (await confirmAction({ ...confirm, action: label, danger })) await work();
+  }) }, label);
+  return el;
+}
+
+export async function execution(main, id) {
+  const view = h("div");
+  main.replaceChildren(view);
+  let state = null;
+
+  async function redraw() {
+    const e = await get(`/v1/executions/${id}`);
+    state = e.state;
+    const actions = h("div", { class: "actions", role: "group", "aria-label": "Execution actions" },
+      RETRYABLE.includes(e.state) && button("Retry",
+        { title: "Run this execution again?", message: `It goes back to pending with a fresh budget of attempts (it has used ${e.attempt}).` },
+        async () => { await post(`/v1/executions/${id}/retry`); toast("Re-run requested"); await redraw(); }),
+      CANCELLABLE.includes(e.state) && button("Cancel",
+        { title: "Cancel this execution?", message: "It will not start again; a running attempt is asked to stop." },
+        async () => { await post(`/v1/executions/${id}/cancel`); toast("Cancel requested"); await redraw(); }, true));
+    const facts = [
+      ["job", h("a", { href: `#/jobs/${e.job_id}` }, e.job_id)],
+      ["scheduled", when(e.scheduled_time)],
+      ["trigger", e.trigger],
+      ["attempt", `${e.attempt} of ${e.max_attempts}`],
+      ["lane", e.lane],
+      ["started", when(e.started_at)],
+      ["finished", when(e.finished_at)],
+      ["start lag", ms(e.lag_ms)],
+      ["status code", e.status_code ?? "–"],
+      ["retry at", e.retry_at ? when(e.retry_at) : null],
+      ["reason", e.reason],
+      ["stale reports fenced", e.fenced_reports || null],
+    ].filter(([, v]) => v !== null && v !== undefined && v !== "");
+    view.replaceChildren(
+      h("div", { class: "title" },
+        h("div", {}, h("p", { class: "crumbs" }, h("a", { href: `#/jobs/${e.job_id}` }, "Job"), " / execution"),
+          h("h1", {}, h("span", { class: "mono" }, e.id), " ", badge(e.state))),
+        actions),
+      e.error ? h("div", { class: "error", role: "alert" }, h("strong", {}, "Error: "), e.error) : null,
+      h("section", { class: "panel" }, h("dl", { class: "pairs" }, facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]))),
+      h("section", { "aria-label": "Attempts" }, h("h2", {}, "Attempts"),
+        table(["#", "outcome", "started", "finished", "duration", "status", "error"],
+          e.attempts.map((a) => h("tr", {},
+            h("td", {}, String(a.attempt)), h("td", {}, badge(a.outcome)), h("td", {}, when(a.started_at)),
+            h("td", {}, when(a.finished_at)), h("td", {}, ms(a.duration_ms)),
+            h("td", {}, a.status_code ?? "–"), h("td", { class: "error-text" }, a.error || ""))),
+          "No attempt has finished yet.")));
+  }
+
+  await redraw();
+  // A finished execution changes only when someone acts on it, which redraws it anyway.
+  return { refresh: () => (TERMINAL.includes(state) ? Promise.resolve() : redraw()), every: 2000 };
+}

@@ -1,0 +1,1 @@
+"""Runnable examples of takt's public modules (see examples/README.md)."""

@@ -1,0 +1,397 @@
+"""The estimated fixed monthly cost of an idle takt deployment, from its synthesized templates.
+
+Idle means no jobs: what a deployment costs by merely running. The scheduler and the watchdog
+loop all the time, so their compute and the DynamoDB reads of their polling are the bulk of it;
+then come alarms, the dashboard and the KMS key, and the Fargate worker when it is on. The reads
+are not estimated by hand: the library's own ticker and watchdog are driven through idle minutes
+against a DynamoDB stand-in that bills each call as DynamoDB does, so a change to how they poll
+changes the estimate. Everything else is read from the templates.
+
+`python -m infra.cost [cdk.out]` prints the tables after `make synth`; docs/DEPLOY.md shows them,
+and a test keeps the two equal. Prices are us-east-1 list prices without free tiers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from infra.functions import SCHEDULER
+from takt.aws import make_clients
+from takt.clock import SystemClock
+from takt.config import Settings
+from takt.wiring import Services
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+Template = Mapping[str, Any]
+
+HOURS_PER_MONTH = 730
+MINUTES_PER_MONTH = HOURS_PER_MONTH * 60
+# The watchdog function sweeps six times, `watchdogIntervalSec` apart (functions/watchdog).
+WATCHDOG_SWEEPS = 6
+# START, END and REPORT lines and one EMF document of a loop invocation (an estimate).
+LOG_BYTES_PER_LOOP_INVOCATION = 1500
+# Metrics the loops publish every tick or sweep even as zeros: the scheduler's Dispatched and
+# Skipped, the watchdog's PendingResent, LeaseExpired, RetriesReleased and Dead.
+IDLE_CUSTOM_METRICS = 6
+# An idle SQS event source mapping long-polls with about five pollers, each call waiting 20 s.
+ESM_RECEIVES_PER_MINUTE = 15
+# Container Insights' metrics for one service: about a dozen each at the cluster, service and
+# task-definition-family level (an estimate; they are billed as custom metrics).
+CONTAINER_INSIGHTS_METRICS = 35
+# `takt worker` long-polls each of its lanes, 20 s per call.
+WORKER_RECEIVES_PER_LANE_MINUTE = 3
+# The due-shard counts the what-if table shows.
+SHARD_COUNTS = (16, 32, 64, 128)
+# The Fargate worker's resources carry this in their logical ids; so do its alarms.
+FARGATE_MARK = "FargateWorker"
+
+
+@dataclass(frozen=True)
+class Price:
+    usd: float
+    unit: str
+
+
+PRICES = {
+    "lambda_gb_s": Price(0.0000133334, "Lambda arm64 compute, per GB-second"),
+    "lambda_request": Price(0.20e-6, "Lambda request"),
+    "read_unit": Price(0.125e-6, "DynamoDB on-demand read request unit"),
+    "write_unit": Price(0.625e-6, "DynamoDB on-demand write request unit"),
+    "alarm_metric": Price(0.10, "CloudWatch standard alarm, per metric it reads, per month"),
+    "dashboard": Price(3.00, "CloudWatch dashboard, per month"),
+    "custom_metric": Price(0.30, "CloudWatch custom metric, per month"),
+    "log_gb": Price(0.50, "CloudWatch Logs ingestion, per GB"),
+    "kms_key": Price(1.00, "KMS customer managed key, per month"),
+    "trace": Price(5.00e-6, "X-Ray trace recorded"),
+    "sqs_request": Price(0.40e-6, "SQS standard request"),
+    "vcpu_hour": Price(0.03238, "Fargate Linux/ARM, per vCPU-hour"),
+    "gb_hour": Price(0.00356, "Fargate Linux/ARM, per GB-hour"),
+    "nat_hour": Price(0.045, "NAT gateway, per hour"),
+    "ipv4_hour": Price(0.005, "public IPv4 address, per hour"),
+}
+
+
+@dataclass(frozen=True)
+class CostLine:
+    item: str
+    arithmetic: str
+    usd: float
+
+
+@dataclass(frozen=True)
+class IdleUnits:
+    """DynamoDB request units per idle minute."""
+
+    scheduler_reads: float
+    scheduler_writes: float
+    watchdog_reads: float
+
+
+class _IdleTables:
+    """A DynamoDB client for tables that hold nothing due and nothing open.
+
+    Each call is billed as DynamoDB bills it: a read of up to 4 KB costs one read unit when
+    strongly consistent and half of one otherwise, even when it finds nothing; a small write
+    costs one write unit. The only item an idle deployment writes is the ticker's watermark.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watermark: dict[str, Any] | None = None
+        self.read_units = 0.0
+        self.write_units = 0.0
+
+    def _read(self, request: Mapping[str, Any]) -> None:
+        with self._lock:
+            self.read_units += 1.0 if request.get("ConsistentRead") else 0.5
+
+    def query(self, **request: Any) -> dict[str, Any]:
+        self._read(request)
+        return {"Count": 0, "Items": []}
+
+    def get_item(self, **request: Any) -> dict[str, Any]:
+        self._read(request)
+        with self._lock:
+            return {"Item": self._watermark} if self._watermark else {}
+
+    def put_item(self, **request: Any) -> dict[str, Any]:
+        with self._lock:
+            self.write_units += 1.0
+            self._watermark = request["Item"]
+        return {}
+
+
+def idle_units(due_shards: int, open_shards: int) -> IdleUnits:
+    """Drive the real ticker and watchdog through an idle minute and count what it costs.
+
+    The ticker ticks on every second, as the scheduler function does, from the steady state of an
+    idle deployment: the watermark three minutes back, where the previous minute left it. The
+    watchdog's invocation is its six sweeps.
+    """
+    tables = _IdleTables()
+    settings = Settings(
+        due_shards=due_shards,
+        open_shards=open_shards,
+        claimer_mode="lambda",
+        claimer_function="claimer",
+        region="us-east-1",
+    )
+    # Real clients for everything else: an idle minute never calls them, and building them
+    # keeps this in step with whatever clients the services take.
+    clients = replace(make_clients(settings), dynamodb=cast("DynamoDBClient", tables))
+    services = Services(settings=settings, clients=clients, clock=SystemClock())
+    start = datetime(2030, 1, 1, tzinfo=UTC)
+    services.due.advance_watermark(start - timedelta(minutes=3))
+    reads, writes = tables.read_units, tables.write_units
+    for second in range(60):
+        services.ticker.tick(start + timedelta(seconds=second))
+    scheduler_reads, scheduler_writes = tables.read_units - reads, tables.write_units - writes
+    reads = tables.read_units
+    for sweep in range(WATCHDOG_SWEEPS):
+        services.watchdog.sweep(start + timedelta(seconds=sweep * settings.watchdog_interval_sec))
+    return IdleUnits(
+        scheduler_reads=scheduler_reads,
+        scheduler_writes=scheduler_writes,
+        watchdog_reads=tables.read_units - reads,
+    )
+
+
+def _resources(template: Template, resource_type: str) -> dict[str, dict[str, Any]]:
+    return {
+        logical_id: resource
+        for logical_id, resource in template.get("Resources", {}).items()
+        if resource["Type"] == resource_type
+    }
+
+
+def _function(template: Template, name: str) -> dict[str, Any]:
+    """The properties of the function built as `Functions/<Name>` (logical id plus a hash)."""
+    pattern = re.compile(f"^Functions{name.capitalize()}[0-9A-F]{{8}}$")
+    (properties,) = [
+        resource["Properties"]
+        for logical_id, resource in _resources(template, "AWS::Lambda::Function").items()
+        if pattern.match(logical_id)
+    ]
+    return properties
+
+
+def _variable(function: Mapping[str, Any], name: str) -> str:
+    return str(function["Environment"]["Variables"][name])
+
+
+def _alarm_metrics(alarm: Mapping[str, Any]) -> int:
+    """How many metrics an alarm reads: CloudWatch bills a metric-math alarm per metric."""
+    queries = alarm["Properties"].get("Metrics")
+    return sum(1 for query in queries if "MetricStat" in query) if queries else 1
+
+
+def _usd(amount: float) -> str:
+    return f"{amount:,.2f}"
+
+
+def _loop_compute(name: str, memory_mb: int, seconds: float) -> CostLine:
+    gb_s = memory_mb / 1024 * seconds * MINUTES_PER_MONTH
+    price = PRICES["lambda_gb_s"].usd
+    return CostLine(
+        f"{name} function, {memory_mb} MB, ~{seconds:g} s of every minute",
+        f"{memory_mb / 1024:g} GB × {seconds:g} s × {MINUTES_PER_MONTH:,} min "
+        f"= {gb_s:,.0f} GB-s × ${price:.10f}".rstrip("0"),
+        gb_s * price,
+    )
+
+
+def _reads(item: str, units_per_minute: float) -> CostLine:
+    monthly = units_per_minute * MINUTES_PER_MONTH
+    return CostLine(
+        item,
+        f"{units_per_minute:,g} RRU/min × {MINUTES_PER_MONTH:,} min "
+        f"= {monthly / 1e6:,.1f} M × $0.125/M",
+        monthly * PRICES["read_unit"].usd,
+    )
+
+
+def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
+    """What every deployment pays while idle (the Fargate worker's part excluded)."""
+    scheduler = _function(stateless, "scheduler")
+    watchdog = _function(stateless, "watchdog")
+    due_shards = int(_variable(scheduler, "TAKT_DUE_SHARDS"))
+    open_shards = int(_variable(watchdog, "TAKT_OPEN_SHARDS"))
+    interval = float(_variable(watchdog, "TAKT_WATCHDOG_INTERVAL_SEC"))
+    units = idle_units(due_shards, open_shards)
+    loops = 2 * MINUTES_PER_MONTH
+    alarms = {
+        logical_id: alarm
+        for template in (stateful, stateless)
+        for logical_id, alarm in _resources(template, "AWS::CloudWatch::Alarm").items()
+        if FARGATE_MARK not in logical_id
+    }
+    alarm_metrics = sum(_alarm_metrics(alarm) for alarm in alarms.values())
+    dashboards = len(_resources(stateless, "AWS::CloudWatch::Dashboard"))
+    keys = len(_resources(stateful, "AWS::KMS::Key"))
+    log_gb = loops * LOG_BYTES_PER_LOOP_INVOCATION / 1e9
+    mappings = len(_resources(stateless, "AWS::Lambda::EventSourceMapping"))
+    receives = mappings * ESM_RECEIVES_PER_MINUTE * MINUTES_PER_MONTH
+    return [
+        _loop_compute("scheduler", int(scheduler["MemorySize"]), 60),
+        _loop_compute(
+            "watchdog", int(watchdog["MemorySize"]), min((WATCHDOG_SWEEPS - 1) * interval, 60)
+        ),
+        CostLine(
+            "scheduler and watchdog invocations",
+            f"2 × {MINUTES_PER_MONTH:,} = {loops:,} requests × $0.20/M",
+            loops * PRICES["lambda_request"].usd,
+        ),
+        _reads(f"scheduler's probes of the due index (N = {due_shards})", units.scheduler_reads),
+        _reads(f"watchdog's sweeps of the open index ({open_shards} shards)", units.watchdog_reads),
+        CostLine(
+            "ticker watermark writes",
+            f"{units.scheduler_writes:g} WRU/min × {MINUTES_PER_MONTH:,} min × $0.625/M",
+            units.scheduler_writes * MINUTES_PER_MONTH * PRICES["write_unit"].usd,
+        ),
+        CostLine(
+            f"CloudWatch alarms ({len(alarms)})",
+            f"{alarm_metrics} metrics read × $0.10",
+            alarm_metrics * PRICES["alarm_metric"].usd,
+        ),
+        CostLine(
+            "CloudWatch dashboard", f"{dashboards} × $3.00", dashboards * PRICES["dashboard"].usd
+        ),
+        CostLine(
+            "custom metrics the loops publish as zeros",
+            f"{IDLE_CUSTOM_METRICS} × $0.30",
+            IDLE_CUSTOM_METRICS * PRICES["custom_metric"].usd,
+        ),
+        CostLine("KMS key of the alarm topic", f"{keys} × $1.00", keys * PRICES["kms_key"].usd),
+        CostLine(
+            "log ingestion of the loops",
+            f"{loops:,} invocations × ~{LOG_BYTES_PER_LOOP_INVOCATION:,} B "
+            f"= {log_gb:.2f} GB × $0.50",
+            log_gb * PRICES["log_gb"].usd,
+        ),
+        CostLine(
+            "X-Ray traces of the loops",
+            f"{loops:,} traces × $5.00/M",
+            loops * PRICES["trace"].usd,
+        ),
+        CostLine(
+            f"SQS long polls of the worker's {mappings} event sources",
+            f"{mappings} × ~{ESM_RECEIVES_PER_MINUTE}/min × {MINUTES_PER_MONTH:,} min "
+            f"= {receives / 1e6:.2f} M × $0.40/M",
+            receives * PRICES["sqs_request"].usd,
+        ),
+    ]
+
+
+def fargate_lines(stateless: Template) -> list[CostLine]:
+    """What the Fargate worker adds while idle; empty when it is off."""
+    (service,) = _resources(stateless, "AWS::ECS::Service").values() or [None]
+    if service is None:
+        return []
+    (task,) = _resources(stateless, "AWS::ECS::TaskDefinition").values()
+    targets = list(_resources(stateless, "AWS::ApplicationAutoScaling::ScalableTarget").values())
+    tasks = (
+        int(targets[0]["Properties"]["MinCapacity"])
+        if targets
+        else int(service["Properties"]["DesiredCount"])
+    )
+    vcpu = int(task["Properties"]["Cpu"]) / 1024
+    memory_gb = int(task["Properties"]["Memory"]) / 1024
+    task_hour = vcpu * PRICES["vcpu_hour"].usd + memory_gb * PRICES["gb_hour"].usd
+    nat_gateways = len(_resources(stateless, "AWS::EC2::NatGateway"))
+    addresses = len(_resources(stateless, "AWS::EC2::EIP"))
+    alarms = [
+        alarm
+        for logical_id, alarm in _resources(stateless, "AWS::CloudWatch::Alarm").items()
+        if FARGATE_MARK in logical_id
+    ]
+    alarm_metrics = sum(_alarm_metrics(alarm) for alarm in alarms)
+    command = task["Properties"]["ContainerDefinitions"][0]["Command"]
+    lanes = len(command[command.index("--lanes") + 1].split(","))
+    receives = tasks * lanes * WORKER_RECEIVES_PER_LANE_MINUTE * MINUTES_PER_MONTH
+    return [
+        CostLine(
+            f"Fargate tasks ({tasks} at minimum, {vcpu:g} vCPU, {memory_gb:g} GB, arm64)",
+            f"{tasks} × ({vcpu:g} × $0.03238 + {memory_gb:g} × $0.00356) × {HOURS_PER_MONTH} h",
+            tasks * task_hour * HOURS_PER_MONTH,
+        ),
+        CostLine(
+            "NAT gateway",
+            f"{nat_gateways} × $0.045 × {HOURS_PER_MONTH} h",
+            nat_gateways * PRICES["nat_hour"].usd * HOURS_PER_MONTH,
+        ),
+        CostLine(
+            "its public IPv4 address",
+            f"{addresses} × $0.005 × {HOURS_PER_MONTH} h",
+            addresses * PRICES["ipv4_hour"].usd * HOURS_PER_MONTH,
+        ),
+        CostLine(
+            "Container Insights",
+            f"~{CONTAINER_INSIGHTS_METRICS} metrics × $0.30",
+            CONTAINER_INSIGHTS_METRICS * PRICES["custom_metric"].usd,
+        ),
+        CostLine(
+            f"alarms of the worker ({len(alarms)}: scaling and not running)",
+            f"{alarm_metrics} metrics read × $0.10",
+            alarm_metrics * PRICES["alarm_metric"].usd,
+        ),
+        CostLine(
+            "the worker's SQS long polls",
+            f"{tasks} × {lanes} lanes × {WORKER_RECEIVES_PER_LANE_MINUTE}/min × "
+            f"{MINUTES_PER_MONTH:,} min = {receives / 1e6:.2f} M × $0.40/M",
+            receives * PRICES["sqs_request"].usd,
+        ),
+    ]
+
+
+def shard_count_table(shard_counts: tuple[int, ...]) -> str:
+    """What the scheduler costs idle at other due-shard counts: its memory follows N (see
+    `SCHEDULER`), and so do its probes; everything else stays as in the main table."""
+    rows = [
+        "| N (`dueShards`) | scheduler memory | scheduler compute | probe reads | together |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for shards in shard_counts:
+        memory_mb = SCHEDULER.memory_for(shards)
+        compute = _loop_compute("scheduler", memory_mb, 60).usd
+        reads = _reads("probes", idle_units(shards, 1).scheduler_reads).usd
+        rows.append(
+            f"| {shards} | {memory_mb} MB | {_usd(compute)} | {_usd(reads)} "
+            f"| {_usd(compute + reads)} |"
+        )
+    return "\n".join(rows)
+
+
+def render(lines: list[CostLine]) -> str:
+    """A Markdown table of the lines and their total."""
+    rows = ["| item | arithmetic | USD / month |", "|---|---|---:|"]
+    rows += [f"| {line.item} | {line.arithmetic} | {_usd(line.usd)} |" for line in lines]
+    rows.append(f"| **total** | | **{_usd(sum(line.usd for line in lines))}** |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str]) -> None:
+    """Print the tables for the templates in a cdk.out directory (`make synth` writes one)."""
+    out = Path(argv[1] if len(argv) > 1 else "cdk.out")
+    stateful = json.loads((out / "TaktStateful.template.json").read_text())
+    stateless = json.loads((out / "TaktStateless.template.json").read_text())
+    print(render(base_lines(stateful, stateless)))
+    extra = fargate_lines(stateless)
+    if extra:
+        print("\nThe Fargate worker adds:\n")
+        print(render(extra))
+    print("\nThe scheduler at other shard counts:\n")
+    print(shard_count_table(SHARD_COUNTS))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

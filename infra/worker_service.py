@@ -1,0 +1,290 @@
+"""The optional Fargate worker: `takt worker` as an ECS service, for executions longer than Lambda's
+15 minutes.
+
+It runs the same worker loop as the worker function, reads the same `TAKT_*` environment and
+holds the same grants, and it is the only consumer of the lanes it serves: the worker function
+stops consuming them (see `Triggers`), because a run longer than the function's timeout would
+fail there every time. The image is a CDK asset built by `cdk deploy`; synthesis only copies its
+build context into cdk.out, so `cdk synth` needs no Docker.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, IgnoreMode
+from aws_cdk import aws_applicationautoscaling as autoscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
+from constructs import Construct
+
+from infra.context import DeployConfig, FargateWorkerConfig, settings_env_var
+from infra.functions import LOG_RETENTION, WORKER, grant_data_access
+from infra.lanes import Lanes
+from infra.layer import PROJECT_ROOT
+from infra.tables import Tables
+
+IMAGE_DIR = PROJECT_ROOT / "infra" / "worker_image"
+DOCKERFILE = IMAGE_DIR / "Dockerfile"
+# Fargate's longest grace between SIGTERM and SIGKILL: a stopping task finishes what it runs.
+STOP_TIMEOUT = Duration.seconds(120)
+# Scale in only after the served lanes held no message, waiting or running, this long.
+SCALE_IN_IDLE_MINUTES = 15
+MINUTE = Duration.minutes(1)
+
+
+def image_exclude() -> list[str]:
+    """The asset's exclude list: the patterns of the Dockerfile's own ignore file.
+
+    One allow-list serves the CDK asset and a manual `docker build`, so cdk.out, .venv and
+    node_modules are never copied into the build context.
+    """
+    lines = (IMAGE_DIR / "Dockerfile.dockerignore").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+
+def worker_command(lanes: tuple[str, ...]) -> list[str]:
+    """The container's command: the worker loop on the lanes this service serves."""
+    return ["takt", "worker", "--lanes", ",".join(lanes)]
+
+
+def lane_messages(
+    lanes: Lanes, served: tuple[str, ...], *, include_in_flight: bool
+) -> cloudwatch.MathExpression:
+    """Messages in the served lanes: those waiting, and with `include_in_flight` those running."""
+    counts: dict[str, cloudwatch.IMetric] = {}
+    for i, lane in enumerate(served):
+        queue = lanes.lanes[lane].queue
+        counts[f"waiting{i}"] = queue.metric_approximate_number_of_messages_visible(
+            period=MINUTE, statistic="Maximum"
+        )
+        if include_in_flight:
+            counts[f"running{i}"] = queue.metric_approximate_number_of_messages_not_visible(
+                period=MINUTE, statistic="Maximum"
+            )
+    return cloudwatch.MathExpression(
+        expression=" + ".join(f"FILL({metric_id}, 0)" for metric_id in counts),
+        using_metrics=counts,
+        period=MINUTE,
+        label="Messages running" if include_in_flight else "Messages waiting",
+    )
+
+
+class FargateWorker(Construct):
+    """A Container Insights cluster and an arm64 Fargate service in private subnets.
+
+    Scaling follows the served lanes: a task is added for each minute a message waits, and one is
+    removed only after the lanes held nothing, waiting or in flight, for SCALE_IN_IDLE_MINUTES,
+    so scale-in does not pick a task in the middle of a long run (the worker holds a message in
+    flight while it runs it).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        tables: Tables,
+        lanes: Lanes,
+        environment: dict[str, str],
+        config: DeployConfig,
+        worker: FargateWorkerConfig,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.worker = worker
+        vpc = self._vpc(worker.vpc_id)
+        self.cluster = ecs.Cluster(
+            self, "Cluster", vpc=vpc, container_insights_v2=ecs.ContainerInsights.ENABLED
+        )
+        task = ecs.FargateTaskDefinition(
+            self,
+            "Task",
+            cpu=worker.cpu,
+            memory_limit_mib=worker.memory_mib,
+            runtime_platform=ecs.RuntimePlatform(
+                cpu_architecture=ecs.CpuArchitecture.ARM64,
+                operating_system_family=ecs.OperatingSystemFamily.LINUX,
+            ),
+        )
+        grant_data_access(WORKER, task.task_role, tables, lanes)
+        for lane in worker.lanes:
+            lanes.lanes[lane].queue.grant_consume_messages(task.task_role)
+
+        secrets: dict[str, ecs.Secret] = {}
+        if config.signing_secret_name:
+            # Injected by ECS at task start: the value is in neither the template nor the task
+            # definition, and only the execution role may read it.
+            signing_secret = secretsmanager.Secret.from_secret_name_v2(
+                self, "SigningSecret", config.signing_secret_name
+            )
+            secrets[settings_env_var("signing_secret")] = ecs.Secret.from_secrets_manager(
+                signing_secret
+            )
+        self.container = task.add_container(
+            "Worker",
+            image=ecs.ContainerImage.from_asset(
+                str(PROJECT_ROOT),
+                file=str(DOCKERFILE.relative_to(PROJECT_ROOT)),
+                platform=ecr_assets.Platform.LINUX_ARM64,
+                exclude=image_exclude(),
+                ignore_mode=IgnoreMode.DOCKER,
+            ),
+            command=worker_command(worker.lanes),
+            environment=environment,
+            secrets=secrets or None,
+            logging=ecs.LogDrivers.aws_logs(
+                stream_prefix="worker",
+                log_group=logs.LogGroup(self, "Logs", retention=LOG_RETENTION),
+            ),
+            stop_timeout=STOP_TIMEOUT,
+            # An init process as PID 1 hands SIGTERM to the worker and reaps what it leaves.
+            linux_parameters=ecs.LinuxParameters(self, "Linux", init_process_enabled=True),
+        )
+        security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=vpc,
+            description="takt Fargate worker: no inbound; outbound to AWS APIs and HTTP targets",
+            allow_all_outbound=True,
+        )
+        self.service = ecs.FargateService(
+            self,
+            "Service",
+            cluster=self.cluster,
+            task_definition=task,
+            # Fixed size only without autoscaling: a deployment would otherwise reset the count.
+            desired_count=worker.min_tasks if worker.min_tasks == worker.max_tasks else None,
+            min_healthy_percent=100,
+            max_healthy_percent=200,
+            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+            security_groups=[security_group],
+            assign_public_ip=False,
+            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
+        )
+        if worker.max_tasks > worker.min_tasks:
+            self._autoscale(lanes)
+        self._suppress_findings(task, reads_secret=bool(secrets))
+
+    def _vpc(self, vpc_id: str | None) -> ec2.IVpc:
+        """The given VPC (looked up at synth), or two AZs with one NAT gateway and flow logs.
+
+        One NAT gateway, not one per AZ: the worker needs egress for HTTP targets and AWS APIs,
+        and a second gateway would double the largest fixed cost for availability the lanes
+        already give (a message waits while a task restarts). DynamoDB and S3 (image layers)
+        go through free gateway endpoints rather than the NAT gateway.
+        """
+        if vpc_id is not None:
+            return ec2.Vpc.from_lookup(self, "Vpc", vpc_id=vpc_id)
+        flow_logs = logs.LogGroup(self, "FlowLogs", retention=LOG_RETENTION)
+        return ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=1,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(
+                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
+                ),
+                ec2.SubnetConfiguration(
+                    name="Workers", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20
+                ),
+            ],
+            gateway_endpoints={
+                "DynamoDb": ec2.GatewayVpcEndpointOptions(
+                    service=ec2.GatewayVpcEndpointAwsService.DYNAMODB
+                ),
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3),
+            },
+            flow_logs={
+                "FlowLogs": ec2.FlowLogOptions(
+                    destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs),
+                    traffic_type=ec2.FlowLogTrafficType.ALL,
+                )
+            },
+        )
+
+    def _autoscale(self, lanes: Lanes) -> None:
+        scaling = self.service.auto_scale_task_count(
+            min_capacity=self.worker.min_tasks, max_capacity=self.worker.max_tasks
+        )
+        scaling.scale_on_metric(
+            "ScaleOutOnWaitingMessages",
+            metric=lane_messages(lanes, self.worker.lanes, include_in_flight=False),
+            scaling_steps=[
+                autoscaling.ScalingInterval(upper=0, change=0),
+                autoscaling.ScalingInterval(lower=1, change=1),
+            ],
+            adjustment_type=autoscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            evaluation_periods=1,
+            cooldown=MINUTE,
+        )
+        scaling.scale_on_metric(
+            "ScaleInWhenIdle",
+            metric=lane_messages(lanes, self.worker.lanes, include_in_flight=True),
+            scaling_steps=[
+                autoscaling.ScalingInterval(upper=0, change=-1),
+                autoscaling.ScalingInterval(lower=1, change=0),
+            ],
+            adjustment_type=autoscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            evaluation_periods=SCALE_IN_IDLE_MINUTES,
+            cooldown=Duration.minutes(SCALE_IN_IDLE_MINUTES),
+        )
+
+    def _suppress_findings(self, task: ecs.FargateTaskDefinition, *, reads_secret: bool) -> None:
+        """Suppress the cdk-nag findings the service cannot avoid, each for a reason."""
+        NagSuppressions.add_resource_suppressions(
+            task,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-ECS2",
+                    reason=(
+                        "The environment holds only table names, queue URLs, the region and "
+                        "tuning numbers, the same configuration the functions get; the one "
+                        "secret (the signing secret) is injected from Secrets Manager."
+                    ),
+                )
+            ],
+        )
+        NagSuppressions.add_resource_suppressions(
+            task.task_role,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason=(
+                        "DynamoDB grants cover a table's indexes as '<table>/index/*': the "
+                        "executions table's sparse indexes let the worker find executions "
+                        "without a scan, as the worker function does."
+                    ),
+                    applies_to=[RegexAppliesTo(regex="/^Resource::.*\\/index\\/\\*$/g")],
+                )
+            ],
+            apply_to_children=True,
+        )
+        execution_role = task.obtain_execution_role()
+        wildcards = [
+            NagPackSuppression(
+                id="AwsSolutions-IAM5",
+                reason=(
+                    "ecr:GetAuthorizationToken accepts no resource-level permission; the image "
+                    "pull itself is limited to the CDK asset repository."
+                ),
+                applies_to=["Resource::*"],
+            )
+        ]
+        if reads_secret:
+            wildcards.append(
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason=(
+                        "A secret's ARN ends in six random characters Secrets Manager adds; the "
+                        "grant names the secret and matches only that suffix ('-??????')."
+                    ),
+                    applies_to=[
+                        RegexAppliesTo(regex="/^Resource::.*:secret:.*-\\?\\?\\?\\?\\?\\?$/g")
+                    ],
+                )
+            )
+        NagSuppressions.add_resource_suppressions(execution_role, wildcards, apply_to_children=True)

@@ -1,0 +1,36 @@
+"""Routes an execution's stored `target` to the code that calls that kind of target."""
+
+from __future__ import annotations
+
+from takt.handlers import Registry
+from takt.targets.base import CallContext, TargetResult
+from takt.targets.handler import HandlerTarget
+from takt.targets.http import HttpTarget
+from takt.targets.publish import QueueTopicTarget
+from takt.targets.spec import HandlerSpec, HttpSpec, parse_target
+
+
+class TargetRouter:
+    """Every target kind a worker can call. Without a registry no handler is served here: their
+    executions wait for a worker that serves them."""
+
+    def __init__(
+        self, http: HttpTarget, publisher: QueueTopicTarget, handlers: Registry | None = None
+    ) -> None:
+        self._http = http
+        self._publisher = publisher
+        self._handlers = HandlerTarget(handlers or Registry())
+
+    def serves(self, handler: str) -> bool:
+        return self._handlers.serves(handler)
+
+    def call(self, target: str, ctx: CallContext) -> TargetResult:
+        try:
+            spec = parse_target(target)
+        except ValueError as exc:
+            return TargetResult("permanent", error=f"unsupported target: {exc}")
+        if isinstance(spec, HttpSpec):
+            return self._http.call(spec.url, ctx)
+        if isinstance(spec, HandlerSpec):
+            return self._handlers.call(spec.name, ctx)
+        return self._publisher.call(spec, ctx)

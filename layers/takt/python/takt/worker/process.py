@@ -1,0 +1,210 @@
+"""`takt worker`: a long-running process that polls the lanes and runs executions (the Fargate
+shape, for jobs longer than Lambda's 15 minutes), with the same runner as the worker Lambda.
+
+Lanes. Each receive round starts with the lane a smooth weighted round-robin picks (weights
+`high` 4, `default` 2, `low` 1) and falls through the others in priority order when it is empty.
+With every lane busy, rounds start 4:2:1, so `low` still gets a seventh of them and never starves;
+with `high` empty, its share goes to the lanes below. When a round finds every lane empty, the
+worker long-polls the round's first lane for `IDLE_WAIT_SEC` before the next round, so an idle
+worker costs a few requests a second and a new message waits at most about that long.
+
+Messages. A worker receives only as many messages as it has free slots (`--concurrency`): a
+prefetched message would sit invisible while another worker could run it. A message is received
+with a visibility of twice the lease, and every heartbeat extends it again, so a long run's
+message never reaches a second worker while the first holds the lease; if the worker dies, the
+message reappears soon after the lease expires (by then the watchdog has sent the next attempt,
+and the old message is dropped as stale). After a run the message is deleted whatever the
+outcome, because every outcome is recorded on the execution or sent on as a fresh message. An
+infrastructure error (DynamoDB unreachable) leaves the message to reappear after
+`INFRA_RETRY_SEC`.
+
+Shutdown (SIGTERM, as ECS sends it). The worker stops receiving; running executions may finish
+until the grace period ends, and the runner then gives each one back (pending again at the same
+attempt, with a fresh message) for another worker. A message received after the stop is made
+visible again at once.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from pydantic import ValidationError
+
+from takt.config import LANES, Settings
+from takt.dispatch.lanes import LaneMessage
+from takt.observability import logger
+from takt.worker.deadline import HostDeadline
+from takt.worker.runner import ExecutionRunner
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+DEFAULT_WEIGHTS: Mapping[str, int] = {"high": 4, "default": 2, "low": 1}
+IDLE_WAIT_SEC = 1
+INFRA_RETRY_SEC = 5
+MAX_RECEIVE = 10
+
+
+class LanePicker:
+    """Which lane each receive round tries first: smooth weighted round-robin.
+
+    Every round each lane's credit grows by its weight; the lane with the most credit is picked
+    and pays back the total, so over a cycle each lane is picked in proportion to its weight,
+    evenly spread rather than in bursts. `lanes` is in priority order.
+    """
+
+    def __init__(self, lanes: tuple[str, ...], weights: Mapping[str, int]) -> None:
+        self._lanes = lanes
+        self._weights = {lane: max(1, weights.get(lane, 1)) for lane in lanes}
+        self._credit = dict.fromkeys(lanes, 0)
+        self._total = sum(self._weights.values())
+
+    def order(self) -> list[str]:
+        """The lanes in the order this round tries them: the picked one, then by priority."""
+        for lane in self._lanes:
+            self._credit[lane] += self._weights[lane]
+        picked = max(self._lanes, key=lambda lane: self._credit[lane])
+        self._credit[picked] -= self._total
+        return [picked, *(lane for lane in self._lanes if lane != picked)]
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    lanes: tuple[str, ...] = LANES
+    concurrency: int = 4
+    grace_sec: float = 25.0
+    weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+
+
+class WorkerProcess:
+    def __init__(
+        self,
+        settings: Settings,
+        sqs: SQSClient,
+        runner: ExecutionRunner,
+        options: WorkerOptions,
+    ) -> None:
+        self._settings = settings
+        self._sqs = sqs
+        self._runner = runner
+        self._options = options
+        self._urls = {lane: settings.lane_url(lane) for lane in options.lanes}
+        self._picker = LanePicker(options.lanes, options.weights)
+        self._visibility = max(1, math.ceil(2 * settings.lease_sec))
+        self._host = HostDeadline()
+        self._stopping = threading.Event()
+        self._slots = threading.Condition()
+        self._busy = 0
+        self.processed = 0
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    def stop(self) -> None:
+        """Stop taking work; running executions have `grace_sec` left, then are given back."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self._host.set(time.monotonic() + self._options.grace_sec)
+        with self._slots:
+            self._slots.notify_all()
+
+    def run(self) -> None:
+        """Poll and run until `stop`, then wait for the runs in progress to end."""
+        with ThreadPoolExecutor(self._options.concurrency, thread_name_prefix="slot") as pool:
+            while not self._stopping.is_set():
+                free = self._free_slots()
+                if free == 0:
+                    continue
+                try:
+                    lane, messages = self._receive(free)
+                except (ClientError, BotoCoreError):
+                    logger.exception("receiving from the lanes failed")
+                    self._stopping.wait(IDLE_WAIT_SEC)
+                    continue
+                for message in messages:
+                    if self._stopping.is_set():
+                        self._change_visibility(lane, message["ReceiptHandle"], 0)
+                        continue
+                    with self._slots:
+                        self._busy += 1
+                    pool.submit(self._run, lane, message)
+
+    def _free_slots(self) -> int:
+        with self._slots:
+            while self._busy >= self._options.concurrency and not self._stopping.is_set():
+                self._slots.wait()
+            return 0 if self._stopping.is_set() else self._options.concurrency - self._busy
+
+    def _receive(self, free: int) -> tuple[str, list[Any]]:
+        order = self._picker.order()
+        for lane in order:
+            messages = self._receive_from(lane, free, wait_sec=0)
+            if messages:
+                return lane, messages
+        return order[0], self._receive_from(order[0], free, wait_sec=IDLE_WAIT_SEC)
+
+    def _receive_from(self, lane: str, free: int, wait_sec: int) -> list[Any]:
+        resp = self._sqs.receive_message(
+            QueueUrl=self._urls[lane],
+            MaxNumberOfMessages=min(MAX_RECEIVE, free),
+            WaitTimeSeconds=wait_sec,
+            VisibilityTimeout=self._visibility,
+        )
+        return list(resp.get("Messages", []))
+
+    def _run(self, lane: str, received: dict[str, Any]) -> None:
+        try:
+            self._handle(lane, received)
+        finally:
+            with self._slots:
+                self._busy -= 1
+                self.processed += 1
+                self._slots.notify_all()
+
+    def _handle(self, lane: str, received: dict[str, Any]) -> None:
+        receipt = received["ReceiptHandle"]
+        try:
+            message = LaneMessage.model_validate_json(received["Body"])
+        except ValidationError:
+            # Not ours to judge: left alone, it ends in the lane's dead-letter queue.
+            logger.error("not a lane message", message_id=received.get("MessageId"))
+            return
+        try:
+            outcome = self._runner.process(
+                message,
+                host=self._host,
+                keepalive=lambda: self._change_visibility(lane, receipt, self._visibility),
+            )
+        except Exception:  # noqa: BLE001 - one message's infrastructure error must not end the slot
+            logger.exception("execution not processed", execution_id=message.execution_id)
+            self._change_visibility(lane, receipt, INFRA_RETRY_SEC)
+            return
+        logger.info(
+            "execution processed",
+            execution_id=message.execution_id,
+            attempt=message.attempt,
+            state=outcome.state,
+            detail=outcome.detail,
+        )
+        try:
+            self._sqs.delete_message(QueueUrl=self._urls[lane], ReceiptHandle=receipt)
+        except (ClientError, BotoCoreError):
+            # It comes back and is dropped as a duplicate: the outcome is already recorded.
+            logger.warning("message not deleted", execution_id=message.execution_id)
+
+    def _change_visibility(self, lane: str, receipt: str, seconds: int) -> None:
+        try:
+            self._sqs.change_message_visibility(
+                QueueUrl=self._urls[lane], ReceiptHandle=receipt, VisibilityTimeout=seconds
+            )
+        except (ClientError, BotoCoreError):
+            logger.warning("message visibility not changed", lane=lane, seconds=seconds)
