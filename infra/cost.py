@@ -182,7 +182,7 @@ def _function(template: Template, name: str) -> dict[str, Any]:
         for logical_id, resource in _resources(template, "AWS::Lambda::Function").items()
         if pattern.match(logical_id)
     ]
-    return properties
+    return cast(dict[str, Any], properties)
 
 
 def _variable(function: Mapping[str, Any], name: str) -> str:
@@ -204,8 +204,8 @@ def _loop_compute(name: str, memory_mb: int, seconds: float) -> CostLine:
     price = PRICES["lambda_gb_s"].usd
     return CostLine(
         f"{name} function, {memory_mb} MB, ~{seconds:g} s of every minute",
-        f"{memory_mb / 1024:g} GB × {seconds:g} s × {MINUTES_PER_MONTH:,} min "
-        f"= {gb_s:,.0f} GB-s × ${price:.10f}".rstrip("0"),
+        f"{memory_mb / 1024:g} GB x {seconds:g} s x {MINUTES_PER_MONTH:,} min "
+        f"= {gb_s:,.0f} GB-s x ${price:.10f}".rstrip("0"),
         gb_s * price,
     )
 
@@ -214,8 +214,8 @@ def _reads(item: str, units_per_minute: float) -> CostLine:
     monthly = units_per_minute * MINUTES_PER_MONTH
     return CostLine(
         item,
-        f"{units_per_minute:,g} RRU/min × {MINUTES_PER_MONTH:,} min "
-        f"= {monthly / 1e6:,.1f} M × $0.125/M",
+        f"{units_per_minute:,g} RRU/min x {MINUTES_PER_MONTH:,} min "
+        f"= {monthly / 1e6:,.1f} M x $0.125/M",
         monthly * PRICES["read_unit"].usd,
     )
 
@@ -248,45 +248,45 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
         ),
         CostLine(
             "scheduler and watchdog invocations",
-            f"2 × {MINUTES_PER_MONTH:,} = {loops:,} requests × $0.20/M",
+            f"2 x {MINUTES_PER_MONTH:,} = {loops:,} requests x $0.20/M",
             loops * PRICES["lambda_request"].usd,
         ),
         _reads(f"scheduler's probes of the due index (N = {due_shards})", units.scheduler_reads),
         _reads(f"watchdog's sweeps of the open index ({open_shards} shards)", units.watchdog_reads),
         CostLine(
             "ticker watermark writes",
-            f"{units.scheduler_writes:g} WRU/min × {MINUTES_PER_MONTH:,} min × $0.625/M",
+            f"{units.scheduler_writes:g} WRU/min x {MINUTES_PER_MONTH:,} min x $0.625/M",
             units.scheduler_writes * MINUTES_PER_MONTH * PRICES["write_unit"].usd,
         ),
         CostLine(
             f"CloudWatch alarms ({len(alarms)})",
-            f"{alarm_metrics} metrics read × $0.10",
+            f"{alarm_metrics} metrics read x $0.10",
             alarm_metrics * PRICES["alarm_metric"].usd,
         ),
         CostLine(
-            "CloudWatch dashboard", f"{dashboards} × $3.00", dashboards * PRICES["dashboard"].usd
+            "CloudWatch dashboard", f"{dashboards} x $3.00", dashboards * PRICES["dashboard"].usd
         ),
         CostLine(
             "custom metrics the loops publish as zeros",
-            f"{IDLE_CUSTOM_METRICS} × $0.30",
+            f"{IDLE_CUSTOM_METRICS} x $0.30",
             IDLE_CUSTOM_METRICS * PRICES["custom_metric"].usd,
         ),
-        CostLine("KMS key of the alarm topic", f"{keys} × $1.00", keys * PRICES["kms_key"].usd),
+        CostLine("KMS key of the alarm topic", f"{keys} x $1.00", keys * PRICES["kms_key"].usd),
         CostLine(
             "log ingestion of the loops",
-            f"{loops:,} invocations × ~{LOG_BYTES_PER_LOOP_INVOCATION:,} B "
-            f"= {log_gb:.2f} GB × $0.50",
+            f"{loops:,} invocations x ~{LOG_BYTES_PER_LOOP_INVOCATION:,} B "
+            f"= {log_gb:.2f} GB x $0.50",
             log_gb * PRICES["log_gb"].usd,
         ),
         CostLine(
             "X-Ray traces of the loops",
-            f"{loops:,} traces × $5.00/M",
+            f"{loops:,} traces x $5.00/M",
             loops * PRICES["trace"].usd,
         ),
         CostLine(
             f"SQS long polls of the worker's {mappings} event sources",
-            f"{mappings} × ~{ESM_RECEIVES_PER_MINUTE}/min × {MINUTES_PER_MONTH:,} min "
-            f"= {receives / 1e6:.2f} M × $0.40/M",
+            f"{mappings} x ~{ESM_RECEIVES_PER_MINUTE}/min x {MINUTES_PER_MONTH:,} min "
+            f"= {receives / 1e6:.2f} M x $0.40/M",
             receives * PRICES["sqs_request"].usd,
         ),
     ]
@@ -321,33 +321,33 @@ def fargate_lines(stateless: Template) -> list[CostLine]:
     return [
         CostLine(
             f"Fargate tasks ({tasks} at minimum, {vcpu:g} vCPU, {memory_gb:g} GB, arm64)",
-            f"{tasks} × ({vcpu:g} × $0.03238 + {memory_gb:g} × $0.00356) × {HOURS_PER_MONTH} h",
+            f"{tasks} x ({vcpu:g} x $0.03238 + {memory_gb:g} x $0.00356) x {HOURS_PER_MONTH} h",
             tasks * task_hour * HOURS_PER_MONTH,
         ),
         CostLine(
             "NAT gateway",
-            f"{nat_gateways} × $0.045 × {HOURS_PER_MONTH} h",
+            f"{nat_gateways} x $0.045 x {HOURS_PER_MONTH} h",
             nat_gateways * PRICES["nat_hour"].usd * HOURS_PER_MONTH,
         ),
         CostLine(
             "its public IPv4 address",
-            f"{addresses} × $0.005 × {HOURS_PER_MONTH} h",
+            f"{addresses} x $0.005 x {HOURS_PER_MONTH} h",
             addresses * PRICES["ipv4_hour"].usd * HOURS_PER_MONTH,
         ),
         CostLine(
             "Container Insights",
-            f"~{CONTAINER_INSIGHTS_METRICS} metrics × $0.30",
+            f"~{CONTAINER_INSIGHTS_METRICS} metrics x $0.30",
             CONTAINER_INSIGHTS_METRICS * PRICES["custom_metric"].usd,
         ),
         CostLine(
             f"alarms of the worker ({len(alarms)}: scaling and not running)",
-            f"{alarm_metrics} metrics read × $0.10",
+            f"{alarm_metrics} metrics read x $0.10",
             alarm_metrics * PRICES["alarm_metric"].usd,
         ),
         CostLine(
             "the worker's SQS long polls",
-            f"{tasks} × {lanes} lanes × {WORKER_RECEIVES_PER_LANE_MINUTE}/min × "
-            f"{MINUTES_PER_MONTH:,} min = {receives / 1e6:.2f} M × $0.40/M",
+            f"{tasks} x {lanes} lanes x {WORKER_RECEIVES_PER_LANE_MINUTE}/min x "
+            f"{MINUTES_PER_MONTH:,} min = {receives / 1e6:.2f} M x $0.40/M",
             receives * PRICES["sqs_request"].usd,
         ),
     ]

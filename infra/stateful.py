@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
@@ -44,3 +44,9 @@ class StatefulStack(Stack):
         self.alarm_topic = sns.Topic(self, "AlarmTopic", master_key=alarm_key, enforce_ssl=True)
         if config.alarm_email:
             self.alarm_topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+        CfnOutput(
+            self,
+            "AlarmTopicArn",
+            value=self.alarm_topic.topic_arn,
+            description="Subscribe to this SNS topic for takt's alarms",
+        )

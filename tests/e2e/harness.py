@@ -50,7 +50,8 @@ class LocalTakt:
         self._http = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(total=30))
 
     @classmethod
-    def start(cls, log: Path) -> LocalTakt:
+    def start(cls, log: Path, *args: str) -> LocalTakt:
+        """Start `takt local` (with extra command-line `args`) and wait until it is healthy."""
         port = free_port()
         env = {
             **os.environ,
@@ -59,7 +60,7 @@ class LocalTakt:
         }
         with log.open("wb") as sink:
             process = subprocess.Popen(
-                [sys.executable, "-m", "takt.cli.main", "local", "--port", str(port)],
+                [sys.executable, "-m", "takt.cli.main", "local", "--port", str(port), *args],
                 cwd=ROOT,
                 env=env,
                 stdout=sink,

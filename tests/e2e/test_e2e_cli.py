@@ -126,10 +126,31 @@ def test_invalid_cron_is_one_error_line_naming_the_field(cli: Cli) -> None:
     assert line.startswith("takt: error: 400 schedule:")
 
 
-def test_jobs_get_prints_the_job(cli: Cli) -> None:
+def test_jobs_get_prints_the_job_with_its_next_runs(cli: Cli) -> None:
     job = cli.new_job()
 
-    assert cli.json("jobs", "get", job["id"]) == job
+    shown = cli.json("jobs", "get", job["id"])
+
+    assert {key: shown[key] for key in job} == job
+    assert shown["schedule_description"].startswith("every 1 hour from ")
+    assert shown["next_runs"][0]["at"] == job["next_run_time"]
+    assert len(shown["next_runs"]) == 5
+
+
+def test_jobs_get_table_lists_the_next_five_runs_in_the_jobs_zone(cli: Cli) -> None:
+    target = cli.receiver.path()
+    job = cli.json(
+        "jobs", "create", "--cron", "0 6 * * 1-5", "--tz", "Europe/Berlin", "--target", target
+    )
+
+    code, out, err = cli.run("jobs", "get", job["id"], output="table")
+
+    assert code == 0, err
+    lines = out.splitlines()
+    assert "schedule:  at 06:00 on Monday to Friday (Europe/Berlin)" in lines
+    runs = lines[lines.index("next runs (Europe/Berlin):") + 1 :]
+    assert len(runs) == 5
+    assert all(run.split()[1][11:19] == "06:00:00" for run in runs)
 
 
 def test_jobs_get_table_has_headers(cli: Cli) -> None:

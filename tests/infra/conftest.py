@@ -1,8 +1,9 @@
 """Synthesize takt's CDK app once per test process, with cdk.json's context and no bundling.
 
-Synthesis with cdk-nag takes seconds, so every test in this folder shares one app. Bundling is
+Synthesis with cdk-nag takes seconds, so every test in this folder shares one app as shipped,
+and one with the Fargate worker and a signing secret on (`fargate_*` fixtures). Bundling is
 skipped (`aws:cdk:bundling-stacks: []`): the layer build needs uv and PyPI, and these tests must
-run offline.
+run offline. The worker image is only staged (copied into cdk.out), which needs no Docker.
 """
 
 from __future__ import annotations
@@ -56,12 +57,43 @@ def cdk_json_context() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
+def synth_context() -> Callable[..., dict[str, Any]]:
+    """`cdk_context`, for tests that build an app of their own."""
+    return cdk_context
+
+
+@pytest.fixture(scope="session")
 def stacks() -> tuple[StatefulStack, StatelessStack]:
     from aws_cdk import App
 
     from infra.app import build
 
     return build(App(context=cdk_context()))
+
+
+# The context the `fargate_*` fixtures add to cdk.json's.
+FARGATE_CONTEXT = {"fargateWorker": True, "signingSecretName": "takt/signing"}
+
+
+@pytest.fixture(scope="session")
+def fargate_stacks() -> tuple[StatefulStack, StatelessStack]:
+    from aws_cdk import App
+
+    from infra.app import build
+
+    return build(App(context=cdk_context(**FARGATE_CONTEXT)))
+
+
+@pytest.fixture(scope="session")
+def fargate_stateless(fargate_stacks: tuple[StatefulStack, StatelessStack]) -> StatelessStack:
+    return fargate_stacks[1]
+
+
+@pytest.fixture(scope="session")
+def fargate_template(fargate_stateless: StatelessStack) -> Template:
+    from aws_cdk.assertions import Template
+
+    return Template.from_stack(fargate_stateless)
 
 
 @pytest.fixture(scope="session")
@@ -102,8 +134,7 @@ def logical_id() -> LogicalId:
     return find
 
 
-@pytest.fixture(scope="session")
-def resolve(stateful_template: Template) -> Callable[[Any], Any]:
+def output_resolver(stateful_template: Template) -> Callable[[Any], Any]:
     """Replace every reference to a stateful-stack output by the output's value.
 
     The stacks share values through outputs (`Fn::GetStackOutput`, or `Fn::ImportValue` with
@@ -128,3 +159,15 @@ def resolve(stateful_template: Template) -> Callable[[Any], Any]:
         return {key: walk(item) for key, item in value.items()}
 
     return walk
+
+
+@pytest.fixture(scope="session")
+def resolve(stateful_template: Template) -> Callable[[Any], Any]:
+    return output_resolver(stateful_template)
+
+
+@pytest.fixture(scope="session")
+def fargate_resolve(fargate_stacks: tuple[StatefulStack, StatelessStack]) -> Callable[[Any], Any]:
+    from aws_cdk.assertions import Template
+
+    return output_resolver(Template.from_stack(fargate_stacks[0]))

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from typing import Any
 
 import pytest
 from aws_cdk import App
 
-from infra.context import ContextError, DeployConfig, JwtAuth, LaneTuning
-from takt.config import LANES
+from infra.context import (
+    ContextError,
+    DeployConfig,
+    FargateWorkerConfig,
+    JwtAuth,
+    LaneTuning,
+    RuntimeTuning,
+    settings_env_var,
+)
+from takt.config import LANES, Settings
 
 
 def _config(context: dict[str, Any], **overrides: Any) -> DeployConfig:
@@ -26,6 +35,43 @@ def test_shipped_context_selects_iam_and_tunes_every_lane(
     assert config.lanes["high"] == LaneTuning(max_concurrency=50, batching_window_sec=0)
 
 
+def test_shipped_context_tunes_the_runtime_for_the_cloud(
+    cdk_json_context: dict[str, Any],
+) -> None:
+    config = _config(cdk_json_context)
+
+    assert config.tuning == RuntimeTuning(
+        due_shards=64,
+        open_shards=16,
+        history_retention_days=7,
+        lease_sec=30,
+        heartbeat_sec=10,
+        watchdog_interval_sec=10,
+    )
+    assert config.schedule_lag_alarm_ms == 5000
+    assert config.signing_secret_name is None
+    assert config.fargate is None
+
+
+def test_tuning_reaches_settings_under_the_names_it_reads(
+    cdk_json_context: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tuning = _config(cdk_json_context).tuning
+    for name, value in tuning.environment().items():
+        monkeypatch.setenv(name, value)
+
+    settings = Settings()
+
+    for field in fields(tuning):
+        assert getattr(settings, field.name) == getattr(tuning, field.name), field.name
+
+
+def test_a_variable_settings_does_not_read_is_refused() -> None:
+    assert settings_env_var("due_shards") == "TAKT_DUE_SHARDS"
+    with pytest.raises(ValueError, match="no field"):
+        settings_env_var("due_shard_count")
+
+
 def test_command_line_strings_are_accepted(cdk_json_context: dict[str, Any]) -> None:
     config = _config(
         cdk_json_context,
@@ -34,10 +80,28 @@ def test_command_line_strings_are_accepted(cdk_json_context: dict[str, Any]) -> 
         jwtAudience="takt, admin",
         apiRateLimit="25",
         lanes=json.dumps(cdk_json_context["lanes"]),
+        dueShards="32",
+        historyRetentionDays="30",
+        fargateWorker="true",
+        fargateLanes="low",
+        fargateMinTasks="0",
     )
 
     assert config.jwt == JwtAuth(issuer="https://issuer.example/", audience=("takt", "admin"))
     assert config.api_rate_limit == 25
+    assert config.tuning.due_shards == 32
+    assert config.tuning.history_retention_days == 30
+    assert config.fargate == FargateWorkerConfig(
+        cpu=512, memory_mib=1024, min_tasks=0, max_tasks=4, lanes=("low",), vpc_id=None
+    )
+
+
+def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
+    cdk_json_context: dict[str, Any],
+) -> None:
+    config = _config(cdk_json_context, fargateWorker="false", fargateCpu=300)
+
+    assert config.fargate is None
 
 
 @pytest.mark.parametrize(
@@ -57,6 +121,23 @@ def test_command_line_strings_are_accepted(cdk_json_context: dict[str, Any]) -> 
             {"lanes": {lane: {"maxConcurrency": 5, "batchingWindowSec": 30} for lane in LANES}},
             "batchingWindowSec",
         ),
+        ({"dueShards": 0}, "dueShards"),
+        ({"dueShards": 129}, "dueShards"),
+        ({"openShards": 257}, "openShards"),
+        ({"historyRetentionDays": "0.5"}, "historyRetentionDays"),
+        ({"leaseSec": 5}, "leaseSec"),
+        ({"heartbeatSec": 11}, "heartbeatSec"),
+        ({"watchdogIntervalSec": 5}, "watchdogIntervalSec"),
+        ({"watchdogIntervalSec": 61}, "watchdogIntervalSec"),
+        ({"scheduleLagAlarmMs": 500}, "scheduleLagAlarmMs"),
+        ({"signingSecretName": "arn:aws:secretsmanager:us-east-1:1:secret:x"}, "signingSecretName"),
+        ({"fargateWorker": "yes"}, "fargateWorker"),
+        ({"fargateWorker": True, "fargateCpu": 300}, "fargateCpu"),
+        ({"fargateWorker": True, "fargateMemoryMiB": 512}, "fargateMemoryMiB"),
+        ({"fargateWorker": True, "fargateMinTasks": 5}, "fargateMaxTasks"),
+        ({"fargateWorker": True, "fargateLanes": "urgent"}, "fargateLanes"),
+        ({"fargateWorker": True, "fargateLanes": "low,low"}, "fargateLanes"),
+        ({"fargateWorker": True, "fargateVpcId": "my-vpc"}, "fargateVpcId"),
     ],
 )
 def test_bad_knob_fails_with_its_name(

@@ -15,7 +15,7 @@ from cdk_nag import AwsSolutionsChecks
 NAG_FINDING = Match.string_like_regexp("AwsSolutions-.*")
 
 
-@pytest.mark.parametrize("stack_name", ["stateful", "stateless"])
+@pytest.mark.parametrize("stack_name", ["stateful", "stateless", "fargate_stateless"])
 def test_cdk_nag_reports_no_unsuppressed_error(
     stack_name: str, request: pytest.FixtureRequest
 ) -> None:

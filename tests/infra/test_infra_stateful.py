@@ -172,3 +172,52 @@ def test_alarm_topic_is_encrypted_with_a_rotated_key_cloudwatch_may_use(
 
 def test_stateful_stack_is_termination_protected(stateful: StatefulStack) -> None:
     assert stateful.termination_protection is True
+
+
+# What CloudFormation knows each stateful resource by. A changed logical id makes CloudFormation
+# create a new resource and drop the old one: a new, empty table or queue, with the retained old
+# one orphaned beside it. Construct ids must therefore never change; if this test fails, the
+# change is a data migration, not a refactoring. (`Lanes/Default` is the default child of its
+# construct, which is why the default lane's id has no "Default" in it.)
+PINNED_LOGICAL_IDS = {
+    "table Jobs": "TablesJobs313634AE",
+    "table Due": "TablesDue208590C7",
+    "table Executions": "TablesExecutions3D4D6FCD",
+    "table Idempotency": "TablesIdempotency498FF680",
+    "lane high": "LanesHigh76CF11C1",
+    "lane high DLQ": "LanesHighDlqE7B01253",
+    "lane default": "LanesECC43FAD",
+    "lane default DLQ": "LanesDefaultDlqB352F294",
+    "lane low": "LanesLowFD842760",
+    "lane low DLQ": "LanesLowDlq2CCC8289",
+    "alarm topic": "AlarmTopicD01E77F9",
+    "alarm topic key": "AlarmTopicKey57B0D3A7",
+}
+
+
+def test_stateful_resources_keep_their_logical_ids(
+    stateful: StatefulStack, logical_id: Callable[[StatefulStack, IConstruct], str]
+) -> None:
+    constructs: dict[str, IConstruct] = {
+        f"table {spec.logical_id}": stateful.tables.table(spec) for spec in TABLES
+    }
+    for lane, pair in stateful.lanes.lanes.items():
+        constructs[f"lane {lane}"] = pair.queue
+        constructs[f"lane {lane} DLQ"] = pair.dlq
+    key = stateful.alarm_topic.master_key
+    assert key is not None
+    constructs["alarm topic"] = stateful.alarm_topic
+    constructs["alarm topic key"] = key
+
+    assert {name: logical_id(stateful, c) for name, c in constructs.items()} == PINNED_LOGICAL_IDS
+
+
+def test_every_stateful_resource_is_pinned(stateful_template: Template) -> None:
+    stateful_types = ("AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::SNS::Topic", "AWS::KMS::Key")
+    found = {
+        logical_id
+        for logical_id, resource in stateful_template.to_json()["Resources"].items()
+        if resource["Type"] in stateful_types
+    }
+
+    assert found == set(PINNED_LOGICAL_IDS.values())

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aws_cdk import Stack
+from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 from constructs import IConstruct
 
+from infra.context import DeployConfig
 from infra.functions import (
     SCHEDULER,
     SPECS,
@@ -22,7 +23,7 @@ from infra.functions import (
 )
 from infra.stateful import StatefulStack
 from infra.stateless import StatelessStack
-from takt.config import LANES
+from takt.config import LANES, Settings
 from takt.resources import EXECUTIONS, QUEUES, TABLES
 
 LogicalId = Callable[[Stack, IConstruct], str]
@@ -187,7 +188,9 @@ def test_scheduler_may_invoke_the_claimer_and_knows_its_name(
     assert variables["TAKT_CLAIMER_FUNCTION"] == {"Ref": claimer_id}
 
 
-@pytest.mark.parametrize("template_name", ["stateful_template", "stateless_template"])
+@pytest.mark.parametrize(
+    "template_name", ["stateful_template", "stateless_template", "fargate_template"]
+)
 def test_no_iam_statement_allows_a_wildcard_action(
     template_name: str, request: pytest.FixtureRequest
 ) -> None:
@@ -209,6 +212,26 @@ def test_roles_carry_no_managed_policies(stateless_template: Template) -> None:
 
     assert roles
     assert all("ManagedPolicyArns" not in role["Properties"] for role in roles.values())
+
+
+def test_with_the_fargate_worker_only_cdks_default_sg_lockdown_has_a_managed_policy(
+    fargate_template: Template,
+) -> None:
+    """CDK's custom resource that strips the VPC's default security group of its rules runs at
+    deploy time with AWSLambdaBasicExecutionRole (logs only); no takt role has one."""
+    managed = {
+        logical_id: role["Properties"]["ManagedPolicyArns"]
+        for logical_id, role in fargate_template.find_resources("AWS::IAM::Role").items()
+        if "ManagedPolicyArns" in role["Properties"]
+    }
+
+    (provider,) = managed
+
+    assert provider.startswith("CustomVpcRestrictDefaultSGCustomResourceProvider")
+    basic_execution = (
+        "arn:${AWS::Partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+    )
+    assert managed[provider] == [{"Fn::Sub": basic_execution}]
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
@@ -312,3 +335,99 @@ def test_only_the_executions_table_grants_reach_an_index(
 
     assert index_targets
     assert all(executions_id in target for target in index_targets)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
+def test_function_environment_carries_the_runtime_tuning(
+    spec: FunctionSpec,
+    stateless: StatelessStack,
+    resources: dict[str, Any],
+    logical_id: LogicalId,
+    cdk_json_context: dict[str, Any],
+) -> None:
+    variables = _function(spec, stateless, resources, logical_id)["Environment"]["Variables"]
+    tuning = DeployConfig.from_context(App(context=cdk_json_context).node).tuning
+
+    assert tuning.environment().items() <= variables.items()
+    assert variables["TAKT_DUE_SHARDS"] == "64"
+    assert variables["TAKT_OPEN_SHARDS"] == "16"
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
+def test_function_sets_no_takt_variable_settings_does_not_read(
+    spec: FunctionSpec, stateless: StatelessStack, resources: dict[str, Any], logical_id: LogicalId
+) -> None:
+    variables = _function(spec, stateless, resources, logical_id)["Environment"]["Variables"]
+    takt_fields = {
+        name.removeprefix("TAKT_").lower() for name in variables if name.startswith("TAKT_")
+    }
+
+    assert takt_fields <= set(Settings.model_fields)
+
+
+def test_scheduler_memory_grows_with_the_shard_count_up_to_one_vcpu(
+    stateless: StatelessStack, resources: dict[str, Any], logical_id: LogicalId
+) -> None:
+    scheduler = _function(SCHEDULER, stateless, resources, logical_id)
+
+    assert scheduler["MemorySize"] == 1024
+    assert [SCHEDULER.memory_for(shards) for shards in (1, 16, 32, 128)] == [256, 256, 512, 1769]
+    assert WORKER.memory_for(128) == WORKER.memory_mb
+
+
+def test_no_function_gets_a_signing_secret_unless_one_is_named(
+    stateless: StatelessStack, resources: dict[str, Any], logical_id: LogicalId
+) -> None:
+    for spec in SPECS:
+        variables = _function(spec, stateless, resources, logical_id)["Environment"]["Variables"]
+        assert "TAKT_SIGNING_SECRET" not in variables
+
+
+def test_named_signing_secret_reaches_only_the_worker_as_a_dynamic_reference(
+    fargate_stateless: StatelessStack, fargate_template: Template, logical_id: LogicalId
+) -> None:
+    """CloudFormation resolves the reference at deploy time: the template never holds the value."""
+    fargate_resources = fargate_template.to_json()["Resources"]
+    signing = {
+        spec.name: _function(spec, fargate_stateless, fargate_resources, logical_id)["Environment"][
+            "Variables"
+        ].get("TAKT_SIGNING_SECRET")
+        for spec in SPECS
+    }
+
+    assert signing.pop(WORKER.name) == "{{resolve:secretsmanager:takt/signing:SecretString:::}}"
+    assert set(signing.values()) == {None}
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
+def test_only_the_api_reads_metrics_and_lane_depths(
+    spec: FunctionSpec,
+    stateful: StatefulStack,
+    stateless: StatelessStack,
+    resources: dict[str, Any],
+    resolve: Resolve,
+    logical_id: LogicalId,
+) -> None:
+    """The stats route reads takt's metrics (GetMetricData) and each lane's and DLQ's depth."""
+    statements = _policy_statements(spec, stateless, resources, logical_id)
+    metric_reads = [s["Resource"] for s in statements if "cloudwatch:GetMetricData" in _actions(s)]
+    depth_reads = {
+        json.dumps(resolve(target))
+        for statement in statements
+        if "sqs:GetQueueAttributes" in _actions(statement)
+        for target in statement["Resource"]
+    }
+
+    def arns(kind: str) -> set[str]:
+        return {
+            json.dumps({"Fn::GetAtt": [logical_id(stateful, getattr(pair, kind)), "Arn"]})
+            for pair in stateful.lanes.lanes.values()
+        }
+
+    if spec.reads_stats:
+        assert metric_reads == ["*"]
+        assert depth_reads == arns("queue") | arns("dlq")
+    else:
+        # The worker's event sources read their lanes' attributes; no one else reads a DLQ's.
+        assert metric_reads == []
+        assert not depth_reads & arns("dlq")

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from mypy_boto3_sns import SNSClient
     from mypy_boto3_sqs import SQSClient
 
+    from takt.metering import Meter
+
 
 @dataclass(frozen=True)
 class AwsClients:
@@ -40,17 +42,27 @@ def _config(max_pool: int) -> Config:
     )
 
 
-def make_clients(settings: Settings, *, max_pool: int = 32) -> AwsClients:
-    """Clients for the configured region and (in local mode) endpoint."""
+def make_clients(
+    settings: Settings, *, max_pool: int = 32, meter: Meter | None = None
+) -> AwsClients:
+    """Clients for the configured region and (in local mode) endpoint.
+
+    With a `meter`, every request the clients make is counted and priced by it (`takt bench`);
+    the meter only listens to botocore's events and changes no request.
+    """
     config = _config(max_pool)
     session = boto3.session.Session(region_name=settings.region)
     endpoint = settings.aws_endpoint_url
-    return AwsClients(
+    clients = AwsClients(
         dynamodb=session.client("dynamodb", endpoint_url=endpoint, config=config),
         sqs=session.client("sqs", endpoint_url=endpoint, config=config),
         sns=session.client("sns", endpoint_url=endpoint, config=config),
         events=session.client("events", endpoint_url=endpoint, config=config),
     )
+    if meter is not None:
+        for client in (clients.dynamodb, clients.sqs, clients.sns, clients.events):
+            meter.attach(client)
+    return clients
 
 
 def make_cloudwatch_client(settings: Settings) -> CloudWatchClient:

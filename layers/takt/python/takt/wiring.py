@@ -7,8 +7,9 @@ Handlers call `services()`; the local runtime and the tests build their own `Ser
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cached_property
 
 import boto3
@@ -16,10 +17,11 @@ import boto3
 from takt.aws import AwsClients, make_clients, make_cloudwatch_client
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
-from takt.dispatch.claimer import Claimer
+from takt.dispatch.claimer import Claimer, ClaimResult
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
 from takt.handlers import load_modules, registry
+from takt.metering import Meter
 from takt.stats import CloudWatchMetricsReader, MetricsReader
 from takt.store.due import DueStore
 from takt.store.executions import ExecutionStore
@@ -42,6 +44,9 @@ class Services:
     # Where the stats route reads the last hour's metrics: None means CloudWatch; `takt local`
     # passes its in-memory window, since nothing publishes to CloudWatch there.
     metrics_source: MetricsReader | None = None
+    # Set by `takt bench`: the clients report to it, and each inline claim is timed as one
+    # claimer invocation, as the cloud's LambdaFanout would invoke it.
+    meter: Meter | None = None
 
     @cached_property
     def metrics(self) -> MetricsReader:
@@ -97,7 +102,10 @@ class Services:
                 lambda task: self.due.has_due(task.minute, task.shard, task.now + ahead),
                 self.settings.claimer_threads,
             )
-        return InlineFanout(self.claimer.claim, self.settings.claimer_threads)
+        claim: Callable[[datetime, int, datetime], ClaimResult] = self.claimer.claim
+        if self.meter is not None:
+            claim = _metered_claim(self.meter, claim)
+        return InlineFanout(claim, self.settings.claimer_threads)
 
     @cached_property
     def ticker(self) -> Ticker:
@@ -136,14 +144,35 @@ class Services:
         return Watchdog(self.settings, self.jobs, self.executions, self.lanes)
 
 
+def _metered_claim(
+    meter: Meter, claim: Callable[[datetime, int, datetime], ClaimResult]
+) -> Callable[[datetime, int, datetime], ClaimResult]:
+    """A claim timed as a `claimer` invocation when it found something due, and as a
+    `claimer-probe` when not: in the cloud the ticker's one-item query stands in for an empty
+    claim, so only the claims that found work are claimer invocations."""
+
+    def run(minute: datetime, shard: int, now: datetime) -> ClaimResult:
+        with meter.invocation("claimer") as invocation:
+            result = claim(minute, shard, now)
+            if not result.due:
+                invocation.function = "claimer-probe"
+            return result
+
+    return run
+
+
 def build_services(
-    settings: Settings, clock: Clock | None = None, metrics: MetricsReader | None = None
+    settings: Settings,
+    clock: Clock | None = None,
+    metrics: MetricsReader | None = None,
+    meter: Meter | None = None,
 ) -> Services:
     return Services(
         settings=settings,
-        clients=make_clients(settings),
+        clients=make_clients(settings, meter=meter),
         clock=clock or SystemClock(),
         metrics_source=metrics,
+        meter=meter,
     )
 
 

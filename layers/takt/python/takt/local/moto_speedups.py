@@ -11,14 +11,20 @@ with 10,000 items, where DynamoDB reads one partition. The due index is queried 
 second, so with 10,000 jobs stored this alone used more than a core. A base-table query here runs
 moto's own `query` on a view of the table whose `all_items` holds only that partition, already
 in the order moto would have produced; a query on an index skips the whole-table sort (moto sorts
-the index's candidates itself). Results, paging and errors are moto's own. Nothing here is
-shipped in the Lambda layer.
+the index's candidates itself). Results, paging and errors are moto's own.
+
+moto's SQS `ReceiveMessage` checks each message's retention by building every attribute of the
+queue, approximate message counts included (a scan of the queue per count), so a receive from a
+queue holding n messages cost O(n) per message taken; here the check reads the one attribute it
+needs. Its clock (`unix_time`, a naive-datetime round trip) is replaced by `time.time()` when it
+is asked for "now", the same instant. Nothing here is shipped in the Lambda layer.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import time
 from typing import Any
 
 
@@ -50,8 +56,32 @@ def _each(partition: Any) -> list[Any]:
     return list(partition.values()) if isinstance(partition, dict) else [partition]
 
 
+def _patch_sqs() -> None:
+    import moto.sqs.models as sqs
+
+    if getattr(sqs.SQSBackend.is_message_valid_based_on_retention_period, "_takt", False):
+        return
+    slow_unix_time = getattr(sqs, "unix_time")  # noqa: B009 - moto does not re-export it
+
+    def unix_time(dt: Any = None) -> float:
+        return time.time() if dt is None else float(slow_unix_time(dt))
+
+    def unix_time_millis(dt: Any = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    def retained(self: Any, queue_name: str, message: Any) -> bool:
+        period = int(self.get_queue(queue_name).message_retention_period)
+        return bool(period + message.sent_timestamp / 1000 > unix_time())
+
+    retained._takt = True  # type: ignore[attr-defined]
+    setattr(sqs, "unix_time", unix_time)  # noqa: B010
+    setattr(sqs, "unix_time_millis", unix_time_millis)  # noqa: B010
+    sqs.SQSBackend.is_message_valid_based_on_retention_period = retained  # type: ignore[method-assign]
+
+
 def apply() -> None:
-    """Cache moto's per-request reflection, query one partition, silence the access log."""
+    """Cache moto's per-request reflection, query one partition, take the cheap SQS paths, and
+    silence the access log."""
     import moto.backends
     import moto.core.responses
     import moto.core.utils
@@ -62,7 +92,7 @@ def apply() -> None:
     cached = functools.lru_cache(maxsize=None)(moto.core.utils.method_names_from_class)
     setattr(moto.core.responses, "method_names_from_class", cached)  # noqa: B010
     if not getattr(Table.query, "_takt_partition_query", False):
-        original = Table.query
+        original: Any = Table.query
 
         @functools.wraps(original)
         def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
@@ -71,4 +101,5 @@ def apply() -> None:
 
         query._takt_partition_query = True  # type: ignore[attr-defined]
         Table.query = query  # type: ignore[method-assign]
+    _patch_sqs()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)

@@ -35,6 +35,7 @@ from takt.local import moto_speedups
 from takt.local.console import ConsoleFiles, default_console_dir
 from takt.local.events import LocalContext, http_api_event, sqs_event
 from takt.local.provision import provision
+from takt.metering import Meter
 from takt.observability import listen, metrics
 from takt.resources import TABLES
 from takt.stats import MetricsWindow
@@ -69,8 +70,10 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class LocalRuntime:
-    def __init__(self, options: RuntimeOptions) -> None:
+    def __init__(self, options: RuntimeOptions, meter: Meter | None = None) -> None:
         self.options = options
+        # `takt bench` meters the handlers' AWS calls and times each invocation with it.
+        self.meter = meter
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._moto: Any = None
@@ -114,7 +117,7 @@ class LocalRuntime:
         os.environ.update(provision(services.clients, settings))
         get_settings.cache_clear()
         settings = get_settings()
-        self.services = build_services(settings, metrics=self.metrics_window)
+        self.services = build_services(settings, metrics=self.metrics_window, meter=self.meter)
         install(self.services)
         self._stop_listening = listen(self.metrics_window.record)
         self._start_http()
@@ -159,10 +162,12 @@ class LocalRuntime:
 
     def _invoke(self, function: str, event: dict[str, Any], timeout_ms: int = 60_000) -> Any:
         handler = _handler(function)
+        context = LocalContext(function_name=f"takt-{function}", timeout_ms=timeout_ms)
         try:
-            return handler(
-                event, LocalContext(function_name=f"takt-{function}", timeout_ms=timeout_ms)
-            )
+            if self.meter is None:
+                return handler(event, context)
+            with self.meter.invocation(function):
+                return handler(event, context)
         finally:
             # With POWERTOOLS_METRICS_DISABLED, Powertools never clears what handlers add, so
             # the set would grow for as long as the runtime runs.

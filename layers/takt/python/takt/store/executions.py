@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -191,15 +192,16 @@ class ExecutionStore:
         if state not in ATTENTION_STATES:
             return replace(change, remove=(*change.remove, *_ATTENTION_ATTRS))
         finished = change.set.get("finished_at")
-        if not isinstance(finished, str):
-            raise TypeError(f"moving {execution_id} to {state.value} needs its finished_at")
+        # Newest death first; a change that does not say when it finished sorts by its
+        # occurrence, which every execution id carries.
+        at = parse_time(finished) if isinstance(finished, str) else _scheduled(execution_id)
         shard = open_shard_of(execution_id, self.open_shards)
         return replace(
             change,
             set={
                 **change.set,
                 "attention_key": attention_key(tenant_id, state, shard),
-                "attention_at": f"{to_ms(parse_time(finished)):013d}#{execution_id}",
+                "attention_at": f"{to_ms(at):013d}#{execution_id}",
             },
         )
 
@@ -323,6 +325,13 @@ class ExecutionStore:
             Limit=limit,
         )
         return list(resp.get("Items", []))
+
+
+def _scheduled(execution_id: str) -> datetime:
+    """The scheduled instant in an execution id's occurrence token (20261130T120000000Z[m])."""
+    token = split_execution_id(execution_id)[1].removesuffix("m")
+    # %f reads "000" as milliseconds: it pads a short fraction on the right.
+    return datetime.strptime(token, "%Y%m%dT%H%M%S%fZ").replace(tzinfo=UTC)
 
 
 def _encode_attention_cursor(sort_key: str) -> str:

@@ -83,6 +83,7 @@ class ExecutionRunner:
         clock: Clock,
         worker_id: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        unserved_delay_sec: int = UNSERVED_DELAY_SEC,
     ) -> None:
         self._settings = settings
         self._jobs = jobs
@@ -91,6 +92,7 @@ class ExecutionRunner:
         self._targets = targets
         self._clock = clock
         self._sleep = sleep
+        self._unserved_delay_sec = unserved_delay_sec
         self.worker_id = (
             worker_id or settings.worker_id or f"w-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         )
@@ -112,7 +114,7 @@ class ExecutionRunner:
         """
         host = host or HostDeadline()
         if message.handler is not None and not self._targets.serves(message.handler):
-            return self._requeue(message, UNSERVED_DELAY_SEC, "unserved")
+            return self._requeue(message, self._unserved_delay_sec, "unserved")
         early = (message.scheduled_time - self._clock.now()).total_seconds()
         if early > 0:
             # Claimed ahead of its time (dispatch_ahead_sec): start it on the dot.
@@ -282,7 +284,7 @@ class ExecutionRunner:
         if result.outcome == "unserved":
             # Only a message from before lane messages named their handler gets this far.
             return self._give_back(
-                record, outcome="unserved", reason=result.error, delay_sec=UNSERVED_DELAY_SEC
+                record, outcome="unserved", reason=result.error, delay_sec=self._unserved_delay_sec
             )
         if record.attempt >= record.max_attempts:
             return self._finish(record, ExecState.DEAD, result, result.error)

@@ -1,0 +1,392 @@
+"""The optional Fargate worker: off by default; on, `takt worker` runs on Graviton in private
+subnets with the worker function's environment and grants, scales with its lanes' depth, and is
+the only consumer of the lanes it serves."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk.assertions import Template
+from constructs import IConstruct
+
+from infra.app import build
+from infra.functions import WORKER
+from infra.stateful import StatefulStack
+from infra.stateless import StatelessStack
+from infra.worker_service import DOCKERFILE, IMAGE_DIR, image_exclude
+from takt.config import LANES
+
+LogicalId = Callable[[Stack, IConstruct], str]
+Resolve = Callable[[Any], Any]
+ROOT = Path(__file__).resolve().parents[2]
+ACCOUNT, REGION, VPC_ID = "123456789012", "us-east-1", "vpc-0123456789abcdef0"
+PRIVATE_SUBNETS = ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"]
+
+
+def _of_type(template: Template, resource_type: str) -> dict[str, dict[str, Any]]:
+    return {key: dict(value) for key, value in template.find_resources(resource_type).items()}
+
+
+def _one(template: Template, resource_type: str) -> dict[str, Any]:
+    (resource,) = _of_type(template, resource_type).values()
+    properties: dict[str, Any] = resource["Properties"]
+    return properties
+
+
+def _container(template: Template) -> dict[str, Any]:
+    (container,) = _one(template, "AWS::ECS::TaskDefinition")["ContainerDefinitions"]
+    found: dict[str, Any] = container
+    return found
+
+
+def _statements(template: Template, role_id: str, resolve: Resolve) -> list[tuple[str, str]]:
+    """(action, resource) pairs the policies attached to a role allow, outputs resolved."""
+    pairs = []
+    for policy in _of_type(template, "AWS::IAM::Policy").values():
+        properties = policy["Properties"]
+        if {"Ref": role_id} not in properties["Roles"]:
+            continue
+        for statement in properties["PolicyDocument"]["Statement"]:
+            actions = statement["Action"]
+            targets = statement["Resource"]
+            for action in [actions] if isinstance(actions, str) else actions:
+                for target in targets if isinstance(targets, list) else [targets]:
+                    pairs.append((action, json.dumps(resolve(target), sort_keys=True)))
+    return pairs
+
+
+def _queue_arn(stateful: StatefulStack, queue: IConstruct, logical_id: LogicalId) -> str:
+    return json.dumps({"Fn::GetAtt": [logical_id(stateful, queue), "Arn"]}, sort_keys=True)
+
+
+def test_without_the_switch_nothing_of_ecs_or_a_vpc_is_built(stateless_template: Template) -> None:
+    types = {resource["Type"] for resource in stateless_template.to_json()["Resources"].values()}
+
+    assert not {
+        t for t in types if t.startswith(("AWS::ECS::", "AWS::EC2::", "AWS::ApplicationAuto"))
+    }
+
+
+def test_service_runs_takt_worker_on_graviton_with_the_context_size(
+    fargate_template: Template,
+) -> None:
+    task = _one(fargate_template, "AWS::ECS::TaskDefinition")
+    container = _container(fargate_template)
+
+    assert task["RequiresCompatibilities"] == ["FARGATE"]
+    assert task["RuntimePlatform"] == {"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"}
+    assert (task["Cpu"], task["Memory"]) == ("512", "1024")
+    assert container["Command"] == ["takt", "worker", "--lanes", "high,default,low"]
+    assert container["StopTimeout"] == 120
+    assert container["LinuxParameters"]["InitProcessEnabled"] is True
+
+
+def test_container_reads_what_the_worker_function_reads(
+    fargate_template: Template, fargate_stateless: StatelessStack, logical_id: LogicalId
+) -> None:
+    """Same variables and values; the signing secret comes from Secrets Manager, not the text."""
+    container = _container(fargate_template)
+    environment = {item["Name"]: item["Value"] for item in container["Environment"]}
+    worker_id = logical_id(fargate_stateless, fargate_stateless.functions.worker)
+    worker = fargate_template.to_json()["Resources"][worker_id]["Properties"]
+    worker_variables = dict(worker["Environment"]["Variables"])
+    worker_variables.pop("TAKT_SIGNING_SECRET")
+    (secret,) = container["Secrets"]
+
+    assert environment == worker_variables
+    assert secret["Name"] == "TAKT_SIGNING_SECRET"
+    assert json.dumps(secret["ValueFrom"]).endswith(':secret:takt/signing"]]}')
+
+
+def test_task_role_holds_the_worker_functions_grants_and_consumes_its_lanes(
+    fargate_template: Template,
+    fargate_stacks: tuple[StatefulStack, StatelessStack],
+    fargate_resolve: Resolve,
+    logical_id: LogicalId,
+) -> None:
+    stateful, stateless = fargate_stacks
+    service = stateless.fargate_worker
+    assert service is not None
+    task_role = service.service.task_definition.task_role
+    worker_role = stateless.functions.worker.role
+    assert worker_role is not None
+    task = _statements(fargate_template, logical_id(stateless, task_role), fargate_resolve)
+    worker = _statements(fargate_template, logical_id(stateless, worker_role), fargate_resolve)
+    lanes = {_queue_arn(stateful, pair.queue, logical_id) for pair in stateful.lanes.lanes.values()}
+
+    def data(pairs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        return {
+            (action, target)
+            for action, target in pairs
+            if action.startswith("dynamodb:") or action == "sqs:SendMessage"
+        }
+
+    assert WORKER.tables and data(task) == data(worker)
+    assert {target for action, target in task if action == "sqs:ReceiveMessage"} == lanes
+    assert {target for action, target in task if action == "sqs:DeleteMessage"} == lanes
+    assert {action.split(":")[0] for action, _ in task} == {"dynamodb", "sqs"}
+
+
+def test_only_the_execution_role_may_read_the_signing_secret(
+    fargate_template: Template,
+    fargate_stateless: StatelessStack,
+    fargate_resolve: Resolve,
+    logical_id: LogicalId,
+) -> None:
+    service = fargate_stateless.fargate_worker
+    assert service is not None
+    task = service.service.task_definition
+    execution_role = task.execution_role
+    assert execution_role is not None
+    reads = [
+        (role, target)
+        for role in (task.task_role, execution_role)
+        for action, target in _statements(
+            fargate_template, logical_id(fargate_stateless, role), fargate_resolve
+        )
+        if action == "secretsmanager:GetSecretValue"
+    ]
+
+    assert [role for role, _ in reads] == [execution_role]
+    assert reads[0][1].endswith(':secret:takt/signing-??????"]]}')
+
+
+def test_worker_logs_go_to_a_log_group_with_a_retention(fargate_template: Template) -> None:
+    options = _container(fargate_template)["LogConfiguration"]
+    group_id = options["Options"]["awslogs-group"]["Ref"]
+    group = fargate_template.to_json()["Resources"][group_id]["Properties"]
+
+    assert options["LogDriver"] == "awslogs"
+    assert group["RetentionInDays"] == 30
+
+
+def test_service_runs_in_private_subnets_and_rolls_back_a_failed_deployment(
+    fargate_template: Template,
+) -> None:
+    service = _one(fargate_template, "AWS::ECS::Service")
+    network = service["NetworkConfiguration"]["AwsvpcConfiguration"]
+    private = {
+        logical_id
+        for logical_id, subnet in _of_type(fargate_template, "AWS::EC2::Subnet").items()
+        if subnet["Properties"]["MapPublicIpOnLaunch"] is False
+    }
+
+    assert network["AssignPublicIp"] == "DISABLED"
+    assert {subnet["Ref"] for subnet in network["Subnets"]} == private
+    assert len(private) == 2
+    assert service["DeploymentConfiguration"]["DeploymentCircuitBreaker"] == {
+        "Enable": True,
+        "Rollback": True,
+    }
+    # Left to autoscaling: a deployment must not reset the running count.
+    assert "DesiredCount" not in service
+
+
+def test_vpc_has_one_nat_gateway_flow_logs_and_free_gateway_endpoints(
+    fargate_template: Template,
+) -> None:
+    endpoints = _of_type(fargate_template, "AWS::EC2::VPCEndpoint").values()
+    services = {json.dumps(e["Properties"]["ServiceName"]) for e in endpoints}
+
+    assert len(_of_type(fargate_template, "AWS::EC2::NatGateway")) == 1
+    assert _one(fargate_template, "AWS::EC2::FlowLog")["TrafficType"] == "ALL"
+    assert {e["Properties"]["VpcEndpointType"] for e in endpoints} == {"Gateway"}
+    assert any(".dynamodb" in name for name in services)
+    assert any(".s3" in name for name in services)
+
+
+def test_cluster_has_container_insights(fargate_template: Template) -> None:
+    cluster = _one(fargate_template, "AWS::ECS::Cluster")
+
+    assert cluster["ClusterSettings"] == [{"Name": "containerInsights", "Value": "enabled"}]
+
+
+def _scaling_alarm(template: Template, policy_name: str) -> dict[str, Any]:
+    (alarm,) = [
+        alarm["Properties"]
+        for logical_id, alarm in _of_type(template, "AWS::CloudWatch::Alarm").items()
+        if policy_name in logical_id
+    ]
+    found: dict[str, Any] = alarm
+    return found
+
+
+def _alarm_metric_names(alarm: dict[str, Any]) -> list[str]:
+    return sorted(
+        q["MetricStat"]["Metric"]["MetricName"] for q in alarm["Metrics"] if "MetricStat" in q
+    )
+
+
+def test_task_count_scales_out_while_messages_wait_and_in_after_idle_minutes(
+    fargate_template: Template,
+) -> None:
+    target = _one(fargate_template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    scale_out = _scaling_alarm(fargate_template, "ScaleOutOnWaitingMessages")
+    scale_in = _scaling_alarm(fargate_template, "ScaleInWhenIdle")
+
+    assert (target["MinCapacity"], target["MaxCapacity"]) == (1, 4)
+    assert _alarm_metric_names(scale_out) == ["ApproximateNumberOfMessagesVisible"] * len(LANES)
+    assert (scale_out["ComparisonOperator"], scale_out["Threshold"]) == (
+        "GreaterThanOrEqualToThreshold",
+        1,
+    )
+    assert _alarm_metric_names(scale_in) == sorted(
+        ["ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesNotVisible"] * len(LANES)
+    )
+    assert (scale_in["ComparisonOperator"], scale_in["Threshold"]) == (
+        "LessThanOrEqualToThreshold",
+        0,
+    )
+    assert scale_in["EvaluationPeriods"] == 15
+
+
+def test_fewer_running_tasks_than_the_minimum_alarms_the_topic(
+    fargate_template: Template,
+    fargate_stacks: tuple[StatefulStack, StatelessStack],
+    fargate_resolve: Resolve,
+    logical_id: LogicalId,
+) -> None:
+    alarm = fargate_resolve(_scaling_alarm(fargate_template, "FargateWorkerNotRunning"))
+    topic = {"Ref": logical_id(fargate_stacks[0], fargate_stacks[0].alarm_topic)}
+    (query,) = alarm["Metrics"]
+
+    assert query["MetricStat"]["Metric"]["Namespace"] == "ECS/ContainerInsights"
+    assert query["MetricStat"]["Metric"]["MetricName"] == "RunningTaskCount"
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("LessThanThreshold", 1)
+    assert alarm["TreatMissingData"] == "breaching"
+    assert alarm["AlarmActions"] == [topic]
+
+
+def test_image_build_context_holds_only_what_the_dockerfile_copies(
+    fargate_stateless: StatelessStack, fargate_template: Template
+) -> None:
+    """The asset is staged at synth: cdk.out, .venv and node_modules must never be in it."""
+    app = App.of(fargate_stateless)
+    assert app is not None and fargate_template  # the template fixture has synthesized the app
+    outdir = Path(app.outdir)
+    manifest = json.loads((outdir / "TaktStateless.assets.json").read_text())
+    (image,) = manifest["dockerImages"].values()
+    context = outdir / image["source"]["directory"]
+
+    assert image["source"]["dockerFile"] == "infra/worker_image/Dockerfile"
+    assert image["source"]["platform"] == "linux/arm64"
+    assert sorted(p.name for p in context.iterdir()) == [
+        "README.md",
+        "functions",
+        "infra",
+        "layers",
+        "pyproject.toml",
+        "uv.lock",
+    ]
+    assert sorted(p.name for p in (context / "infra").iterdir()) == ["worker_image"]
+    assert not list(context.rglob("__pycache__"))
+
+
+def test_dockerfile_copies_only_what_its_ignore_file_lets_in() -> None:
+    """A COPY of an excluded path would only fail at `cdk deploy`, in Docker."""
+    allowed = {pattern[1:] for pattern in image_exclude() if pattern.startswith("!")}
+    dockerfile = DOCKERFILE.read_text()
+    sources = [
+        source.rstrip("/")
+        for line in dockerfile.splitlines()
+        if line.startswith("COPY ")
+        for source in line.split()[1:-1]
+    ]
+
+    assert sources
+    assert set(sources) <= allowed
+    assert dockerfile.startswith("#") and "\nFROM python:3.13-slim\n" in dockerfile
+    assert re.search(r"uv sync --frozen --no-dev .*--no-editable", dockerfile)
+    assert (IMAGE_DIR / "Dockerfile.dockerignore").read_text().count("\n*\n") == 1
+
+
+@pytest.fixture(scope="module")
+def variant(
+    synth_context: Callable[..., dict[str, Any]],
+) -> Iterator[tuple[StatefulStack, StatelessStack, Template]]:
+    """Fargate on one lane only, at a fixed size, in an existing VPC.
+
+    The VPC lookup is answered as `cdk.context.json` answers it after a real `cdk synth`.
+    """
+    lookup = (
+        f"vpc-provider:account={ACCOUNT}:filter.vpc-id={VPC_ID}:region={REGION}"
+        ":returnAsymmetricSubnets=true"
+    )
+    subnets = [
+        {
+            "subnetId": subnet,
+            "cidr": f"10.1.{16 * i}.0/20",
+            "availabilityZone": f"{REGION}{'ab'[i]}",
+            "routeTableId": f"rtb-0aaaaaaaaaaaaaaa{i}",
+        }
+        for i, subnet in enumerate(PRIVATE_SUBNETS)
+    ]
+    context = synth_context(
+        fargateWorker=True,
+        fargateLanes="low",
+        fargateMinTasks=2,
+        fargateMaxTasks=2,
+        fargateVpcId=VPC_ID,
+        **{
+            lookup: {
+                "vpcId": VPC_ID,
+                "vpcCidrBlock": "10.1.0.0/16",
+                "ownerAccountId": ACCOUNT,
+                "availabilityZones": [],
+                "subnetGroups": [{"name": "Private", "type": "Private", "subnets": subnets}],
+            }
+        },
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CDK_DEFAULT_ACCOUNT", ACCOUNT)
+        patch.setenv("CDK_DEFAULT_REGION", REGION)
+        stateful, stateless = build(App(context=context))
+        yield stateful, stateless, Template.from_stack(stateless)
+
+
+def test_lanes_the_service_serves_are_left_by_the_worker_function(
+    variant: tuple[StatefulStack, StatelessStack, Template], logical_id: LogicalId
+) -> None:
+    stateful, _, template = variant
+    consumed = {
+        json.dumps(mapping["Properties"]["EventSourceArn"], sort_keys=True)
+        for mapping in _of_type(template, "AWS::Lambda::EventSourceMapping").values()
+    }
+    outputs = Template.from_stack(stateful).to_json()["Outputs"]
+    by_function = {
+        json.dumps(outputs[ref["Fn::GetStackOutput"]["OutputName"]]["Value"], sort_keys=True)
+        for ref in map(json.loads, consumed)
+    }
+    lanes = stateful.lanes.lanes
+
+    assert _container(template)["Command"] == ["takt", "worker", "--lanes", "low"]
+    assert by_function == {
+        _queue_arn(stateful, lanes[lane].queue, logical_id) for lane in ("high", "default")
+    }
+
+
+def test_a_fixed_size_service_has_no_autoscaling(
+    variant: tuple[StatefulStack, StatelessStack, Template],
+) -> None:
+    template = variant[2]
+
+    assert _one(template, "AWS::ECS::Service")["DesiredCount"] == 2
+    assert not _of_type(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+
+
+def test_an_existing_vpc_is_used_as_found(
+    variant: tuple[StatefulStack, StatelessStack, Template],
+) -> None:
+    template = variant[2]
+    network = _one(template, "AWS::ECS::Service")["NetworkConfiguration"]["AwsvpcConfiguration"]
+
+    assert not _of_type(template, "AWS::EC2::VPC")
+    assert not _of_type(template, "AWS::EC2::NatGateway")
+    assert network["Subnets"] == PRIVATE_SUBNETS
+    assert _one(template, "AWS::EC2::SecurityGroup")["VpcId"] == VPC_ID

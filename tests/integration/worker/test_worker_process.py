@@ -1,0 +1,171 @@
+"""`takt worker`'s polling loop in process, against the lanes on moto: it runs and deletes
+messages, keeps a long run's message invisible, serves lanes by weight, gives running work back
+when stopped, and leaves executions of handlers it lacks waiting in the lane."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from takt.clock import ManualClock
+from takt.dispatch.lanes import Outgoing
+from takt.handlers import Registry
+from takt.models.records import ExecState, ExecutionRecord
+from takt.targets.http import HttpTarget
+from takt.targets.publish import QueueTopicTarget
+from takt.targets.router import TargetRouter
+from takt.wiring import Services
+from takt.worker.process import WorkerOptions, WorkerProcess
+from takt.worker.runner import ExecutionRunner
+from tests.integration.worker import handlers
+from tests.integration.worker.conftest import runner_for, stored, submit_to
+from tests.support.env import ServicesFactory
+from tests.support.lanes import drain
+
+DEADLINE_SEC = 15.0
+
+
+def _poll(check: Callable[[], bool], what: str) -> None:
+    idle = threading.Event()  # never set: its timed wait is the poll interval
+    for _ in range(int(DEADLINE_SEC / 0.02)):
+        if check():
+            return
+        idle.wait(0.02)
+    raise AssertionError(f"not seen within {DEADLINE_SEC}s: {what}")
+
+
+@contextmanager
+def running(
+    svc: Services, runner: ExecutionRunner | None = None, **options: object
+) -> Iterator[WorkerProcess]:
+    """A worker process's loop in a thread; stopped (with its grace) when the block ends."""
+    process = WorkerProcess(
+        svc.settings,
+        svc.clients.sqs,
+        runner or runner_for(svc),
+        WorkerOptions(**options),  # type: ignore[arg-type]
+    )
+    thread = threading.Thread(target=process.run, daemon=True)
+    thread.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+        thread.join(timeout=DEADLINE_SEC)
+        assert not thread.is_alive(), "the worker loop did not end"
+
+
+def _queued(
+    svc: Services, clock: ManualClock, target: str, payload: object, **fields: object
+) -> ExecutionRecord:
+    record, _ = submit_to(svc, clock, target, payload, **fields)
+    svc.lanes.send([Outgoing.of(record)])
+    return record
+
+
+def _messages_left(svc: Services, lane: str = "default") -> int:
+    attrs = svc.clients.sqs.get_queue_attributes(
+        QueueUrl=svc.settings.lane_url(lane),
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ],
+    )["Attributes"]
+    return sum(int(v) for v in attrs.values())
+
+
+def test_the_worker_runs_what_the_lanes_hold_and_deletes_the_messages(
+    svc: Services, clock: ManualClock, key: str
+) -> None:
+    records = [_queued(svc, clock, "handler:it.ok", {"key": key}) for _ in range(3)]
+
+    with running(svc, concurrency=2):
+        _poll(lambda: len(handlers.calls(key)) == 3, "three runs")
+        _poll(lambda: all(stored(svc, r).state == ExecState.SUCCEEDED for r in records), "done")
+
+    assert sorted(c.execution_id for c in handlers.calls(key)) == sorted(
+        r.execution_id for r in records
+    )
+    assert _messages_left(svc) == 0
+
+
+def test_a_long_run_keeps_its_message_invisible_past_the_visibility_it_was_received_with(
+    make_svc: ServicesFactory, clock: ManualClock, key: str
+) -> None:
+    # Received with a visibility of twice the lease (2 s); the run lasts longer than that.
+    svc = make_svc(lease_sec=1, heartbeat_sec=0.2)
+    record = _queued(svc, clock, "handler:it.wait", {"key": key})
+
+    with running(svc):
+        _poll(lambda: stored(svc, record).heartbeat_seq >= 15, "three seconds of heartbeats")
+        seen_by_another = drain(svc)
+        handlers.gate(key).set()
+        _poll(lambda: stored(svc, record).state == ExecState.SUCCEEDED, "the run's end")
+
+    assert seen_by_another == []
+    assert _messages_left(svc) == 0
+
+
+def test_with_every_lane_busy_rounds_follow_the_weights_and_the_low_lane_is_served(
+    svc: Services, clock: ManualClock, key: str
+) -> None:
+    lanes: dict[str, str] = {}
+    for lane in ("high", "low"):
+        for _ in range(7):
+            record = _queued(svc, clock, "handler:it.ok", {"key": key}, priority=lane)
+            lanes[record.execution_id] = lane
+
+    with running(svc, concurrency=1):
+        _poll(lambda: len(handlers.calls(key)) == 14, "every run")
+
+    order = [lanes[c.execution_id] for c in handlers.calls(key)]
+    assert order[:7] == ["high", "high", "high", "low", "high", "high", "high"]
+
+
+def test_on_stop_a_run_still_going_after_the_grace_is_given_back_for_another_worker(
+    svc: Services, clock: ManualClock, key: str
+) -> None:
+    record = _queued(svc, clock, "handler:it.wait", {"key": key})
+
+    with running(svc, grace_sec=0.2):
+        _poll(lambda: stored(svc, record).state == ExecState.RUNNING, "the run's start")
+
+    after = stored(svc, record)
+    assert (after.state, after.attempt) == (ExecState.PENDING, 1)
+    assert [a.outcome for a in after.attempts] == ["given_back"]
+    assert [m.attempt for m in drain(svc)] == [1]
+    assert _messages_left(svc) == 0
+    _poll(lambda: bool(handlers.calls(key)), "the handler's stop")
+    assert [c.stop_reason for c in handlers.calls(key)] == ["shutdown"]
+
+
+def test_an_execution_for_a_handler_no_running_worker_has_waits_in_its_lane_until_one_does(
+    svc: Services, clock: ManualClock, key: str
+) -> None:
+    record = _queued(svc, clock, "handler:it.ok", {"key": key})
+    without = ExecutionRunner(
+        svc.settings,
+        svc.jobs,
+        svc.executions,
+        svc.lanes,
+        TargetRouter(
+            HttpTarget(),
+            QueueTopicTarget(svc.clients.sqs, svc.clients.sns, svc.clients.events, "us-east-1"),
+            Registry(),
+        ),
+        svc.clock,
+        unserved_delay_sec=1,
+    )
+
+    with running(svc, without) as process:
+        # Two round trips through the lane, each sending one fresh copy of the message back.
+        _poll(lambda: process.processed >= 2, "the message circling")
+
+    waited = stored(svc, record)
+    assert (waited.state, waited.attempt, waited.attempts) == (ExecState.PENDING, 1, [])
+    assert _messages_left(svc) == 1
+    with running(svc):
+        _poll(lambda: stored(svc, record).state == ExecState.SUCCEEDED, "a serving worker's run")
+    assert [c.attempt for c in handlers.calls(key)] == [1]
