@@ -30,9 +30,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -48,17 +50,18 @@ from takt.wiring import Services  # noqa: E402
 
 TENANT = "bench"
 SAMPLE_RATE = 250
-# Inclusive steps: a sample counts for the first of these frames found, innermost first.
+# Inclusive steps (py-spy frames read "Class.method (path:line)"): a sample counts for the
+# innermost of these frames on its stack.
 STEPS = (
-    ("lease", "_lease (", "runner.py"),
-    ("heartbeat", "_heartbeat (", "runner.py"),
-    ("completion", "_complete (", "runner.py"),
-    ("requeue", "_requeue (", "runner.py"),
-    ("supervision", "_supervise (", "runner.py"),
-    ("handler call", "call (", "router.py"),
-    ("receive", "_receive (", "process.py"),
-    ("delete message", "_handle (", "process.py"),
+    ("lease", "ExecutionRunner._lease "),
+    ("heartbeat", "ExecutionRunner._heartbeat "),
+    ("completion", "ExecutionRunner._complete "),
+    ("handler call", "TargetRouter.call "),
+    ("supervision", "ExecutionRunner._supervise "),
+    ("receive", "WorkerProcess._receive "),
+    ("message delete", "WorkerProcess._handle "),
 )
+TAKT_FRAME = "(takt/"
 
 
 def py_spy() -> str | None:
@@ -82,7 +85,7 @@ def start_workers(
         "PYTHONPATH": os.pathsep.join([str(ROOT / "layers/takt/python"), str(ROOT / "bench")]),
     }
     workers = [
-        subprocess.Popen(
+        subprocess.Popen(  # noqa: S603 - our own CLI, with arguments built here
             [
                 *(sys.executable, "-m", "takt.cli.main", "worker", "--module", "noop_handlers"),
                 *("--concurrency", str(concurrency), "--log-level", "WARNING"),
@@ -100,6 +103,24 @@ def start_workers(
         if "takt worker is running" not in line:
             raise RuntimeError(f"worker did not start: {line}{worker.stderr.read().decode()}")
     return workers
+
+
+def count_succeeded(svc: Services) -> int:
+    """How many executions succeeded so far (the bench's own table holds nothing else)."""
+    total = 0
+    kwargs: dict[str, Any] = {
+        "TableName": svc.settings.executions_table,
+        "FilterExpression": "#s = :s",
+        "ExpressionAttributeNames": {"#s": "state"},
+        "ExpressionAttributeValues": {":s": {"S": ExecState.SUCCEEDED.value}},
+        "Select": "COUNT",
+    }
+    while True:
+        resp = svc.clients.dynamodb.scan(**kwargs)
+        total += resp.get("Count", 0)
+        if "LastEvaluatedKey" not in resp:
+            return total
+        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
 
 def succeeded(svc: Services) -> list[ExecutionRecord]:
@@ -129,41 +150,50 @@ def split_samples(paths: list[Path]) -> dict[str, Any]:
             count = int(count_text)
             frames = stack.split(";")
             total += count
-            if "/takt/" in frames[-1] or "takt/python/takt" in frames[-1]:
+            if TAKT_FRAME in frames[-1]:
                 own += count
-            for name, function, module in STEPS:
-                if any(f.startswith(function) and module in f for f in reversed(frames)):
-                    steps[name] += count
+            for frame in reversed(frames):
+                step = next((name for name, prefix in STEPS if frame.startswith(prefix)), None)
+                if step is not None:
+                    steps[step] += count
                     break
     return {
         "samples": total,
         "sampled_cpu_sec": round(total / SAMPLE_RATE, 2),
         "takt_self_sec": round(own / SAMPLE_RATE, 3),
-        "steps_sec": {name: round(steps[name] / SAMPLE_RATE, 3) for name, _, _ in STEPS},
+        "steps_sec": {name: round(steps[name] / SAMPLE_RATE, 3) for name, _ in STEPS},
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, default=1, help="takt worker processes")
-    parser.add_argument("--concurrency", type=int, default=8, help="slots per worker")
-    parser.add_argument("--due", type=int, default=2000, help="one-off jobs due in one second")
-    parser.add_argument("--timeout", type=float, default=600, help="give up after (s)")
-    parser.add_argument("--no-profile", action="store_true", help="skip py-spy")
-    args = parser.parse_args()
+@dataclass
+class Run:
+    due_at: datetime
+    done: list[ExecutionRecord]
+    worker_cpu_sec: float
+    runtime_cpu_sec: float
+    profiles: list[Path]
 
-    runtime = LocalRuntime(RuntimeOptions(port=free_port(), pollers=0, console_dir=None))
-    runtime.start()
+
+def profile(spy: str, pid: int, out_dir: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """py-spy sampling one worker until it is interrupted (on-CPU samples, all threads)."""
+    path = out_dir / f"worker-{pid}.txt"
+    command = [spy, "record", "--pid", str(pid), "--rate", str(SAMPLE_RATE), "--format", "raw"]
+    command += ["--output", str(path), "--nonblocking"]
+    spawned = subprocess.Popen(  # noqa: S603 - py-spy, with arguments built here
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    return spawned, path
+
+
+def run(args: argparse.Namespace, runtime: LocalRuntime, spy: str | None) -> Run:
+    """Create the due jobs, start the workers (profiled), and wait until every run succeeded."""
     assert runtime.services is not None
     svc = runtime.services
     service = JobService(svc)
-    spy = None if args.no_profile else py_spy()
-    profiles: list[tuple[subprocess.Popen[bytes], Path]] = []
-    workers: list[subprocess.Popen[bytes]] = []
-    out_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"takt-bench-workers-{os.getpid()}"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = Path(tempfile.mkdtemp(prefix="takt-bench-workers-"))
+    profilers: list[tuple[subprocess.Popen[bytes], Path]] = []
+    workers = start_workers(runtime, args.workers, args.concurrency)
     try:
-        workers = start_workers(runtime, args.workers, args.concurrency)
         due_at = (datetime.now(UTC) + timedelta(seconds=5 + args.due / 150)).replace(microsecond=0)
         body = {"run_at": due_at, "target": "handler:bench.noop"}
         with ThreadPoolExecutor(8) as pool:
@@ -172,41 +202,37 @@ def main() -> int:
             )
         if datetime.now(UTC) >= due_at:
             print("warning: creating the jobs took past their due time", file=sys.stderr)
-        cpu_before = sum(cpu_sec(w.pid) for w in workers)
-        if spy:
-            for worker in workers:
-                path = out_dir / f"worker-{worker.pid}.txt"
-                record = [spy, "record", "--pid", str(worker.pid), "--rate", str(SAMPLE_RATE)]
-                command = [*record, "--format", "raw", "--output", str(path), "--nonblocking"]
-                profiles.append(
-                    (
-                        subprocess.Popen(
-                            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-                        ),
-                        path,
-                    )
-                )
+        worker_cpu = sum(cpu_sec(w.pid) for w in workers)
+        runtime_cpu = cpu_sec(os.getpid())
+        profilers = [profile(spy, w.pid, out_dir) for w in workers] if spy else []
         deadline = time.monotonic() + args.timeout
-        done: list[ExecutionRecord] = []
-        while len(done) < args.due and time.monotonic() < deadline:
-            time.sleep(0.5)
-            done = succeeded(svc)
-        cpu_after = sum(cpu_sec(w.pid) for w in workers)
+        # A count each second: a full read of the table would load moto, the bottleneck here.
+        while count_succeeded(svc) < args.due and time.monotonic() < deadline:
+            time.sleep(1)
+        worker_cpu = sum(cpu_sec(w.pid) for w in workers) - worker_cpu
+        runtime_cpu = cpu_sec(os.getpid()) - runtime_cpu
     finally:
-        for profiler, _ in profiles:
+        for profiler, _ in profilers:
             profiler.send_signal(signal.SIGINT)
             profiler.wait(timeout=30)
         for worker in workers:
             worker.send_signal(signal.SIGTERM)
             worker.wait(timeout=60)
-        runtime.stop()
+    paths = [path for _, path in profilers if path.exists()]
+    return Run(due_at, succeeded(svc), worker_cpu, runtime_cpu, paths)
 
-    finished = sorted(r.finished_at for r in done if r.finished_at is not None)
-    span = (finished[-1] - due_at).total_seconds() if finished else 0.0
+
+def per_execution(seconds: float, executions: int) -> float | None:
+    return round(1000 * seconds / executions, 3) if executions else None
+
+
+def report(args: argparse.Namespace, result: Run) -> dict[str, Any]:
+    finished = sorted(r.finished_at for r in result.done if r.finished_at is not None)
+    span = (finished[-1] - result.due_at).total_seconds() if finished else 0.0
     low, high = int(0.1 * len(finished)), int(0.9 * len(finished)) - 1
     steady = (finished[high] - finished[low]).total_seconds() if high > low else 0.0
-    executions = len(done)
-    report: dict[str, Any] = {
+    executions = len(result.done)
+    out: dict[str, Any] = {
         "settings": {
             "workers": args.workers,
             "slots_per_worker": args.concurrency,
@@ -217,26 +243,43 @@ def main() -> int:
         "executions": executions,
         "due_to_last_completion_sec": round(span, 2),
         "executions_per_sec": round(executions / span, 1) if span > 0 else None,
-        "steady_executions_per_sec_10_to_90pct": round((high - low) / steady, 1)
-        if steady > 0
-        else None,
-        "worker_cpu_ms_per_execution": round(1000 * (cpu_after - cpu_before) / executions, 2)
-        if executions
-        else None,
-        "attempts": Counter(len(r.attempts) for r in done),
+        "steady_executions_per_sec_10_to_90pct": (
+            round((high - low) / steady, 1) if steady > 0 else None
+        ),
+        "worker_cpu_ms_per_execution": per_execution(result.worker_cpu_sec, executions),
+        "runtime_cpu_ms_per_execution": per_execution(result.runtime_cpu_sec, executions),
+        "attempts": Counter(len(r.attempts) for r in result.done),
     }
-    if profiles and executions:
-        split = split_samples([path for _, path in profiles if path.exists()])
-        report["profile"] = {
+    if result.profiles and executions:
+        split = split_samples(result.profiles)
+        out["profile"] = {
             **split,
-            "takt_self_ms_per_execution": round(1000 * split["takt_self_sec"] / executions, 3),
+            "takt_self_ms_per_execution": per_execution(split["takt_self_sec"], executions),
             "steps_ms_per_execution": {
-                name: round(1000 * sec / executions, 3) for name, sec in split["steps_sec"].items()
+                name: per_execution(sec, executions) for name, sec in split["steps_sec"].items()
             },
-            "raw": str(out_dir),
+            "raw": str(result.profiles[0].parent),
         }
-    print(json.dumps(report, indent=2, default=str))
-    return 0 if executions == args.due else 1
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=1, help="takt worker processes")
+    parser.add_argument("--concurrency", type=int, default=8, help="slots per worker")
+    parser.add_argument("--due", type=int, default=1000, help="one-off jobs due in one second")
+    parser.add_argument("--timeout", type=float, default=600, help="give up after (s)")
+    parser.add_argument("--no-profile", action="store_true", help="skip py-spy")
+    args = parser.parse_args()
+
+    runtime = LocalRuntime(RuntimeOptions(port=free_port(), pollers=0))
+    runtime.start()
+    try:
+        result = run(args, runtime, None if args.no_profile else py_spy())
+    finally:
+        runtime.stop()
+    print(json.dumps(report(args, result), indent=2, default=str))
+    return 0 if len(result.done) == args.due else 1
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from takt.aws import make_clients
 from takt.clock import SystemClock
 from takt.config import Settings
 from takt.wiring import Services
+from takt.worker.process import IDLE_WAIT_SEC
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -48,8 +49,8 @@ ESM_RECEIVES_PER_MINUTE = 15
 # Container Insights' metrics for one service: about a dozen each at the cluster, service and
 # task-definition-family level (an estimate; they are billed as custom metrics).
 CONTAINER_INSIGHTS_METRICS = 35
-# `takt worker` long-polls each of its lanes, 20 s per call.
-WORKER_RECEIVES_PER_LANE_MINUTE = 3
+# Bytes through the NAT gateway per idle receive, request and answer (an estimate).
+BYTES_PER_RECEIVE = 1200
 # The due-shard counts the what-if table shows.
 SHARD_COUNTS = (16, 32, 64, 128)
 # The Fargate worker's resources carry this in their logical ids; so do its alarms.
@@ -58,25 +59,45 @@ FARGATE_MARK = "FargateWorker"
 
 @dataclass(frozen=True)
 class Price:
-    usd: float
+    """A list price as AWS states it: `listed` USD for `per` of `unit`."""
+
+    listed: float
     unit: str
+    per: float = 1
+
+    @property
+    def usd(self) -> float:
+        """The price of one unit."""
+        return self.listed / self.per
+
+    def __str__(self) -> str:
+        amount = f"${_amount(self.listed)}"
+        return f"{amount}/M" if self.per == 1e6 else amount
+
+
+def _amount(usd: float) -> str:
+    """A price with its significant digits and at least cents: 0.20, 0.125, 0.0000133334."""
+    digits = f"{usd:.10f}".rstrip("0")
+    whole, _, fraction = digits.partition(".")
+    return f"{whole}.{fraction.ljust(2, '0')}"
 
 
 PRICES = {
     "lambda_gb_s": Price(0.0000133334, "Lambda arm64 compute, per GB-second"),
-    "lambda_request": Price(0.20e-6, "Lambda request"),
-    "read_unit": Price(0.125e-6, "DynamoDB on-demand read request unit"),
-    "write_unit": Price(0.625e-6, "DynamoDB on-demand write request unit"),
+    "lambda_request": Price(0.20, "Lambda requests, per million", 1e6),
+    "read_unit": Price(0.125, "DynamoDB on-demand read request units, per million", 1e6),
+    "write_unit": Price(0.625, "DynamoDB on-demand write request units, per million", 1e6),
     "alarm_metric": Price(0.10, "CloudWatch standard alarm, per metric it reads, per month"),
     "dashboard": Price(3.00, "CloudWatch dashboard, per month"),
-    "custom_metric": Price(0.30, "CloudWatch custom metric, per month"),
+    "custom_metric": Price(0.30, "CloudWatch custom metric, per month (first 10,000)"),
     "log_gb": Price(0.50, "CloudWatch Logs ingestion, per GB"),
     "kms_key": Price(1.00, "KMS customer managed key, per month"),
-    "trace": Price(5.00e-6, "X-Ray trace recorded"),
-    "sqs_request": Price(0.40e-6, "SQS standard request"),
+    "trace": Price(5.00, "X-Ray traces recorded, per million", 1e6),
+    "sqs_request": Price(0.40, "SQS standard requests, per million", 1e6),
     "vcpu_hour": Price(0.03238, "Fargate Linux/ARM, per vCPU-hour"),
     "gb_hour": Price(0.00356, "Fargate Linux/ARM, per GB-hour"),
     "nat_hour": Price(0.045, "NAT gateway, per hour"),
+    "nat_gb": Price(0.045, "NAT gateway, per GB processed"),
     "ipv4_hour": Price(0.005, "public IPv4 address, per hour"),
 }
 
@@ -139,7 +160,9 @@ def idle_units(due_shards: int, open_shards: int) -> IdleUnits:
     watchdog's invocation is its six sweeps.
     """
     tables = _IdleTables()
-    settings = Settings(
+    # `model_construct` rather than the constructor, which would also read this shell's TAKT_*
+    # variables: the deployed functions see Settings' defaults and the template's values only.
+    settings = Settings.model_construct(
         due_shards=due_shards,
         open_shards=open_shards,
         claimer_mode="lambda",
@@ -201,23 +224,31 @@ def _usd(amount: float) -> str:
 
 def _loop_compute(name: str, memory_mb: int, seconds: float) -> CostLine:
     gb_s = memory_mb / 1024 * seconds * MINUTES_PER_MONTH
-    price = PRICES["lambda_gb_s"].usd
+    price = PRICES["lambda_gb_s"]
     return CostLine(
         f"{name} function, {memory_mb} MB, ~{seconds:g} s of every minute",
         f"{memory_mb / 1024:g} GB x {seconds:g} s x {MINUTES_PER_MONTH:,} min "
-        f"= {gb_s:,.0f} GB-s x ${price:.10f}".rstrip("0"),
-        gb_s * price,
+        f"= {gb_s:,.0f} GB-s x {price}",
+        gb_s * price.usd,
     )
 
 
 def _reads(item: str, units_per_minute: float) -> CostLine:
     monthly = units_per_minute * MINUTES_PER_MONTH
+    price = PRICES["read_unit"]
     return CostLine(
         item,
         f"{units_per_minute:,g} RRU/min x {MINUTES_PER_MONTH:,} min "
-        f"= {monthly / 1e6:,.1f} M x $0.125/M",
-        monthly * PRICES["read_unit"].usd,
+        f"= {monthly / 1e6:,.1f} M x {price}",
+        monthly * price.usd,
     )
+
+
+def _count(item: str, count: float, what: str, price_key: str) -> CostLine:
+    """`count` of the price's listed unit (millions for a per-million price), as in
+    "25 metrics read x $0.10" or "10.51 M (...) x $0.40/M"."""
+    price = PRICES[price_key]
+    return CostLine(item, f"{count:,.4g}{what} x {price}", count * price.listed)
 
 
 def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
@@ -229,15 +260,12 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
     interval = float(_variable(watchdog, "TAKT_WATCHDOG_INTERVAL_SEC"))
     units = idle_units(due_shards, open_shards)
     loops = 2 * MINUTES_PER_MONTH
-    alarms = {
-        logical_id: alarm
+    alarms = [
+        alarm
         for template in (stateful, stateless)
         for logical_id, alarm in _resources(template, "AWS::CloudWatch::Alarm").items()
         if FARGATE_MARK not in logical_id
-    }
-    alarm_metrics = sum(_alarm_metrics(alarm) for alarm in alarms.values())
-    dashboards = len(_resources(stateless, "AWS::CloudWatch::Dashboard"))
-    keys = len(_resources(stateful, "AWS::KMS::Key"))
+    ]
     log_gb = loops * LOG_BYTES_PER_LOOP_INVOCATION / 1e9
     mappings = len(_resources(stateless, "AWS::Lambda::EventSourceMapping"))
     receives = mappings * ESM_RECEIVES_PER_MINUTE * MINUTES_PER_MONTH
@@ -246,57 +274,63 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
         _loop_compute(
             "watchdog", int(watchdog["MemorySize"]), min((WATCHDOG_SWEEPS - 1) * interval, 60)
         ),
-        CostLine(
+        _count(
             "scheduler and watchdog invocations",
-            f"2 x {MINUTES_PER_MONTH:,} = {loops:,} requests x $0.20/M",
-            loops * PRICES["lambda_request"].usd,
+            loops / 1e6,
+            f" M (2 x {MINUTES_PER_MONTH:,})",
+            "lambda_request",
         ),
         _reads(f"scheduler's probes of the due index (N = {due_shards})", units.scheduler_reads),
         _reads(f"watchdog's sweeps of the open index ({open_shards} shards)", units.watchdog_reads),
-        CostLine(
+        _count(
             "ticker watermark writes",
-            f"{units.scheduler_writes:g} WRU/min x {MINUTES_PER_MONTH:,} min x $0.625/M",
-            units.scheduler_writes * MINUTES_PER_MONTH * PRICES["write_unit"].usd,
+            units.scheduler_writes * MINUTES_PER_MONTH / 1e6,
+            f" M ({units.scheduler_writes:g} WRU/min)",
+            "write_unit",
         ),
-        CostLine(
+        _count(
             f"CloudWatch alarms ({len(alarms)})",
-            f"{alarm_metrics} metrics read x $0.10",
-            alarm_metrics * PRICES["alarm_metric"].usd,
+            sum(_alarm_metrics(alarm) for alarm in alarms),
+            " metrics read",
+            "alarm_metric",
         ),
-        CostLine(
-            "CloudWatch dashboard", f"{dashboards} x $3.00", dashboards * PRICES["dashboard"].usd
+        _count(
+            "CloudWatch dashboard",
+            len(_resources(stateless, "AWS::CloudWatch::Dashboard")),
+            "",
+            "dashboard",
         ),
-        CostLine(
+        _count(
             "custom metrics the loops publish as zeros",
-            f"{IDLE_CUSTOM_METRICS} x $0.30",
-            IDLE_CUSTOM_METRICS * PRICES["custom_metric"].usd,
+            IDLE_CUSTOM_METRICS,
+            "",
+            "custom_metric",
         ),
-        CostLine("KMS key of the alarm topic", f"{keys} x $1.00", keys * PRICES["kms_key"].usd),
-        CostLine(
+        _count(
+            "KMS key of the alarm topic", len(_resources(stateful, "AWS::KMS::Key")), "", "kms_key"
+        ),
+        _count(
             "log ingestion of the loops",
-            f"{loops:,} invocations x ~{LOG_BYTES_PER_LOOP_INVOCATION:,} B "
-            f"= {log_gb:.2f} GB x $0.50",
-            log_gb * PRICES["log_gb"].usd,
+            log_gb,
+            f" GB ({loops:,} invocations x ~{LOG_BYTES_PER_LOOP_INVOCATION:,} B)",
+            "log_gb",
         ),
-        CostLine(
-            "X-Ray traces of the loops",
-            f"{loops:,} traces x $5.00/M",
-            loops * PRICES["trace"].usd,
-        ),
-        CostLine(
+        _count("X-Ray traces of the loops", loops / 1e6, " M", "trace"),
+        _count(
             f"SQS long polls of the worker's {mappings} event sources",
-            f"{mappings} x ~{ESM_RECEIVES_PER_MINUTE}/min x {MINUTES_PER_MONTH:,} min "
-            f"= {receives / 1e6:.2f} M x $0.40/M",
-            receives * PRICES["sqs_request"].usd,
+            receives / 1e6,
+            f" M ({mappings} x ~{ESM_RECEIVES_PER_MINUTE}/min)",
+            "sqs_request",
         ),
     ]
 
 
 def fargate_lines(stateless: Template) -> list[CostLine]:
     """What the Fargate worker adds while idle; empty when it is off."""
-    (service,) = _resources(stateless, "AWS::ECS::Service").values() or [None]
-    if service is None:
+    services = list(_resources(stateless, "AWS::ECS::Service").values())
+    if not services:
         return []
+    (service,) = services
     (task,) = _resources(stateless, "AWS::ECS::TaskDefinition").values()
     targets = list(_resources(stateless, "AWS::ApplicationAutoScaling::ScalableTarget").values())
     tasks = (
@@ -306,49 +340,58 @@ def fargate_lines(stateless: Template) -> list[CostLine]:
     )
     vcpu = int(task["Properties"]["Cpu"]) / 1024
     memory_gb = int(task["Properties"]["Memory"]) / 1024
-    task_hour = vcpu * PRICES["vcpu_hour"].usd + memory_gb * PRICES["gb_hour"].usd
-    nat_gateways = len(_resources(stateless, "AWS::EC2::NatGateway"))
-    addresses = len(_resources(stateless, "AWS::EC2::EIP"))
+    vcpu_hour, gb_hour = PRICES["vcpu_hour"], PRICES["gb_hour"]
+    task_hour = vcpu * vcpu_hour.usd + memory_gb * gb_hour.usd
     alarms = [
         alarm
         for logical_id, alarm in _resources(stateless, "AWS::CloudWatch::Alarm").items()
         if FARGATE_MARK in logical_id
     ]
-    alarm_metrics = sum(_alarm_metrics(alarm) for alarm in alarms)
     command = task["Properties"]["ContainerDefinitions"][0]["Command"]
     lanes = len(command[command.index("--lanes") + 1].split(","))
-    receives = tasks * lanes * WORKER_RECEIVES_PER_LANE_MINUTE * MINUTES_PER_MONTH
+    # An idle `takt worker` round asks each lane once without waiting, then long-polls one
+    # for IDLE_WAIT_SEC (takt/worker/process.py).
+    per_minute = (lanes + 1) * 60 // IDLE_WAIT_SEC
+    receives = tasks * per_minute * MINUTES_PER_MONTH
+    nat_gb = receives * BYTES_PER_RECEIVE / 1e9
     return [
         CostLine(
             f"Fargate tasks ({tasks} at minimum, {vcpu:g} vCPU, {memory_gb:g} GB, arm64)",
-            f"{tasks} x ({vcpu:g} x $0.03238 + {memory_gb:g} x $0.00356) x {HOURS_PER_MONTH} h",
+            f"{tasks} x ({vcpu:g} x {vcpu_hour} + {memory_gb:g} x {gb_hour}) x {HOURS_PER_MONTH} h",
             tasks * task_hour * HOURS_PER_MONTH,
         ),
-        CostLine(
+        _count(
             "NAT gateway",
-            f"{nat_gateways} x $0.045 x {HOURS_PER_MONTH} h",
-            nat_gateways * PRICES["nat_hour"].usd * HOURS_PER_MONTH,
+            len(_resources(stateless, "AWS::EC2::NatGateway")) * HOURS_PER_MONTH,
+            " h",
+            "nat_hour",
         ),
-        CostLine(
+        _count(
             "its public IPv4 address",
-            f"{addresses} x $0.005 x {HOURS_PER_MONTH} h",
-            addresses * PRICES["ipv4_hour"].usd * HOURS_PER_MONTH,
+            len(_resources(stateless, "AWS::EC2::EIP")) * HOURS_PER_MONTH,
+            " h",
+            "ipv4_hour",
         ),
-        CostLine(
-            "Container Insights",
-            f"~{CONTAINER_INSIGHTS_METRICS} metrics x $0.30",
-            CONTAINER_INSIGHTS_METRICS * PRICES["custom_metric"].usd,
+        _count(
+            "Container Insights", CONTAINER_INSIGHTS_METRICS, " metrics (approx.)", "custom_metric"
         ),
-        CostLine(
+        _count(
             f"alarms of the worker ({len(alarms)}: scaling and not running)",
-            f"{alarm_metrics} metrics read x $0.10",
-            alarm_metrics * PRICES["alarm_metric"].usd,
+            sum(_alarm_metrics(alarm) for alarm in alarms),
+            " metrics read",
+            "alarm_metric",
         ),
-        CostLine(
-            "the worker's SQS long polls",
-            f"{tasks} x {lanes} lanes x {WORKER_RECEIVES_PER_LANE_MINUTE}/min x "
-            f"{MINUTES_PER_MONTH:,} min = {receives / 1e6:.2f} M x $0.40/M",
-            receives * PRICES["sqs_request"].usd,
+        _count(
+            "the idle worker's SQS receives",
+            receives / 1e6,
+            f" M ({tasks} x ({lanes} lanes + 1) x {60 // IDLE_WAIT_SEC}/min)",
+            "sqs_request",
+        ),
+        _count(
+            "those receives through the NAT gateway",
+            nat_gb,
+            f" GB (~{BYTES_PER_RECEIVE:,} B each)",
+            "nat_gb",
         ),
     ]
 
@@ -368,6 +411,13 @@ def shard_count_table(shard_counts: tuple[int, ...]) -> str:
             f"| {shards} | {memory_mb} MB | {_usd(compute)} | {_usd(reads)} "
             f"| {_usd(compute + reads)} |"
         )
+    return "\n".join(rows)
+
+
+def price_table() -> str:
+    """The list prices the estimate uses."""
+    rows = ["| price (us-east-1) | USD |", "|---|---:|"]
+    rows += [f"| {price.unit} | {_amount(price.listed)} |" for price in PRICES.values()]
     return "\n".join(rows)
 
 
@@ -391,6 +441,8 @@ def main(argv: list[str]) -> None:
         print(render(extra))
     print("\nThe scheduler at other shard counts:\n")
     print(shard_count_table(SHARD_COUNTS))
+    print("\nList prices:\n")
+    print(price_table())
 
 
 if __name__ == "__main__":

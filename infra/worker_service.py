@@ -30,7 +30,10 @@ from infra.tables import Tables
 IMAGE_DIR = PROJECT_ROOT / "infra" / "worker_image"
 DOCKERFILE = IMAGE_DIR / "Dockerfile"
 # Fargate's longest grace between SIGTERM and SIGKILL: a stopping task finishes what it runs.
-STOP_TIMEOUT = Duration.seconds(120)
+STOP_TIMEOUT_SEC = 120
+# How long `takt worker` lets runs finish after SIGTERM; the rest of the stop timeout is for
+# giving back the runs that did not (a DynamoDB write and an SQS message each).
+GRACE_SEC = STOP_TIMEOUT_SEC - 20
 # Scale in only after the served lanes held no message, waiting or running, this long.
 SCALE_IN_IDLE_MINUTES = 15
 MINUTE = Duration.minutes(1)
@@ -46,9 +49,18 @@ def image_exclude() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def worker_command(lanes: tuple[str, ...]) -> list[str]:
+def worker_command(lanes: tuple[str, ...], log_level: str) -> list[str]:
     """The container's command: the worker loop on the lanes this service serves."""
-    return ["takt", "worker", "--lanes", ",".join(lanes)]
+    return [
+        "takt",
+        "worker",
+        "--lanes",
+        ",".join(lanes),
+        "--grace-sec",
+        str(GRACE_SEC),
+        "--log-level",
+        log_level,
+    ]
 
 
 def lane_messages(
@@ -132,14 +144,14 @@ class FargateWorker(Construct):
                 exclude=image_exclude(),
                 ignore_mode=IgnoreMode.DOCKER,
             ),
-            command=worker_command(worker.lanes),
+            command=worker_command(worker.lanes, config.log_level),
             environment=environment,
             secrets=secrets or None,
             logging=ecs.LogDrivers.aws_logs(
                 stream_prefix="worker",
                 log_group=logs.LogGroup(self, "Logs", retention=LOG_RETENTION),
             ),
-            stop_timeout=STOP_TIMEOUT,
+            stop_timeout=Duration.seconds(STOP_TIMEOUT_SEC),
             # An init process as PID 1 hands SIGTERM to the worker and reaps what it leaves.
             linux_parameters=ecs.LinuxParameters(self, "Linux", init_process_enabled=True),
         )

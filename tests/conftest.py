@@ -4,10 +4,14 @@ concurrency, which the dispatch and lease tests rely on."""
 
 from __future__ import annotations
 
+import io
+import json
+import logging
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -16,6 +20,7 @@ from takt.config import Settings
 from takt.local import moto_speedups
 from takt.local.provision import provision
 from takt.local.runtime import FAKE_CREDENTIALS, free_port
+from takt.observability import logger
 from takt.wiring import Services, build_services
 
 os.environ.update(FAKE_CREDENTIALS)
@@ -70,3 +75,21 @@ def clock() -> ManualClock:
 @pytest.fixture
 def svc(settings: Settings, clock: ManualClock) -> Services:
     return build_services(settings, clock)
+
+
+@pytest.fixture
+def log_lines() -> Iterator[Callable[[], list[dict[str, Any]]]]:
+    """takt's log lines of INFO and above as JSON, formatted as they are emitted (the keys of
+    `log_keys` live in the emitting thread, so formatting later would lose them)."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logger.registered_formatter)
+    underlying = logging.getLogger(logger.name)
+    level = underlying.level
+    underlying.setLevel(logging.INFO)
+    underlying.addHandler(handler)
+    try:
+        yield lambda: [json.loads(line) for line in stream.getvalue().splitlines()]
+    finally:
+        underlying.removeHandler(handler)
+        underlying.setLevel(level)

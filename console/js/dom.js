@@ -32,6 +32,7 @@ export function when(iso) {
 export function relative(iso, now = Date.now()) {
   const seconds = Math.round((new Date(iso).getTime() - now) / 1000);
   const size = Math.abs(seconds);
+  if (size < 1) return "now";
   const [count, unit] =
     size < 60 ? [size, "s"] :
     size < 3600 ? [Math.round(size / 60), "min"] :

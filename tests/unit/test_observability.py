@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import io
-import json
-import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,20 +15,6 @@ from takt.observability import MetricUnit, add_metric, listen, log_keys, logger,
 @pytest.fixture(autouse=True)
 def _clear_metrics() -> None:
     metrics.clear_metrics()
-
-
-@pytest.fixture
-def log_lines() -> Iterator[Callable[[], list[dict[str, Any]]]]:
-    """takt's log lines as JSON, formatted as they are emitted (the keys are per thread)."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logger.registered_formatter)
-    underlying = logging.getLogger(logger.name)
-    underlying.addHandler(handler)
-    try:
-        yield lambda: [json.loads(line) for line in stream.getvalue().splitlines()]
-    finally:
-        underlying.removeHandler(handler)
 
 
 def test_a_recorded_metric_reaches_every_listener() -> None:

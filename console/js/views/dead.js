@@ -18,7 +18,7 @@ export async function deadLetters(main, state = "dead") {
 
   const row = (e) => h("tr", {},
     h("td", {}, h("input", { type: "checkbox", value: e.id, "aria-label": `Select ${e.id}`, onchange: update })),
-    h("td", {}, h("a", { href: `#/executions/${e.id}`, class: "mono" }, e.id)),
+    h("td", {}, h("a", { href: `#/executions/${e.id}`, class: "mono", title: e.id }, e.id.split(".").pop())),
     h("td", {}, h("a", { href: `#/jobs/${e.job_id}` }, e.job_id)),
     h("td", {}, when(e.finished_at)),
     h("td", {}, `${e.attempt}/${e.max_attempts}`),

@@ -47,7 +47,8 @@ export async function execution(main, id) {
         h("div", {}, h("p", { class: "crumbs" }, h("a", { href: `#/jobs/${e.job_id}` }, "Job"), " / execution"),
           h("h1", {}, h("span", { class: "mono" }, e.id), " ", badge(e.state))),
         actions),
-      e.error ? h("div", { class: "error", role: "alert" }, h("strong", {}, "Error: "), e.error) : null,
+      e.error && e.state !== "succeeded"
+        ? h("div", { class: "error", role: "alert" }, h("strong", {}, "Last error: "), e.error) : null,
       h("section", { class: "panel" }, h("dl", { class: "pairs" }, facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]))),
       h("section", { "aria-label": "Attempts" }, h("h2", {}, "Attempts"),
         table(["#", "outcome", "started", "finished", "duration", "status", "error"],

@@ -28,7 +28,7 @@ export async function jobs(main) {
     const { jobs: c } = await get("/v1/stats");
     const chip = (status, label, count) => h("button", {
       class: "chip", "aria-pressed": String(filter.status === status),
-      onclick: () => { filter.status = status; refresh(); },
+      onclick: () => { filter.status = status; show(); },
     }, `${label} `, h("span", { class: "count" }, String(count)));
     chips.replaceChildren(chip("", "All", c.total), ...STATES.map((s) => chip(s, s, c[s])));
   }
@@ -46,6 +46,11 @@ export async function jobs(main) {
       items.map(row), filter.name || filter.status ? "No job matches." : "No jobs yet: create one."));
   }
 
+  // A filter change redraws at once; a failure shows as a toast, as for any action.
+  function show() {
+    refresh().catch((error) => toast(error.message, "error"));
+  }
+
   async function loadMore() {
     const page = await get("/v1/jobs" + query({ limit: PAGE, cursor, status: filter.status, name: filter.name }));
     cursor = page.next_cursor;
@@ -57,7 +62,7 @@ export async function jobs(main) {
   let typing;
   search.addEventListener("input", () => {
     clearTimeout(typing);
-    typing = setTimeout(() => { filter.name = search.value.trim(); refresh(); }, 250);
+    typing = setTimeout(() => { filter.name = search.value.trim(); show(); }, 250);
   });
 
   main.replaceChildren(

@@ -16,15 +16,16 @@ function lastFull(minutes) {
 
 function draw(stats) {
   const minutes = stats.minutes.map((m) => m.minute);
-  const done = lastFull(stats.minutes);
-  const completions = done.succeeded + done.failed + done.dead;
+  const runs = (m) => m.succeeded + m.failed + m.dead;
+  const current = stats.minutes[stats.minutes.length - 1];
   const lagged = [...stats.minutes].reverse().find((m) => m.lag_p99_ms !== null);
   const waiting = stats.lanes.reduce((sum, lane) => sum + lane.waiting + lane.delayed, 0);
   const t = stats.totals;
   return [
     h("section", { class: "cards", "aria-label": "Summary" },
       card("active jobs", stats.jobs.active, `${stats.jobs.paused} paused, ${stats.jobs.completed} completed`, "#/jobs"),
-      card("runs last minute", completions, `${t.succeeded + t.failed + t.dead} in the last hour`),
+      card("runs this minute", runs(current),
+        `${runs(lastFull(stats.minutes))} last minute, ${t.succeeded + t.failed + t.dead} in the hour`),
       card("schedule lag p99", lagged ? ms(lagged.lag_p99_ms) : "–", lagged ? `p50 ${ms(lagged.lag_p50_ms)}` : "no runs this hour"),
       card("queued messages", waiting, `${stats.lanes.reduce((s, l) => s + l.in_flight, 0)} in flight`),
       card("dead executions", stats.dead_executions, `${stats.failed_executions} failed`, "#/dead")),

@@ -29,8 +29,9 @@ FIXED = RetryPolicy(backoff="fixed", initial_interval="30s", jitter="none")
 def _queue(svc: Services, *, fifo: bool = False) -> tuple[str, str]:
     """A fresh queue: (URL, ARN)."""
     name = f"sink-{uuid.uuid4().hex[:10]}" + (".fifo" if fifo else "")
-    attributes = {"FifoQueue": "true"} if fifo else {}
-    url = svc.clients.sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    url = svc.clients.sqs.create_queue(
+        QueueName=name, Attributes={"FifoQueue": "true"} if fifo else {}
+    )["QueueUrl"]
     arn = svc.clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]

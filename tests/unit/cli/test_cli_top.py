@@ -64,7 +64,7 @@ def stats() -> dict[str, Any]:
 def test_the_screen_shows_the_last_full_minute_and_the_hour() -> None:
     screen = render(stats(), "http://127.0.0.1:8080")
 
-    assert "42 last minute (40 ok, 2 retried, 2 failed), 47 this hour" in screen
+    assert "5 this minute, 42 last minute (40 ok, 2 retried, 2 failed), 47 this hour" in screen
     assert "lag p99    230 ms (p50 12 ms, max 400 ms)" in screen
     assert "7 active, 2 paused, 1 completed" in screen
     assert "4 leases expired" in screen

@@ -49,7 +49,7 @@ class Services:
     meter: Meter | None = None
 
     @cached_property
-    def metrics(self) -> MetricsReader:
+    def metrics_reader(self) -> MetricsReader:
         if self.metrics_source is not None:
             return self.metrics_source
         return CloudWatchMetricsReader(

@@ -305,7 +305,12 @@ class PreviewOut(BaseModel):
             time_zone=job.time_zone,
             description=describe(job.parsed_schedule()),
             next_runs=[
-                NextRunOut(at=format_time(run), local=run.astimezone(zone).isoformat())
+                NextRunOut(
+                    at=format_time(run),
+                    local=run.astimezone(zone).isoformat(
+                        timespec="milliseconds" if run.microsecond else "seconds"
+                    ),
+                )
                 for run in runs
             ],
         )

@@ -4,7 +4,7 @@
   so thousands of jobs fit in one page), up to `JOB_READ_LIMIT` jobs a call.
 - Dead and failed executions: counts of the caller's partitions of the `attention` index.
 - Lane depths: SQS GetQueueAttributes on every lane and its dead-letter queue.
-- Throughput and lag per minute: the metrics the handlers publish, from `Services.metrics`
+- Throughput and lag per minute: the metrics the handlers publish, from `Services.metrics_reader`
   (CloudWatch in the cloud, the in-memory window under `takt local`), so the console, `takt top`
   and the CloudWatch alarms agree. Recomputing them from the executions table would need a read
   of every execution of the hour, and would be a second definition of the same numbers.
@@ -78,7 +78,7 @@ class StatsService:
             for state in ATTENTION_STATES
         }
         start = window_start(now)
-        series = self._svc.metrics.minutely(QUERIES, start, WINDOW_MINUTES)
+        series = self._svc.metrics_reader.minutely(QUERIES, start, WINDOW_MINUTES)
         return StatsOut(
             generated_at=format_time(now),
             window_minutes=WINDOW_MINUTES,

@@ -72,7 +72,10 @@ def jobs() -> None:
 @click.option("--run-at", help="One-off time, RFC 3339.")
 @click.option("--every", "interval", help="Fixed interval, e.g. 90s, 1h.")
 @click.option("--tz", "time_zone", help="IANA time zone for the cron.")
-@click.option("--target", help="http(s) URL the payload is POSTed to.")
+@click.option(
+    "--target",
+    help="What each run calls: an http(s) URL, handler:NAME, or an SQS, SNS or EventBridge ARN.",
+)
 @click.option("--payload", help="JSON payload.")
 @click.option("--priority", type=click.Choice(["high", "default", "low"]))
 @click.option("--idempotency-key")

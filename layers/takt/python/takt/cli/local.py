@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import shlex
 import signal
 import sys
 from types import FrameType
 
 import click
 
-from takt.local.runtime import LocalRuntime, RuntimeOptions, describe
+from takt.local.runtime import LocalRuntime, RuntimeOptions, describe, worker_env
 
 
 @click.command()
@@ -51,6 +52,14 @@ def local(host: str, port: int, tenant: str, pollers: int, log_level: str) -> No
     click.echo(f"API on {runtime.url}/v1 (Ctrl-C to stop)", err=True)
     if runtime.console is not None:
         click.echo(f"console on {runtime.url}/", err=True)
+    if pollers == 0 and runtime.services is not None:
+        env = worker_env(runtime.services.settings)
+        exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+        click.echo(
+            "no workers of its own (--pollers 0); start one from the repository with:\n"
+            f"  env {exports} .venv/bin/takt worker --module YOUR_HANDLERS",
+            err=True,
+        )
     sys.stderr.flush()
     try:
         runtime.wait()

@@ -61,6 +61,7 @@ def cli(
 
 
 def _register() -> None:
+    from takt.cli.console import console
     from takt.cli.executions import executions
     from takt.cli.jobs import jobs
     from takt.cli.local import local
@@ -68,7 +69,7 @@ def _register() -> None:
     from takt.cli.top import top
     from takt.cli.worker import worker
 
-    for command in (jobs, executions, schedule, local, worker, top):
+    for command in (jobs, executions, schedule, local, worker, top, console):
         cli.add_command(command)
 
 

@@ -53,8 +53,10 @@ def top(ctx: CliContext, interval: float, once: bool) -> None:
 def render(stats: dict[str, Any], endpoint: str) -> str:
     """The screen for one stats document."""
     minutes = stats["minutes"]
-    done = minutes[-2] if len(minutes) > 1 else minutes[-1]
     runs = [m["succeeded"] + m["failed"] + m["dead"] for m in minutes]
+    # The minute in progress is partial, so the breakdown is the last full minute's.
+    full = -2 if len(minutes) > 1 else -1
+    done = minutes[full]
     lags = [m["lag_p99_ms"] for m in minutes]
     lagged = next((m for m in reversed(minutes) if m["lag_p99_ms"] is not None), None)
     jobs, totals = stats["jobs"], stats["totals"]
@@ -63,7 +65,7 @@ def render(stats: dict[str, Any], endpoint: str) -> str:
         "",
         f"jobs       {jobs['active']} active, {jobs['paused']} paused, "
         f"{jobs['completed']} completed" + ("" if jobs["complete"] else " (first jobs only)"),
-        f"runs       {sum(done[k] for k in ('succeeded', 'failed', 'dead'))} last minute "
+        f"runs       {runs[-1]} this minute, {runs[full]} last minute "
         f"({done['succeeded']} ok, {done['retried']} retried, "
         f"{done['failed'] + done['dead']} failed), {sum(runs)} this hour",
         f"           {sparkline(runs)}",

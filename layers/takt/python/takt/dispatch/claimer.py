@@ -169,10 +169,19 @@ class Claimer:
         )
         check_at = now + timedelta(seconds=self._settings.pending_resend_after_sec)
         if self._executions.create(record, check_at_ms=to_ms(check_at)):
+            logger.debug(
+                "execution created",
+                job_id=job.job_id,
+                execution_id=record.execution_id,
+                state=state.value,
+            )
             return record
         existing = self._executions.get(job.tenant_id, record.execution_id)
         logger.debug(
-            "execution already exists", execution_id=record.execution_id, state=existing.state.value
+            "execution already exists",
+            job_id=job.job_id,
+            execution_id=record.execution_id,
+            state=existing.state.value,
         )
         return existing
 

@@ -1,0 +1,95 @@
+"""The inputs of the capacity simulator: AWS's limits, takt's design knobs, and what one
+execution costs in calls and capacity units (from the meter).
+
+Every default is either AWS's published number (the limits) or takt's shipped setting (the
+design), so a scenario run with defaults says what a fresh deployment in a default account does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from takt.capacity.cost import ONE_VCPU_MB
+
+
+@dataclass(frozen=True)
+class Limits:
+    """AWS's limits and scaling rules, as published (us-east-1, a default account)."""
+
+    partition_write_units_per_sec: float = 1000.0
+    partition_read_units_per_sec: float = 3000.0
+    # An on-demand table serves twice its previous peak at once; a new one 4,000 WCU/12,000 RCU.
+    new_table_write_units_per_sec: float = 4000.0
+    new_table_read_units_per_sec: float = 12000.0
+    account_concurrency: int = 1000
+    # Each function may add 1,000 concurrent instances every 10 seconds.
+    function_scale_per_10_sec: int = 1000
+    # An SQS event source mapping adds up to 300 concurrent invocations a minute, from 5.
+    esm_scale_per_minute: int = 300
+    esm_initial_concurrency: int = 5
+    api_requests_per_sec: float = 10000.0
+    cold_start_ms: float = 800.0
+
+
+@dataclass(frozen=True)
+class Design:
+    """takt's knobs that the simulation varies (defaults: what ships today)."""
+
+    due_shards: int = 64
+    open_shards: int = 8
+    dispatch_ahead_sec: float = 1.0
+    # Writes one claim keeps in flight at once (today's claimer writes one item at a time).
+    claim_parallelism: int = 1
+    # The SQS event source's maximum concurrency for the lane (cdk.json: default lane 20).
+    lane_max_concurrency: int = 20
+    batch_size: int = 10
+    # Jobs spread over this many tenants; the jobs table's partition key is the tenant.
+    tenants: int = 1000
+    claimer_memory_mb: int = 512
+    worker_memory_mb: int = 512
+
+
+@dataclass(frozen=True)
+class CallProfile:
+    """One execution's calls and units, per function, and the latencies to price them in time.
+
+    Defaults are what `takt bench` metered (docs/CAPACITY.md shows the run): a claim writes
+    the execution, sends it (a tenth of a batch), advances the job and deletes the due item; a
+    worker leases, completes and records the outcome on the job.
+    """
+
+    claimer_writes_per_item: float = 3.0
+    claimer_cpu_ms_per_item: float = 1.5
+    claimer_overhead_calls: float = 2.0
+    worker_calls_per_message: float = 3.0
+    worker_cpu_ms_per_message: float = 4.0
+    due_write_units_per_item: float = 1.0
+    jobs_write_units_per_execution: float = 2.0
+    open_index_write_units_per_execution: float = 4.0
+    table_write_units_per_execution: float = 9.0
+    dynamodb_latency_ms: float = 6.0
+    sqs_latency_ms: float = 10.0
+    target_latency_ms: float = 50.0
+    # SQS to the event source mapping's receive, and its poll interval when the queue is busy.
+    delivery_ms: float = 100.0
+
+    def claim_seconds(self, items: int, design: Design) -> tuple[float, float]:
+        """(seconds until the claim's messages are sent, seconds until it ends) for `items`."""
+        share = min(1.0, design.claimer_memory_mb / ONE_VCPU_MB)
+        fixed = self.claimer_overhead_calls * self.dynamodb_latency_ms
+        per_item = self.dynamodb_latency_ms / design.claim_parallelism
+        cpu = items * self.claimer_cpu_ms_per_item / share
+        sends = -(-items // 10) * self.sqs_latency_ms / design.claim_parallelism
+        sent = fixed + items * per_item + sends + cpu / 2
+        rest = items * per_item * (self.claimer_writes_per_item - 1) + cpu / 2
+        return sent / 1000, (sent + rest) / 1000
+
+    def message_seconds(self, design: Design) -> float:
+        """How long a worker spends on one message (a batch's messages run one after another)."""
+        share = min(1.0, design.worker_memory_mb / ONE_VCPU_MB)
+        ms = (
+            self.worker_calls_per_message * self.dynamodb_latency_ms
+            + self.target_latency_ms
+            + self.worker_cpu_ms_per_message / share
+        )
+        return ms / 1000

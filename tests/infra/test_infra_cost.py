@@ -1,0 +1,61 @@
+"""The idle cost in docs/DEPLOY.md is what `infra/cost.py` computes from the synthesized
+templates, and the read units it counts are the library's own calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from aws_cdk.assertions import Template
+
+from infra.cost import (
+    SHARD_COUNTS,
+    WATCHDOG_SWEEPS,
+    base_lines,
+    fargate_lines,
+    idle_units,
+    price_table,
+    render,
+    shard_count_table,
+)
+
+DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md"
+REGENERATE = "regenerate with `make synth && python -m infra.cost cdk.out`"
+
+
+@pytest.mark.parametrize(("due_shards", "open_shards"), [(1, 1), (64, 16)])
+def test_an_idle_minute_costs_65_read_units_per_due_shard_and_one_per_tick(
+    due_shards: int, open_shards: int
+) -> None:
+    """DEPLOY.md explains the 65: 128 eventually consistent probes and one consistent check."""
+    units = idle_units(due_shards, open_shards)
+
+    assert units.scheduler_reads == 65 * due_shards + 60
+    assert units.scheduler_writes == 1
+    assert units.watchdog_reads == WATCHDOG_SWEEPS * open_shards * 0.5
+
+
+def test_deploy_doc_shows_the_idle_cost_of_the_shipped_templates(
+    stateful_template: Template, stateless_template: Template
+) -> None:
+    table = render(base_lines(stateful_template.to_json(), stateless_template.to_json()))
+
+    assert table in DEPLOY_DOC.read_text(), REGENERATE
+
+
+def test_deploy_doc_shows_what_the_fargate_worker_adds(fargate_template: Template) -> None:
+    table = render(fargate_lines(fargate_template.to_json()))
+
+    assert table in DEPLOY_DOC.read_text(), REGENERATE
+
+
+def test_deploy_doc_shows_the_scheduler_at_other_shard_counts() -> None:
+    assert shard_count_table(SHARD_COUNTS) in DEPLOY_DOC.read_text(), REGENERATE
+
+
+def test_deploy_doc_lists_the_prices_the_estimate_uses() -> None:
+    assert price_table() in DEPLOY_DOC.read_text(), REGENERATE
+
+
+def test_without_the_fargate_worker_it_adds_nothing(stateless_template: Template) -> None:
+    assert fargate_lines(stateless_template.to_json()) == []
