@@ -61,10 +61,13 @@ def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).is_file():
         pytest.skip("no chromium to drive: apt-get install -y chromium")
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import expect, sync_playwright
     except ImportError:
         pytest.skip("the playwright package is not installed (the dev group has it)")
 
+    # The suite runs beside other work on a small machine: give assertions the same 15 s as
+    # actions rather than Playwright's default 5 s.
+    expect.set_options(timeout=15_000)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS

@@ -40,6 +40,8 @@ RECOVERY_SLACK_SEC = 3.0
 DONE_WITHIN_SEC = 30.0
 START_LINE = "takt local is running: "
 READY_LINE = "takt worker is running: "
+POOL_SIZE = 2
+GRACE_SEC = 0.5
 
 
 @dataclass
@@ -66,9 +68,10 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
 
 
 class Worker:
-    """One `takt worker` process serving `tests.e2e.worker_handlers`, one execution at a time."""
+    """One `takt worker` process serving `tests.e2e.worker_handlers`, one execution at a time,
+    with a short grace so a SIGTERM test ends quickly."""
 
-    def __init__(self, runtime: Runtime, grace_sec: float) -> None:
+    def __init__(self, runtime: Runtime) -> None:
         self.log = runtime.logs / f"worker-{uuid.uuid4().hex[:8]}.log"
         env = {
             **os.environ,
@@ -81,7 +84,7 @@ class Worker:
                 [
                     *(sys.executable, "-m", "takt.cli.main", "worker"),
                     *("--module", "tests.e2e.worker_handlers"),
-                    *("--concurrency", "1", "--grace-sec", str(grace_sec)),
+                    *("--concurrency", "1", "--grace-sec", str(GRACE_SEC)),
                     *("--log-level", "WARNING"),
                 ],
                 cwd=ROOT,
@@ -94,6 +97,10 @@ class Worker:
     def pid(self) -> int:
         return self.process.pid
 
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
@@ -104,30 +111,33 @@ class Worker:
             DONE_WITHIN_SEC,
             "a worker's start line",
         )
-        assert self.process.poll() is None, self.output()
+        assert self.alive, self.output()
 
     def end(self) -> None:
-        if self.process.poll() is None:
+        if self.alive:
             self.process.send_signal(signal.SIGCONT)
             self.process.kill()
         self.process.wait(timeout=10)
 
 
-@pytest.fixture
-def workers(runtime: Runtime) -> Iterator[Callable[..., list[Worker]]]:
-    """Start N workers (ready when returned); whatever is left of them is killed at teardown."""
-    started: list[Worker] = []
-
-    def start(count: int = 1, grace_sec: float = 25.0) -> list[Worker]:
-        batch = [Worker(runtime, grace_sec) for _ in range(count)]
-        started.extend(batch)
-        for worker in batch:
-            worker.wait_ready()
-        return batch
-
-    yield start
-    for worker in started:
+@pytest.fixture(scope="module")
+def started(runtime: Runtime) -> Iterator[list[Worker]]:
+    """Every worker the module started; whatever is left of them is killed at its end."""
+    everyone: list[Worker] = []
+    yield everyone
+    for worker in everyone:
         worker.end()
+
+
+@pytest.fixture
+def pool(runtime: Runtime, started: list[Worker]) -> list[Worker]:
+    """Two live workers: the module's survivors, topped up (starting a worker costs seconds)."""
+    live = [w for w in started if w.alive]
+    fresh = [Worker(runtime) for _ in range(POOL_SIZE - len(live))]
+    started.extend(fresh)
+    for worker in fresh:
+        worker.wait_ready()
+    return [*live, *fresh]
 
 
 @pytest.fixture
@@ -135,18 +145,15 @@ def journal(tmp_path: Path) -> Path:
     return tmp_path / "journal.jsonl"
 
 
-def _job(runtime: Runtime, target: str, payload: Any, **extra: Any) -> dict[str, Any]:
-    run_at = datetime.now(UTC) + timedelta(seconds=1)
-    return runtime.takt.create_job(
-        {"run_at": format_time(run_at), "target": target, "payload": payload, **extra}
+def _run(runtime: Runtime, target: str, payload: Any, **extra: Any) -> str:
+    """A job calling `target`, run at once (triggered); returns the execution's id."""
+    later = datetime.now(UTC) + timedelta(days=1)
+    job = runtime.takt.create_job(
+        {"run_at": format_time(later), "target": target, "payload": payload, **extra}
     )
-
-
-def _execution_of(runtime: Runtime, job_id: str) -> str:
-    executions = poll(
-        lambda: runtime.takt.executions(job_id), bool, DONE_WITHIN_SEC, f"an execution of {job_id}"
-    )
-    execution_id: str = executions[-1]["id"]
+    answer = runtime.takt.request("POST", f"/v1/jobs/{job['id']}/trigger")
+    assert answer.status == 202, answer.body
+    execution_id: str = answer.body["id"]
     return execution_id
 
 
@@ -169,26 +176,24 @@ def _attempts(execution: dict[str, Any]) -> list[tuple[int, str]]:
     return [(a["attempt"], a["outcome"]) for a in execution["attempts"]]
 
 
+def _running_it(pool: list[Worker], start: dict[str, Any]) -> tuple[Worker, Worker]:
+    """(the worker whose handler wrote `start`, the other one)."""
+    runs = next(w for w in pool if w.pid == start["pid"])
+    return runs, next(w for w in pool if w is not runs)
+
+
 def test_a_worker_killed_mid_run_is_replaced_by_another_with_exactly_one_more_attempt(
-    runtime: Runtime,
-    workers: Callable[..., list[Worker]],
-    journal: Path,
-    record_property: Record,
+    runtime: Runtime, pool: list[Worker], journal: Path, record_property: Record
 ) -> None:
-    pool = workers(2)
-    job = _job(runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 60})
-    [first] = _started(journal)
-    victim = next(w for w in pool if w.pid == first["pid"])
+    execution_id = _run(runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 60})
+    victim, survivor = _running_it(pool, _started(journal)[0])
 
     victim.process.kill()
     killed_at = time.time()
     victim.process.wait(timeout=10)
-    execution = _until(
-        runtime, _execution_of(runtime, job["id"]), lambda e: e["state"] == "succeeded", "success"
-    )
+    execution = _until(runtime, execution_id, lambda e: e["state"] == "succeeded", "success")
 
     starts = _started(journal, 2)
-    survivor = next(w for w in pool if w is not victim)
     recovered_sec = starts[1]["at"] - killed_at
     record_property("kill -9 to next start (s)", round(recovered_sec, 2))
     assert (execution["attempt"], _attempts(execution)) == (
@@ -200,15 +205,12 @@ def test_a_worker_killed_mid_run_is_replaced_by_another_with_exactly_one_more_at
 
 
 def test_a_worker_paused_past_its_lease_is_fenced_out_and_the_newer_attempt_stands(
-    runtime: Runtime, workers: Callable[..., list[Worker]], journal: Path
+    runtime: Runtime, pool: list[Worker], journal: Path
 ) -> None:
-    pool = workers(2)
-    job = _job(
-        runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 2, "then_sec": 2}
+    execution_id = _run(
+        runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 2, "then_sec": 1}
     )
-    [first] = _started(journal)
-    paused = next(w for w in pool if w.pid == first["pid"])
-    execution_id = _execution_of(runtime, job["id"])
+    paused, other = _running_it(pool, _started(journal)[0])
 
     paused.process.send_signal(signal.SIGSTOP)
     # Resumed while the other worker holds attempt 2's lease, so its reports meet a newer lease.
@@ -230,29 +232,23 @@ def test_a_worker_paused_past_its_lease_is_fenced_out_and_the_newer_attempt_stan
         2,
         [(1, "lease_expired"), (2, "succeeded")],
     )
-    second = [s for s in _started(journal, 2) if s["attempt"] == 2]
-    assert [s["pid"] for s in second] == [next(w for w in pool if w is not paused).pid]
+    assert [(s["attempt"], s["pid"]) for s in _started(journal, 2)] == [
+        (1, paused.pid),
+        (2, other.pid),
+    ]
 
 
 def test_failing_handlers_are_retried_then_dead_while_other_jobs_keep_running(
-    runtime: Runtime, workers: Callable[..., list[Worker]], journal: Path
+    runtime: Runtime, pool: list[Worker], journal: Path
 ) -> None:
-    workers(2)
     retry = {"max_attempts": 2, "backoff": "fixed", "initial_interval": "1s", "jitter": "none"}
-    boom = _job(runtime, "handler:e2e.boom", {"journal": str(journal)}, retry=retry)
-    unparseable = _job(runtime, "handler:e2e.count", {"count": "many"}, retry=retry)
-    fine = [_job(runtime, "handler:e2e.count", {"count": n}) for n in range(3)]
+    boom = _run(runtime, "handler:e2e.boom", {"journal": str(journal)}, retry=retry)
+    unparseable = _run(runtime, "handler:e2e.count", {"count": "many"}, retry=retry)
+    fine = [_run(runtime, "handler:e2e.count", {"count": n}) for n in range(3)]
 
-    raised = _until(
-        runtime, _execution_of(runtime, boom["id"]), lambda e: e["state"] == "dead", "dead"
-    )
-    refused = _until(
-        runtime, _execution_of(runtime, unparseable["id"]), lambda e: e["state"] == "dead", "dead"
-    )
-    ran = [
-        _until(runtime, _execution_of(runtime, j["id"]), lambda e: e["state"] == "succeeded", "ok")
-        for j in fine
-    ]
+    raised = _until(runtime, boom, lambda e: e["state"] == "dead", "dead")
+    refused = _until(runtime, unparseable, lambda e: e["state"] == "dead", "dead")
+    ran = [_until(runtime, e, lambda e: e["state"] == "succeeded", "success") for e in fine]
 
     assert (_attempts(raised), raised["error"]) == (
         [(1, "retry"), (2, "dead")],
@@ -267,18 +263,14 @@ def test_failing_handlers_are_retried_then_dead_while_other_jobs_keep_running(
 
 
 def test_sigterm_lets_the_worker_exit_and_gives_its_running_execution_to_another(
-    runtime: Runtime, workers: Callable[..., list[Worker]], journal: Path
+    runtime: Runtime, pool: list[Worker], journal: Path
 ) -> None:
-    [stopping] = workers(1, grace_sec=0.5)
-    job = _job(runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 60})
-    _started(journal)
-    workers(1)
+    execution_id = _run(runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 60})
+    stopping, other = _running_it(pool, _started(journal)[0])
 
     stopping.process.send_signal(signal.SIGTERM)
     code = stopping.process.wait(timeout=DONE_WITHIN_SEC)
-    execution = _until(
-        runtime, _execution_of(runtime, job["id"]), lambda e: e["state"] == "succeeded", "success"
-    )
+    execution = _until(runtime, execution_id, lambda e: e["state"] == "succeeded", "success")
 
     assert code == 0, stopping.output()
     assert "takt worker stopped" in stopping.output()
@@ -286,28 +278,23 @@ def test_sigterm_lets_the_worker_exit_and_gives_its_running_execution_to_another
         1,
         [(1, "given_back"), (1, "succeeded")],
     )
-    ends = [e for e in read_journal(journal) if e["event"] == "end"]
-    assert (ends[0]["pid"], ends[0]["stop_reason"]) == (stopping.pid, "shutdown")
+    journaled = read_journal(journal)
+    ends = [(e["pid"], e["stop_reason"]) for e in journaled if e["event"] == "end"]
+    assert ends == [(stopping.pid, "shutdown"), (other.pid, None)]
 
 
 def test_cancel_stops_a_running_handler_in_a_worker_process(
-    runtime: Runtime,
-    workers: Callable[..., list[Worker]],
-    journal: Path,
-    capsys: pytest.CaptureFixture[str],
+    runtime: Runtime, pool: list[Worker], journal: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    workers(1)
-    job = _job(runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 60})
+    execution_id = _run(runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 60})
     _started(journal)
-    execution_id = _execution_of(runtime, job["id"])
     capsys.readouterr()
+    cancel = ["--endpoint", runtime.takt.url, "-o", "json", "executions", "cancel", execution_id]
 
-    code = main(
-        ["--endpoint", runtime.takt.url, "-o", "json", "executions", "cancel", execution_id]
-    )
+    code = main(cancel)
     requested = json.loads(capsys.readouterr().out)
     execution = _until(runtime, execution_id, lambda e: e["state"] == "cancelled", "cancelled")
-    again = main(["--endpoint", runtime.takt.url, "executions", "cancel", execution_id])
+    again = main(cancel)
     refused = capsys.readouterr().err
 
     assert code == 0
@@ -321,4 +308,4 @@ def test_cancel_stops_a_running_handler_in_a_worker_process(
         DONE_WITHIN_SEC,
         "the handler's end",
     )
-    assert ends[0]["stop_reason"] == "cancelled"
+    assert [e["stop_reason"] for e in ends] == ["cancelled"]
