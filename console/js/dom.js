@@ -9,8 +9,17 @@ export function h(tag, attrs = {}, ...children) {
     else if (name === "class") el.className = value;
     else el.setAttribute(name, value === true ? "" : value);
   }
-  el.append(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  el.append(...present(children));
   return el;
+}
+
+// Replace an element's children; like h(), it skips null, undefined and false (absent parts).
+export function fill(el, ...children) {
+  el.replaceChildren(...present(children));
+}
+
+function present(children) {
+  return children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false);
 }
 
 export function badge(state) {

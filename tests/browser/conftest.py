@@ -34,10 +34,6 @@ CHROMIUM_ARGS = [
 ]
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "browser: drives the web console in headless chromium")
-
-
 @pytest.fixture(scope="module")
 def takt_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalTakt]:
     runtime = LocalTakt.start(tmp_path_factory.mktemp("takt-local") / "takt-local.log")

@@ -85,6 +85,8 @@ def test_pause_a_job_after_confirming(
 
     expect(page.get_by_role("heading", level=1).locator(".badge")).to_have_text("paused")
     expect(page.get_by_role("heading", name="Next runs if resumed now")).to_be_visible()
+    runs = page.get_by_role("region", name="Recent executions")
+    expect(runs).to_have_text("Recent executionsNo executions yet.")
     assert takt_local.request("GET", f"/v1/jobs/{job['id']}").body["status"] == "paused"
 
 
@@ -138,6 +140,9 @@ def test_retry_a_dead_execution_from_the_dead_letter_view(
     attempts = page.get_by_role("region", name="Attempts").locator("tbody tr")
     expect(attempts).to_have_count(2)
     expect(attempts.first).to_contain_text("500")
+    # No error banner once it succeeded, and no absent part drawn as "null".
+    expect(page.get_by_role("alert")).to_have_count(0)
+    expect(page.locator("main")).not_to_contain_text("null")
     screenshot(page, "execution")
 
 

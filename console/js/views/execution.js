@@ -1,6 +1,6 @@
 // One execution: what happened on each attempt, and retry or cancel where its state allows.
 import { get, post } from "../api.js";
-import { act, badge, confirmAction, h, ms, table, toast, when } from "../dom.js";
+import { act, badge, confirmAction, fill, h, ms, table, toast, when } from "../dom.js";
 
 const RETRYABLE = ["dead", "failed", "cancelled"];
 const CANCELLABLE = ["pending", "queued", "running", "retry_wait"];
@@ -42,7 +42,7 @@ export async function execution(main, id) {
       ["reason", e.reason],
       ["stale reports fenced", e.fenced_reports || null],
     ].filter(([, v]) => v !== null && v !== undefined && v !== "");
-    view.replaceChildren(
+    fill(view,
       h("div", { class: "title" },
         h("div", {}, h("p", { class: "crumbs" }, h("a", { href: `#/jobs/${e.job_id}` }, "Job"), " / execution"),
           h("h1", {}, h("span", { class: "mono" }, e.id), " ", badge(e.state))),

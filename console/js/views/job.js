@@ -1,7 +1,7 @@
 // One job: its schedule in words with the next runs, its settings, the actions, and its recent
 // executions as a timeline.
 import { del, get, patch, post } from "../api.js";
-import { act, badge, confirmAction, h, ms, relative, scheduleText, table, toast, when } from "../dom.js";
+import { act, badge, confirmAction, fill, h, ms, relative, scheduleText, table, toast, when } from "../dom.js";
 
 const RECENT = 50;
 
@@ -110,7 +110,7 @@ export async function job(main, id) {
         h("h1", {}, j.name || j.id, " ", badge(j.status))),
       actions(j, redraw)));
     body.replaceChildren(schedule(j, preview), settings(j));
-    recent.replaceChildren(h("h2", {}, "Recent executions"), timeline(page.items),
+    fill(recent, h("h2", {}, "Recent executions"), timeline(page.items),
       table(["execution", "state", "trigger", "attempt", "scheduled", "lag", "error"],
         page.items.map(executionRow), "No executions yet."));
   }

@@ -141,6 +141,23 @@ def test_on_stop_a_run_still_going_after_the_grace_is_given_back_for_another_wor
     assert [c.stop_reason for c in handlers.calls(key)] == ["shutdown"]
 
 
+def test_on_stop_no_new_work_is_taken_and_a_run_ending_within_the_grace_completes(
+    svc: Services, clock: ManualClock, key: str
+) -> None:
+    record = _queued(svc, clock, "handler:it.wait", {"key": key})
+
+    with running(svc, grace_sec=30) as process:
+        _poll(lambda: stored(svc, record).state == ExecState.RUNNING, "the run's start")
+        process.stop()
+        later = _queued(svc, clock, "handler:it.ok", {"key": key})
+        handlers.gate(key).set()
+        _poll(lambda: stored(svc, record).state == ExecState.SUCCEEDED, "the run's end")
+
+    assert [a.outcome for a in stored(svc, record).attempts] == ["succeeded"]
+    assert stored(svc, later).state == ExecState.PENDING
+    assert [m.execution_id for m in drain(svc)] == [later.execution_id]
+
+
 def test_an_execution_for_a_handler_no_running_worker_has_waits_in_its_lane_until_one_does(
     svc: Services, clock: ManualClock, key: str
 ) -> None:

@@ -192,3 +192,31 @@ def test_the_worker_lambda_gives_an_execution_back_before_its_own_timeout(
     assert [(m.execution_id, m.attempt) for m in drain(svc)] == [
         (record.execution_id, message.attempt)
     ]
+
+
+def test_the_worker_lambda_serves_the_handlers_of_its_handler_modules_setting(
+    make_svc: ServicesFactory, clock: ManualClock
+) -> None:
+    svc = make_svc(handler_modules="tests.integration.worker.env_handlers")
+    record, _ = submit_to(svc, clock, "handler:it.from_env")
+    event = sqs_event(
+        "arn:aws:sqs:us-east-1:000000000000:takt-default",
+        [
+            {
+                "MessageId": "m-1",
+                "ReceiptHandle": "r-1",
+                "Body": Outgoing.of(record).message.model_dump_json(),
+            }
+        ],
+    )
+    install(svc)
+    try:
+        worker_handler(event, LocalContext("takt-worker"))
+    finally:
+        install(None)
+
+    # Imported only now: the handler must have been registered by the setting, not by this test.
+    from tests.integration.worker import env_handlers
+
+    assert stored(svc, record).state == ExecState.SUCCEEDED
+    assert env_handlers.runs == [record.execution_id]

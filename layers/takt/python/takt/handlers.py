@@ -168,12 +168,13 @@ registry = Registry()
 handler = registry.handler
 
 
-def load_modules(modules: Iterable[str], into: Registry = registry) -> list[str]:
-    """Import each handler module (registering its handlers); returns every registered name.
+def load_modules(modules: Iterable[str]) -> list[str]:
+    """Import each handler module, which registers its handlers in `registry`; returns the
+    names `registry` then holds.
 
     An import error propagates: a worker that cannot load its handlers must not start and take
-    messages it would only have to give back.
+    messages it would only have to send back.
     """
     for module in modules:
         importlib.import_module(module)
-    return into.names()
+    return registry.names()

@@ -97,9 +97,6 @@ class ExecutionRunner:
             worker_id or settings.worker_id or f"w-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         )
 
-    def serves(self, handler: str) -> bool:
-        return self._targets.serves(handler)
-
     def process(
         self,
         message: LaneMessage,
