@@ -94,12 +94,13 @@ def test_the_worker_runs_what_the_lanes_hold_and_deletes_the_messages(
 def test_a_long_run_keeps_its_message_invisible_past_the_visibility_it_was_received_with(
     make_svc: ServicesFactory, clock: ManualClock, key: str
 ) -> None:
-    # Received with a visibility of twice the lease (2 s); the run lasts longer than that.
-    svc = make_svc(lease_sec=1, heartbeat_sec=0.2)
+    # Received with a visibility of twice the lease (3 s); the run lasts longer than that: 40
+    # heartbeats at least 0.1 s apart.
+    svc = make_svc(lease_sec=1.5, heartbeat_sec=0.1)
     record = _queued(svc, clock, "handler:it.wait", {"key": key})
 
     with running(svc):
-        _poll(lambda: stored(svc, record).heartbeat_seq >= 15, "three seconds of heartbeats")
+        _poll(lambda: stored(svc, record).heartbeat_seq >= 40, "four seconds of heartbeats")
         seen_by_another = drain(svc)
         handlers.gate(key).set()
         _poll(lambda: stored(svc, record).state == ExecState.SUCCEEDED, "the run's end")

@@ -21,6 +21,7 @@ retries), which is how it surfaces as lag.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
@@ -59,27 +60,59 @@ class Load:
         return out
 
 
-@dataclass
-class _Bucket:
-    """A token bucket: `rate` units a second, one second of burst."""
+class _Rate:
+    """Units spread over time intervals, summed per second (a difference array over seconds)."""
 
-    rate: float
-    tokens: float = 0.0
-    at: float = 0.0
-    used: dict[int, float] = field(default_factory=dict)
+    def __init__(self) -> None:
+        self._delta: dict[int, float] = {}
 
-    def take(self, now: float, units: float) -> float:
-        """Take `units` at `now`; returns how long the taker waits for them (0 if available)."""
-        self.tokens = min(self.rate, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        self.tokens -= units
-        second = int(now)
-        self.used[second] = self.used.get(second, 0.0) + units
-        return max(0.0, -self.tokens / self.rate)
+    def add(self, begin: float, end: float, units: float) -> None:
+        end = max(end, begin + STEP)
+        rate = units / (end - begin)
+        first, last = int(begin), int(end)
+        if first == last:
+            self._bump(first, rate * (end - begin), first + 1, 0.0)
+            return
+        self._bump(first, rate * (first + 1 - begin), first + 1, 0.0)
+        self._bump(first + 1, rate, last, rate)
+        self._bump(last, rate * (end - last), last + 1, 0.0)
 
-    @property
+    def _bump(self, second: int, amount: float, until: int, rate: float) -> None:
+        if rate:
+            self._delta[second] = self._delta.get(second, 0.0) + rate
+            self._delta[until] = self._delta.get(until, 0.0) - rate
+        else:
+            self._delta[second] = self._delta.get(second, 0.0) + amount
+            self._delta[second + 1] = self._delta.get(second + 1, 0.0) - amount
+
     def peak(self) -> float:
-        return max(self.used.values(), default=0.0)
+        level, best = 0.0, 0.0
+        for second in sorted(self._delta):
+            level += self._delta[second]
+            best = max(best, level)
+        return best
+
+
+class _Bucket:
+    """A write-throughput limit: `rate` units a second, with one second of unused capacity to
+    burst from. Work that asks for more waits until its units fit (throttling, retried), so a
+    taker ends no earlier than the limit lets its units through."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self._free_at = 0.0
+        self.demand = _Rate()
+        self.served = _Rate()
+        self.delayed = 0.0
+
+    def take(self, now: float, units: float, natural_sec: float) -> float:
+        """Take `units` spread over `natural_sec` from `now`; the extra seconds the taker waits."""
+        self.demand.add(now, now + natural_sec, units)
+        self._free_at = max(self._free_at, now - 1.0) + units / self.rate
+        extra = max(0.0, self._free_at - (now + natural_sec))
+        self.served.add(now, now + natural_sec + extra, units)
+        self.delayed = max(self.delayed, extra)
+        return extra
 
 
 @dataclass
@@ -125,18 +158,13 @@ class SimResult:
     burst_dispatched_within_sec: float | None
     peak_concurrency: dict[str, float]
     concurrency_wanted: float
+    # Write units a second that the work asked for at its busiest, and what each resource serves.
     peak_write_units: dict[str, float]
     write_capacity: dict[str, float]
+    # Resources that made work wait (throttled), with the longest wait they caused.
+    throttled: dict[str, float]
     undispatched: float
     unstarted: float
-
-    @property
-    def throttled(self) -> list[str]:
-        return [
-            name
-            for name, peak in self.peak_write_units.items()
-            if peak > self.write_capacity.get(name, math.inf) * 1.0001
-        ]
 
 
 class Simulator:
@@ -163,137 +191,150 @@ class Simulator:
         self.invoke_ms = invoke_ms
         self.drain_sec = drain_sec
 
-    def run(self) -> SimResult:  # noqa: PLR0915 - one loop over the grid, step by step
+    def run(self) -> SimResult:  # noqa: PLR0915 - one walk over the grid, step by step
         d, lim, calls = self.design, self.limits, self.calls
         shards: list[deque[list[float]]] = [deque() for _ in range(d.due_shards)]
         pending = deque(self.load.cohorts())
         claim_busy = [0.0] * d.due_shards
         claims_running: list[float] = []
-        queue: deque[list[float]] = deque()  # [visible_at, due, count]
-        batches: dict[int, float] = {}  # end step -> batches
+        # Messages sent but not yet receivable (a heap of (visible_at, due, count)), and the
+        # receivable ones ([due, count], oldest first).
+        inflight: list[tuple[float, float, float]] = []
+        queue: deque[list[float]] = deque()
+        visible = 0.0
+        batches: dict[int, float] = {}  # the grid step a group of batches ends at -> batches
         msg_s = calls.message_seconds(d)
         batch_s = d.batch_size * msg_s
-        warm_workers = self.warm_rate * msg_s * 1.2
+        # Instances stay warm for minutes: a cold start is paid only beyond the most that ran.
+        warm_workers = self.warm_rate / d.batch_size * (batch_s + d.dispatch_ahead_sec)
         warm_claims = float(min(d.due_shards, max(1.0, self.warm_rate / 50)))
-        esm_cap = max(float(lim.esm_initial_concurrency), warm_workers)
+        esm_cap = max(float(lim.esm_initial_concurrency), min(warm_workers, d.lane_max_concurrency))
         worker_fn_cap = max(warm_workers, float(lim.function_scale_per_10_sec))
-        running_batches = 0.0
+        running = 0.0
         peak = {"worker": 0.0, "claimer": 0.0, "total": 0.0}
         wanted = 0.0
-        # Previous peak: the table has served twice the warm rate before (on-demand doubles it).
-        table_rate = max(
-            lim.new_table_write_units_per_sec,
-            2 * self.warm_rate * calls.table_write_units_per_execution,
+        # The tables ran at the warm rate before: on-demand serves twice a previous peak at once.
+        table = _Bucket(
+            max(
+                lim.new_table_write_units_per_sec,
+                2 * self.warm_rate * calls.table_write_units_per_execution,
+            )
         )
-        table = _Bucket(table_rate, table_rate)
         open_index = _Bucket(d.open_shards * lim.partition_write_units_per_sec)
-        open_index.tokens = open_index.rate
         jobs = _Bucket(d.tenants * lim.partition_write_units_per_sec)
-        jobs.tokens = jobs.rate
-        due_parts = [_Bucket(lim.partition_write_units_per_sec) for _ in range(d.due_shards)]
-        for part in due_parts:
-            part.tokens = part.rate
+        due_parts = [_Bucket(lim.partition_write_units_per_sec) for _ in shards]
+        claim_table_share = 1 / 3  # the claim writes the execution; the worker twice more
         dispatched: dict[int, float] = {}
         dispatch_lag, start_lag = _Histogram(), _Histogram()
         burst_last: float | None = None
-        end = self.load.duration_sec + self.drain_sec
-        steps = int(end / STEP)
-        for step in range(steps + 1):
+        ticks_every = round(1 / STEP)
+        for step in range(int((self.load.duration_sec + self.drain_sec) / STEP) + 1):
             now = step * STEP
             while pending and pending[0][0] <= now + d.dispatch_ahead_sec + 1:
                 due, count = pending.popleft()
                 for shard in shards:
                     shard.append([due, count / d.due_shards])
             claims_running = [t for t in claims_running if t > now]
-            running_batches -= batches.pop(step, 0.0)
-            if step % round(1 / STEP) == 0:
-                busy = [
-                    i
-                    for i, shard in enumerate(shards)
-                    if shard and shard[0][0] <= now + d.dispatch_ahead_sec
-                ]
-                probes = d.due_shards * 2
-                fanout_at = (
-                    now + math.ceil(probes / self.probe_threads) * calls.dynamodb_latency_ms / 1000
-                )
+            running -= batches.pop(step, 0.0)
+            if step % ticks_every == 0:
+                horizon = now + d.dispatch_ahead_sec
+                busy = [i for i, shard in enumerate(shards) if shard and shard[0][0] <= horizon]
+                # Two minute buckets probed per shard, then the busy ones invoked, both by the
+                # ticker's thread pool.
+                probing = math.ceil(2 * d.due_shards / self.probe_threads)
+                fanout_at = now + probing * calls.dynamodb_latency_ms / 1000
                 for order, i in enumerate(busy):
-                    start = fanout_at + order * self.invoke_ms / 1000
-                    if claim_busy[i] > start:
+                    start = fanout_at + (order // self.probe_threads + 1) * self.invoke_ms / 1000
+                    free = lim.account_concurrency - running - len(claims_running)
+                    if claim_busy[i] > start or free < 1:
                         continue
-                    free = lim.account_concurrency - running_batches - len(claims_running)
-                    if free < 1:
-                        continue
-                    horizon = now + d.dispatch_ahead_sec
                     taken: list[list[float]] = []
                     while shards[i] and shards[i][0][0] <= horizon:
                         taken.append(shards[i].popleft())
                     items = sum(c for _, c in taken)
-                    cold = lim.cold_start_ms / 1000 if len(claims_running) >= warm_claims else 0.0
+                    cold = 0.0
+                    if len(claims_running) + 1 > warm_claims:
+                        cold = lim.cold_start_ms / 1000
+                        warm_claims = len(claims_running) + 1.0
                     sent, done = calls.claim_seconds(math.ceil(items), d)
-                    wait = table.take(start, items * (calls.table_write_units_per_execution / 3))
                     wait = max(
-                        wait, due_parts[i].take(start, items * calls.due_write_units_per_item)
-                    )
-                    wait = max(
-                        wait, jobs.take(start, items * calls.jobs_write_units_per_execution / 2)
+                        table.take(
+                            start,
+                            items * calls.table_write_units_per_execution * claim_table_share,
+                            done,
+                        ),
+                        due_parts[i].take(start, items * calls.due_write_units_per_item, done),
+                        jobs.take(start, items * calls.jobs_write_units_per_execution / 2, done),
                     )
                     sent_at = start + cold + wait + sent
                     claim_busy[i] = start + cold + wait + done
                     claims_running.append(claim_busy[i])
                     for due, count in taken:
-                        queue.append([sent_at + calls.delivery_ms / 1000, due, count])
+                        heapq.heappush(inflight, (sent_at + calls.delivery_ms / 1000, due, count))
                         dispatched[int(sent_at)] = dispatched.get(int(sent_at), 0.0) + count
                         dispatch_lag.add(sent_at - due, count)
                         if self.load.burst and self.load.burst_at <= due < self.load.burst_at + 60:
                             burst_last = max(burst_last or 0.0, sent_at - self.load.burst_at)
                 peak["claimer"] = max(peak["claimer"], float(len(claims_running)))
-            visible = sum(c for v, _, c in queue if v <= now)
-            if visible > 0 and running_batches >= min(esm_cap, d.lane_max_concurrency) - 1e-9:
+            while inflight and inflight[0][0] <= now:
+                _, due, count = heapq.heappop(inflight)
+                queue.append([due, count])
+                visible += count
+            if visible > 1e-9 and running >= min(esm_cap, d.lane_max_concurrency) - 1e-9:
                 esm_cap = min(
                     float(d.lane_max_concurrency), esm_cap + lim.esm_scale_per_minute / 60 * STEP
                 )
-            worker_fn_cap = worker_fn_cap + lim.function_scale_per_10_sec / 10 * STEP
-            cap = min(
-                esm_cap,
-                float(d.lane_max_concurrency),
-                worker_fn_cap,
-                lim.account_concurrency - len(claims_running),
-            )
-            wanted = max(wanted, running_batches + visible / d.batch_size)
-            free_slots = max(0.0, cap - running_batches)
-            start_batches = min(free_slots, visible / d.batch_size)
-            if start_batches > 0:
-                take = start_batches * d.batch_size
-                cold = (
-                    lim.cold_start_ms / 1000
-                    if running_batches + start_batches > warm_workers
-                    else 0.0
-                )
-                wait = table.take(now, take * calls.table_write_units_per_execution * 2 / 3)
+            worker_fn_cap += lim.function_scale_per_10_sec / 10 * STEP
+            cap = min(esm_cap, worker_fn_cap, lim.account_concurrency - len(claims_running))
+            wanted = max(wanted, running + visible / d.batch_size)
+            starting = min(max(0.0, cap - running), visible / d.batch_size)
+            if starting > 1e-9:
+                take = starting * d.batch_size
+                cold = 0.0
+                if running + starting > warm_workers:
+                    cold = lim.cold_start_ms / 1000
+                    warm_workers = running + starting
                 wait = max(
-                    wait, open_index.take(now, take * calls.open_index_write_units_per_execution)
+                    table.take(
+                        now,
+                        take * calls.table_write_units_per_execution * (1 - claim_table_share),
+                        batch_s,
+                    ),
+                    open_index.take(
+                        now, take * calls.open_index_write_units_per_execution, batch_s
+                    ),
+                    jobs.take(now, take * calls.jobs_write_units_per_execution / 2, batch_s),
                 )
-                wait = max(wait, jobs.take(now, take * calls.jobs_write_units_per_execution / 2))
-                longest = 0.0
-                while take > 1e-9 and queue and queue[0][0] <= now:
+                longest = batch_s
+                visible -= take
+                while take > 1e-9 and queue:
                     entry = queue[0]
-                    part = min(entry[2], take)
+                    part = min(entry[1], take)
                     for pos in range(d.batch_size):
-                        begin = max(now + cold + wait + pos * msg_s, entry[1])
-                        start_lag.add(begin - entry[1], part / d.batch_size)
+                        # A batch's messages run one after another; one claimed ahead of its
+                        # second is held until then.
+                        begin = max(now + cold + wait + pos * msg_s, entry[0])
+                        start_lag.add(begin - entry[0], part / d.batch_size)
                         longest = max(longest, begin - now + msg_s)
-                    entry[2] -= part
+                    entry[1] -= part
                     take -= part
-                    if entry[2] <= 1e-9:
+                    if entry[1] <= 1e-9:
                         queue.popleft()
-                duration = max(batch_s, longest)
-                running_batches += start_batches
-                finish = step + max(1, math.ceil(duration / STEP))
-                batches[finish] = batches.get(finish, 0.0) + start_batches
-            peak["worker"] = max(peak["worker"], running_batches)
-            peak["total"] = max(peak["total"], running_batches + len(claims_running))
-            if now > self.load.duration_sec and not queue and not any(shards) and not pending:
+                running += starting
+                finish = step + max(1, math.ceil(longest / STEP))
+                batches[finish] = batches.get(finish, 0.0) + starting
+            peak["worker"] = max(peak["worker"], running)
+            peak["total"] = max(peak["total"], running + len(claims_running))
+            idle = not (queue or inflight or pending or any(shards))
+            if now > self.load.duration_sec and idle:
                 break
+        busiest = max(due_parts, key=lambda b: b.demand.peak())
+        resources = {
+            "table (on-demand)": table,
+            "open index (all shards)": open_index,
+            "jobs (all tenants)": jobs,
+            "due partition (busiest)": busiest,
+        }
         return SimResult(
             design=d,
             dispatched_per_sec=dispatched,
@@ -302,18 +343,11 @@ class Simulator:
             burst_dispatched_within_sec=None if burst_last is None else round(burst_last, 1),
             peak_concurrency={k: round(v) for k, v in peak.items()},
             concurrency_wanted=round(wanted),
-            peak_write_units={
-                "table (on-demand)": round(table.peak),
-                "open index (all shards)": round(open_index.peak),
-                "jobs (all tenants)": round(jobs.peak),
-                "due partition (busiest)": round(max(p.peak for p in due_parts)),
-            },
-            write_capacity={
-                "table (on-demand)": table.rate,
-                "open index (all shards)": open_index.rate,
-                "jobs (all tenants)": jobs.rate,
-                "due partition (busiest)": lim.partition_write_units_per_sec,
+            peak_write_units={name: round(b.demand.peak()) for name, b in resources.items()},
+            write_capacity={name: b.rate for name, b in resources.items()},
+            throttled={
+                name: round(b.delayed, 2) for name, b in resources.items() if b.delayed > STEP
             },
             undispatched=sum(c for shard in shards for _, c in shard) + sum(c for _, c in pending),
-            unstarted=sum(c for _, _, c in queue),
+            unstarted=sum(c for _, c in queue) + sum(c for _, _, c in inflight),
         )
