@@ -1,13 +1,15 @@
 """Executions per second through `takt worker` processes, and the CPU each execution costs in
 takt's own code, measured with py-spy.
 
-    .venv/bin/python bench/workers.py --workers 1 --due 2000
-    .venv/bin/python bench/workers.py --workers 4 --due 2000
+    .venv/bin/python bench/workers.py --workers 1 --due 1000
+    .venv/bin/python bench/workers.py --workers 4 --due 1000
+    .venv/bin/python bench/workers.py --workers 1 --due 200 --handler-sec 2.5 --heartbeat-sec 1
 
 It runs the local runtime in this process with no worker of its own (`pollers=0`: API service,
 scheduler, watchdog and moto's server), creates `--due` one-off jobs all due in the same second,
 aimed at a no-op registered handler, and starts `--workers` real `takt worker` processes on the
-runtime's lanes. It reports:
+runtime's lanes (`--handler-sec` makes each run wait that long instead, so it heartbeats every
+`--heartbeat-sec`). It reports:
 
 - throughput: executions from the due instant to the last completion, and the steady rate
   between 10 % and 90 % of completions (which leaves out the start and the tail);
@@ -55,6 +57,7 @@ SAMPLE_RATE = 250
 STEPS = (
     ("lease", "ExecutionRunner._lease "),
     ("heartbeat", "ExecutionRunner._heartbeat "),
+    ("message visibility extension", "WorkerProcess._change_visibility "),
     ("completion", "ExecutionRunner._complete "),
     ("handler call", "TargetRouter.call "),
     ("supervision", "ExecutionRunner._supervise "),
@@ -221,7 +224,9 @@ def run(args: argparse.Namespace, runtime: LocalRuntime, spy: str | None) -> Run
     workers = start_workers(runtime, args.workers, args.concurrency)
     try:
         due_at = (datetime.now(UTC) + timedelta(seconds=5 + args.due / 150)).replace(microsecond=0)
-        body = {"run_at": due_at, "target": "handler:bench.noop"}
+        body: dict[str, Any] = {"run_at": due_at, "target": "handler:bench.noop"}
+        if args.handler_sec > 0:
+            body.update(target="handler:bench.sleep", payload={"seconds": args.handler_sec})
         with ThreadPoolExecutor(8) as pool:
             list(
                 pool.map(lambda _: service.create(TENANT, JobCreate(**body), None), range(args.due))
@@ -260,8 +265,12 @@ def report(args: argparse.Namespace, result: Run) -> dict[str, Any]:
             "workers": args.workers,
             "slots_per_worker": args.concurrency,
             "due_jobs": args.due,
-            "handler": "bench.noop (returns at once)",
+            "handler": f"bench.sleep ({args.handler_sec:g} s)"
+            if args.handler_sec > 0
+            else "bench.noop (returns at once)",
+            "heartbeat_sec": args.heartbeat_sec or "the default",
             "machine": f"this host ({os.cpu_count()} cores): moto, scheduler and workers share it",
+            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         },
         "executions": executions,
         "due_to_last_completion_sec": round(span, 2),
@@ -272,6 +281,7 @@ def report(args: argparse.Namespace, result: Run) -> dict[str, Any]:
         "worker_cpu_ms_per_execution": per_execution(result.worker_cpu_sec, executions),
         "runtime_cpu_ms_per_execution": per_execution(result.runtime_cpu_sec, executions),
         "attempts": Counter(len(r.attempts) for r in result.done),
+        "heartbeats": sum(r.heartbeat_seq for r in result.done),
     }
     if result.profiles and executions:
         split = split_samples(result.profiles)
@@ -293,7 +303,12 @@ def main() -> int:
     parser.add_argument("--due", type=int, default=1000, help="one-off jobs due in one second")
     parser.add_argument("--timeout", type=float, default=600, help="give up after (s)")
     parser.add_argument("--no-profile", action="store_true", help="skip py-spy")
+    parser.add_argument("--handler-sec", type=float, default=0, help="each run waits this long")
+    parser.add_argument("--heartbeat-sec", type=float, help="the workers' heartbeat interval")
     args = parser.parse_args()
+    if args.heartbeat_sec:
+        # Read by the runtime's settings, and from them passed on in the workers' environment.
+        os.environ["TAKT_HEARTBEAT_SEC"] = str(args.heartbeat_sec)
 
     runtime = LocalRuntime(RuntimeOptions(port=free_port(), pollers=0))
     runtime.start()

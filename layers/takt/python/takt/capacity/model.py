@@ -7,7 +7,9 @@ design), so a scenario run with defaults says what a fresh deployment in a defau
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 from takt.capacity.cost import ONE_VCPU_MB
 
@@ -21,6 +23,8 @@ class Limits:
     # An on-demand table serves twice its previous peak at once; a new one 4,000 WCU/12,000 RCU.
     new_table_write_units_per_sec: float = 4000.0
     new_table_read_units_per_sec: float = 12000.0
+    # The per-table quota on an on-demand table's throughput (a Service Quotas value).
+    table_max_write_units_per_sec: float = 40000.0
     account_concurrency: int = 1000
     # Each function may add 1,000 concurrent instances every 10 seconds.
     function_scale_per_10_sec: int = 1000
@@ -79,10 +83,14 @@ class CallProfile:
         fixed = self.claimer_overhead_calls * self.dynamodb_latency_ms
         per_item = self.dynamodb_latency_ms / design.claim_parallelism
         cpu = items * self.claimer_cpu_ms_per_item / share
-        sends = -(-items // 10) * self.sqs_latency_ms / design.claim_parallelism
+        sends = self.send_seconds(items, design) * 1000
         sent = fixed + items * per_item + sends + cpu / 2
         rest = items * per_item * (self.claimer_writes_per_item - 1) + cpu / 2
         return sent / 1000, (sent + rest) / 1000
+
+    def send_seconds(self, items: int, design: Design) -> float:
+        """How long a claim spends sending `items` messages (batches of ten)."""
+        return -(-items // 10) * self.sqs_latency_ms / design.claim_parallelism / 1000
 
     def message_seconds(self, design: Design) -> float:
         """How long a worker spends on one message (a batch's messages run one after another)."""
@@ -93,3 +101,44 @@ class CallProfile:
             + self.worker_cpu_ms_per_message / share
         )
         return ms / 1000
+
+
+def profile_from_report(report: Mapping[str, Any]) -> CallProfile:
+    """The call profile a `takt bench local` report measured (its `metered_per_execution`)."""
+    metered = report["metered_per_execution"]
+    calls: Mapping[str, float] = metered["aws_calls_by_function"]
+    units: Mapping[str, float] = metered["dynamodb_write_units"]
+    invocations = metered["invocations"]
+
+    def calls_of(function: str, operations: tuple[str, ...]) -> float:
+        return sum(
+            n
+            for key, n in calls.items()
+            if key.startswith(f"{function}: dynamodb.") and key.rsplit(".", 1)[1] in operations
+        )
+
+    def units_of(table: str, *, index: bool) -> float:
+        total = 0.0
+        for key, n in units.items():
+            where = key.split(": ", 1)[1].split(" ", 1)[0]
+            name, _, idx = where.partition("/")
+            if table in name and bool(idx) == index:
+                total += n
+        return total
+
+    def cpu_per_execution(function: str) -> float:
+        inv = invocations.get(function)
+        return float(inv["cpu_ms_per_invocation"] * inv["count"]) if inv else 0.0
+
+    writes = ("PutItem", "UpdateItem", "DeleteItem")
+    return replace(
+        CallProfile(),
+        claimer_writes_per_item=calls_of("claimer", writes),
+        claimer_cpu_ms_per_item=cpu_per_execution("claimer"),
+        worker_calls_per_message=calls_of("worker", (*writes, "GetItem", "Query")),
+        worker_cpu_ms_per_message=cpu_per_execution("worker"),
+        due_write_units_per_item=units_of("due", index=False),
+        jobs_write_units_per_execution=units_of("jobs", index=False),
+        open_index_write_units_per_execution=units_of("executions", index=True),
+        table_write_units_per_execution=units_of("executions", index=False),
+    )

@@ -21,6 +21,10 @@ SHARD_CANDIDATES = (64, 128, 256, 512, 1024)
 PARALLELISM_CANDIDATES = (1, 4, 16, 32)
 MAX_LANE_CONCURRENCY = 1000
 HEADROOM = 0.8
+# What `takt bench local` measured per million recurring executions (docs/CAPACITY.md).
+DEFAULT_USD_PER_MILLION = 9.18
+# How long after the load ends a run may take to finish its work; what is left is reported.
+DRAIN_SEC = 300.0
 
 
 @dataclass(frozen=True)
@@ -69,54 +73,57 @@ def _pow2(value: float) -> int:
 
 
 def _quotas(result: SimResult) -> tuple[Design, Limits, dict[str, Any]]:
-    """The design and limits the run asked for: every throttled or saturated resource raised to
-    the demand it saw, with headroom."""
+    """The design and limits the run asked for: the lane's concurrency and the account's to
+    what the work wanted, and every throttled write resource raised to its demand, with
+    headroom."""
     d = result.design
     peak = result.peak_write_units
-    workers = min(MAX_LANE_CONCURRENCY, math.ceil(result.concurrency_wanted / HEADROOM))
+    wanted = result.concurrency_wanted / HEADROOM
+    lane = max(5, min(MAX_LANE_CONCURRENCY, math.ceil(wanted)))
     open_shards = max(d.open_shards, _pow2(peak["open index (all shards)"] / 1000 / HEADROOM))
-    table = max(
-        4000.0, peak["table (on-demand)"] / HEADROOM, result.write_capacity["table (on-demand)"]
-    )
-    design = replace(
-        d, lane_max_concurrency=max(d.lane_max_concurrency, workers), open_shards=open_shards
-    )
-    account = math.ceil((design.lane_max_concurrency + d.due_shards) / 1000) * 1000
+    table = max(4000.0, peak["table (on-demand)"] / HEADROOM)
+    account = math.ceil((lane + result.peak_concurrency["claimer"] / HEADROOM) / 1000) * 1000
+    design = replace(d, lane_max_concurrency=lane, open_shards=open_shards)
     limits = Limits(
         account_concurrency=max(1000, account),
         new_table_write_units_per_sec=table,
+        table_max_write_units_per_sec=max(40000.0, table),
     )
     asks: dict[str, Any] = {
-        "Lambda concurrent executions (account)": limits.account_concurrency,
-        "lane maxConcurrency (cdk.json lanes.default)": design.lane_max_concurrency,
-        "TAKT_OPEN_SHARDS (open index partitions)": design.open_shards,
-        "executions table warm throughput (write units/s)": round(
-            limits.new_table_write_units_per_sec
+        "Lambda concurrent executions (account, default 1,000)": limits.account_concurrency,
+        "lane maxConcurrency (cdk.json lanes.default, shipped 20)": lane,
+        "TAKT_OPEN_SHARDS (open index partitions, shipped 8)": open_shards,
+        "executions table on-demand quota (write units/s, default 40,000)": round(
+            limits.table_max_write_units_per_sec
         ),
+        "executions table warm throughput (write units/s, before the first burst)": round(table),
     }
-    if result.concurrency_wanted / HEADROOM > MAX_LANE_CONCURRENCY:
-        asks["beyond one event source's 1,000"] = (
-            "split the lane over more queues (the seed's partitioned queues) or raise the "
-            "batch's parallelism in the worker"
+    if wanted > MAX_LANE_CONCURRENCY:
+        asks["workers beyond one event source's 1,000 concurrent batches"] = (
+            f"{math.ceil(wanted)} wanted: split the lane over "
+            f"{math.ceil(wanted / MAX_LANE_CONCURRENCY)} queues (the seed's partitioned queues), "
+            "or run a batch's messages in parallel in the worker"
         )
     return design, limits, asks
 
 
-def plan(scenario: Scenario, calls: CallProfile | None = None) -> dict[str, Any]:
+def plan(
+    scenario: Scenario, calls: CallProfile | None = None, *, usd_per_million: float | None = None
+) -> dict[str, Any]:
     """Run `scenario` as shipped, then search for the smallest design that meets its target."""
     calls = calls or CallProfile()
-    shipped = Simulator(scenario.load, Design(), calls=calls).run()
+    shipped = Simulator(scenario.load, Design(), calls=calls, drain_sec=DRAIN_SEC).run()
     found: tuple[SimResult, dict[str, Any]] | None = None
     last: tuple[SimResult, dict[str, Any]] | None = None
     for shards in SHARD_CANDIDATES:
         for parallelism in PARALLELISM_CANDIDATES:
             design, limits = Design(due_shards=shards, claim_parallelism=parallelism), Limits()
-            result = Simulator(scenario.load, design, limits, calls).run()
+            result = Simulator(scenario.load, design, limits, calls, drain_sec=DRAIN_SEC).run()
             asks: dict[str, Any] = {}
             # A raised quota lets more work through, which may saturate the next resource.
             for _ in range(3):
                 design, limits, asks = _quotas(result)
-                result = Simulator(scenario.load, design, limits, calls).run()
+                result = Simulator(scenario.load, design, limits, calls, drain_sec=DRAIN_SEC).run()
                 if not result.throttled:
                     break
             last = (result, asks)
@@ -141,13 +148,16 @@ def plan(scenario: Scenario, calls: CallProfile | None = None) -> dict[str, Any]
             "meets_target": found is not None,
             "quotas_and_settings": asks,
         },
-        "cost_per_hour_usd": cost_per_hour(scenario, result.design),
+        "cost_per_hour_usd": cost_per_hour(
+            scenario, result.design, usd_per_million or DEFAULT_USD_PER_MILLION
+        ),
     }
 
 
 def summarize(scenario: Scenario, result: SimResult) -> dict[str, Any]:
     series = result.dispatched_per_sec
     last = max(series, default=0)
+    # A claim sends its messages in one go, so a one-second series is spiky: five-second means.
     every = 5
     return {
         "meets_target": meets(scenario, result),
@@ -164,7 +174,15 @@ def summarize(scenario: Scenario, result: SimResult) -> dict[str, Any]:
             )
             for t in range(0, last + 1, every)
         },
-        "peak_dispatch_rate_per_sec": round(max(series.values(), default=0.0)),
+        "peak_dispatch_rate_per_sec_5s_mean": round(
+            max(
+                (
+                    sum(series.get(s, 0.0) for s in range(t, t + every)) / every
+                    for t in range(last + 1)
+                ),
+                default=0.0,
+            )
+        ),
         "lambda_concurrency_peak": result.peak_concurrency,
         "lambda_concurrency_wanted": result.concurrency_wanted,
         "peak_write_units_per_sec": result.peak_write_units,
@@ -175,9 +193,7 @@ def summarize(scenario: Scenario, result: SimResult) -> dict[str, Any]:
     }
 
 
-def cost_per_hour(
-    scenario: Scenario, design: Design, usd_per_million: float = 9.18
-) -> dict[str, float]:
+def cost_per_hour(scenario: Scenario, design: Design, usd_per_million: float) -> dict[str, float]:
     """Executions at the metered cost per million, plus what runs whether or not anything is
     due: the ticker's probes (two minute buckets per shard a second, half a read unit each) and
     the scheduler's and watchdog's minute-long loops."""

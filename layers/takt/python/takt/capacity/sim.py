@@ -85,6 +85,17 @@ class _Rate:
             self._delta[second] = self._delta.get(second, 0.0) + amount
             self._delta[second + 1] = self._delta.get(second + 1, 0.0) - amount
 
+    def series(self) -> dict[int, float]:
+        """Units per second, second by second."""
+        out: dict[int, float] = {}
+        level = 0.0
+        keys = sorted(self._delta)
+        for second, following in zip(keys, [*keys[1:], None], strict=True):
+            level += self._delta[second]
+            for t in range(second, following if following is not None else second):
+                out[t] = level
+        return {t: v for t, v in out.items() if v > 1e-6}
+
     def peak(self) -> float:
         level, best = 0.0, 0.0
         for second in sorted(self._delta):
@@ -202,6 +213,7 @@ class Simulator:
         inflight: list[tuple[float, float, float]] = []
         queue: deque[list[float]] = deque()
         visible = 0.0
+        in_shards = 0.0
         batches: dict[int, float] = {}  # the grid step a group of batches ends at -> batches
         msg_s = calls.message_seconds(d)
         batch_s = d.batch_size * msg_s
@@ -215,16 +227,19 @@ class Simulator:
         wanted = 0.0
         # The tables ran at the warm rate before: on-demand serves twice a previous peak at once.
         table = _Bucket(
-            max(
-                lim.new_table_write_units_per_sec,
-                2 * self.warm_rate * calls.table_write_units_per_execution,
+            min(
+                lim.table_max_write_units_per_sec,
+                max(
+                    lim.new_table_write_units_per_sec,
+                    2 * self.warm_rate * calls.table_write_units_per_execution,
+                ),
             )
         )
         open_index = _Bucket(d.open_shards * lim.partition_write_units_per_sec)
         jobs = _Bucket(d.tenants * lim.partition_write_units_per_sec)
         due_parts = [_Bucket(lim.partition_write_units_per_sec) for _ in shards]
         claim_table_share = 1 / 3  # the claim writes the execution; the worker twice more
-        dispatched: dict[int, float] = {}
+        dispatched = _Rate()
         dispatch_lag, start_lag = _Histogram(), _Histogram()
         burst_last: float | None = None
         ticks_every = round(1 / STEP)
@@ -234,7 +249,9 @@ class Simulator:
                 due, count = pending.popleft()
                 for shard in shards:
                     shard.append([due, count / d.due_shards])
-            claims_running = [t for t in claims_running if t > now]
+                in_shards += count
+            while claims_running and claims_running[0] <= now:
+                heapq.heappop(claims_running)
             running -= batches.pop(step, 0.0)
             if step % ticks_every == 0:
                 horizon = now + d.dispatch_ahead_sec
@@ -267,11 +284,13 @@ class Simulator:
                         jobs.take(start, items * calls.jobs_write_units_per_execution / 2, done),
                     )
                     sent_at = start + cold + wait + sent
+                    sends = calls.send_seconds(math.ceil(items), d)
                     claim_busy[i] = start + cold + wait + done
-                    claims_running.append(claim_busy[i])
+                    heapq.heappush(claims_running, claim_busy[i])
+                    in_shards -= items
                     for due, count in taken:
                         heapq.heappush(inflight, (sent_at + calls.delivery_ms / 1000, due, count))
-                        dispatched[int(sent_at)] = dispatched.get(int(sent_at), 0.0) + count
+                        dispatched.add(sent_at - sends, sent_at, count)
                         dispatch_lag.add(sent_at - due, count)
                         if self.load.burst and self.load.burst_at <= due < self.load.burst_at + 60:
                             burst_last = max(burst_last or 0.0, sent_at - self.load.burst_at)
@@ -285,7 +304,12 @@ class Simulator:
                     float(d.lane_max_concurrency), esm_cap + lim.esm_scale_per_minute / 60 * STEP
                 )
             worker_fn_cap += lim.function_scale_per_10_sec / 10 * STEP
-            cap = min(esm_cap, worker_fn_cap, lim.account_concurrency - len(claims_running))
+            cap = min(
+                esm_cap,
+                float(d.lane_max_concurrency),
+                worker_fn_cap,
+                lim.account_concurrency - len(claims_running),
+            )
             wanted = max(wanted, running + visible / d.batch_size)
             starting = min(max(0.0, cap - running), visible / d.batch_size)
             if starting > 1e-9:
@@ -325,7 +349,7 @@ class Simulator:
                 batches[finish] = batches.get(finish, 0.0) + starting
             peak["worker"] = max(peak["worker"], running)
             peak["total"] = max(peak["total"], running + len(claims_running))
-            idle = not (queue or inflight or pending or any(shards))
+            idle = not (queue or inflight or pending) and in_shards < 1e-6
             if now > self.load.duration_sec and idle:
                 break
         busiest = max(due_parts, key=lambda b: b.demand.peak())
@@ -337,7 +361,7 @@ class Simulator:
         }
         return SimResult(
             design=d,
-            dispatched_per_sec=dispatched,
+            dispatched_per_sec=dispatched.series(),
             dispatch_lag=dispatch_lag.summary(),
             start_lag=start_lag.summary(),
             burst_dispatched_within_sec=None if burst_last is None else round(burst_last, 1),

@@ -61,6 +61,7 @@ def cli(
 
 
 def _register() -> None:
+    from takt.cli.bench import bench
     from takt.cli.console import console
     from takt.cli.executions import executions
     from takt.cli.jobs import jobs
@@ -69,7 +70,7 @@ def _register() -> None:
     from takt.cli.top import top
     from takt.cli.worker import worker
 
-    for command in (jobs, executions, schedule, local, worker, top, console):
+    for command in (jobs, executions, schedule, local, worker, top, console, bench):
         cli.add_command(command)
 
 

@@ -1,0 +1,122 @@
+"""`takt bench`: measure takt locally, price it, and plan its capacity at the seed's scale.
+
+- `takt bench local`: the local runtime on a workload, metered, its history checked (exit 1 when
+  any execution was missed, duplicated or failed);
+- `takt bench simulate`: the capacity simulator's scenarios, optionally fed with a local
+  report's measured calls and cost (`--profile`).
+
+Reports are JSON on stdout (and in `--out`), progress on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from takt.cli.errors import CliError
+
+SCENARIOS = ("steady", "top-of-hour", "ten-x")
+
+
+def _emit(report: dict[str, Any], out: Path | None) -> None:
+    text = json.dumps(report, indent=2)
+    click.echo(text)
+    if out is not None:
+        out.write_text(text + "\n")
+
+
+@click.group()
+def bench() -> None:
+    """Benchmark, price and capacity-plan takt."""
+
+
+@bench.command("local")
+@click.option("--stored", default=1000, show_default=True, help="Idle jobs stored (never due).")
+@click.option("--one-off", default=0, show_default=True, help="One-off jobs due as created.")
+@click.option("--burst", default=0, show_default=True, help="One-off jobs due in one second.")
+@click.option("--recurring", default=0, show_default=True, help="Interval jobs.")
+@click.option("--every", default=10, show_default=True, help="Their interval (s).")
+@click.option("--for", "duration", default=60, show_default=True, help="How long they fire (s).")
+@click.option("--pollers", default=4, show_default=True, help="Pollers per lane.")
+@click.option("--shards", default=4, show_default=True, help="Due index shards (N).")
+@click.option("--timeout", default=600.0, show_default=True, help="Give up after (s).")
+@click.option("--out", type=click.Path(path_type=Path), help="Also write the report here.")
+def local(
+    stored: int,
+    one_off: int,
+    burst: int,
+    recurring: int,
+    every: int,
+    duration: int,
+    pollers: int,
+    shards: int,
+    timeout: float,
+    out: Path | None,
+) -> None:
+    """Run takt locally on a workload and report throughput, lag, metered calls and cost."""
+    from takt.local.bench import Bench, Workload
+    from takt.local.runtime import FAKE_CREDENTIALS
+
+    if not (one_off or burst or recurring):
+        raise CliError("nothing to run: give --one-off, --burst or --recurring")
+    for key, value in FAKE_CREDENTIALS.items():
+        os.environ.setdefault(key, value)
+    workload = Workload(
+        stored=stored,
+        one_off=one_off,
+        burst=burst,
+        recurring=recurring,
+        every_sec=every,
+        duration_sec=duration,
+        pollers=pollers,
+        due_shards=shards,
+        timeout_sec=timeout,
+    )
+    report = Bench(workload, progress=lambda line: click.echo(line, err=True)).run()
+    _emit(report, out)
+    history = report["history"]
+    click.echo(
+        f"{report['executions']} executions, {report['executions_per_sec']}/s, start lag p99 "
+        f"{report['start_lag_ms']['p99']} ms, "
+        f"${report['cost_per_million_recurring']['usd_per_million_executions']}/M; history: "
+        + ("ok" if history["ok"] else f"WRONG {history}"),
+        err=True,
+    )
+    if not history["ok"]:
+        raise CliError("the history check failed: some execution did not run exactly once")
+
+
+@bench.command("simulate")
+@click.option(
+    "--scenario",
+    type=click.Choice([*SCENARIOS, "all"]),
+    default="all",
+    show_default=True,
+)
+@click.option(
+    "--profile",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A `takt bench local` report: its measured calls and cost per execution.",
+)
+@click.option("--out", type=click.Path(path_type=Path), help="Also write the report here.")
+def simulate(scenario: str, profile: Path | None, out: Path | None) -> None:
+    """Simulate the seed's scenarios as shipped and as planned (N, quotas, cost per hour)."""
+    from takt.capacity.model import CallProfile, profile_from_report
+    from takt.capacity.scenarios import SEED, plan
+
+    calls = CallProfile()
+    usd_per_million: float | None = None
+    if profile is not None:
+        measured = json.loads(profile.read_text())
+        calls = profile_from_report(measured)
+        usd_per_million = measured["cost_per_million_recurring"]["usd_per_million_executions"]
+    chosen = SEED if scenario == "all" else (SEED[SCENARIOS.index(scenario)],)
+    results = []
+    for item in chosen:
+        click.echo(f"simulating {item.name}", err=True)
+        results.append(plan(item, calls, usd_per_million=usd_per_million))
+    _emit({"call_profile": calls.__dict__, "scenarios": results}, out)

@@ -1,0 +1,116 @@
+"""The meter counts real boto3 calls against moto's server: requests, units, invocations."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from botocore.exceptions import ClientError
+
+from takt.aws import AwsClients, make_clients
+from takt.config import Settings
+from takt.metering import EMPTY_RECEIVE, OUTSIDE, Meter, MotoImages
+from takt.resources import EXECUTIONS
+
+
+@pytest.fixture
+def metered(settings: Settings) -> Iterator[tuple[Meter, AwsClients, str]]:
+    meter = Meter(MotoImages(settings.region))
+    clients = make_clients(settings, meter=meter)
+    yield meter, clients, settings.executions_table
+
+
+def _item(sk: str, **extra: dict[str, str]) -> dict[str, dict[str, str]]:
+    return {"job_key": {"S": "t#j"}, "sk": {"S": sk}, "payload_json": {"S": "x" * 1500}, **extra}
+
+
+def test_a_put_into_a_sparse_index_costs_table_and_index_units(
+    metered: tuple[Meter, AwsClients, str],
+) -> None:
+    meter, clients, table = metered
+    clients.dynamodb.put_item(
+        TableName=table, Item=_item("1", open_shard={"S": "0"}, check_at={"N": "5"})
+    )
+    usage = meter.usage()
+    assert usage.calls[(OUTSIDE, "dynamodb", "PutItem")] == 1
+    assert usage.write_units[(OUTSIDE, table, "", "PutItem")] == 2  # 1.5 KB
+    assert usage.write_units[(OUTSIDE, table, "open", "PutItem")] == 2
+
+
+def test_a_failed_condition_still_costs_the_existing_items_units(
+    metered: tuple[Meter, AwsClients, str],
+) -> None:
+    meter, clients, table = metered
+    clients.dynamodb.put_item(TableName=table, Item=_item("1"))
+    before = meter.usage()
+    with pytest.raises(ClientError):
+        clients.dynamodb.put_item(
+            TableName=table, Item=_item("1"), ConditionExpression="attribute_not_exists(sk)"
+        )
+    spent = meter.usage() - before
+    assert spent.write_units[(OUTSIDE, table, "", "PutItem")] == 2
+    assert spent.errors[("dynamodb", "PutItem", "ConditionalCheckFailedException")] == 1
+
+
+def test_an_update_is_billed_by_the_larger_image(metered: tuple[Meter, AwsClients, str]) -> None:
+    meter, clients, table = metered
+    clients.dynamodb.put_item(TableName=table, Item=_item("1"))
+    before = meter.usage()
+    clients.dynamodb.update_item(
+        TableName=table,
+        Key={"job_key": {"S": "t#j"}, "sk": {"S": "1"}},
+        UpdateExpression="REMOVE payload_json",
+    )
+    spent = meter.usage() - before
+    assert spent.write_units[(OUTSIDE, table, "", "UpdateItem")] == 2
+
+
+def test_reads_follow_consistency(metered: tuple[Meter, AwsClients, str]) -> None:
+    meter, clients, table = metered
+    key = {"job_key": {"S": "t#j"}, "sk": {"S": "none"}}
+    clients.dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
+    clients.dynamodb.get_item(TableName=table, Key=key)
+    assert meter.usage().total_read_units() == 1.5
+
+
+def test_calls_are_attributed_to_the_invocation_they_ran_in(
+    metered: tuple[Meter, AwsClients, str],
+) -> None:
+    meter, clients, table = metered
+
+    def work() -> None:
+        with meter.invocation("claimer") as invocation:
+            clients.dynamodb.put_item(TableName=table, Item=_item("2"))
+            invocation.function = "renamed"
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    usage = meter.usage()
+    assert usage.calls[("renamed", "dynamodb", "PutItem")] == 4
+    assert usage.invocations["renamed"].count == 4
+    assert "claimer" not in usage.invocations
+
+
+def test_empty_receives_are_counted_apart(settings: Settings) -> None:
+    meter = Meter()
+    clients = make_clients(settings, meter=meter)
+    url = settings.lane_url("default")
+    clients.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
+    clients.sqs.send_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "m"} for i in range(3)]
+    )
+    usage = meter.usage()
+    assert usage.sqs_requests[(OUTSIDE, EMPTY_RECEIVE)] == 1
+    assert usage.sqs_requests[(OUTSIDE, "SendMessageBatch")] == 1
+    assert usage.total_sqs_requests(include_empty_receives=False) == 1
+
+
+def test_the_executions_spec_is_what_the_images_see(settings: Settings) -> None:
+    shape = MotoImages(settings.region).shape(settings.executions_table)
+    assert shape is not None
+    assert shape.partition == EXECUTIONS.partition.name
+    assert {index.name for index in shape.indexes} == {i.name for i in EXECUTIONS.indexes}
