@@ -1,0 +1,62 @@
+"""The cost model prices a per-execution profile at list prices."""
+
+from __future__ import annotations
+
+import pytest
+
+from takt.capacity.cost import (
+    FUNCTION_MEMORY_MB,
+    CloudModel,
+    ExecutionProfile,
+    FunctionProfile,
+    alternatives,
+    cost_per_million,
+)
+
+
+def _profile(**overrides: object) -> ExecutionProfile:
+    base: dict[str, object] = {
+        "write_units": {"executions PutItem (claimer)": 4.0},
+        "read_units": 2.0,
+        "sqs_requests": 0.5,
+        "functions": (),
+        "log_bytes": 0.0,
+        "history_item_bytes": 0.0,
+    }
+    return ExecutionProfile(**{**base, **overrides})  # type: ignore[arg-type]
+
+
+def test_dynamodb_sqs_are_priced_per_million_units() -> None:
+    report = cost_per_million(_profile(), model=CloudModel(xray_sampled_fraction=0))
+    lines = {line.component: line.usd_per_million for line in report.lines}
+    assert lines["DynamoDB writes: executions PutItem (claimer)"] == pytest.approx(2.5)
+    assert lines["DynamoDB reads"] == pytest.approx(0.25)
+    assert lines["SQS requests"] == pytest.approx(0.2)
+
+
+def test_lambda_is_priced_by_requests_and_gb_seconds_at_its_memory() -> None:
+    worker = FunctionProfile("worker", invocations=0.1, cpu_ms=0, aws_calls=0, messages=10)
+    model = CloudModel(target_latency_ms=100, hold_ms_per_worker_invocation=0)
+    report = cost_per_million(_profile(functions=(worker,)), model=model)
+    lambda_line = next(line for line in report.lines if line.component == "Lambda worker")
+    # 0.1 invocations of 1,000 ms at 512 MB: 0.05 GB-s each execution.
+    expected = 0.1 * 0.20 + 0.05 * 0.0000133334 * 1e6
+    assert lambda_line.usd_per_million == pytest.approx(expected)
+
+
+def test_history_storage_is_charged_for_its_retention() -> None:
+    report = cost_per_million(_profile(history_item_bytes=1000), retention_days=30.4)
+    line = next(line for line in report.lines if line.component.startswith("DynamoDB storage"))
+    assert line.usd_per_million == pytest.approx(0.25)  # 1 GB for a month
+
+
+def test_step_functions_costs_two_transitions_per_one_off_execution() -> None:
+    table = alternatives()
+    assert table["Step Functions Standard (Wait state)"]["usd_per_million"] == pytest.approx(50)
+    assert table["EventBridge Scheduler"]["usd_per_million"] == pytest.approx(1)
+
+
+def test_the_memory_table_matches_the_cdk_functions() -> None:
+    from infra.functions import SPECS
+
+    assert {spec.name: spec.memory_mb for spec in SPECS} == dict(FUNCTION_MEMORY_MB)

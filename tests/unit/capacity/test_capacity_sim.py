@@ -1,0 +1,94 @@
+"""The simulator on small scenarios whose answers are known by hand."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from takt.capacity.model import CallProfile, Design, Limits
+from takt.capacity.sim import Load, Simulator
+
+# A worker message of exactly 100 ms (no AWS call, no CPU, a 100 ms target), free claims, and
+# write units only where a test asks for them.
+FLAT = CallProfile(
+    due_write_units_per_item=1,
+    jobs_write_units_per_execution=0,
+    open_index_write_units_per_execution=0,
+    table_write_units_per_execution=0,
+    claimer_writes_per_item=1,
+    claimer_cpu_ms_per_item=0,
+    claimer_overhead_calls=0,
+    worker_calls_per_message=0,
+    worker_cpu_ms_per_message=0,
+    dynamodb_latency_ms=0.1,
+    sqs_latency_ms=0.1,
+    target_latency_ms=100,
+    delivery_ms=0,
+)
+
+
+def test_a_light_steady_load_starts_on_time_and_finishes_everything() -> None:
+    result = Simulator(
+        Load(steady_per_sec=10, duration_sec=10), Design(due_shards=1, lane_max_concurrency=50)
+    ).run()
+    assert result.undispatched == pytest.approx(0, abs=1e-6)
+    assert result.unstarted == pytest.approx(0, abs=1e-6)
+    assert result.start_lag["p99"] < 1.0
+    assert result.throttled == {}
+
+
+def test_the_lanes_concurrency_caps_throughput_and_the_backlog_shows_as_lag() -> None:
+    # Two concurrent batches of ten 100 ms messages serve 20/s; 40/s for 10 s leaves 200
+    # messages behind at t=10, served by t=20: the last one starts about 10 s late.
+    result = Simulator(
+        Load(steady_per_sec=40, duration_sec=10),
+        Design(due_shards=1, lane_max_concurrency=2, dispatch_ahead_sec=0),
+        calls=FLAT,
+        warm_rate=0,
+    ).run()
+    assert result.peak_concurrency["worker"] == 2
+    assert 8.0 <= result.start_lag["max"] <= 12.0
+    assert result.unstarted == pytest.approx(0, abs=1e-6)
+
+
+def test_a_due_partition_lets_through_no_more_than_its_write_units() -> None:
+    # 5,000 items due at once in one partition, claimed with enough parallelism to be
+    # instant: the partition's 1,000 write units a second make the claim last about 5 s.
+    load = Load(steady_per_sec=0, duration_sec=1, burst=5000, burst_at=0, burst_at_zero=1.0)
+    design = Design(due_shards=1, claim_parallelism=10_000, lane_max_concurrency=1000)
+    result = Simulator(load, design, calls=FLAT, warm_rate=0).run()
+    assert result.burst_dispatched_within_sec is not None
+    assert 4.0 <= result.burst_dispatched_within_sec <= 6.0
+    assert "due partition (busiest)" in result.throttled
+    spread = Simulator(load, Design(due_shards=8, claim_parallelism=10_000), calls=FLAT).run()
+    assert spread.burst_dispatched_within_sec is not None
+    assert spread.burst_dispatched_within_sec < 1.5
+
+
+def test_a_narrow_open_index_throttles_the_workers() -> None:
+    # 500 executions a second, four index write units each, over one open-index partition
+    # (1,000 units a second): half of what is asked.
+    load = Load(steady_per_sec=500, duration_sec=10)
+    calls = replace(FLAT, open_index_write_units_per_execution=4)
+    narrow = Simulator(
+        load, Design(due_shards=4, open_shards=1, lane_max_concurrency=500), calls=calls
+    ).run()
+    wide = Simulator(
+        load, Design(due_shards=4, open_shards=8, lane_max_concurrency=500), calls=calls
+    ).run()
+    assert "open index (all shards)" in narrow.throttled
+    assert "open index (all shards)" not in wide.throttled
+    assert narrow.start_lag["max"] > wide.start_lag["max"] + 2
+
+
+def test_account_concurrency_bounds_every_function_together() -> None:
+    load = Load(steady_per_sec=2000, duration_sec=5)
+    result = Simulator(
+        load,
+        Design(due_shards=16, lane_max_concurrency=1000),
+        Limits(account_concurrency=50),
+        calls=FLAT,
+        warm_rate=0,
+    ).run()
+    assert result.peak_concurrency["total"] <= 50
