@@ -44,6 +44,13 @@ def bench() -> None:
 @click.option("--pollers", default=4, show_default=True, help="Pollers per lane.")
 @click.option("--shards", default=4, show_default=True, help="Due index shards (N).")
 @click.option("--timeout", default=600.0, show_default=True, help="Give up after (s).")
+@click.option(
+    "--moto",
+    type=click.Choice(["thread", "process"]),
+    default="thread",
+    show_default=True,
+    help="moto's server in this process, or in a child process (another core).",
+)
 @click.option("--out", type=click.Path(path_type=Path), help="Also write the report here.")
 def local(
     stored: int,
@@ -55,6 +62,7 @@ def local(
     pollers: int,
     shards: int,
     timeout: float,
+    moto: str,
     out: Path | None,
 ) -> None:
     """Run takt locally on a workload and report throughput, lag, metered calls and cost."""
@@ -75,6 +83,7 @@ def local(
         pollers=pollers,
         due_shards=shards,
         timeout_sec=timeout,
+        moto_process=moto == "process",
     )
     report = Bench(workload, progress=lambda line: click.echo(line, err=True)).run()
     _emit(report, out)

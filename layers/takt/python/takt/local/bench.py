@@ -57,6 +57,8 @@ class Workload:
     due_shards: int = 4
     create_threads: int = 8
     timeout_sec: float = 600.0
+    # moto's server in a child process; writes are then sized from the requests alone.
+    moto_process: bool = False
 
     @property
     def recurring_rate(self) -> float:
@@ -171,7 +173,13 @@ class Bench:
         w = self.workload
         os.environ["TAKT_DUE_SHARDS"] = str(w.due_shards)
         runtime = LocalRuntime(
-            RuntimeOptions(port=free_port(), pollers=w.pollers, log_level="INFO", console_dir=None),
+            RuntimeOptions(
+                port=free_port(),
+                pollers=w.pollers,
+                log_level="INFO",
+                console_dir=None,
+                moto_process=w.moto_process,
+            ),
             meter=self.meter,
         )
         runtime.start()
@@ -179,7 +187,8 @@ class Bench:
         # off (it is not a handler's).
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         assert runtime.services is not None
-        self.meter.use_images(MotoImages(runtime.services.settings.region))
+        if not w.moto_process:
+            self.meter.use_images(MotoImages(runtime.services.settings.region))
         receiver = Receiver()
         try:
             with self._counting_logs():
@@ -349,7 +358,11 @@ class Bench:
                 "due_shards": runtime.services.settings.due_shards,
                 "dispatch_ahead_sec": runtime.services.settings.dispatch_ahead_sec,
                 "cpus": os.cpu_count(),
-                "moto": "ThreadedMotoServer in this process",
+                "moto": (
+                    "ThreadedMotoServer in a child process (write units from requests only)"
+                    if w.moto_process
+                    else "ThreadedMotoServer in this process"
+                ),
             },
             "seed_jobs_per_sec": round(w.stored / seed_sec, 1) if w.stored and seed_sec else None,
             "executions": executions,

@@ -19,6 +19,7 @@ import functools
 import importlib
 import json
 import logging
+import multiprocessing
 import os
 import socket
 import threading
@@ -61,6 +62,11 @@ class RuntimeOptions:
     pollers: int = 4
     log_level: str = "WARNING"
     console_dir: Path | None = field(default_factory=default_console_dir)
+    # Run moto's server in a child process (still `ThreadedMotoServer`) rather than in this one:
+    # the server's CPU moves to another core and out of this process's GIL. Off by default: the
+    # design keeps everything in one process, and `takt bench` sizes writes from the server's
+    # items, which only an in-process server lets it read (docs/CAPACITY.md has the numbers).
+    moto_process: bool = False
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -95,7 +101,12 @@ class LocalRuntime:
 
         moto_speedups.apply()
         moto_port = free_port(self.options.host)
-        self._moto = ThreadedMotoServer(ip_address=self.options.host, port=moto_port, verbose=False)
+        if self.options.moto_process:
+            self._moto = MotoProcess(self.options.host, moto_port)
+        else:
+            self._moto = ThreadedMotoServer(
+                ip_address=self.options.host, port=moto_port, verbose=False
+            )
         self._moto.start()
         self.moto_endpoint = f"http://{self.options.host}:{moto_port}"
         for key, value in FAKE_CREDENTIALS.items():
@@ -302,6 +313,45 @@ class LocalRuntime:
         self._http = ThreadingHTTPServer((self.options.host, self.options.port), RequestHandler)
         self._http.daemon_threads = True
         self._spawn("http", self._http.serve_forever)
+
+
+class MotoProcess:
+    """`ThreadedMotoServer` in a child process, started and stopped like the in-process one."""
+
+    def __init__(self, host: str, port: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._ready = context.Event()
+        self._stop = context.Event()
+        self._process = context.Process(
+            target=_serve_moto,
+            args=(host, port, self._ready, self._stop),
+            name="moto",
+            daemon=True,
+        )
+
+    def start(self) -> None:
+        self._process.start()
+        if not self._ready.wait(60):
+            self._process.kill()
+            raise RuntimeError("moto's server did not start in its child process")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._process.join(10)
+        if self._process.is_alive():
+            self._process.kill()
+
+
+def _serve_moto(host: str, port: int, ready: Any, stop: Any) -> None:
+    """The child process: moto's server with the same speedups, until told to stop."""
+    from moto.server import ThreadedMotoServer
+
+    moto_speedups.apply()
+    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
+    server.start()
+    ready.set()
+    stop.wait()
+    server.stop()
 
 
 def _queue_arn(url: str) -> str:

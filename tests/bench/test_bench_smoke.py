@@ -1,0 +1,64 @@
+"""Smoke runs of `takt bench`: the reports are produced and the history check holds.
+
+Speed is not checked here (DESIGN: never a timed assertion in a test); docs/CAPACITY.md has
+the measured numbers and the commands that produce them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from takt.cli.main import main
+
+
+def test_a_small_local_run_completes_every_execution_once(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "takt.cli.main",
+            "bench",
+            "local",
+            "--stored=20",
+            "--burst=20",
+            "--recurring=4",
+            "--every=2",
+            "--for=4",
+            "--shards=2",
+            "--timeout=120",
+            f"--out={out}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["history"]["ok"] is True
+    assert report["history"]["expected"] == 20 + 4 * 2
+    assert report["executions"] == 28
+    assert report["start_lag_ms"]["p99"] is not None
+    per_execution = report["metered_per_execution"]
+    assert per_execution["dynamodb_write_units_total"] > 0
+    assert per_execution["invocations"]["worker"]["count"] > 0
+    assert report["metered_per_job_created"]["dynamodb_write_units_total"] >= 2
+    assert report["cost_per_million_recurring"]["usd_per_million_executions"] > 0
+
+
+def test_the_simulator_reports_the_steady_scenario(tmp_path: Path) -> None:
+    out = tmp_path / "sim.json"
+    assert main(["bench", "simulate", "--scenario", "steady", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    (steady,) = report["scenarios"]
+    assert steady["planned"]["meets_target"] is True
+    assert steady["as_shipped"]["start_lag_sec"]["p99"] > steady["planned"]["start_lag_sec"]["p99"]
+    assert steady["planned"]["quotas_and_settings"]
+    assert steady["cost_per_hour_usd"]["total"] > 0
