@@ -42,6 +42,9 @@ class Design:
     due_shards: int = 64
     open_shards: int = 8
     dispatch_ahead_sec: float = 1.0
+    # Send a message claimed ahead with SQS `DelaySeconds` up to its second, rather than have the
+    # worker hold it (a proposal: it lets the horizon grow past a second without idle workers).
+    delay_in_sqs: bool = False
     # Writes one claim keeps in flight at once (today's claimer writes one item at a time).
     claim_parallelism: int = 1
     # The SQS event source's maximum concurrency for the lane (cdk.json: default lane 20).
@@ -57,20 +60,21 @@ class Design:
 class CallProfile:
     """One execution's calls and units, per function, and the latencies to price them in time.
 
-    Defaults are what `takt bench` metered (docs/CAPACITY.md shows the run): a claim writes
-    the execution, sends it (a tenth of a batch), advances the job and deletes the due item; a
-    worker leases, completes and records the outcome on the job.
+    Defaults are what `takt bench local --stored 10000 --burst 1000` metered (docs/CAPACITY.md
+    shows the run): a claim writes the execution, sends it (a tenth of a batch), advances the
+    job and deletes the due item; a worker leases, completes and records the outcome on the job.
+    `table_write_units_per_execution` is the executions table's own (the `open` index apart).
     """
 
     claimer_writes_per_item: float = 3.0
-    claimer_cpu_ms_per_item: float = 1.5
+    claimer_cpu_ms_per_item: float = 7.7
     claimer_overhead_calls: float = 2.0
     worker_calls_per_message: float = 3.0
-    worker_cpu_ms_per_message: float = 4.0
+    worker_cpu_ms_per_message: float = 9.6
     due_write_units_per_item: float = 1.0
     jobs_write_units_per_execution: float = 2.0
     open_index_write_units_per_execution: float = 4.0
-    table_write_units_per_execution: float = 9.0
+    table_write_units_per_execution: float = 3.0
     dynamodb_latency_ms: float = 6.0
     sqs_latency_ms: float = 10.0
     target_latency_ms: float = 50.0

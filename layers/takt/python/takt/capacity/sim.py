@@ -289,7 +289,10 @@ class Simulator:
                     heapq.heappush(claims_running, claim_busy[i])
                     in_shards -= items
                     for due, count in taken:
-                        heapq.heappush(inflight, (sent_at + calls.delivery_ms / 1000, due, count))
+                        arrives = sent_at + calls.delivery_ms / 1000
+                        if d.delay_in_sqs:
+                            arrives = max(arrives, math.floor(due))
+                        heapq.heappush(inflight, (arrives, due, count))
                         dispatched.add(sent_at - sends, sent_at, count)
                         dispatch_lag.add(sent_at - due, count)
                         if self.load.burst and self.load.burst_at <= due < self.load.burst_at + 60:
