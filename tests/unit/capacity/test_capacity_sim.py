@@ -34,7 +34,8 @@ def test_a_light_steady_load_starts_on_time_and_finishes_everything() -> None:
     ).run()
     assert result.undispatched == pytest.approx(0, abs=1e-6)
     assert result.unstarted == pytest.approx(0, abs=1e-6)
-    assert result.start_lag["p99"] < 1.0
+    # Within DESIGN's 2 s: the tick, then a batch's ten ~100 ms messages one after another.
+    assert result.start_lag["p99"] < 2.0
     assert result.throttled == {}
 
 
