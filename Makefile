@@ -39,7 +39,11 @@ synth: install ## synthesize the CDK app into cdk.out (needs Node.js; runs npm c
 	npm ci --no-audit --no-fund
 	PATH="$(CURDIR)/.venv/bin:$(CURDIR)/$(TOOLS)/bin:$$PATH" npx cdk synth
 
+bench: install ## measure takt locally, price it, plan its capacity (docs/CAPACITY.md; ~15 min)
+	.venv/bin/takt bench local --stored 10000 --burst 1000 --out bench-local.json
+	.venv/bin/takt bench simulate --profile bench-local.json --out capacity.json
+
 lock: $(UV) ## re-resolve uv.lock after changing pyproject.toml
 	$(UV) lock
 
-.PHONY: help install local test lint fmt openapi synth lock
+.PHONY: help install local test lint fmt openapi synth bench lock
