@@ -151,23 +151,14 @@ class Watchdog:
         # Both writes below are fenced on the flag too: a cancel asked for after our read makes
         # them fail, and the next sweep reads the flag and cancels instead of retrying.
         if record.attempt >= record.max_attempts:
-            self._executions.transition(
-                record.tenant_id,
-                record.execution_id,
-                Transition(
-                    expect=fence,
-                    set={
-                        "state": ExecState.DEAD,
-                        "finished_at": format_time(now),
-                        "error": "lease expired on the last attempt",
-                    },
-                    remove=("open_shard", "check_at"),
-                    append_attempt=entry,
-                    extra_condition=NOT_CANCEL_REQUESTED,
-                ),
-            )
-            self._jobs.record_outcome(
-                record.tenant_id, record.job_id, record.execution_id, ExecState.DEAD.value, now
+            self._end(
+                record,
+                fence,
+                entry,
+                now,
+                ExecState.DEAD,
+                "lease expired on the last attempt",
+                extra_condition=NOT_CANCEL_REQUESTED,
             )
             result.dead += 1
             return
@@ -197,28 +188,41 @@ class Watchdog:
         now: datetime,
     ) -> None:
         """A cancel was asked for and the worker went silent: cancelled, never retried."""
+        self._end(
+            record,
+            fence,
+            {**entry, "outcome": ExecState.CANCELLED.value},
+            now,
+            ExecState.CANCELLED,
+            "cancelled; its worker stopped reporting",
+        )
+
+    def _end(
+        self,
+        record: ExecutionRecord,
+        fence: dict[str, Any],
+        entry: Mapping[str, object],
+        now: datetime,
+        state: ExecState,
+        error: str,
+        *,
+        extra_condition: str | None = None,
+    ) -> None:
+        """End an execution whose lease expired, and do what every terminal state does on its
+        job (outcome, overlap slot, next queued run), as the worker does after its completion."""
         self._executions.transition(
             record.tenant_id,
             record.execution_id,
             Transition(
                 expect=fence,
-                set={
-                    "state": ExecState.CANCELLED,
-                    "finished_at": format_time(now),
-                    "error": "cancelled; its worker stopped reporting",
-                },
+                set={"state": state, "finished_at": format_time(now), "error": error},
                 remove=("open_shard", "check_at"),
-                append_attempt={**entry, "outcome": ExecState.CANCELLED.value},
+                append_attempt=dict(entry),
+                extra_condition=extra_condition,
             ),
         )
         after_terminal(
-            self._jobs,
-            self._executions,
-            self._lanes,
-            self._settings,
-            record,
-            ExecState.CANCELLED,
-            now,
+            self._jobs, self._executions, self._lanes, self._settings, record, state, now
         )
 
     def _send(self, record: ExecutionRecord, attempt: int) -> None:
