@@ -18,7 +18,7 @@ def _attribute(key: Key) -> dynamodb.Attribute:
 
 
 class Tables(Construct):
-    """The four tables: on-demand, encrypted, recoverable, and retained when the stack goes.
+    """The tables: on-demand, encrypted, recoverable, and retained when the stack goes.
 
     On-demand billing because the load is a sharp burst at the top of each minute over a quiet
     baseline, which provisioned capacity would either throttle or pay for all day. Encryption uses

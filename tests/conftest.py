@@ -51,6 +51,7 @@ def make_settings(endpoint: str, **overrides: object) -> Settings:
         due_table=f"due-{uid}",
         executions_table=f"executions-{uid}",
         idempotency_table=f"idempotency-{uid}",
+        tenants_table=f"tenants-{uid}",
         aws_endpoint_url=endpoint,
         due_shards=4,
         open_shards=2,

@@ -35,6 +35,7 @@ def settings(moto_endpoint: str, aws_clients: AwsClients) -> Settings:
         due_table=f"due-{uid}",
         executions_table=f"executions-{uid}",
         idempotency_table=f"idempotency-{uid}",
+        tenants_table=f"tenants-{uid}",
         aws_endpoint_url=moto_endpoint,
         due_shards=4,
         open_shards=2,

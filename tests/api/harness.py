@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api.handler import handler
 from takt.local.events import LocalContext, http_api_event
+from takt.resources import TABLES
 from takt.wiring import Services
 
 TENANT = "tenant-a"
@@ -78,16 +79,11 @@ class Api:
 
 
 def store_snapshot(svc: Services) -> dict[str, Any]:
-    """Every item of the four tables and the message count of every lane (tests may scan)."""
+    """Every item of the tables and the message count of every lane (tests may scan)."""
     db = svc.clients.dynamodb
     snapshot: dict[str, Any] = {}
     settings = svc.settings
-    for table in (
-        settings.jobs_table,
-        settings.due_table,
-        settings.executions_table,
-        settings.idempotency_table,
-    ):
+    for table in (getattr(settings, spec.setting) for spec in TABLES):
         items: list[str] = []
         kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
         while True:

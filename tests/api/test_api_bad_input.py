@@ -1,6 +1,6 @@
 """Bad input: each answer is a problem+json 4xx naming the field, and the store is unchanged.
 
-Every case compares every item of the four tables and every lane's message count before and
+Every case compares every item of the tables and every lane's message count before and
 after the refused request (DESIGN invariant 7), with one job already stored so "unchanged" is
 tested against a store that has something in it.
 """

@@ -184,6 +184,7 @@ PINNED_LOGICAL_IDS = {
     "table Due": "TablesDue208590C7",
     "table Executions": "TablesExecutions3D4D6FCD",
     "table Idempotency": "TablesIdempotency498FF680",
+    "table Tenants": "TablesTenantsE95A5149",
     "lane high": "LanesHigh76CF11C1",
     "lane high DLQ": "LanesHighDlqE7B01253",
     "lane default": "LanesECC43FAD",

@@ -9,10 +9,28 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LANES: tuple[str, ...] = ("high", "default", "low")
+
+
+class TenantLimits(BaseModel):
+    """What one tenant may use; `None` means no limit. See docs/SECURITY.md and docs/FAIRNESS.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Stored jobs (paused ones count); creating one more answers 429.
+    max_jobs: int | None = Field(default=100_000, ge=1)
+    # Job creations per second (token bucket, `create_burst` deep); more answer 429.
+    create_per_sec: float | None = Field(default=50.0, gt=0)
+    create_burst: int = Field(default=100, ge=1)
+    # Size of a job's payload (JSON); larger answers 413.
+    max_payload_bytes: int = Field(default=256 * 1024, ge=1)
+    # Executions running (leased) at once; more wait, pending, until a slot frees.
+    max_running: int | None = Field(default=None, ge=1)
+    # The tenant's share of dispatch when tenants compete (weighted fair dispatch).
+    weight: int = Field(default=1, ge=1, le=1000)
 
 
 class Settings(BaseSettings):
@@ -24,6 +42,7 @@ class Settings(BaseSettings):
     due_table: str = "takt-due"
     executions_table: str = "takt-executions"
     idempotency_table: str = "takt-idempotency"
+    tenants_table: str = "takt-tenants"
     # Lane name -> queue URL, as JSON in the environment: {"high": "https://...", ...}.
     lane_urls: dict[str, str] = Field(default_factory=dict)
 
@@ -74,6 +93,14 @@ class Settings(BaseSettings):
     tenant_claim: str = "tenant"
     # Default destination for metrics (Powertools Metrics namespace).
     metrics_namespace: str = "takt"
+
+    # Limits for every tenant, and overrides by tenant id (JSON in the environment).
+    tenant_limits: TenantLimits = Field(default_factory=TenantLimits)
+    tenant_limit_overrides: dict[str, TenantLimits] = Field(default_factory=dict)
+
+    def limits_for(self, tenant_id: str) -> TenantLimits:
+        """The limits that apply to `tenant_id`."""
+        return self.tenant_limit_overrides.get(tenant_id, self.tenant_limits)
 
     @property
     def handler_module_names(self) -> tuple[str, ...]:

@@ -125,5 +125,15 @@ IDEMPOTENCY = TableSpec(
     ttl_attribute="expires_at",
 )
 
-TABLES: tuple[TableSpec, ...] = (JOBS, DUE, EXECUTIONS, IDEMPOTENCY)
+# Per-tenant state the limits and fair dispatch keep: counters (jobs, running executions) and
+# token buckets (creation rate, dispatch share, a target host's rate), one item per
+# (tenant, `counter`), so every item a tenant's callers touch is under its own partition key.
+TENANTS = TableSpec(
+    logical_id="Tenants",
+    setting="tenants_table",
+    partition=Key("tenant_id"),
+    sort=Key("counter"),
+)
+
+TABLES: tuple[TableSpec, ...] = (JOBS, DUE, EXECUTIONS, IDEMPOTENCY, TENANTS)
 QUEUES: tuple[QueueSpec, ...] = tuple(QueueSpec(lane=lane) for lane in LANES)
