@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import threading
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 import urllib3
-from botocore.awsrequest import AWSPreparedRequest
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse, HTTPHeaders
 from botocore.exceptions import ConnectionClosedError
 
 T = TypeVar("T")
@@ -73,6 +74,9 @@ def interleave(target: T, method: str, action: Callable[[], None]) -> T:
 class LostResponses:
     """Loses the response of the first `times` matching DynamoDB requests after they are applied.
 
+    `match`, given the request's parameters, narrows which requests of `operation` on `table`
+    count (a lease, not a heartbeat: both are UpdateItem on the executions table).
+
     `retryable`: the loss looks like a closed connection, which botocore's retry mode retries, so
     the caller's second try meets its own first write. `fatal`: a plain `ConnectionError`, which
     botocore does not retry, so the error reaches the caller (the claim aborts).
@@ -86,8 +90,10 @@ class LostResponses:
         *,
         times: int = 1,
         mode: Literal["retryable", "fatal"] = "retryable",
+        match: Callable[[dict[str, Any]], bool] | None = None,
     ) -> None:
         self._table = table
+        self._match = match
         self._mode = mode
         self._left = times
         self._lock = threading.Lock()
@@ -110,7 +116,10 @@ class LostResponses:
     def _before_send(self, request: AWSPreparedRequest, **_: Any) -> None:
         body = request.body
         raw = body if isinstance(body, bytes) else str(body or "").encode()
-        if json.loads(raw or b"{}").get("TableName") != self._table:
+        params = json.loads(raw or b"{}")
+        if params.get("TableName") != self._table:
+            return
+        if self._match is not None and not self._match(params):
             return
         with self._lock:
             if self._left <= 0:
@@ -125,3 +134,122 @@ class LostResponses:
         if self._mode == "retryable":
             raise ConnectionClosedError(endpoint_url=request.url)
         raise ConnectionError("response lost after the write was applied")
+
+
+DYNAMODB_WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
+# What DynamoDB answers an overloaded or contended write: the SDK retries the first two (with
+# backoff, up to its attempt limit), the conflicts reach the caller.
+THROTTLE_CODES = ("ProvisionedThroughputExceededException", "ThrottlingException")
+CONFLICT_CODES = ("TransactionConflictException", "TransactionCanceledException")
+
+
+class RandomWriteFaults:
+    """Refuses a seeded random `rate` of DynamoDB write requests, as the service would.
+
+    Registered on botocore's `before-send`: a refused request never reaches the server and its
+    answer is a 400 with one of `codes` (throttling, which botocore retries, or a transaction
+    conflict, which it does not). Each HTTP attempt draws again, so a retry may pass. Counts what
+    it refused by code; `active` switches the faults off and on (a fault window).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        seed: int,
+        rate: float = 0.05,
+        codes: tuple[str, ...] = THROTTLE_CODES + CONFLICT_CODES,
+        operations: tuple[str, ...] = DYNAMODB_WRITES,
+    ) -> None:
+        self._random = random.Random(seed)
+        self._rate = rate
+        self._codes = codes
+        self._lock = threading.Lock()
+        self.active = True
+        self.refused: dict[str, int] = {}
+        self.calls = 0
+        self._events = client.meta.events
+        self._names = [f"before-send.dynamodb.{op}" for op in operations]
+        for name in self._names:
+            self._events.register(name, self._before_send)
+
+    def __enter__(self) -> RandomWriteFaults:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.remove()
+
+    def remove(self) -> None:
+        for name in self._names:
+            self._events.unregister(name, self._before_send)
+
+    def _before_send(self, request: AWSPreparedRequest, **_: Any) -> Any:
+        with self._lock:
+            if not self.active:
+                return None
+            self.calls += 1
+            if self._random.random() >= self._rate:
+                return None
+            code = self._random.choice(self._codes)
+            self.refused[code] = self.refused.get(code, 0) + 1
+        body = {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": "injected"}
+        if code == "TransactionCanceledException":
+            body["CancellationReasons"] = [{"Code": "TransactionConflict"}]  # type: ignore[assignment]
+        headers = HTTPHeaders()
+        headers["Content-Type"] = "application/x-amz-json-1.0"
+        headers["x-amzn-RequestId"] = "injected"
+        return AWSResponse(request.url, 400, headers, _RawBody(json.dumps(body).encode()))
+
+
+class _RawBody:
+    """The raw stream botocore reads a short-circuited response's body from."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, **_: Any) -> Any:
+        yield self._data
+
+    def read(self, *_: Any) -> bytes:
+        data, self._data = self._data, b""
+        return data
+
+
+def crash_randomly(
+    target: T,
+    methods: tuple[str, ...],
+    rng: Any,
+    *,
+    rate: float,
+    active: Callable[[], bool] = lambda: True,
+) -> T:
+    """A shallow copy of `target` whose `methods` each crash on a seeded random `rate` of calls,
+    half before doing their work and half after (a function dying between two of its steps).
+    `active` is the fault window; `crashes` on the copy counts what was injected, by method."""
+    lock = threading.Lock()
+    clone = copy.copy(target)
+    crashes: dict[str, int] = {}
+
+    def wrap(method: str) -> Callable[..., Any]:
+        real: Callable[..., Any] = getattr(target, method)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                fire = active() and rng.random() < rate
+                after = rng.random() < 0.5
+                if fire:
+                    key = f"{method} ({'after' if after else 'before'})"
+                    crashes[key] = crashes.get(key, 0) + 1
+            if fire and not after:
+                raise Crash(f"before {method}")
+            result = real(*args, **kwargs)
+            if fire:
+                raise Crash(f"after {method}")
+            return result
+
+        return wrapper
+
+    for method in methods:
+        setattr(clone, method, wrap(method))
+    clone.crashes = crashes  # type: ignore[attr-defined]
+    return clone

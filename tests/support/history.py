@@ -6,14 +6,22 @@ checker reads the executions, the job, the due index and the lanes, and reports 
 DESIGN invariants 1-3 by name: occurrences missed, occurrences dispatched more than once,
 executions for instants that were not due, a job left at the wrong next run time or without
 exactly one live due item, pending executions with no message, and fenced-out reports.
+
+`judge` turns that into a fault scenario's `ChaosReport`, adding what only the side-effect log
+the test's targets write can tell (an occurrence that never reached its target, how many times
+each did, how late) and the duplicate completions in each execution's attempt log.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 from takt.config import LANES
 from takt.dispatch.lanes import LaneMessage
@@ -155,3 +163,178 @@ class HistoryChecker:
                 f"{expect.job_id} has {len(live)} live due items, expected {wanted_live}"
             )
         report.stale_due.extend(d for d in mine if d not in live)
+
+
+TERMINAL_OUTCOMES = frozenset(
+    {ExecState.SUCCEEDED.value, ExecState.FAILED.value, ExecState.DEAD.value, "cancelled"}
+)
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One side effect a test's target performed: which execution and attempt, and when (on the
+    true clock of the scenario)."""
+
+    job_id: str
+    execution_id: str
+    attempt: int
+    scheduled: datetime
+    at: datetime
+
+
+class EffectLog:
+    """The side-effect log: one JSON line per call a target received, appended by the targets
+    (registered handlers, or a loopback HTTP receiver) and read back by the checker."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def append(self, effect: Effect) -> None:
+        line = json.dumps(
+            {
+                "job_id": effect.job_id,
+                "execution_id": effect.execution_id,
+                "attempt": effect.attempt,
+                "scheduled": effect.scheduled.isoformat(),
+                "at": effect.at.isoformat(),
+            }
+        )
+        with self._lock, self.path.open("a") as sink:
+            sink.write(line + "\n")
+
+    def read(self) -> list[Effect]:
+        if not self.path.exists():
+            return []
+        return [
+            Effect(
+                job_id=row["job_id"],
+                execution_id=row["execution_id"],
+                attempt=row["attempt"],
+                scheduled=datetime.fromisoformat(row["scheduled"]),
+                at=datetime.fromisoformat(row["at"]),
+            )
+            for row in map(json.loads, self.path.read_text().splitlines())
+        ]
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The nearest-rank percentile of `values` (0 when there are none)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+@dataclass
+class ChaosReport:
+    """What one fault scenario did to the history, in the figures docs/RELIABILITY.md reports.
+
+    The invariants: nothing `missed` and nothing left `unfinished`; `duplicate_executions` and
+    `duplicate_completions` are 0; `fenced` is above 0 where the scenario provokes stale
+    reports. `effects_per_occurrence` maps a count of side effects to how many occurrences had
+    it (at least once: 2 is allowed, 0 is a loss). Lateness is from an occurrence's scheduled
+    time to its first side effect; recovery is from the end of the fault until every occurrence
+    due by then had its first side effect.
+    """
+
+    scenario: str
+    seed: int
+    form: str
+    occurrences: int = 0
+    executions: int = 0
+    missed: list[str] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)
+    duplicate_executions: list[str] = field(default_factory=list)
+    duplicate_completions: list[str] = field(default_factory=list)
+    other_problems: list[str] = field(default_factory=list)
+    fenced: int = 0
+    effects_per_occurrence: dict[str, int] = field(default_factory=dict)
+    lateness_sec: dict[str, float] = field(default_factory=dict)
+    recovery_sec: float | None = None
+    faults: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def problems(self) -> list[str]:
+        return [
+            *(f"missed: {m}" for m in self.missed),
+            *(f"unfinished: {u}" for u in self.unfinished),
+            *(f"duplicate execution: {d}" for d in self.duplicate_executions),
+            *(f"duplicate completion: {d}" for d in self.duplicate_completions),
+            *self.other_problems,
+        ]
+
+    def write(self, directory: Path) -> Path:
+        """Write the report as JSON under `directory` (test-artifacts/chaos/)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{self.scenario}.json"
+        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n")
+        return path
+
+
+def judge(
+    checker: HistoryChecker,
+    report: ChaosReport,
+    expectations: Iterable[Expect],
+    effects: Sequence[Effect],
+    *,
+    fault_end: datetime | None = None,
+    finished: frozenset[ExecState] = frozenset({ExecState.SUCCEEDED}),
+) -> ChaosReport:
+    """Fill `report` from the tables, the lanes (drained) and the side-effect log.
+
+    Every occurrence the expectations say must run has to end in one of `finished` states and
+    have at least one side effect; skipped ones must have none. Completions are counted from
+    each execution's attempt log, where every accepted terminal write appends exactly one entry.
+    """
+    expectations = list(expectations)
+    history = checker.check(expectations)
+    report.fenced = history.fenced
+    report.duplicate_executions = list(history.duplicated)
+    report.other_problems = [
+        p for p in history.problems() if not p.startswith(("missed: ", "duplicated: ", "unsent: "))
+    ]
+    report.missed = list(history.missed)
+    by_execution = Counter(e.execution_id for e in effects)
+    first: dict[str, datetime] = {}
+    for effect in effects:
+        if effect.execution_id not in first or effect.at < first[effect.execution_id]:
+            first[effect.execution_id] = effect.at
+    lateness: list[float] = []
+    recovered: list[float] = []
+    histogram: Counter[int] = Counter()
+    for expect in expectations:
+        records = history.executions[expect.job_id]
+        report.executions += len(records)
+        wanted = set(expect.run)
+        for record in records:
+            completions = [a for a in record.attempts if a.outcome in TERMINAL_OUTCOMES]
+            if len(completions) > 1:
+                report.duplicate_completions.append(
+                    f"{record.execution_id}: {[a.outcome for a in completions]}"
+                )
+            if record.scheduled_time not in wanted:
+                if by_execution[record.execution_id]:
+                    report.other_problems.append(f"side effect of skipped {record.execution_id}")
+                continue
+            report.occurrences += 1
+            histogram[by_execution[record.execution_id]] += 1
+            if record.state not in finished:
+                report.unfinished.append(f"{record.execution_id} is {record.state.value}")
+            if record.execution_id not in first:
+                report.missed.append(f"{record.execution_id} had no side effect")
+                continue
+            late = (first[record.execution_id] - record.scheduled_time).total_seconds()
+            lateness.append(late)
+            if fault_end is not None and record.scheduled_time <= fault_end:
+                recovered.append((first[record.execution_id] - fault_end).total_seconds())
+    report.effects_per_occurrence = {str(k): v for k, v in sorted(histogram.items())}
+    report.lateness_sec = {
+        "p50": percentile(lateness, 0.5),
+        "p99": percentile(lateness, 0.99),
+        "max": max(lateness, default=0.0),
+    }
+    if fault_end is not None:
+        report.recovery_sec = max(0.0, *recovered) if recovered else 0.0
+    return report

@@ -1,0 +1,125 @@
+"""Fixtures for the fault scenarios: the short or full form, clients for the faulty functions
+apart from the checker's, fresh tables, and where each scenario's report goes.
+
+`make test` runs each scenario's short form; `make chaos` (`--chaos-full`, or `TAKT_CHAOS=full`)
+runs the full one: more jobs, more iterations, longer outages.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from takt.aws import AwsClients, make_clients
+from takt.clock import ManualClock
+from takt.config import Settings
+from takt.wiring import Services
+from tests.chaos.sim import Sim
+from tests.support.env import fresh_settings
+from tests.support.history import ChaosReport, HistoryChecker
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts" / "chaos"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--chaos-full",
+        action="store_true",
+        default=False,
+        help="run the fault scenarios in full (more jobs, iterations, longer outages)",
+    )
+
+
+@dataclass(frozen=True)
+class Form:
+    """How big a scenario runs: `pick(short, full)` chooses a figure by form."""
+
+    full: bool
+
+    @property
+    def name(self) -> str:
+        return "full" if self.full else "short"
+
+    def pick(self, short: int, full: int) -> int:
+        return full if self.full else short
+
+
+@pytest.fixture(scope="session")
+def form(request: pytest.FixtureRequest) -> Form:
+    full = bool(request.config.getoption("--chaos-full")) or os.environ.get("TAKT_CHAOS") == "full"
+    return Form(full)
+
+
+@pytest.fixture(scope="session")
+def clients(moto_endpoint: str) -> AwsClients:
+    """The checker's clients: never faulted."""
+    return make_clients(Settings(aws_endpoint_url=moto_endpoint))
+
+
+@pytest.fixture(scope="session")
+def fault_clients(moto_endpoint: str) -> AwsClients:
+    """The functions' clients, which scenarios hook faults into (and always unhook)."""
+    return make_clients(Settings(aws_endpoint_url=moto_endpoint))
+
+
+@pytest.fixture
+def settings(moto_endpoint: str, clients: AwsClients) -> Settings:
+    return fresh_settings(
+        clients,
+        moto_endpoint,
+        due_shards=1,
+        open_shards=1,
+        lease_sec=10.0,
+        heartbeat_sec=60.0,
+        pending_resend_after_sec=15.0,
+        due_grace_sec=5.0,
+    )
+
+
+@pytest.fixture
+def svc(settings: Settings, clock: ManualClock, clients: AwsClients) -> Services:
+    return Services(settings=settings, clients=clients, clock=clock)
+
+
+@pytest.fixture
+def checker(svc: Services) -> HistoryChecker:
+    return HistoryChecker(svc)
+
+
+@pytest.fixture
+def make_sim(
+    settings: Settings, fault_clients: AwsClients, clock: ManualClock, tmp_path: Path
+) -> Any:
+    def make(**options: Any) -> Sim:
+        return Sim.create(settings, fault_clients, clock, tmp_path, **options)
+
+    return make
+
+
+@pytest.fixture
+def seed(request: pytest.FixtureRequest) -> int:
+    """A seed per scenario, fixed unless TAKT_CHAOS_SEED says otherwise (printed on failure)."""
+    base = int(os.environ.get("TAKT_CHAOS_SEED", "20261130"))
+    value = base + sum(map(ord, request.node.name))
+    print(f"chaos seed: {value}")
+    return value
+
+
+@pytest.fixture
+def report_for(form: Form, seed: int, request: pytest.FixtureRequest) -> Any:
+    def make(scenario: str) -> ChaosReport:
+        return ChaosReport(scenario=scenario, seed=seed, form=form.name)
+
+    return make
+
+
+def publish(report: ChaosReport) -> Path:
+    """Write the report where `make chaos` collects it, and print it."""
+    path = report.write(ARTIFACTS)
+    print(path.read_text())
+    return path
