@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from botocore.exceptions import ClientError
@@ -93,6 +95,33 @@ def test_calls_are_attributed_to_the_invocation_they_ran_in(
     assert usage.calls[("renamed", "dynamodb", "PutItem")] == 4
     assert usage.invocations["renamed"].count == 4
     assert "claimer" not in usage.invocations
+
+
+def test_calls_of_helper_threads_in_the_invocations_context_count_under_it(
+    metered: tuple[Meter, AwsClients, str],
+) -> None:
+    meter, clients, table = metered
+
+    def put(sk: str) -> None:
+        clients.dynamodb.put_item(TableName=table, Item=_item(sk))
+
+    with (
+        meter.invocation("claimer") as invocation,
+        ThreadPoolExecutor(max_workers=4) as pool,
+    ):
+        futures = [pool.submit(contextvars.copy_context().run, put, sk) for sk in "3456"]
+        for future in futures:
+            future.result()
+        invocation.helper_cpu_sec = 2.0
+    # A thread that did not inherit the context is outside it, as before.
+    outside = threading.Thread(target=put, args=("7",))
+    outside.start()
+    outside.join()
+    usage = meter.usage()
+    assert usage.calls[("claimer", "dynamodb", "PutItem")] == 4
+    assert usage.calls[(OUTSIDE, "dynamodb", "PutItem")] == 1
+    assert usage.invocations["claimer"].cpu_sec >= 2.0
+    assert usage.invocations["claimer"].count == 1
 
 
 def test_empty_receives_are_counted_apart(settings: Settings) -> None:

@@ -149,11 +149,13 @@ def _metered_claim(
 ) -> Callable[[datetime, int, datetime], ClaimResult]:
     """A claim timed as a `claimer` invocation when it found something due, and as a
     `claimer-probe` when not: in the cloud the ticker's one-item query stands in for an empty
-    claim, so only the claims that found work are claimer invocations."""
+    claim, so only the claims that found work are claimer invocations. The claim's write threads
+    count under it too (they run in a copy of its context), and so does their CPU."""
 
     def run(minute: datetime, shard: int, now: datetime) -> ClaimResult:
         with meter.invocation("claimer") as invocation:
             result = claim(minute, shard, now)
+            invocation.helper_cpu_sec = result.helper_cpu_sec
             if not result.due:
                 invocation.function = "claimer-probe"
             return result

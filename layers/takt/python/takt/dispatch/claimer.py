@@ -13,12 +13,25 @@ The steps for a batch of due items, in this order, make a crash at any point har
 A crash before step 4 leaves the due item and the job as they were, so the next tick (one second
 later) redoes the batch and finds steps 1-3 already done. A crash after step 4 leaves a stale due
 item, which a later claim deletes.
+
+Each step is a phase over the whole batch, and a phase's writes go out `claimer_threads` at a
+time (`Phases`): a claim of a thousand items is then bound by the slowest of a few hundred
+round trips in a row rather than by three thousand of them (docs/CAPACITY.md). The phases stay in
+order, and a phase starts only once every write of the one before succeeded, so a crash leaves
+what the sequential order leaves: some of one phase done, nothing of a later one. Steps 4 and 5
+of one item run in a row in the same task (an item's due entry is deleted only after its own job
+advanced), which is the only order they need.
 """
 
 from __future__ import annotations
 
+import contextvars
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -33,6 +46,10 @@ from takt.store.errors import NotFoundError, is_condition_failure
 from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
 
+T = TypeVar("T")
+R = TypeVar("R")
+SEND_BATCH = 10
+
 
 @dataclass
 class ClaimResult:
@@ -42,6 +59,70 @@ class ClaimResult:
     stale: int = 0
     left: int = 0
     lags_ms: list[int] = field(default_factory=list)
+    # CPU the claim's write threads spent, apart from the claiming thread's own: a Lambda is
+    # billed for its whole process, so a meter that times the claiming thread adds this.
+    helper_cpu_sec: float = 0.0
+
+    def add(self, other: ClaimResult) -> None:
+        self.due += other.due
+        self.dispatched += other.dispatched
+        self.skipped += other.skipped
+        self.stale += other.stale
+        self.left += other.left
+        self.lags_ms.extend(other.lags_ms)
+        self.helper_cpu_sec += other.helper_cpu_sec
+
+
+class Phases:
+    """Runs one phase of a claim: an action on every item, `threads` at a time.
+
+    Every action of a phase finishes (or fails) before `each` returns, and the first failure is
+    raised only then, so the caller never starts the next phase after a failed write, and no write
+    of this phase is still in flight when it does. Each action runs in a copy of the caller's
+    context (`contextvars`), so what the caller's context carries follows the work into the pool's
+    threads. With one thread, or one item, the actions run in the caller's thread, in order,
+    stopping at the first failure: exactly the sequential claim.
+    """
+
+    def __init__(self, threads: int) -> None:
+        self._pool = (
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="claim-write")
+            if threads > 1
+            else None
+        )
+
+    def each(self, action: Callable[[T], R], items: Sequence[T], result: ClaimResult) -> list[R]:
+        """`action` on every item; their results in order. Helper CPU is added to `result`."""
+        if self._pool is None or len(items) <= 1:
+            return [action(item) for item in items]
+        futures = [
+            self._pool.submit(contextvars.copy_context().run, _timed, action, item)
+            for item in items
+        ]
+        wait(futures)
+        outcomes: list[R] = []
+        for future in futures:
+            value, cpu_sec = future.result()
+            result.helper_cpu_sec += cpu_sec
+            outcomes.append(value)
+        return outcomes
+
+
+def _send_batches(outgoing: list[Outgoing]) -> list[list[Outgoing]]:
+    """The messages as SQS batches: up to ten, all for one lane (one request each)."""
+    by_lane: dict[str, list[Outgoing]] = {}
+    for message in outgoing:
+        by_lane.setdefault(message.lane, []).append(message)
+    return [
+        messages[i : i + SEND_BATCH]
+        for messages in by_lane.values()
+        for i in range(0, len(messages), SEND_BATCH)
+    ]
+
+
+def _timed(action: Callable[[T], R], item: T) -> tuple[R, float]:
+    start = time.thread_time()
+    return action(item), time.thread_time() - start
 
 
 @dataclass
@@ -51,6 +132,8 @@ class _Firing:
     plan: FiringPlan
     run_ids: list[str] = field(default_factory=list)
     holder: str | None = None
+    # What creating this firing's executions did; one task writes it, the claim sums them.
+    result: ClaimResult = field(default_factory=ClaimResult)
 
 
 class Claimer:
@@ -67,6 +150,7 @@ class Claimer:
         self._due = due
         self._executions = executions
         self._lanes = lanes
+        self._phases = Phases(settings.claimer_threads)
 
     def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
         result = ClaimResult()
@@ -78,6 +162,7 @@ class Claimer:
         jobs = self._jobs.batch_get([(i.tenant_id, i.job_id) for i in items])
         grace_ms = int(self._settings.due_grace_sec * 1000)
         firings: list[_Firing] = []
+        stale: list[DueItem] = []
         for item in items:
             job = jobs.get((item.tenant_id, item.job_id))
             if job is not None and job.status == JobStatus.ACTIVE and job.next_run_time == item.due:
@@ -87,30 +172,40 @@ class Claimer:
                 else:
                     firings.append(_Firing(item, job, plan))
             elif to_ms(now) - item.written_ms >= grace_ms:
-                self._delete_stale(item)
-                result.stale += 1
+                stale.append(item)
             else:
                 # Young and not matching: a create or update may still be writing its job.
                 result.left += 1
+        self._phases.each(self._delete_stale, stale, result)
+        result.stale += len(stale)
 
-        outgoing: list[Outgoing] = []
+        created = self._phases.each(
+            lambda f: self._create_executions(f, now, f.result), firings, result
+        )
+        outgoing = [message for messages in created for message in messages]
         for firing in firings:
-            outgoing.extend(self._create_executions(firing, now, result))
+            result.add(firing.result)
         if outgoing:
-            self._lanes.send(outgoing)
+            self._phases.each(self._lanes.send, _send_batches(outgoing), result)
             result.dispatched += len(outgoing)
             result.lags_ms.extend(
                 max(0, to_ms(now) - to_ms(f.item.due)) for f in firings if f.run_ids
             )
-        for firing in firings:
-            if firing.plan.next_run is not None:
-                self._due.put(firing.job.tenant_id, firing.job.job_id, firing.plan.next_run, now)
-        for firing in firings:
-            self._jobs.advance(
-                firing.job, firing.item.due, firing.plan.next_run, active_execution=firing.holder
-            )
-            self._delete_stale(firing.item)
+        recurring = [f for f in firings if f.plan.next_run is not None]
+        self._phases.each(lambda f: self._index_next(f, now), recurring, result)
+        self._phases.each(self._advance, firings, result)
         return result
+
+    def _index_next(self, firing: _Firing, now: datetime) -> None:
+        if firing.plan.next_run is not None:
+            self._due.put(firing.job.tenant_id, firing.job.job_id, firing.plan.next_run, now)
+
+    def _advance(self, firing: _Firing) -> None:
+        """Steps 4 and 5 of one item, in this order."""
+        self._jobs.advance(
+            firing.job, firing.item.due, firing.plan.next_run, active_execution=firing.holder
+        )
+        self._delete_stale(firing.item)
 
     @staticmethod
     def _plan(job: JobRecord, due: datetime, now: datetime) -> FiringPlan | None:

@@ -141,19 +141,10 @@ class Ticker:
         tasks = [ClaimTask(m, s, now) for m in sorted(minutes) for s in range(self._due.shards)]
         result = TickResult(claims=len(tasks), watermark=watermark)
         for claim in self._fanout.run(tasks):
-            _merge(result.total, claim)
+            result.total.add(claim)
         if watermark < oldest and all(
             self._due.bucket_empty(watermark, s) for s in range(self._due.shards)
         ):
             self._due.advance_watermark(watermark + timedelta(minutes=1))
             result.watermark = watermark + timedelta(minutes=1)
         return result
-
-
-def _merge(total: ClaimResult, part: ClaimResult) -> None:
-    total.due += part.due
-    total.dispatched += part.dispatched
-    total.skipped += part.skipped
-    total.stale += part.stale
-    total.left += part.left
-    total.lags_ms.extend(part.lags_ms)

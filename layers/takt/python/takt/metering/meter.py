@@ -6,7 +6,8 @@ answer (`after-call`), each HTTP attempt including retries (`before-send`, since
 attempts), and for DynamoDB writes the item's image before the request (`before-parameter-build`)
 and after it, from an `ItemImages` source. Handler time is measured by `invocation()`, which the
 local runtime wraps around each handler call; the calls made inside are attributed to that
-function (per thread, so the runtime's many concurrent invocations stay apart).
+function (per context, so the runtime's many concurrent invocations stay apart, and the helper
+threads an invocation hands work to in a copy of its context are still counted under it).
 
 Everything is summed under one lock; `usage()` returns an immutable snapshot, and two snapshots
 subtract, so a run's phases (creating jobs, running them) are reported apart.
@@ -19,6 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +52,9 @@ class Invocation:
     write_units: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     read_half_units: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     sqs_requests: Counter[str] = field(default_factory=Counter)
+    # CPU spent for this invocation by threads other than its own (a claim's write threads);
+    # the invocation's caller adds it, since only it knows what its helpers did.
+    helper_cpu_sec: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -203,7 +208,7 @@ class Meter:
     def __init__(self, images: ItemImages | None = None) -> None:
         self._images = images
         self._lock = threading.Lock()
-        self._local = threading.local()
+        self._stack: ContextVar[tuple[Invocation, ...]] = ContextVar("takt_meter", default=())
         self._calls: Counter[tuple[str, str, str]] = Counter()
         self._attempts: Counter[tuple[str, str]] = Counter()
         self._errors: Counter[tuple[str, str, str]] = Counter()
@@ -235,14 +240,17 @@ class Meter:
         caller may reclassify an invocation by what it turned out to do.
         """
         handle = Invocation(function)
-        stack = self._stack()
-        stack.append(handle)
+        token = self._stack.set((*self._stack.get(), handle))
         wall, cpu = time.perf_counter(), time.thread_time()
         try:
             yield handle
         finally:
-            spent = Invocations(1, time.perf_counter() - wall, time.thread_time() - cpu)
-            stack.pop()
+            spent = Invocations(
+                1,
+                time.perf_counter() - wall,
+                time.thread_time() - cpu + handle.helper_cpu_sec,
+            )
+            self._stack.reset(token)
             name = handle.function
             with self._lock:
                 self._invocations[name] = self._invocations.get(name, Invocations()) + spent
@@ -267,15 +275,8 @@ class Meter:
                 invocations=dict(self._invocations),
             )
 
-    def _stack(self) -> list[Invocation]:
-        stack: list[Invocation] | None = getattr(self._local, "stack", None)
-        if stack is None:
-            stack = []
-            self._local.stack = stack
-        return stack
-
     def _current(self) -> Invocation | None:
-        stack = self._stack()
+        stack = self._stack.get()
         return stack[-1] if stack else None
 
     # botocore events
@@ -331,16 +332,17 @@ class Meter:
         reads: list[tuple[str, str, float]],
         billed: list[tuple[str, int]],
     ) -> None:
-        """Count one call: into its invocation (only its own thread touches it), or, made
-        outside any, straight into the totals."""
+        """Count one call: into its invocation (under the lock: its helper threads count into it
+        too), or, made outside any, straight into the totals."""
         if invocation is not None:
-            invocation.calls[(service, operation)] += 1
-            for table, index, units in writes:
-                invocation.write_units[(table, index, operation)] += round(units)
-            for table, index, units in reads:
-                invocation.read_half_units[(table, index, operation)] += round(units * 2)
-            for name, n in billed:
-                invocation.sqs_requests[name] += n
+            with self._lock:
+                invocation.calls[(service, operation)] += 1
+                for table, index, units in writes:
+                    invocation.write_units[(table, index, operation)] += round(units)
+                for table, index, units in reads:
+                    invocation.read_half_units[(table, index, operation)] += round(units * 2)
+                for name, n in billed:
+                    invocation.sqs_requests[name] += n
             return
         with self._lock:
             self._calls[(OUTSIDE, service, operation)] += 1
