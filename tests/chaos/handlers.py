@@ -2,7 +2,8 @@
 
 `chaos.effect` appends one line to the side-effect log named in its payload, stamped with the
 scenario's true clock (the ManualClock every skewed clock derives from), and then behaves as the
-payload says: succeed, raise, or (on its first attempt) wait on a gate the test opens.
+payload says: succeed, raise, hold the call open for a while (real time, so heartbeats
+happen), or (on its first attempt) wait on a gate the test opens.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ class EffectArgs(BaseModel):
     log: str
     fail: bool = False
     gate: str | None = None
+    hold_sec: float = 0.0
 
 
 def bind(log: EffectLog, clock: Clock) -> None:
@@ -54,5 +56,7 @@ def effect(args: EffectArgs, ctx: Context) -> None:
     )
     if args.gate is not None and ctx.attempt == 1:
         gate(args.gate).wait(30)
+    if args.hold_sec:
+        ctx.wait(args.hold_sec)
     if args.fail:
         raise RuntimeError("this handler always fails")

@@ -170,6 +170,7 @@ class Sim:
         *,
         fail: bool = False,
         gate: str | None = None,
+        hold_sec: float = 0.0,
         payload: dict[str, Any] | None = None,
         **fields: Any,
     ) -> JobRecord:
@@ -180,6 +181,8 @@ class Sim:
             payload = {"log": str(self.log.path), "fail": fail}
             if gate is not None:
                 payload["gate"] = gate
+            if hold_sec:
+                payload["hold_sec"] = hold_sec
         fields.setdefault("retry", RetryPolicy(max_attempts=3, initial_interval="2s"))
         job = make_job(now=now, target="handler:chaos.effect", payload=payload, **fields)
         stored = store_job(self.svc, job, now)

@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
+from takt.api import runs
 from takt.api.errors import (
     ApiError,
     InvalidRequestError,
@@ -285,6 +286,9 @@ def stats() -> Response[StatsOut]:
 )
 def cancel_execution(execution_id: str) -> Response[ExecutionOut]:
     return _json(ExecutionOut.of(_service().cancel_execution(_tenant(), execution_id)), 202)
+
+
+runs.register(app, _tenant, _responses)
 
 
 @app.get("/v1/openapi.json", include_in_schema=False)

@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from takt.api.targets import TargetField, check_target, target_text
+from takt.workflows.model import TaskIn, WorkflowError, validate_tasks
 from takt.models.ids import format_time
 from takt.models.records import (
     Attempt,
@@ -26,6 +27,7 @@ from takt.models.records import (
     JobRecord,
     OverlapPolicy,
     RetryPolicy,
+    TaskSpec,
 )
 from takt.schedule import describe, parse_cron, parse_duration, validate_time_zone
 
@@ -92,7 +94,11 @@ class JobCreate(_Schedulable):
     interval: str | None = Field(default=None, description='fixed interval, e.g. "90s", "1h"')
     start_at: AwareDatetime | None = None
     end_at: AwareDatetime | None = None
-    target: TargetField
+    target: TargetField | None = None
+    tasks: list[TaskIn] | None = Field(
+        default=None,
+        description="a workflow instead of one target: tasks with `depends_on` (docs/WORKFLOWS.md)",
+    )
     payload: JsonValue = None
     retry: RetryPolicy = RetryPolicy()
     timeout_sec: int = Field(default=300, ge=1, le=86400)
@@ -110,6 +116,9 @@ class JobCreate(_Schedulable):
                 given[1] if given else "schedule",
                 "exactly one of schedule, run_at or interval is required",
             )
+        if (self.target is None) == (self.tasks is None):
+            raise FieldError("target", "exactly one of target or tasks is required")
+        _check_tasks(self.tasks)
         if self.schedule is not None:
             parse_cron(self.schedule, self.time_zone)
         if self.start_at and self.end_at and self.end_at <= self.start_at:
@@ -130,6 +139,7 @@ class JobPatch(_Schedulable):
     start_at: AwareDatetime | None = None
     end_at: AwareDatetime | None = None
     target: TargetField | None = None
+    tasks: list[TaskIn] | None = None
     payload: JsonValue = None
     retry: RetryPolicy | None = None
     timeout_sec: int | None = Field(default=None, ge=1, le=86400)
@@ -143,7 +153,19 @@ class JobPatch(_Schedulable):
         given = [n for n in ("schedule", "run_at", "interval") if getattr(self, n) is not None]
         if len(given) > 1:
             raise FieldError(given[1], "at most one of schedule, run_at or interval may be given")
+        if self.target is not None and self.tasks is not None:
+            raise FieldError("tasks", "at most one of target or tasks may be given")
+        _check_tasks(self.tasks)
         return self
+
+
+def _check_tasks(tasks: list[TaskIn] | None) -> None:
+    if tasks is None:
+        return
+    try:
+        validate_tasks(list(tasks))
+    except WorkflowError as exc:
+        raise FieldError(exc.field, str(exc)) from None
 
 
 class JobOut(BaseModel):
@@ -157,7 +179,8 @@ class JobOut(BaseModel):
     dst: Dst
     start_at: str | None
     end_at: str | None
-    target: str
+    target: str | None = Field(description="null for a workflow, which has `tasks`")
+    tasks: list[TaskSpec] | None
     payload: JsonValue
     retry: RetryPolicy
     timeout_sec: int
@@ -187,7 +210,8 @@ class JobOut(BaseModel):
             dst=job.dst,
             start_at=_t(job.start_at),
             end_at=_t(job.end_at),
-            target=job.target,
+            target=None if job.tasks else job.target,
+            tasks=job.tasks,
             payload=job.payload,
             retry=job.retry,
             timeout_sec=job.timeout_sec,

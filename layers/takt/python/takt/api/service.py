@@ -23,13 +23,14 @@ from takt.api.errors import (
 from takt.api.models import JobCreate, JobPatch
 from takt.dispatch.lanes import Outgoing
 from takt.models.ids import execution_id, format_time, new_job_id, to_ms
-from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
+from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.schedule import ScheduleError, next_after, parse_cron, preview
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import Transition, open_shard_of
 from takt.targets.spec import parse_target
 from takt.wiring import Services
 from takt.worker.overlap import after_terminal
+from takt.workflows.engine import RunEngine
 
 SCHEDULE_FIELDS = {"schedule", "interval", "run_at", "time_zone", "dst", "start_at", "end_at"}
 
@@ -67,7 +68,8 @@ class JobService:
             start_at=body.start_at,
             end_at=body.end_at,
             anchor=body.start_at or now,
-            target=body.target,
+            target=body.target or WORKFLOW_TARGET,
+            tasks=body.tasks,
             payload=body.payload,
             retry=body.retry,
             timeout_sec=body.timeout_sec,
@@ -162,12 +164,16 @@ class JobService:
             )
         given = set(patch.model_fields_set)
         changes: dict[str, Any] = {f: getattr(patch, f) for f in given if f != "status"}
+        if patch.tasks is not None:  # a job runs one target or a workflow, never both
+            changes["target"] = WORKFLOW_TARGET
+        elif patch.target is not None:
+            changes["tasks"] = None
         if changes.keys() & {"schedule", "interval", "run_at"}:
             for kind in ("schedule", "interval", "run_at"):
                 changes.setdefault(kind, None)
         now = self._svc.clock.now()
         updated = current.model_copy(update=changes)
-        if patch.target is not None:
+        if patch.target is not None or patch.tasks is not None:
             self._check_target_region(updated)
         if "status" in given and patch.status is not None:
             updated.status = JobStatus(patch.status)
@@ -187,7 +193,11 @@ class JobService:
         reschedule = bool(given & SCHEDULE_FIELDS) or (
             current.status != JobStatus.ACTIVE and updated.status == JobStatus.ACTIVE
         )
-        written = (given - {"status"}) | {"updated_at", "version"}
+        written = (
+            (given - {"status"})
+            | {"updated_at", "version"}
+            | (changes.keys() & {"target", "tasks"})
+        )
         if "status" in given:
             written.add("status")
         if reschedule and updated.status == JobStatus.ACTIVE:
@@ -262,8 +272,15 @@ class JobService:
         check_at = now + timedelta(seconds=self._svc.settings.pending_resend_after_sec)
         if not self._svc.executions.create(record, check_at_ms=to_ms(check_at)):
             raise ConflictingStateError("triggered twice in the same millisecond; try again")
-        self._send(record, record.attempt)
+        if record.run_tasks is not None:
+            self._runs().start(record, now, job)
+        else:
+            self._send(record, record.attempt)
         return record
+
+    def _runs(self) -> RunEngine:
+        svc = self._svc
+        return RunEngine(svc.settings, svc.jobs, svc.executions, svc.lanes)
 
     # Executions
 
@@ -294,6 +311,10 @@ class JobService:
     def retry_execution(self, tenant_id: str, exec_id: str) -> ExecutionRecord:
         """Re-run a dead or failed execution with a fresh budget of attempts."""
         record = self.execution(tenant_id, exec_id)
+        if record.run_tasks is not None or record.run_id is not None:
+            raise ConflictingStateError(
+                f"{exec_id} belongs to a workflow run; re-run it with POST /v1/runs/<run id>/retry"
+            )
         if record.state not in (ExecState.DEAD, ExecState.FAILED, ExecState.CANCELLED):
             raise ConflictingStateError(
                 f"execution {exec_id} is {record.state.value}; only dead, failed or cancelled "
@@ -338,6 +359,10 @@ class JobService:
         """
         for _ in range(3):
             record = self.execution(tenant_id, exec_id)
+            if record.run_tasks is not None:
+                raise ConflictingStateError(
+                    f"{exec_id} is a workflow run; cancel its tasks' executions instead"
+                )
             if record.state.terminal:
                 raise ConflictingStateError(
                     f"execution {exec_id} is {record.state.value}; only an unfinished execution "
@@ -385,13 +410,16 @@ class JobService:
 
     def _check_target_region(self, job: JobRecord) -> None:
         """Queue-topic targets are published with this deployment's clients, in its region."""
-        spec = parse_target(job.target)
-        region = getattr(spec, "region", None)
-        if region is not None and region != self._svc.settings.region:
-            message = f"target is in {region}; this deployment publishes in " + (
-                self._svc.settings.region
-            )
-            raise InvalidRequestError(message, [{"field": "target", "message": message}])
+        targets = [("target", job.target)]
+        if job.tasks:
+            targets = [(f"tasks[{i}].target", t.target) for i, t in enumerate(job.tasks)]
+        for field, target in targets:
+            region = getattr(parse_target(target), "region", None)
+            if region is not None and region != self._svc.settings.region:
+                message = f"target is in {region}; this deployment publishes in " + (
+                    self._svc.settings.region
+                )
+                raise InvalidRequestError(message, [{"field": field, "message": message}])
 
     def _send(self, record: ExecutionRecord, attempt: int) -> None:
         self._svc.lanes.send([Outgoing.of(record, attempt)])

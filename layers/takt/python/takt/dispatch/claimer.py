@@ -45,6 +45,7 @@ from takt.store.due import DueItem, DueStore
 from takt.store.errors import NotFoundError, is_condition_failure
 from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
+from takt.workflows.engine import RunEngine
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -132,6 +133,7 @@ class _Firing:
     plan: FiringPlan
     run_ids: list[str] = field(default_factory=list)
     holder: str | None = None
+    runs: list[ExecutionRecord] = field(default_factory=list)  # workflow runs to start
     # What creating this firing's executions did; one task writes it, the claim sums them.
     result: ClaimResult = field(default_factory=ClaimResult)
 
@@ -150,6 +152,7 @@ class Claimer:
         self._due = due
         self._executions = executions
         self._lanes = lanes
+        self._workflows = RunEngine(settings, jobs, executions, lanes)
         self._phases = Phases(settings.claimer_threads)
 
     def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
@@ -191,6 +194,10 @@ class Claimer:
             result.lags_ms.extend(
                 max(0, to_ms(now) - to_ms(f.item.due)) for f in firings if f.run_ids
             )
+        for firing in firings:
+            for run in firing.runs:
+                # A workflow's run is not sent: it dispatches its root tasks (takt.workflows).
+                self._workflows.start(run, now, firing.job)
         recurring = [f for f in firings if f.plan.next_run is not None]
         self._phases.each(lambda f: self._index_next(f, now), recurring, result)
         self._phases.each(self._advance, firings, result)
@@ -246,7 +253,9 @@ class Claimer:
             open_run = record.state != ExecState.QUEUED and not record.state.terminal
             if job.overlap != "allow" and open_run:
                 firing.holder = record.execution_id
-            if record.state == ExecState.PENDING:
+            if record.state == ExecState.PENDING and record.run_tasks is not None:
+                firing.runs.append(record)
+            elif record.state == ExecState.PENDING:
                 outgoing.append(Outgoing.of(record))
         return outgoing
 

@@ -47,6 +47,28 @@ def split_execution_id(exec_id: str) -> tuple[str, str]:
     return job_id, token
 
 
+def task_execution_id(run_id: str, task_id: str, generation: int) -> str:
+    """The deterministic id of a workflow task's execution in one generation of its run.
+
+    A run is its occurrence's execution (`<job id>.<token>`); its tasks' executions live in a
+    partition of their own (`execution_key`), so a 1,000-task run does not flood the job's history.
+    """
+    return f"{run_id}~{task_id}~{generation}"
+
+
+def execution_key(exec_id: str) -> tuple[str, str]:
+    """(partition id, sort key) of an execution id: `job id` and its token for an occurrence,
+    `run id` and `exec#<task>#<generation>` for a workflow task's execution."""
+    job_id, token = split_execution_id(exec_id)
+    run_token, sep, rest = token.partition("~")
+    if not sep:
+        return job_id, token
+    task_id, sep, generation = rest.rpartition("~")
+    if not sep or not task_id or not generation.isdigit():
+        raise ValueError(f"not an execution id: {exec_id!r}")
+    return f"{job_id}.{run_token}", f"exec#{task_id}#{generation}"
+
+
 def parse_time(text: str) -> datetime:
     """An RFC 3339 instant as an aware UTC datetime."""
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))

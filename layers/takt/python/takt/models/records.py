@@ -7,6 +7,7 @@ DynamoDB's Decimal rules touching it.
 from __future__ import annotations
 
 import json
+import zlib
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
@@ -15,7 +16,7 @@ from typing import Any, Literal
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from takt.models.ids import format_time, parse_time, split_execution_id
+from takt.models.ids import execution_key, format_time, parse_time
 from takt.schedule import (
     CronSchedule,
     DstPolicy,
@@ -93,6 +94,23 @@ class RetryPolicy(BaseModel):
         return parse_duration(self.max_interval)
 
 
+TriggerRule = Literal["all_success", "all_done"]
+
+
+class TaskSpec(BaseModel):
+    """One task of a workflow job: what to run, and which tasks must end first (takt.workflows)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    target: str
+    payload: Any = None
+    retry: RetryPolicy = RetryPolicy()
+    timeout_sec: int = Field(default=300, ge=1, le=86400)
+    depends_on: list[str] = Field(default_factory=list)
+    trigger_rule: TriggerRule = "all_success"
+
+
 class Dst(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -127,6 +145,8 @@ class JobRecord(BaseModel):
     anchor: datetime
     target: str
     payload: Any = None
+    # A workflow's tasks (then `target` is WORKFLOW_TARGET); stored compressed as `tasks_z`.
+    tasks: list[TaskSpec] | None = None
     retry: RetryPolicy = RetryPolicy()
     timeout_sec: int = 300
     priority: str = "default"
@@ -161,21 +181,37 @@ class JobRecord(BaseModel):
         return self.run_at is None
 
     def to_item(self) -> Item:
-        data = self.model_dump(mode="python", exclude={"payload"})
+        data = self.model_dump(mode="python", exclude={"payload", "tasks"})
         for key, value in list(data.items()):
             if isinstance(value, datetime):
                 data[key] = format_time(value)
         data["payload_json"] = json.dumps(self.payload, separators=(",", ":"))
+        data["tasks_z"] = tasks_blob(self.tasks)
         return to_attr_map(data)
 
     @classmethod
     def from_item(cls, item: Item) -> JobRecord:
         data = from_attr_map(item)
         data["payload"] = json.loads(data.pop("payload_json", "null"))
+        blob = data.pop("tasks_z", None)
+        if blob is not None:
+            data["tasks"] = json.loads(zlib.decompress(bytes(blob.value)))
         for key, value in list(data.items()):
             if isinstance(value, str) and key in _TIME_FIELDS:
                 data[key] = parse_time(value)
         return cls.model_validate(_plain(data))
+
+
+WORKFLOW_TARGET = "workflow"
+"""The `target` of a workflow job and of its runs: what runs is in `tasks`."""
+
+
+def tasks_blob(tasks: list[TaskSpec] | None) -> bytes | None:
+    """A workflow's tasks as compressed JSON: 1,000 tasks of text fit DynamoDB's 400 KB item."""
+    if tasks is None:
+        return None
+    text = json.dumps([t.model_dump(mode="json") for t in tasks], separators=(",", ":"))
+    return zlib.compress(text.encode(), 6)
 
 
 _TIME_FIELDS = {
@@ -259,6 +295,12 @@ class ExecutionRecord(BaseModel):
     # True once a cancel was asked for while the execution ran; never stored otherwise, so a
     # write can be fenced on `attribute_not_exists(cancel_requested)`.
     cancel_requested: bool | None = None
+    # Workflows (takt.workflows): a run's own execution counts its tasks; a task's execution
+    # names its run and task, so its terminal state advances the run.
+    run_tasks: int | None = None
+    run_gen: int | None = None
+    run_id: str | None = None
+    task_id: str | None = None
     created_at: datetime
 
     @classmethod
@@ -290,17 +332,18 @@ class ExecutionRecord(BaseModel):
             retry=job.retry,
             overlap=job.overlap,
             reason=reason,
+            run_tasks=len(job.tasks) if job.tasks else None,
             created_at=created_at,
             finished_at=created_at if state.terminal else None,
         )
 
     @property
     def job_key(self) -> str:
-        return job_key(self.tenant_id, self.job_id)
+        return job_key(self.tenant_id, execution_key(self.execution_id)[0])
 
     @property
     def sk(self) -> str:
-        return split_execution_id(self.execution_id)[1]
+        return execution_key(self.execution_id)[1]
 
     def to_item(self, *, open_shard: str | None, check_at: int | None, expires_at: int) -> Item:
         data = self.model_dump(mode="python", exclude={"payload"})

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from takt.models.ids import parse_time, split_execution_id, to_ms
+from takt.models.ids import execution_key, parse_time, split_execution_id, to_ms
 from takt.models.records import ExecState, ExecutionRecord, job_key, to_attr_map
 from takt.resources import ATTENTION_INDEX, OPEN_INDEX
 from takt.store.errors import (
@@ -80,10 +80,23 @@ class ExecutionStore:
         self.open_shards = open_shards
         self._retention_sec = retention_sec
 
+    @property
+    def client(self) -> DynamoDBClient:
+        """The table's client, for stores that keep items of their own in it (workflow runs)."""
+        return self._db
+
+    @property
+    def table(self) -> str:
+        return self._table
+
+    @property
+    def retention_sec(self) -> int:
+        return self._retention_sec
+
     @staticmethod
     def key(tenant_id: str, execution_id: str) -> dict[str, Any]:
-        job_id, sk = split_execution_id(execution_id)
-        return {"job_key": {"S": job_key(tenant_id, job_id)}, "sk": {"S": sk}}
+        partition, sk = execution_key(execution_id)
+        return {"job_key": {"S": job_key(tenant_id, partition)}, "sk": {"S": sk}}
 
     def create(self, record: ExecutionRecord, *, check_at_ms: int | None) -> bool:
         """Create an execution under its deterministic id; False if it already exists."""
@@ -329,7 +342,8 @@ class ExecutionStore:
 
 def _scheduled(execution_id: str) -> datetime:
     """The scheduled instant in an execution id's occurrence token (20261130T120000000Z[m])."""
-    token = split_execution_id(execution_id)[1].removesuffix("m")
+    # The first 19 characters: a manual run adds `m`, a workflow task `~<task>~<generation>`.
+    token = split_execution_id(execution_id)[1][:19]
     # %f reads "000" as milliseconds: it pads a short fraction on the right.
     return datetime.strptime(token, "%Y%m%dT%H%M%S%fZ").replace(tzinfo=UTC)
 

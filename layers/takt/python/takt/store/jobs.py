@@ -55,6 +55,10 @@ class JobOutline:
     last_execution_id: str | None
 
 
+# Fields whose stored attribute has another name (JobRecord.to_item).
+_STORED_AS = {"payload": "payload_json", "tasks": "tasks_z"}
+
+
 class JobStore:
     def __init__(self, client: DynamoDBClient, table: str) -> None:
         self._db = client
@@ -115,7 +119,7 @@ class JobStore:
         sets, removes = ["#v = :version"], []
         values[":version"] = {"N": str(job.version)}
         for i, name in enumerate(sorted(fields - {"version"})):
-            attr = "payload_json" if name == "payload" else name
+            attr = _STORED_AS.get(name, name)
             names[f"#f{i}"] = attr
             if attr in item:
                 values[f":f{i}"] = item[attr]

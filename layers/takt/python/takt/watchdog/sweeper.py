@@ -7,7 +7,8 @@ of the execution decides, and a write fenced on (state, attempt, lease token) ac
 - `running` with an expired lease: the next attempt goes back to its lane, or the execution is
   `dead` when no attempts are left, or `cancelled` when a cancel was asked for (never retried);
 - `retry_wait` whose retry time has come (waits longer than SQS's 900 s delay live here): send it;
-- `queued` behind an overlap slot that is free again: start it.
+- `queued` behind an overlap slot that is free again: start it;
+- a workflow run (pending or running) that made no progress for a while: `RunEngine.check`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import NOT_CANCEL_REQUESTED, ExecutionStore, Transition
 from takt.store.jobs import JobStore
 from takt.worker.overlap import after_terminal, release_queued
+from takt.workflows.engine import RunEngine
 
 
 @dataclass
@@ -37,6 +39,7 @@ class SweepResult:
     retries_released: int = 0
     queued_released: int = 0
     cancelled: int = 0
+    runs_checked: int = 0
 
 
 class Watchdog:
@@ -73,7 +76,13 @@ class Watchdog:
         self, record: ExecutionRecord, now: datetime, cutoff: int, result: SweepResult
     ) -> None:
         resend_at = to_ms(now + timedelta(seconds=self._settings.pending_resend_after_sec))
-        if record.state == ExecState.PENDING:
+        if record.run_tasks is not None and record.state != ExecState.QUEUED:
+            # A workflow run that made no progress for a while: re-evaluate it (the backstop).
+            RunEngine(self._settings, self._jobs, self._executions, self._lanes).check(
+                record, now
+            )
+            result.runs_checked += 1
+        elif record.state == ExecState.PENDING:
             self._executions.transition(
                 record.tenant_id,
                 record.execution_id,

@@ -28,7 +28,16 @@ def after_terminal(
     state: ExecState,
     now: datetime,
 ) -> None:
-    """Note the outcome on the job, free its overlap slot, and start its next queued run."""
+    """Note the outcome on the job, free its overlap slot, and start its next queued run.
+
+    A workflow task's execution advances its run instead: the run, not the task, holds the slot.
+    """
+    if record.run_id is not None:
+        # Imported here: the engine itself calls after_terminal when a run ends.
+        from takt.workflows.engine import RunEngine  # noqa: PLC0415
+
+        RunEngine(settings, jobs, executions, lanes).task_ended(record, state, now)
+        return
     jobs.record_outcome(record.tenant_id, record.job_id, record.execution_id, state.value, now)
     if record.overlap != "allow":
         jobs.release_slot(record.tenant_id, record.job_id, record.execution_id)
@@ -74,5 +83,10 @@ def release_queued(
         )
     except ConflictError:
         return None
-    lanes.send([Outgoing.of(promoted)])
+    if promoted.run_tasks is not None:
+        from takt.workflows.engine import RunEngine  # noqa: PLC0415 - see after_terminal
+
+        RunEngine(settings, jobs, executions, lanes).start(promoted, now)
+    else:
+        lanes.send([Outgoing.of(promoted)])
     return promoted.execution_id

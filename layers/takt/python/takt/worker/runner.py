@@ -131,6 +131,20 @@ class ExecutionRunner:
 
     def _lease(self, message: LaneMessage, now: datetime) -> ExecutionRecord:
         expires = now + timedelta(seconds=self._settings.lease_sec)
+        token = uuid.uuid4().hex
+        try:
+            return self._lease_with(message, now, expires, token)
+        except ConflictError as exc:
+            # The SDK retried a lease whose answer was lost and met its own first write: the
+            # lease is ours. Without this the call waits for the lease to expire and costs an
+            # attempt (the last one: dead without ever running).
+            if exc.current and exc.current.get("lease_token", {}).get("S") == token:
+                return ExecutionRecord.from_item(exc.current)
+            raise
+
+    def _lease_with(
+        self, message: LaneMessage, now: datetime, expires: datetime, token: str
+    ) -> ExecutionRecord:
         return self._executions.transition(
             message.tenant_id,
             message.execution_id,
@@ -141,7 +155,7 @@ class ExecutionRunner:
                 },
                 set={
                     "state": ExecState.RUNNING,
-                    "lease_token": uuid.uuid4().hex,
+                    "lease_token": token,
                     "worker_id": self.worker_id,
                     "lease_expires_at": to_ms(expires),
                     "check_at": to_ms(expires),
@@ -325,8 +339,9 @@ class ExecutionRunner:
                     append_attempt=self._attempt_entry(record, state.value, error, result),
                 ),
             )
-        except ConflictError:
-            return self._fenced(record)
+        except ConflictError as exc:
+            if not _applied_by_us(exc, record, state):
+                return self._fenced(record)
         self._after_terminal(record, state, now)
         return RunOutcome(record.execution_id, state.value, error or "", record.lag_ms)
 
@@ -466,6 +481,19 @@ def _fence(record: ExecutionRecord) -> dict[str, object]:
         "attempt": record.attempt,
         "lease_token": record.lease_token,
     }
+
+
+def _applied_by_us(exc: ConflictError, record: ExecutionRecord, state: ExecState) -> bool:
+    """Whether a completion that failed its fence had in fact been applied by our own first try,
+    whose answer was lost before the SDK retried it (the terminal write keeps the lease token).
+    Such a completion is not a stale report, and what follows it must still be done."""
+    current = ExecutionRecord.from_item(exc.current) if exc.current else None
+    return (
+        current is not None
+        and current.state == state
+        and current.attempt == record.attempt
+        and current.lease_token == record.lease_token
+    )
 
 
 def _holds(current: ExecutionRecord, record: ExecutionRecord) -> bool:
