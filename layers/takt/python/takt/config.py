@@ -33,6 +33,15 @@ class TenantLimits(BaseModel):
     weight: int = Field(default=1, ge=1, le=1000)
 
 
+class RateLimit(BaseModel):
+    """A target host's rate: `per_sec` calls a second on average, `burst` at once at most."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    per_sec: float = Field(gt=0, le=100_000)
+    burst: int = Field(default=1, ge=1, le=100_000)
+
+
 class Settings(BaseSettings):
     """Deployment settings, read from `TAKT_*` environment variables."""
 
@@ -97,6 +106,21 @@ class Settings(BaseSettings):
     # Limits for every tenant, and overrides by tenant id (JSON in the environment).
     tenant_limits: TenantLimits = Field(default_factory=TenantLimits)
     tenant_limit_overrides: dict[str, TenantLimits] = Field(default_factory=dict)
+
+    # Weighted fair dispatch (docs/FAIRNESS.md): each tenant's messages go to their own lane at
+    # up to `fair_dispatch_per_sec` times its weight a second (`fair_dispatch_burst_sec` of that
+    # at once); the rest overflow into `overflow_lane`. None turns it off (no extra write).
+    fair_dispatch_per_sec: float | None = Field(default=None, gt=0)
+    fair_dispatch_burst_sec: float = Field(default=2.0, gt=0)
+    overflow_lane: str = "low"
+    # At most this many due items per claim, shared between tenants by weight; the rest wait in
+    # the due index for the next tick. None claims everything due (docs/FAIRNESS.md).
+    claim_max_items: int | None = Field(default=None, ge=1)
+    # How long a message waits before it is offered again when its tenant's running cap is full.
+    running_cap_retry_sec: int = Field(default=2, ge=1, le=900)
+    # Rate limits by target host (lower case), shared by every worker (JSON in the environment):
+    # {"api.example.com": {"per_sec": 5, "burst": 10}}.
+    host_rate_limits: dict[str, RateLimit] = Field(default_factory=dict)
 
     def limits_for(self, tenant_id: str) -> TenantLimits:
         """The limits that apply to `tenant_id`."""

@@ -20,6 +20,10 @@ from takt.config import Settings, get_settings
 from takt.dispatch.claimer import Claimer, ClaimResult
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
+from takt.fairness.buckets import TokenBuckets
+from takt.fairness.gate import WorkerGate, running_check
+from takt.fairness.running import RunningSlots
+from takt.fairness.shares import DispatchShares
 from takt.handlers import load_modules, registry
 from takt.metering import Meter
 from takt.stats import CloudWatchMetricsReader, MetricsReader
@@ -82,8 +86,25 @@ class Services:
         )
 
     @cached_property
+    def buckets(self) -> TokenBuckets:
+        return TokenBuckets(self.clients.dynamodb, self.settings.tenants_table)
+
+    @cached_property
+    def gate(self) -> WorkerGate:
+        return WorkerGate(
+            self.settings,
+            self.buckets,
+            RunningSlots(self.clients.dynamodb, self.settings.tenants_table),
+            self.clock,
+            running_check(self.executions),
+        )
+
+    @cached_property
     def lanes(self) -> LaneSender:
-        return LaneSender(self.clients.sqs, self.settings)
+        route = None
+        if self.settings.fair_dispatch_per_sec is not None:
+            route = DispatchShares(self.settings, self.buckets, self.clock).route
+        return LaneSender(self.clients.sqs, self.settings, route)
 
     @cached_property
     def claimer(self) -> Claimer:
@@ -137,11 +158,14 @@ class Services:
             self.lanes,
             self.targets,
             self.clock,
+            gate=self.gate,
         )
 
     @cached_property
     def watchdog(self) -> Watchdog:
-        return Watchdog(self.settings, self.jobs, self.executions, self.lanes)
+        return Watchdog(
+            self.settings, self.jobs, self.executions, self.lanes, release_slot=self.gate.release
+        )
 
 
 def _metered_claim(

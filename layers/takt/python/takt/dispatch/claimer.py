@@ -38,6 +38,7 @@ from botocore.exceptions import ClientError
 from takt.config import Settings
 from takt.dispatch.lanes import LaneSender, Outgoing
 from takt.dispatch.plan import FiringPlan, plan_firing
+from takt.fairness.shares import fair_take
 from takt.models.ids import execution_id, to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.observability import logger
@@ -162,6 +163,16 @@ class Claimer:
         result.due = len(items)
         if not items:
             return result
+        if self._settings.claim_max_items is not None:
+            # A bounded claim, shared between tenants by weight (docs/FAIRNESS.md); the rest
+            # stays in the due index for the next tick.
+            items, later = fair_take(
+                items,
+                self._settings.claim_max_items,
+                lambda item: item.tenant_id,
+                lambda tenant_id: self._settings.limits_for(tenant_id).weight,
+            )
+            result.left += len(later)
         jobs = self._jobs.batch_get([(i.tenant_id, i.job_id) for i in items])
         grace_ms = int(self._settings.due_grace_sec * 1000)
         firings: list[_Firing] = []

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
 from takt.models.records import ExecutionRecord
-from takt.targets.spec import handler_name
+from takt.targets.spec import handler_name, target_host
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -31,6 +32,8 @@ class LaneMessage(BaseModel):
     # The registered handler the execution runs, if any: a worker that does not serve it sends
     # the message back without touching the execution.
     handler: str | None = None
+    # The host an HTTP target calls: a worker checks the host's rate limit before the lease.
+    host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class Outgoing:
                 attempt=record.attempt if attempt is None else attempt,
                 scheduled_time=record.scheduled_time,
                 handler=handler_name(record.target),
+                host=target_host(record.target),
             ),
             delay_sec=delay_sec,
         )
@@ -62,15 +66,23 @@ class SendError(Exception):
     """Some messages could not be sent; their executions stay pending for a later try."""
 
 
+Route = Callable[[Sequence[Outgoing]], list[Outgoing]]
+
+
 class LaneSender:
-    def __init__(self, client: SQSClient, settings: Settings) -> None:
+    """Sends to the lanes; `route` (fair dispatch, docs/FAIRNESS.md) may move messages to another
+    lane first, decided at send time so the claimer and the runner stay unaware of it."""
+
+    def __init__(self, client: SQSClient, settings: Settings, route: Route | None = None) -> None:
         self._sqs = client
         self._settings = settings
+        self._route = route
 
     def send(self, outgoing: list[Outgoing]) -> int:
         """Send every message; raises SendError if any is still refused after one retry."""
+        routed = self._route(outgoing) if self._route is not None else outgoing
         by_lane: dict[str, list[Outgoing]] = {}
-        for item in outgoing:
+        for item in routed:
             by_lane.setdefault(item.lane, []).append(item)
         sent = 0
         for lane, items in by_lane.items():
@@ -85,6 +97,8 @@ class LaneSender:
                 "Id": str(i),
                 "MessageBody": item.message.model_dump_json(),
                 "DelaySeconds": max(0, min(MAX_DELAY_SEC, item.delay_sec)),
+                # SQS fair queues: a tenant's backlog does not delay other tenants' messages.
+                "MessageGroupId": item.message.tenant_id,
             }
             for i, item in enumerate(batch)
         ]

@@ -110,6 +110,15 @@ def handler_name(text: str) -> str | None:
     return text.removeprefix(HANDLER_PREFIX) if text.startswith(HANDLER_PREFIX) else None
 
 
+def target_host(text: str) -> str | None:
+    """The host an HTTP target calls (lower case), or None for any other kind; what a host's
+    rate limit is keyed by. Cheap enough for the dispatch path: no full parse."""
+    if not text.startswith(("http://", "https://")):
+        return None
+    host = urlsplit(text).hostname
+    return host.lower() if host else None
+
+
 def _parse_arn(text: str) -> TargetSpec:
     match = _ARN.match(text)
     if not match:

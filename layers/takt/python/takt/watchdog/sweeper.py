@@ -6,6 +6,7 @@ of the execution decides, and a write fenced on (state, attempt, lease token) ac
 - `pending` for too long (its message never reached or left SQS): send it again;
 - `running` with an expired lease: the next attempt goes back to its lane, or the execution is
   `dead` when no attempts are left, or `cancelled` when a cancel was asked for (never retried);
+  either way the execution's running slot (a tenant's cap, docs/FAIRNESS.md) is freed;
 - `retry_wait` whose retry time has come (waits longer than SQS's 900 s delay live here): send it;
 - `queued` behind an overlap slot that is free again: start it;
 - a workflow run (pending or running) that made no progress for a while: `RunEngine.check`.
@@ -13,7 +14,7 @@ of the execution decides, and a write fenced on (state, attempt, lease token) ac
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -49,11 +50,13 @@ class Watchdog:
         jobs: JobStore,
         executions: ExecutionStore,
         lanes: LaneSender,
+        release_slot: Callable[[str, str], None] | None = None,
     ) -> None:
         self._settings = settings
         self._jobs = jobs
         self._executions = executions
         self._lanes = lanes
+        self._release_slot = release_slot
 
     def sweep(self, now: datetime) -> SweepResult:
         result = SweepResult()
@@ -97,6 +100,8 @@ class Watchdog:
             if record.lease_expires_at is None or record.lease_expires_at >= cutoff:
                 return
             self._expire(record, now, resend_at, result)
+            if self._release_slot is not None:
+                self._release_slot(record.tenant_id, record.execution_id)
         elif record.state == ExecState.RETRY_WAIT:
             if record.retry_at is None or to_ms(record.retry_at) > cutoff:
                 return

@@ -23,6 +23,12 @@ ends by its own timeout, and whatever a stopped call answers later is ignored. A
   given back, pending again at the same attempt with a fresh message, no attempt used. The
   `MAX_GIVE_BACKS`-th give-back of one attempt counts as a retryable failure instead, so an
   execution that can never finish within its host's time does not circle forever.
+
+Before the lease, the `WorkerGate` (docs/FAIRNESS.md) may say "not now": the target host has
+no token left or the tenant runs as many executions as its cap allows. The message is then sent
+back with a delay, as for an unserved handler, and the execution stays pending at its attempt.
+A running slot taken at the gate is freed on every end of the run but a fenced one (the lease,
+and with it the slot, went to someone else).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from takt.clock import Clock
 from takt.config import Settings
 from takt.dispatch.lanes import LaneMessage, LaneSender, Outgoing
+from takt.fairness.gate import WorkerGate
 from takt.models.ids import format_time, to_ms
 from takt.models.records import ExecState, ExecutionRecord
 from takt.observability import logger
@@ -84,6 +91,7 @@ class ExecutionRunner:
         worker_id: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         unserved_delay_sec: int = UNSERVED_DELAY_SEC,
+        gate: WorkerGate | None = None,
     ) -> None:
         self._settings = settings
         self._jobs = jobs
@@ -93,6 +101,7 @@ class ExecutionRunner:
         self._clock = clock
         self._sleep = sleep
         self._unserved_delay_sec = unserved_delay_sec
+        self._gate = gate
         self.worker_id = (
             worker_id or settings.worker_id or f"w-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         )
@@ -118,16 +127,31 @@ class ExecutionRunner:
             self._sleep(min(early, self._settings.dispatch_ahead_sec + 1))
         if host.passed():
             return self._requeue(message, 0, "given_back")
+        if self._gate is not None:
+            wait = self._gate.admit(message)
+            if wait is not None:
+                return self._requeue(message, wait.delay_sec, wait.reason)
         try:
             leased = self._lease(message, self._clock.now())
         except NotFoundError:
+            self._free(message.tenant_id, message.execution_id)
             return RunOutcome(message.execution_id, "missing", "no such execution")
         except ConflictError as exc:
             current = ExecutionRecord.from_item(exc.current or {})
+            if current.state != ExecState.RUNNING:
+                # A running execution holds the slot under the same id: only its run frees it.
+                self._free(message.tenant_id, message.execution_id)
             return RunOutcome(
                 message.execution_id, current.state.value, "duplicate or stale message"
             )
-        return self._supervise(leased, host, keepalive)
+        outcome = self._supervise(leased, host, keepalive)
+        if outcome.state != "fenced":
+            self._free(leased.tenant_id, leased.execution_id)
+        return outcome
+
+    def _free(self, tenant_id: str, execution_id: str) -> None:
+        if self._gate is not None:
+            self._gate.release(tenant_id, execution_id)
 
     def _lease(self, message: LaneMessage, now: datetime) -> ExecutionRecord:
         expires = now + timedelta(seconds=self._settings.lease_sec)
