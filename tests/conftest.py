@@ -22,6 +22,7 @@ from takt.local.provision import provision
 from takt.local.runtime import FAKE_CREDENTIALS, free_port
 from takt.observability import logger
 from takt.wiring import Services, build_services
+from tests.support.env import TEST_EGRESS_ALLOW
 
 os.environ.update(FAKE_CREDENTIALS)
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
@@ -55,7 +56,7 @@ def make_settings(endpoint: str, **overrides: object) -> Settings:
         aws_endpoint_url=endpoint,
         due_shards=4,
         open_shards=2,
-        **overrides,  # type: ignore[arg-type]
+        **{"egress_allow": TEST_EGRESS_ALLOW, **overrides},  # type: ignore[arg-type]
     )
     env = provision(build_services(base).clients, base, prefix=f"takt-{uid}")
     import json

@@ -19,6 +19,7 @@ from takt.config import Settings
 from takt.local.provision import provision
 from takt.wiring import Services, install
 from tests.api.harness import Api
+from tests.support.env import TEST_EGRESS_ALLOW
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,7 @@ def settings(moto_endpoint: str, aws_clients: AwsClients) -> Settings:
         aws_endpoint_url=moto_endpoint,
         due_shards=4,
         open_shards=2,
+        egress_allow=TEST_EGRESS_ALLOW,
     )
     env = provision(aws_clients, base, prefix=f"takt-{uid}")
     return base.model_copy(update={"lane_urls": json.loads(env["TAKT_LANE_URLS"])})

@@ -61,6 +61,9 @@ def test_openapi_document_lists_every_route_with_its_success_answer() -> None:
         ("GET", "/v1/jobs/{job_id}/preview", "200"),
         ("GET", "/v1/executions", "200"),
         ("GET", "/v1/stats", "200"),
+        ("GET", "/v1/jobs/{job_id}/runs", "200"),
+        ("GET", "/v1/runs/{run_id}", "200"),
+        ("POST", "/v1/runs/{run_id}/retry", "202"),
     }
 
 

@@ -18,6 +18,10 @@ from takt.config import Settings
 from takt.local.provision import provision
 from takt.wiring import Services
 
+# The suite's HTTP targets are receivers on 127.0.0.1, which the default Settings refuse (as a
+# deployed stack does): test settings allow loopback, and the egress tests set their own list.
+TEST_EGRESS_ALLOW = ("127.0.0.0/8", "::1/128")
+
 # The integration conftest's factory fixtures: settings or services with overrides.
 SettingsFactory = Callable[..., Settings]
 ServicesFactory = Callable[..., Services]
@@ -35,6 +39,7 @@ def fresh_settings(clients: AwsClients, endpoint: str, **overrides: Any) -> Sett
         "aws_endpoint_url": endpoint,
         "due_shards": 4,
         "open_shards": 2,
+        "egress_allow": TEST_EGRESS_ALLOW,
     }
     values.update(overrides)
     base = Settings(**values)

@@ -7,7 +7,7 @@ tests build theirs against moto. botocore's standard retry mode retries throttli
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -63,6 +63,16 @@ def make_clients(
         for client in (clients.dynamodb, clients.sqs, clients.sns, clients.events):
             meter.attach(client)
     return clients
+
+
+def make_secrets_client(settings: Settings) -> Any:
+    """A Secrets Manager client for the secrets HTTP targets name, made on the first such call:
+    a worker whose targets name no secrets never creates one. (Typed `Any`: the project carries
+    no Secrets Manager stubs, and only Powertools' `SecretsProvider` calls it.)"""
+    session = boto3.session.Session(region_name=settings.region)
+    return session.client(
+        "secretsmanager", endpoint_url=settings.aws_endpoint_url, config=_config(8)
+    )
 
 
 def make_cloudwatch_client(settings: Settings) -> CloudWatchClient:

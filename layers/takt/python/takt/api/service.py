@@ -27,7 +27,9 @@ from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, Job
 from takt.schedule import ScheduleError, next_after, parse_cron, preview
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import Transition, open_shard_of
-from takt.targets.spec import parse_target
+from takt.targets.egress import EgressPolicy
+from takt.targets.http import definition_problems
+from takt.targets.spec import HttpSpec, parse_target
 from takt.wiring import Services
 from takt.worker.overlap import after_terminal
 from takt.workflows.engine import RunEngine
@@ -84,6 +86,7 @@ class JobService:
         job.next_run_time = self._first_run(job, now)
         self._check_payload(job)
         self._check_target_region(job)
+        self._check_http_target(job)
         if key:
             digest = body_hash(body.model_dump(mode="json", exclude={"idempotency_key"}))
             earlier = self._svc.idempotency.claim(
@@ -175,6 +178,7 @@ class JobService:
         updated = current.model_copy(update=changes)
         if patch.target is not None or patch.tasks is not None:
             self._check_target_region(updated)
+            self._check_http_target(updated)
         if "status" in given and patch.status is not None:
             updated.status = JobStatus(patch.status)
         elif current.status == JobStatus.COMPLETED and given & {"schedule", "interval", "run_at"}:
@@ -420,6 +424,22 @@ class JobService:
                     self._svc.settings.region
                 )
                 raise InvalidRequestError(message, [{"field": field, "message": message}])
+
+    def _check_http_target(self, job: JobRecord) -> None:
+        """An HTTP target the worker would refuse on sight is refused now (docs/SECURITY.md)."""
+        if job.tasks:  # a workflow's task targets meet the same checks when a worker calls them
+            return
+        spec = parse_target(job.target)
+        if not isinstance(spec, HttpSpec):
+            return
+        settings = self._svc.settings
+        problems = definition_problems(
+            spec, job.tenant_id, EgressPolicy(settings.egress_allow), settings.secret_prefix
+        )
+        if problems:
+            raise InvalidRequestError(
+                problems[0][1], [{"field": field, "message": text} for field, text in problems]
+            )
 
     def _send(self, record: ExecutionRecord, attempt: int) -> None:
         self._svc.lanes.send([Outgoing.of(record, attempt)])

@@ -27,14 +27,39 @@ class _TargetObject(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class HttpAuth(_TargetObject):
+    """Credentials an HTTP target sends, as names of secrets in Secrets Manager (never values).
+
+    Each name starts with the deployment's secret prefix and the caller's tenant
+    (`takt/<tenant>/...` by default); the worker reads the value when it calls.
+    """
+
+    bearer_secret: str | None = Field(
+        default=None, description="secret holding a token, sent as `Authorization: Bearer ...`"
+    )
+    headers_secret: str | None = Field(
+        default=None,
+        description="secret holding a JSON object of header names to values, sent as headers",
+    )
+
+
 class HttpTargetObject(_TargetObject):
     """POST the payload as JSON to an http(s) URL."""
 
     type: Literal["http"]
     url: str
+    auth: HttpAuth | None = None
+    signing_secret: str | None = Field(
+        default=None,
+        description="secret holding this job's Standard Webhooks key (`whsec_...`), used "
+        "instead of the deployment's",
+    )
 
     def text(self) -> str:
-        return self.url
+        auth = self.auth or HttpAuth()
+        return HttpSpec(
+            self.url, auth.bearer_secret, auth.headers_secret, self.signing_secret
+        ).text()
 
 
 class HandlerTargetObject(_TargetObject):
@@ -94,14 +119,35 @@ _KIND: dict[str, type[TargetSpec]] = {
     "eventbridge": EventBusSpec,
 }
 
+
+def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """A model's JSON schema with its `$defs` written in place: it is embedded in the OpenAPI
+    document, where a `#/$defs/...` reference would point at nothing."""
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref", "")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return walk(defs[ref.removeprefix("#/$defs/")])
+            return {key: walk(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [walk(value) for value in node]
+        return node
+
+    inlined: dict[str, Any] = walk(schema)
+    return inlined
+
+
 TARGET_SCHEMA: dict[str, Any] = {
     "description": "What each run calls: an http(s) URL, `handler:NAME`, an SQS queue URL or "
     "ARN, an SNS topic ARN or an EventBridge bus ARN; or the same as an object "
-    '(`{"type": "handler", "name": "send_report"}`), which is stored as its string form.',
+    '(`{"type": "handler", "name": "send_report"}`), which is stored as its string form. An '
+    "HTTP target naming secrets is stored as its object in compact JSON.",
     "anyOf": [
         {"type": "string"},
         *(
-            model.model_json_schema()
+            _inlined(model.model_json_schema())
             for model in (
                 HttpTargetObject,
                 HandlerTargetObject,

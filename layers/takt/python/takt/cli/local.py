@@ -10,7 +10,13 @@ from types import FrameType
 
 import click
 
-from takt.local.runtime import LocalRuntime, RuntimeOptions, describe, worker_env
+from takt.local.runtime import (
+    LocalRuntime,
+    RuntimeOptions,
+    describe,
+    describe_egress,
+    worker_env,
+)
 
 
 @click.command()
@@ -36,11 +42,26 @@ from takt.local.runtime import LocalRuntime, RuntimeOptions, describe, worker_en
     show_default=True,
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
 )
-def local(host: str, port: int, tenant: str, pollers: int, log_level: str) -> None:
+@click.option(
+    "--strict-egress",
+    is_flag=True,
+    help="Refuse HTTP targets on loopback and private addresses, as a deployed stack does "
+    "(by default local mode allows them).",
+)
+def local(
+    host: str, port: int, tenant: str, pollers: int, log_level: str, strict_egress: bool
+) -> None:
     """Run the API, scheduler, workers and watchdog locally on moto."""
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     runtime = LocalRuntime(
-        RuntimeOptions(host=host, port=port, tenant=tenant, pollers=pollers, log_level=log_level)
+        RuntimeOptions(
+            host=host,
+            port=port,
+            tenant=tenant,
+            pollers=pollers,
+            log_level=log_level,
+            strict_egress=strict_egress,
+        )
     )
     runtime.start()
 
@@ -50,6 +71,8 @@ def local(host: str, port: int, tenant: str, pollers: int, log_level: str) -> No
     signal.signal(signal.SIGTERM, _terminate)
     click.echo(f"takt local is running: {describe(runtime)}", err=True)
     click.echo(f"API on {runtime.url}/v1 (Ctrl-C to stop)", err=True)
+    if runtime.services is not None:
+        click.echo(describe_egress(runtime.services.settings), err=True)
     if runtime.console is not None:
         click.echo(f"console on {runtime.url}/", err=True)
     if pollers == 0 and runtime.services is not None:

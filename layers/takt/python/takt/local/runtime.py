@@ -67,6 +67,20 @@ class RuntimeOptions:
     # design keeps everything in one process, and `takt bench` sizes writes from the server's
     # items, which only an in-process server lets it read (docs/CAPACITY.md has the numbers).
     moto_process: bool = False
+    # Refuse loopback and private addresses to HTTP targets, as a deployed stack does.
+    strict_egress: bool = False
+
+
+# What HTTP targets may reach beyond the public internet in local mode: the developer's own
+# machine and networks. Link-local (the instance metadata service) stays refused.
+LOCAL_EGRESS_ALLOW = (
+    "127.0.0.0/8",
+    "::1/128",
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "fc00::/7",
+)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -122,6 +136,8 @@ class LocalRuntime:
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "takt")
         # Four shards are plenty on one machine; each costs a query per tick.
         os.environ.setdefault("TAKT_DUE_SHARDS", "4")
+        if not self.options.strict_egress:
+            os.environ.setdefault("TAKT_EGRESS_ALLOW", json.dumps(LOCAL_EGRESS_ALLOW))
         get_settings.cache_clear()
         settings = get_settings()
         services = build_services(settings)
@@ -386,6 +402,18 @@ def describe(runtime: LocalRuntime) -> str:
     )
 
 
+def describe_egress(settings: Settings) -> str:
+    """The line `takt local` prints at start: what HTTP targets may reach besides the internet."""
+    if settings.egress_allow == LOCAL_EGRESS_ALLOW:
+        return (
+            "egress: loopback and private addresses allowed (local mode); "
+            "--strict-egress to refuse them"
+        )
+    if not settings.egress_allow:
+        return "egress: loopback and private addresses refused, as in a deployed stack"
+    return "egress: allowed besides public addresses: " + ", ".join(settings.egress_allow)
+
+
 def worker_env(settings: Settings) -> dict[str, str]:
     """The environment a `takt worker` process needs to work for this runtime, with its lease
     and heartbeat, so it behaves as the runtime's own workers do."""
@@ -397,4 +425,5 @@ def worker_env(settings: Settings) -> dict[str, str]:
         "TAKT_OPEN_SHARDS": str(settings.open_shards),
         "TAKT_LEASE_SEC": str(settings.lease_sec),
         "TAKT_HEARTBEAT_SEC": str(settings.heartbeat_sec),
+        "TAKT_EGRESS_ALLOW": json.dumps(settings.egress_allow),
     }

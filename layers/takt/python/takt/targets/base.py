@@ -48,7 +48,8 @@ class CallContext:
     """Who is calling: sent to the target so it can deduplicate on the execution id.
 
     `deadline` is the `time.monotonic()` instant the call must end by: the execution's timeout
-    or, when sooner, the moment its worker has to give the execution back.
+    or, when sooner, the moment its worker has to give the execution back. `tenant_id` decides
+    which secrets the call may read (empty: none).
     """
 
     job_id: str
@@ -59,6 +60,7 @@ class CallContext:
     timeout_sec: float
     deadline: float | None = None
     stop: StopSignal = field(default_factory=StopSignal)
+    tenant_id: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,67 @@
 """HTTP(S) targets: POST the payload as JSON, signed per Standard Webhooks when configured.
 
-2xx succeeds; 408, 429, 5xx, connection errors and timeouts are retryable (Retry-After is
-honoured by the retry policy); any other status, redirects included, is permanent.
+2xx succeeds; 408, 425, 429, 5xx, connection errors and timeouts are retryable (Retry-After is
+honoured by the retry policy); any other status is permanent.
+
+Egress (docs/SECURITY.md): before each request the host is resolved once and every address is
+checked against the deployment's `EgressPolicy`; the socket then connects to a vetted address
+itself, while the request carries the URL's Host header and TLS uses the host name for SNI and
+certificate checks. A name that resolves differently a moment later (DNS rebinding) is never
+looked up again for that request. A refused target is a permanent failure: retrying would be
+refused the same way.
+
+Redirects: 307 and 308 keep the method and body, so they are followed, up to `MAX_REDIRECTS`
+hops, each hop resolved and checked again like the first. A hop to another origin drops the
+credentials taken from secrets (the bearer token and the secret headers), and https never
+downgrades to http. 301, 302 and 303 would turn the POST into a GET: they stay permanent, as a
+sign the job's URL needs fixing.
+
+Secrets: the bearer token, secret headers and per-job signing key are read by name at call time
+(`takt.targets.secrets`), checked against the tenant's prefix first; their values go into the
+request only, never into a result, a log line or the execution's history.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import json
+import re
+import ssl
+import threading
 import time
+from collections import OrderedDict
 from email.utils import parsedate_to_datetime
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 import urllib3
 
 from takt.models.ids import format_time
-from takt.targets.base import CallContext, TargetResult
+from takt.observability import logger
+from takt.targets.base import CallContext, Outcome, TargetResult
+from takt.targets.egress import EgressPolicy, EgressRefusedError, EgressResolveError
+from takt.targets.secrets import SecretError, SecretSource, name_problem
+from takt.targets.spec import HttpSpec
 
 RETRYABLE_STATUS = frozenset({408, 425, 429})
+FOLLOWED_REDIRECTS = frozenset({307, 308})
+MAX_REDIRECTS = 3
+# Pools are per vetted address; the least recently used beyond this many are closed.
+MAX_POOLS = 64
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+# Headers takt sets itself or that frame the message; a secret may not replace them.
+_RESERVED_HEADERS = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "content-type"}
+)
+_RESERVED_PREFIXES = ("takt-", "webhook-", "idempotency-key")
 
 
 def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
     """The Standard Webhooks `webhook-signature` value (v1, HMAC-SHA256, base64)."""
-    key = base64.b64decode(secret.removeprefix("whsec_"))
+    key = base64.b64decode(secret.removeprefix("whsec_"), validate=True)
     signed = f"{msg_id}.{timestamp}.".encode() + body
     digest = hmac.new(key, signed, hashlib.sha256).digest()
     return "v1," + base64.b64encode(digest).decode()
@@ -40,64 +78,334 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-class HttpTarget:
-    def __init__(self, signing_secret: str | None = None, pool_size: int = 32) -> None:
-        self._secret = signing_secret
-        self._pool = urllib3.PoolManager(maxsize=pool_size, retries=False)
+class _NotCalledError(Exception):
+    """Ends a call early with its result: the egress policy, a secret or a redirect rule said
+    no, or a name or secret could not be read."""
 
-    def call(self, url: str, ctx: CallContext) -> TargetResult:
+    def __init__(self, result: TargetResult) -> None:
+        super().__init__(result.error)
+        self.result = result
+
+
+class HttpTarget:
+    """Calls HTTP targets through the egress policy, with the secrets they name.
+
+    Without a policy every non-public address is refused (the deployed default); without a
+    secret source, a target that names a secret fails permanently.
+    """
+
+    def __init__(
+        self,
+        policy: EgressPolicy | None = None,
+        secrets: SecretSource | None = None,
+        *,
+        signing_secret: str | None = None,
+        signing_secret_name: str | None = None,
+        secret_prefix: str = "takt/",  # noqa: S107 - a name prefix, not a password
+        pool_size: int = 32,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self._policy = policy or EgressPolicy()
+        self._secrets = secrets
+        self._signing_secret = signing_secret
+        self._signing_secret_name = signing_secret_name
+        self._secret_prefix = secret_prefix
+        self._pool_size = pool_size
+        self._ssl_context = ssl_context
+        self._pools: OrderedDict[tuple[str, str, int, str], urllib3.HTTPConnectionPool] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def call(self, spec: HttpSpec, ctx: CallContext) -> TargetResult:
+        started = time.monotonic()
         body = json.dumps(ctx.payload, separators=(",", ":")).encode()
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": "takt/0.1",
-            "Takt-Job-Id": ctx.job_id,
-            "Takt-Execution-Id": ctx.execution_id,
-            "Takt-Attempt": str(ctx.attempt),
-            "Takt-Scheduled-Time": format_time(ctx.scheduled_time),
-            "Idempotency-Key": ctx.execution_id,
-        }
-        if self._secret:
+        try:
+            headers, credentials = self._headers(spec, ctx, body)
+            return self._follow(spec.url, body, headers, credentials, ctx, started)
+        except _NotCalledError as refused:
+            result = refused.result
+            logger.warning(
+                "http target not called",
+                execution_id=ctx.execution_id,
+                job_id=ctx.job_id,
+                reason=result.error,
+            )
+            return TargetResult(
+                result.outcome,
+                status_code=result.status_code,
+                error=result.error,
+                duration_ms=_elapsed(started),
+            )
+
+    def _follow(
+        self,
+        url: str,
+        body: bytes,
+        headers: dict[str, str],
+        credentials: set[str],
+        ctx: CallContext,
+        started: float,
+    ) -> TargetResult:
+        hops = 0
+        while True:
+            parts = urlsplit(url)
+            try:
+                resp = self._send(parts, body, headers, ctx)
+            except _NotCalledError as refused:
+                if hops == 0:
+                    raise
+                result = refused.result
+                raise _NotCalledError(
+                    TargetResult(result.outcome, error=f"{result.error} (after {hops} redirects)")
+                ) from None
+            except urllib3.exceptions.TimeoutError:
+                return TargetResult(
+                    "retryable",
+                    error=f"timed out after {ctx.timeout_sec:g}s",
+                    duration_ms=_elapsed(started),
+                )
+            except urllib3.exceptions.HTTPError as exc:
+                return TargetResult(
+                    "retryable",
+                    error=f"connection failed: {exc.__class__.__name__}",
+                    duration_ms=_elapsed(started),
+                )
+            location = resp.headers.get("Location")
+            if resp.status not in FOLLOWED_REDIRECTS or not location:
+                return _outcome(resp, started)
+            if hops == MAX_REDIRECTS:
+                raise _NotCalledError(
+                    _permanent(f"more than {MAX_REDIRECTS} redirects", status=resp.status)
+                )
+            following = urlsplit(urljoin(url, location))
+            if following.scheme not in _DEFAULT_PORTS or not following.hostname:
+                raise _NotCalledError(
+                    _permanent("redirect to a non-http(s) URL", status=resp.status)
+                )
+            if parts.scheme == "https" and following.scheme == "http":
+                raise _NotCalledError(_permanent("redirect from https to http", status=resp.status))
+            if _origin(following) != _origin(parts):
+                headers = {k: v for k, v in headers.items() if k.lower() not in credentials}
+            url = following.geturl()
+            hops += 1
+
+    def _send(
+        self, parts: SplitResult, body: bytes, headers: dict[str, str], ctx: CallContext
+    ) -> urllib3.BaseHTTPResponse:
+        """One request, to the first vetted address of the URL's host that accepts a
+        connection (a refused connection sent nothing, so the next address is safe to try)."""
+        host = parts.hostname or ""
+        try:
+            port = parts.port or _DEFAULT_PORTS[parts.scheme]
+        except ValueError:
+            raise _NotCalledError(_permanent(f"{parts.netloc} has no valid port")) from None
+        try:
+            addresses = self._policy.vet(host, port)
+        except EgressRefusedError as exc:
+            raise _NotCalledError(_permanent(f"egress refused: {exc}")) from None
+        except EgressResolveError as exc:
+            raise _NotCalledError(TargetResult("retryable", error=str(exc))) from None
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        sent = {**headers, "Host": _host_header(host, port, parts.scheme)}
+        failure: urllib3.exceptions.NewConnectionError | None = None
+        for address in addresses:
+            pool = self._pool(parts.scheme, address, port, host)
+            try:
+                return pool.urlopen(
+                    "POST",
+                    target,
+                    body=body,
+                    headers=sent,
+                    timeout=urllib3.Timeout(total=ctx.timeout_sec),
+                    retries=False,
+                    redirect=False,
+                    assert_same_host=False,
+                    preload_content=True,
+                )
+            except urllib3.exceptions.NewConnectionError as exc:
+                failure = exc
+        assert failure is not None  # `vet` returns at least one address
+        raise failure
+
+    def _pool(self, scheme: str, address: str, port: int, host: str) -> urllib3.HTTPConnectionPool:
+        """The connection pool for one vetted address: its sockets can reach nowhere else."""
+        key = (scheme, address, port, host.lower())
+        with self._lock:
+            pool = self._pools.get(key)
+            if pool is not None:
+                self._pools.move_to_end(key)
+                return pool
+            if scheme == "https":
+                pool = urllib3.HTTPSConnectionPool(
+                    address,
+                    port,
+                    maxsize=self._pool_size,
+                    retries=False,
+                    server_hostname=host,
+                    assert_hostname=host,
+                    ssl_context=self._ssl_context,
+                )
+            else:
+                pool = urllib3.HTTPConnectionPool(
+                    address, port, maxsize=self._pool_size, retries=False
+                )
+            self._pools[key] = pool
+            if len(self._pools) > MAX_POOLS:
+                _, oldest = self._pools.popitem(last=False)
+                oldest.close()
+            return pool
+
+    def _headers(
+        self, spec: HttpSpec, ctx: CallContext, body: bytes
+    ) -> tuple[dict[str, str], set[str]]:
+        """The request's headers, and the (lower-case) names of those that carry credentials."""
+        for name in spec.secret_fields().values():
+            problem = name_problem(name, ctx.tenant_id, self._secret_prefix)
+            if problem is not None:
+                raise _NotCalledError(_permanent(f"secret refused: {problem}"))
+        headers: dict[str, str] = {}
+        credentials: set[str] = set()
+        if spec.headers_secret is not None:
+            extra = _secret_headers(spec.headers_secret, self._secret(spec.headers_secret))
+            headers.update(extra)
+            credentials.update(k.lower() for k in extra)
+        if spec.bearer_secret is not None:
+            token = self._secret(spec.bearer_secret).strip()
+            if not token or any(c in token for c in "\r\n\0"):
+                raise _NotCalledError(
+                    _permanent(f"secret {spec.bearer_secret!r} is not a bearer token")
+                )
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            headers["Authorization"] = f"Bearer {token}"
+            credentials.add("authorization")
+        headers.update(
+            {
+                "Content-Type": "application/json",
+                "User-Agent": "takt/0.1",
+                "Takt-Job-Id": ctx.job_id,
+                "Takt-Execution-Id": ctx.execution_id,
+                "Takt-Attempt": str(ctx.attempt),
+                "Takt-Scheduled-Time": format_time(ctx.scheduled_time),
+                "Idempotency-Key": ctx.execution_id,
+            }
+        )
+        key, key_name = self._signing_key(spec)
+        if key is not None:
             timestamp = int(time.time())
+            try:
+                signature = sign(key, ctx.execution_id, timestamp, body)
+            except binascii.Error:
+                raise _NotCalledError(
+                    _permanent(f"signing secret {key_name or ''!r} is not a base64 whsec_ key")
+                ) from None
             headers["webhook-id"] = ctx.execution_id
             headers["webhook-timestamp"] = str(timestamp)
-            headers["webhook-signature"] = sign(self._secret, ctx.execution_id, timestamp, body)
-        started = time.monotonic()
+            headers["webhook-signature"] = signature
+        return headers, credentials
+
+    def _signing_key(self, spec: HttpSpec) -> tuple[str | None, str | None]:
+        """The key that signs this request and its secret's name: the job's own, else the
+        deployment's (from Secrets Manager by name, else the plain value set for local use)."""
+        name = spec.signing_secret or self._signing_secret_name
+        if name is not None:
+            return self._secret(name), name
+        return self._signing_secret, None
+
+    def _secret(self, name: str) -> str:
+        if self._secrets is None:
+            raise _NotCalledError(_permanent(f"secret {name!r}: this worker reads no secrets"))
         try:
-            resp = self._pool.request(
-                "POST",
-                url,
-                body=body,
-                headers=headers,
-                timeout=urllib3.Timeout(total=ctx.timeout_sec),
-                redirect=False,
-                preload_content=True,
+            return self._secrets.get(name)
+        except SecretError as exc:
+            outcome: Outcome = "permanent" if exc.permanent else "retryable"
+            raise _NotCalledError(TargetResult(outcome, error=str(exc))) from None
+
+
+def definition_problems(
+    spec: HttpSpec, tenant_id: str, policy: EgressPolicy, secret_prefix: str
+) -> list[tuple[str, str]]:
+    """What is wrong with an HTTP target before any call: (field, message) pairs.
+
+    The API refuses a job whose URL names an address the policy would refuse without resolving
+    anything (a literal address, `localhost`), whose URL carries credentials (stored and shown
+    in plain text: a secret is the place for them), or that names a secret outside the tenant's
+    prefix. A host name is not resolved here: what it resolves to when the job runs is what
+    counts, and the worker checks that on every call.
+    """
+    problems: list[tuple[str, str]] = []
+    parts = urlsplit(spec.url)
+    refusal = policy.literal_refusal(parts.hostname or "")
+    if refusal is not None:
+        problems.append(("target.url", f"egress refused: {refusal}"))
+    if parts.username is not None or parts.password is not None:
+        problems.append(
+            (
+                "target.url",
+                "credentials in the URL would be stored in plain text: name a secret in "
+                "auth.bearer_secret or auth.headers_secret instead",
             )
-        except urllib3.exceptions.TimeoutError:
-            return TargetResult(
-                "retryable",
-                error=f"timed out after {ctx.timeout_sec:g}s",
-                duration_ms=_elapsed(started),
+        )
+    for field, name in spec.secret_fields().items():
+        problem = name_problem(name, tenant_id, secret_prefix)
+        if problem is not None:
+            problems.append((field, problem))
+    return problems
+
+
+def _secret_headers(name: str, value: str) -> dict[str, str]:
+    """The headers a secret holds: a JSON object of header names to string values."""
+    try:
+        data = json.loads(value)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise _NotCalledError(_permanent(f"secret {name!r} is not a JSON object of header strings"))
+    for header, text in data.items():
+        lower = header.lower()
+        if not _HEADER_NAME.match(header) or any(c in text for c in "\r\n\0"):
+            raise _NotCalledError(_permanent(f"secret {name!r} holds an invalid header {header!r}"))
+        if lower in _RESERVED_HEADERS or lower.startswith(_RESERVED_PREFIXES):
+            raise _NotCalledError(
+                _permanent(f"secret {name!r} sets {header!r}, which takt sets itself")
             )
-        except urllib3.exceptions.HTTPError as exc:
-            return TargetResult(
-                "retryable",
-                error=f"connection failed: {exc.__class__.__name__}",
-                duration_ms=_elapsed(started),
-            )
-        status = resp.status
-        elapsed = _elapsed(started)
-        if 200 <= status < 300:
-            return TargetResult("success", status_code=status, duration_ms=elapsed)
-        error = f"HTTP {status}"
-        if status in RETRYABLE_STATUS or status >= 500:
-            return TargetResult(
-                "retryable",
-                status_code=status,
-                error=error,
-                retry_after_sec=_retry_after(resp.headers.get("Retry-After")),
-                duration_ms=elapsed,
-            )
-        return TargetResult("permanent", status_code=status, error=error, duration_ms=elapsed)
+    return dict(data)
+
+
+def _outcome(resp: urllib3.BaseHTTPResponse, started: float) -> TargetResult:
+    status = resp.status
+    elapsed = _elapsed(started)
+    if 200 <= status < 300:
+        return TargetResult("success", status_code=status, duration_ms=elapsed)
+    error = f"HTTP {status}"
+    if status in RETRYABLE_STATUS or status >= 500:
+        return TargetResult(
+            "retryable",
+            status_code=status,
+            error=error,
+            retry_after_sec=_retry_after(resp.headers.get("Retry-After")),
+            duration_ms=elapsed,
+        )
+    if 300 <= status < 400:
+        error += " (only 307 and 308 redirects are followed)"
+    return TargetResult("permanent", status_code=status, error=error, duration_ms=elapsed)
+
+
+def _permanent(error: str, *, status: int | None = None) -> TargetResult:
+    return TargetResult("permanent", status_code=status, error=error)
+
+
+def _origin(parts: SplitResult) -> tuple[str, str, int]:
+    return (
+        parts.scheme,
+        (parts.hostname or "").lower(),
+        parts.port or _DEFAULT_PORTS.get(parts.scheme, 0),
+    )
+
+
+def _host_header(host: str, port: int, scheme: str) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port == _DEFAULT_PORTS[scheme] else f"{shown}:{port}"
 
 
 def _elapsed(started: float) -> int:

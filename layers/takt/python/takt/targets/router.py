@@ -30,7 +30,7 @@ class TargetRouter:
         except ValueError as exc:
             return TargetResult("permanent", error=f"unsupported target: {exc}")
         if isinstance(spec, HttpSpec):
-            return self._http.call(spec.url, ctx)
+            return self._http.call(spec, ctx)
         if isinstance(spec, HandlerSpec):
             return self._handlers.call(spec.name, ctx)
         return self._publisher.call(spec, ctx)
