@@ -46,7 +46,7 @@ def test_s2_a_claimer_dying_between_each_pair_of_steps_loses_and_doubles_nothing
 ) -> None:
     sim: Sim = make_sim()
     rng = random.Random(seed)
-    interval_jobs(sim, form.pick(4, 16), rng)
+    interval_jobs(sim, form.pick(4, 12), rng)
     window = Window()
 
     def crashing(part: T, name: str) -> T:
@@ -59,7 +59,7 @@ def test_s2_a_claimer_dying_between_each_pair_of_steps_loses_and_doubles_nothing
         crashing(sim.lanes, "lanes"),
     ]
     sim.claimer = Claimer(sim.svc.settings, *parts)
-    sim.run(form.pick(60, 300))
+    sim.run(form.pick(60, 180))
     window.open = False
     fault_end = sim.clock.now()
     sim.settle(30)
@@ -102,8 +102,8 @@ def test_s3_messages_lost_after_the_execution_is_written_are_sent_again(
         return kept
 
     sim: Sim = make_sim(lose=lose, deliver=deliver)
-    interval_jobs(sim, form.pick(4, 16), rng)
-    sim.run(form.pick(60, 300))
+    interval_jobs(sim, form.pick(4, 12), rng)
+    sim.run(form.pick(60, 180))
     window.open = False
     fault_end = sim.clock.now()
     sim.settle(45)
@@ -144,7 +144,7 @@ def test_s4_duplicate_and_reordered_deliveries_run_each_occurrence_once(
 
     sim: Sim = make_sim(deliver=deliver)
     interval_jobs(sim, form.pick(6, 20), rng, overlap="allow")
-    sim.run(form.pick(60, 300))
+    sim.run(form.pick(60, 180))
     sim.settle(10)
 
     report = judge(
