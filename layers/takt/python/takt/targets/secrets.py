@@ -102,4 +102,5 @@ def _error(name: str, cause: BaseException | None) -> SecretError:
         return SecretError(
             f"secret {name!r}: connection failed: {cause.__class__.__name__}", permanent=False
         )
-    return SecretError(f"secret {name!r} could not be read", permanent=False)
+    kind = "" if cause is None else f": {cause.__class__.__name__}"
+    return SecretError(f"secret {name!r} could not be read{kind}", permanent=False)
