@@ -10,7 +10,7 @@ from typing import Any, cast
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api.handler import handler
-from takt.local.events import LocalContext, http_api_event
+from takt.local.events import LocalContext, LocalIdentity, http_api_event
 from takt.resources import TABLES
 from takt.wiring import Services
 
@@ -35,7 +35,7 @@ class ApiResponse:
 
 
 class Api:
-    """Calls the api handler as API Gateway would, as one tenant (a JWT `tenant` claim)."""
+    """Calls the api handler as API Gateway would, as a JWT caller of one tenant and role."""
 
     def __init__(self, svc: Services) -> None:
         self.svc = svc
@@ -49,6 +49,7 @@ class Api:
         raw: bytes | None = None,
         headers: dict[str, str] | None = None,
         tenant: str = TENANT,
+        role: str = "write",
     ) -> ApiResponse:
         all_headers: dict[str, str] = {}
         data = b""
@@ -59,7 +60,7 @@ class Api:
             data = json.dumps(body).encode()
             all_headers["content-type"] = "application/json"
         all_headers.update({k.lower(): v for k, v in (headers or {}).items()})
-        event = http_api_event(method, path, all_headers, data, tenant)
+        event = http_api_event(method, path, all_headers, data, LocalIdentity(tenant, role))
         result = handler(event, cast(LambdaContext, LocalContext(function_name="takt-api")))
         return ApiResponse(
             status=int(result["statusCode"]),

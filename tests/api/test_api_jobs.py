@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api.handler import handler
 from takt.clock import ManualClock
-from takt.local.events import LocalContext, http_api_event
+from takt.local.events import LocalContext, LocalIdentity, http_api_event
 from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, Api
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
@@ -159,7 +159,7 @@ def test_another_tenant_list_does_not_show_my_jobs(api: Api) -> None:
 
 
 def test_request_without_caller_identity_is_401(api: Api) -> None:
-    event = http_api_event("GET", "/v1/jobs", {}, b"", "ignored")
+    event = http_api_event("GET", "/v1/jobs", {}, b"", LocalIdentity("ignored"))
     event["requestContext"]["authorizer"] = {}
     result = handler(event, cast(LambdaContext, LocalContext(function_name="takt-api")))
 

@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 LANES: tuple[str, ...] = ("high", "default", "low")
+# What a caller may do (docs/SECURITY.md): admin everything, for any tenant; write and read its
+# own tenant's jobs; worker no job API, only leasing its tenant's executions.
+Role = Literal["admin", "write", "read", "worker"]
 
 
 class TenantLimits(BaseModel):
@@ -42,10 +45,23 @@ class RateLimit(BaseModel):
     burst: int = Field(default=1, ge=1, le=100_000)
 
 
+class IamPrincipal(BaseModel):
+    """An IAM principal ARN pattern (`*` matches any run of characters) and who it is."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    arn: str = Field(pattern=r"^arn:[^:]+:(iam|sts)::")
+    tenant: str = Field(min_length=1)
+    role: Role
+
+
 class Settings(BaseSettings):
     """Deployment settings, read from `TAKT_*` environment variables."""
 
-    model_config = SettingsConfigDict(env_prefix="TAKT_", extra="ignore", frozen=True)
+    # `null` in the environment is None, so an optional setting can be turned off (a role).
+    model_config = SettingsConfigDict(
+        env_prefix="TAKT_", extra="ignore", frozen=True, env_parse_none_str="null"
+    )
 
     jobs_table: str = "takt-jobs"
     due_table: str = "takt-due"
@@ -98,8 +114,18 @@ class Settings(BaseSettings):
     signing_secret: str | None = None
     worker_id: str | None = None
 
-    # JWT claim that names the tenant; IAM callers are mapped to their account id.
+    # Who a caller is (takt.api.identity): the JWT claim that names the tenant, the claim whose
+    # values (a role, or group names) give the role, and names of groups and scopes -> role
+    # (JSON); IAM principal ARN patterns -> tenant and role (JSON list), other IAM callers being
+    # their account with `iam_default_role`. A null default role gives no rights (403).
     tenant_claim: str = "tenant"
+    role_claim: str = "takt_role"
+    role_names: dict[str, Role] = Field(default_factory=dict)
+    jwt_default_role: Role | None = "write"
+    iam_principals: tuple[IamPrincipal, ...] = ()
+    iam_default_role: Role | None = "write"
+    # A `takt worker` serving one tenant leases only its executions (others are sent back).
+    worker_tenant: str | None = None
     # Default destination for metrics (Powertools Metrics namespace).
     metrics_namespace: str = "takt"
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError as RouteNotFoundError
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestUnsupportedContentType,
     RequestValidationError,
@@ -19,13 +20,16 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from takt.api import runs
+from takt.api.access import Caller, authorize
 from takt.api.errors import (
     ApiError,
     InvalidRequestError,
     PayloadTooLargeError,
+    TooManyRequestsError,
+    UnauthenticatedError,
     UnsupportedMediaTypeError,
 )
-from takt.api.identity import tenant_of
+from takt.api.identity import IdentityMapping, identity_of
 from takt.api.models import (
     ExecutionOut,
     ExecutionPage,
@@ -51,12 +55,14 @@ app = APIGatewayHttpResolver(enable_validation=True)
 _PROBLEMS: dict[int, str] = {
     400: "Invalid request: `errors[].field` names each field at fault",
     401: "No caller identity, or no tenant claim in it",
+    403: "The caller's role does not allow this method (read: GET only; worker: nothing)",
     404: "No such job or execution for this caller",
     409: "The execution is not in a state that allows this",
     412: "If-Match names an older version of the job",
     413: "Payload or request body too large",
     415: "The body is not application/json",
     422: "Idempotency key reused with a different body",
+    429: "A limit of the tenant is reached (jobs stored, creation rate); see Retry-After",
 }
 
 
@@ -65,7 +71,7 @@ def _responses(success: dict[int, str], *problems: int) -> dict[int, Any]:
     problem+json errors. Every route lists its success codes: once `responses` is given,
     Powertools documents no success answer by itself."""
     documented: dict[int, Any] = {code: {"description": text} for code, text in success.items()}
-    for code in (400, 401, *problems):
+    for code in (400, 401, 403, *problems):
         documented[code] = {
             "description": _PROBLEMS[code],
             "content": {PROBLEM_JSON: {"model": Problem}},
@@ -77,8 +83,36 @@ def _service() -> JobService:
     return JobService(services())
 
 
+def _check_access(resolver: APIGatewayHttpResolver) -> None:
+    """The access check (takt.api.access): who calls, and may its role use this method."""
+    identity = identity_of(resolver.current_event, IdentityMapping.of(services().settings))
+    caller = authorize(
+        identity, resolver.current_event.http_method, resolver.current_event.headers or {}
+    )
+    resolver.context["caller"] = caller
+
+
+def _access(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
+    """Every route's access check, before the route runs. Powertools validates the request
+    before any middleware, so the validation error handlers run the check too: a caller
+    without the right gets 401 or 403 whatever its body, never a 400 about its fields."""
+    _check_access(resolver)
+    return next_middleware(resolver)
+
+
+app.use(middlewares=[_access])
+
+
+def _caller() -> Caller:
+    caller = app.context.get("caller")
+    if not isinstance(caller, Caller):
+        raise UnauthenticatedError("no caller identity on the request")
+    return caller
+
+
 def _tenant() -> str:
-    return tenant_of(app.current_event, services().settings.tenant_claim)
+    """The tenant the request acts for: the caller's own, or the one an admin named."""
+    return _caller().tenant
 
 
 def _require_json() -> None:
@@ -332,12 +366,20 @@ def problem(
 
 @app.exception_handler(ApiError)  # type: ignore[untyped-decorator]
 def _api_error(exc: ApiError) -> Response[Any]:
-    return problem(exc.status, exc.title, exc.detail, exc.errors)
+    return _problem_of(exc)
+
+
+def _problem_of(exc: ApiError) -> Response[Any]:
+    answer = problem(exc.status, exc.title, exc.detail, exc.errors)
+    if isinstance(exc, TooManyRequestsError) and exc.retry_after_sec is not None:
+        answer.headers["Retry-After"] = str(exc.retry_after_sec)
+    return answer
 
 
 @app.exception_handler(RequestUnsupportedContentType)  # type: ignore[untyped-decorator]
 def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response[Any]:
     try:
+        _check_access(app)
         _require_json()
     except ApiError as refused:
         return problem(refused.status, refused.title, refused.detail, refused.errors)
@@ -346,6 +388,10 @@ def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response[An
 
 @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
 def _validation_error(exc: RequestValidationError) -> Response[Any]:
+    try:
+        _check_access(app)
+    except ApiError as refused:
+        return _problem_of(refused)
     if app.current_event.body:
         try:
             _require_json()

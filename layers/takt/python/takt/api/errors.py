@@ -53,3 +53,24 @@ class IdempotencyMismatchError(ApiError):
 class UnauthenticatedError(ApiError):
     status = 401
     title = "Unauthorized"
+
+
+class ForbiddenError(ApiError):
+    status = 403
+    title = "Forbidden"
+
+
+class TooManyRequestsError(ApiError):
+    """A tenant limit is reached; `retry_after_sec` (when set) is when trying again can help."""
+
+    status = 429
+    title = "Too Many Requests"
+
+    def __init__(
+        self,
+        detail: str,
+        errors: list[dict[str, Any]] | None = None,
+        retry_after_sec: int | None = None,
+    ) -> None:
+        super().__init__(detail, errors)
+        self.retry_after_sec = retry_after_sec

@@ -26,7 +26,14 @@ from takt.local.runtime import (
     "--tenant",
     default="local",
     show_default=True,
-    help="The identity the local API treats every caller as.",
+    help="The tenant the local API treats every caller as.",
+)
+@click.option(
+    "--role",
+    default="admin",
+    show_default=True,
+    type=click.Choice(["admin", "write", "read", "worker"]),
+    help="The role of that caller (docs/SECURITY.md).",
 )
 @click.option(
     "--pollers",
@@ -49,7 +56,13 @@ from takt.local.runtime import (
     "(by default local mode allows them).",
 )
 def local(
-    host: str, port: int, tenant: str, pollers: int, log_level: str, strict_egress: bool
+    host: str,
+    port: int,
+    tenant: str,
+    role: str,
+    pollers: int,
+    log_level: str,
+    strict_egress: bool,
 ) -> None:
     """Run the API, scheduler, workers and watchdog locally on moto."""
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -58,6 +71,7 @@ def local(
             host=host,
             port=port,
             tenant=tenant,
+            role=role,
             pollers=pollers,
             log_level=log_level,
             strict_egress=strict_egress,

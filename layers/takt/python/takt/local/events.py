@@ -36,15 +36,30 @@ class LocalContext:
         return max(0, self.timeout_ms - int((time.monotonic() - self.started) * 1000))
 
 
+@dataclass(frozen=True)
+class LocalIdentity:
+    """Who every local API call comes from: a JWT caller with these claims, read by the same
+    identity mapping (`takt.api.identity`) as a deployed API's callers."""
+
+    tenant: str = "local"
+    role: str = "admin"
+    subject: str = "local-user"
+    tenant_claim: str = "tenant"
+    role_claim: str = "takt_role"
+
+    def claims(self) -> dict[str, str]:
+        return {self.tenant_claim: self.tenant, self.role_claim: self.role, "sub": self.subject}
+
+
 def http_api_event(
     method: str,
     target: str,
     headers: dict[str, str],
     body: bytes,
-    tenant: str,
+    identity: LocalIdentity,
     source_ip: str = "127.0.0.1",
 ) -> dict[str, Any]:
-    """An API Gateway HTTP API (payload 2.0) event, with the local identity as a JWT claim."""
+    """An API Gateway HTTP API (payload 2.0) event, with the local identity as JWT claims."""
     parts = urlsplit(target)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     lowered = {k.lower(): v for k, v in headers.items()}
@@ -67,9 +82,7 @@ def http_api_event(
                 "sourceIp": source_ip,
                 "userAgent": lowered.get("user-agent", ""),
             },
-            "authorizer": {
-                "jwt": {"claims": {"tenant": tenant, "sub": "local-user"}, "scopes": None}
-            },
+            "authorizer": {"jwt": {"claims": identity.claims(), "scopes": None}},
             "requestId": str(uuid.uuid4()),
             "routeKey": "$default",
             "stage": "$default",

@@ -34,7 +34,7 @@ from takt.clock import SystemClock
 from takt.config import LANES, Settings, get_settings
 from takt.local import moto_speedups
 from takt.local.console import ConsoleFiles, default_console_dir
-from takt.local.events import LocalContext, http_api_event, sqs_event
+from takt.local.events import LocalContext, LocalIdentity, http_api_event, sqs_event
 from takt.local.provision import provision
 from takt.metering import Meter
 from takt.observability import listen, metrics
@@ -58,7 +58,9 @@ FAKE_CREDENTIALS = {
 class RuntimeOptions:
     host: str = "127.0.0.1"
     port: int = 8080
+    # The identity every API call is made with (`takt local --tenant T --role R`).
     tenant: str = "local"
+    role: str = "admin"
     pollers: int = 4
     log_level: str = "WARNING"
     console_dir: Path | None = field(default_factory=default_console_dir)
@@ -255,6 +257,17 @@ class LocalRuntime:
         assert self.services is not None
         return self.services.settings
 
+    @property
+    def identity(self) -> LocalIdentity:
+        """The caller every local API request comes from, in the claims the settings map."""
+        settings = self._settings()
+        return LocalIdentity(
+            tenant=self.options.tenant,
+            role=self.options.role,
+            tenant_claim=settings.tenant_claim,
+            role_claim=settings.role_claim,
+        )
+
     # The API
 
     def _start_http(self) -> None:
@@ -277,7 +290,7 @@ class LocalRuntime:
                     self.path,
                     dict(self.headers.items()),
                     body,
-                    runtime.options.tenant,
+                    runtime.identity,
                     self.client_address[0],
                 )
                 try:
@@ -395,6 +408,7 @@ def describe(runtime: LocalRuntime) -> str:
             "api": runtime.url,
             "moto": runtime.moto_endpoint,
             "tenant": runtime.options.tenant,
+            "role": runtime.options.role,
             "lanes": list(settings.lane_urls),
             "due_shards": settings.due_shards,
             "worker_env": worker_env(settings),
