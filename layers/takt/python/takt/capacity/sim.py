@@ -30,6 +30,9 @@ from takt.capacity.model import CallProfile, Design, Limits
 
 STEP = 0.05
 BIN_MS = 10
+# A flood's due instant is moved by this much so its cohort stays apart from the steady load's
+# cohort of the same slice all the way to the worker (the noisy-neighbour scenario).
+FLOOD_MARK = 1e-7
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,13 @@ class Load:
     burst: float = 0.0
     burst_at: float = 60.0
     burst_at_zero: float = 0.2
+    # One tenant's flood, all due at `flood_at`: its start lags are kept apart from the rest.
+    flood: float = 0.0
+    flood_at: float = 30.0
+
+    @property
+    def flood_due(self) -> float | None:
+        return self.flood_at + FLOOD_MARK if self.flood else None
 
     def cohorts(self) -> list[tuple[float, float]]:
         """(due instant, count), in 100 ms slices, in time order."""
@@ -57,6 +67,9 @@ class Load:
                 if t == self.burst_at:
                     count += self.burst * self.burst_at_zero
             out.append((t, count))
+        if self.flood_due is not None:
+            out.append((self.flood_due, self.flood))
+            out.sort(key=lambda cohort: cohort[0])
         return out
 
 
@@ -176,6 +189,11 @@ class SimResult:
     throttled: dict[str, float]
     undispatched: float
     unstarted: float
+    # With a flood in the load: the other executions' start lag, and how long after its due
+    # instant the flood's last execution started (None: not all of it started).
+    others_start_lag: dict[str, float] | None = None
+    flood_started_within_sec: float | None = None
+    flood_started: float = 0.0
 
 
 class Simulator:
@@ -241,6 +259,12 @@ class Simulator:
         claim_table_share = 1 / 3  # the claim writes the execution; the worker twice more
         dispatched = _Rate()
         dispatch_lag, start_lag = _Histogram(), _Histogram()
+        others_lag, flood_due, flood_last, flood_started = (
+            _Histogram(),
+            self.load.flood_due,
+            0.0,
+            0.0,
+        )
         burst_last: float | None = None
         ticks_every = round(1 / STEP)
         for step in range(int((self.load.duration_sec + self.drain_sec) / STEP) + 1):
@@ -342,6 +366,11 @@ class Simulator:
                         # second is held until then.
                         begin = max(now + cold + wait + pos * msg_s, entry[0])
                         start_lag.add(begin - entry[0], part / d.batch_size)
+                        if entry[0] == flood_due:
+                            flood_last = max(flood_last, begin - entry[0])
+                            flood_started += part / d.batch_size
+                        else:
+                            others_lag.add(begin - entry[0], part / d.batch_size)
                         longest = max(longest, begin - now + msg_s)
                     entry[1] -= part
                     take -= part
@@ -377,4 +406,15 @@ class Simulator:
             },
             undispatched=sum(c for shard in shards for _, c in shard) + sum(c for _, c in pending),
             unstarted=sum(c for _, c in queue) + sum(c for _, _, c in inflight),
+            others_start_lag=others_lag.summary() if flood_due is not None else None,
+            flood_started=round(flood_started),
+            flood_started_within_sec=(
+                round(flood_last, 1)
+                if flood_due is not None
+                and not any(e[0] == flood_due for e in queue)
+                and not any(due == flood_due for _, due, _ in inflight)
+                and not any(e[0] == flood_due for shard in shards for e in shard)
+                and not any(due == flood_due for due, _ in pending)
+                else None
+            ),
         )

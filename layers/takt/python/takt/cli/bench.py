@@ -2,6 +2,8 @@
 
 - `takt bench local`: the local runtime on a workload, metered, its history checked (exit 1 when
   any execution was missed, duplicated or failed);
+- `takt bench noisy`: the noisy-neighbour scenario (a flooding tenant beside a steady one) on the
+  local runtime, with fair dispatch on or off (docs/FAIRNESS.md);
 - `takt bench simulate`: the capacity simulator's scenarios, optionally fed with a local
   report's measured calls and cost (`--profile`).
 
@@ -99,12 +101,72 @@ def local(
         raise CliError("the history check failed: some execution did not run exactly once")
 
 
+@bench.command("noisy")
+@click.option(
+    "--flood", default=20_000, show_default=True, help="Tenant A's executions due at once."
+)
+@click.option("--b-rate", default=10, show_default=True, help="Tenant B's jobs a second.")
+@click.option("--window", default=60, show_default=True, help="Each window's length (s).")
+@click.option(
+    "--fair/--no-fair",
+    default=True,
+    show_default=True,
+    help="Fair dispatch and bounded claims on (docs/FAIRNESS.md), or as shipped (off).",
+)
+@click.option("--fair-per-sec", default=10.0, show_default=True, help="Dispatch share per weight.")
+@click.option("--claim-max", default=6, show_default=True, help="Due items per claim.")
+@click.option(
+    "--moto",
+    type=click.Choice(["thread", "process"]),
+    default="thread",
+    show_default=True,
+    help="moto's server in this process, or in a child process (another core).",
+)
+@click.option("--out", type=click.Path(path_type=Path), help="Also write the report here.")
+def noisy(
+    flood: int,
+    b_rate: int,
+    window: int,
+    fair: bool,
+    fair_per_sec: float,
+    claim_max: int,
+    moto: str,
+    out: Path | None,
+) -> None:
+    """Noisy neighbour: A floods, B runs steadily; B's start lag alone and under the flood."""
+    from takt.local.noisy import NoisyBench, NoisyWorkload
+    from takt.local.runtime import FAKE_CREDENTIALS
+
+    if flood < 1 or b_rate < 1 or window < 10:
+        raise CliError("--flood and --b-rate must be positive and --window at least 10")
+    for key, value in FAKE_CREDENTIALS.items():
+        os.environ.setdefault(key, value)
+    workload = NoisyWorkload(
+        flood=flood,
+        b_rate=b_rate,
+        window_sec=window,
+        fair_dispatch_per_sec=fair_per_sec if fair else None,
+        claim_max_items=claim_max if fair else None,
+        moto_process=moto == "process",
+    )
+    report = NoisyBench(workload, progress=lambda line: click.echo(line, err=True)).run()
+    _emit(report, out)
+    alone, flooded = report["b_alone"], report["b_during_flood"]
+    click.echo(
+        f"B p99 start lag {alone['start_lag_sec']['p99']} s alone, "
+        f"{flooded['start_lag_sec']['p99']} s during the flood; A {report['a_with_b']} with B, "
+        f"{report['a_alone']} alone; {report['a_completed_of_flood']} of the flood done",
+        err=True,
+    )
+
+
 @bench.command("simulate")
 @click.option(
     "--scenario",
-    type=click.Choice([*SCENARIOS, "all"]),
+    type=click.Choice([*SCENARIOS, "noisy", "all"]),
     default="all",
     show_default=True,
+    help="A seed scenario, the noisy neighbour (docs/FAIRNESS.md), or the three seed ones.",
 )
 @click.option(
     "--profile",
@@ -123,6 +185,12 @@ def simulate(scenario: str, profile: Path | None, out: Path | None) -> None:
         measured = json.loads(profile.read_text())
         calls = profile_from_report(measured)
         usd_per_million = measured["cost_per_million_recurring"]["usd_per_million_executions"]
+    if scenario == "noisy":
+        from takt.capacity.scenarios import noisy_neighbour
+
+        click.echo("simulating the noisy neighbour", err=True)
+        _emit({"call_profile": calls.__dict__, "scenarios": [noisy_neighbour(calls)]}, out)
+        return
     chosen = SEED if scenario == "all" else (SEED[SCENARIOS.index(scenario)],)
     results = []
     for item in chosen:

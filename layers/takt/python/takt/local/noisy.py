@@ -1,0 +1,299 @@
+"""`takt bench noisy`: the noisy-neighbour scenario on the local runtime.
+
+Tenant A floods `flood` one-off executions all due at one instant; tenant B runs `b_rate` jobs a
+second (interval jobs, spread over the seconds of their interval). The run has three windows of
+`window_sec` each, on one runtime:
+
+1. B alone: B's start lag as it is without a neighbour;
+2. A floods while B runs: B's start lag under the flood, and how much of A completes;
+3. A alone, B's jobs ended: how fast A drains with the machine to itself.
+
+The local runtime does some 15-26 executions a second on this machine (moto-bound, see
+docs/CAPACITY.md), so 20,000 executions cannot drain within minutes: the run is bounded in
+time, and the report says how much of the flood completed. Start lags are what the workers
+recorded at the lease (`lag_ms`); a B execution not started by the end of its window counts
+with the lag it had reached then, so a starved tenant cannot look good by not running.
+
+Every target is a loopback receiver that records each call's arrival per execution id; the
+report counts any execution called twice and any finished execution that did not succeed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from takt.api.models import JobCreate
+from takt.api.service import JobService
+from takt.local.bench import _occurrences, percentile
+from takt.local.runtime import LocalRuntime, RuntimeOptions, free_port
+from takt.models.records import ExecState, ExecutionRecord, JobRecord, job_key
+
+FLOODER = "noisy-a"
+STEADY = "noisy-b"
+
+
+@dataclass(frozen=True)
+class NoisyWorkload:
+    """What a noisy-neighbour run does; printed with its report."""
+
+    flood: int = 20_000
+    b_rate: int = 10
+    b_every_sec: int = 10
+    window_sec: int = 60
+    # Fair dispatch (None: off, the shipped default) and the claim bound; docs/FAIRNESS.md.
+    fair_dispatch_per_sec: float | None = 10.0
+    claim_max_items: int | None = 6
+    pollers: int = 4
+    due_shards: int = 4
+    create_threads: int = 8
+    # A floor on how fast jobs are stored (measured 118-205/s, docs/CAPACITY.md): it sets how far
+    # ahead the flood is due, so B's first window never overlaps storing it.
+    store_per_sec: float = 80.0
+    moto_process: bool = False
+
+
+class TimedReceiver:
+    """A loopback HTTP target that answers 200 at once and records, per execution id, when it
+    was first called (wall clock) and how many times; `/a` and `/b` tell the tenants apart."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, tuple[str, float]] = {}
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                execution_id = self.headers.get("Takt-Execution-Id", "")
+                with receiver._lock:
+                    receiver.calls[execution_id] += 1
+                    receiver.first.setdefault(execution_id, (self.path, time.time()))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}{path}"
+
+    def arrivals(self, path: str, begin: float, end: float) -> int:
+        """Executions of `path` first called in [begin, end) (epoch seconds)."""
+        with self._lock:
+            return sum(1 for p, at in self.first.values() if p == path and begin <= at < end)
+
+    def called_twice(self) -> int:
+        with self._lock:
+            return sum(1 for n in self.calls.values() if n > 1)
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class NoisyBench:
+    def __init__(
+        self, workload: NoisyWorkload, *, progress: Callable[[str], None] | None = None
+    ) -> None:
+        self.workload = workload
+        self._progress = progress or (lambda _: None)
+
+    def run(self) -> dict[str, Any]:
+        w = self.workload
+        unlimited = {"max_jobs": None, "create_per_sec": None}
+        env = {
+            "TAKT_DUE_SHARDS": str(w.due_shards),
+            "TAKT_TENANT_LIMIT_OVERRIDES": json.dumps({FLOODER: unlimited, STEADY: unlimited}),
+            "TAKT_FAIR_DISPATCH_PER_SEC": _env_value(w.fair_dispatch_per_sec),
+            "TAKT_CLAIM_MAX_ITEMS": _env_value(w.claim_max_items),
+        }
+        saved = {key: os.environ.get(key) for key in env}
+        os.environ.update(env)
+        runtime = LocalRuntime(
+            RuntimeOptions(
+                port=free_port(),
+                pollers=w.pollers,
+                log_level="ERROR",
+                console_dir=None,
+                moto_process=w.moto_process,
+            )
+        )
+        receiver = TimedReceiver()
+        try:
+            runtime.start()
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)
+            return self._run(runtime, receiver)
+        finally:
+            runtime.stop()
+            receiver.stop()
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    def _run(self, runtime: LocalRuntime, receiver: TimedReceiver) -> dict[str, Any]:
+        w = self.workload
+        assert runtime.services is not None
+        service = JobService(runtime.services)
+        # The flood is stored first, due at an instant that leaves room for storing it (at a
+        # conservative `store_per_sec`) and then for B's first window alone.
+        margin = timedelta(seconds=w.flood / w.store_per_sec + 10)
+        flood_at = (datetime.now(UTC) + margin + timedelta(seconds=w.window_sec)).replace(
+            microsecond=0
+        )
+        start = flood_at - timedelta(seconds=w.window_sec)
+        b_end = flood_at + timedelta(seconds=w.window_sec)
+        end = b_end + timedelta(seconds=w.window_sec)
+        self._progress(f"storing tenant A's flood: {w.flood} one-off jobs due {flood_at:%H:%M:%S}")
+        created_at = time.monotonic()
+        self._create(
+            service,
+            FLOODER,
+            [
+                JobCreate(name=f"flood-{i}", run_at=flood_at, target=receiver.url("/a"))
+                for i in range(w.flood)
+            ],
+        )
+        create_sec = time.monotonic() - created_at
+        b_jobs = self._create(
+            service,
+            STEADY,
+            [
+                JobCreate(
+                    name=f"steady-{i}",
+                    interval=f"{w.b_every_sec}s",
+                    start_at=start + timedelta(seconds=i % w.b_every_sec),
+                    end_at=b_end - timedelta(milliseconds=1),
+                    target=receiver.url("/b"),
+                )
+                for i in range(w.b_rate * w.b_every_sec)
+            ],
+        )
+        late = datetime.now(UTC) >= start
+        if late:
+            self._progress("warning: storing the flood took past B's first window's start")
+        self._progress(
+            f"tenant B: {w.b_rate}/s from {start:%H:%M:%S}; running until {end:%H:%M:%S}"
+        )
+        while datetime.now(UTC) < end:
+            time.sleep(0.5)
+        ended_at = datetime.now(UTC)
+        found = {(r.job_id, r.scheduled_time): r for r in self._records(runtime, STEADY, b_jobs)}
+        # Every occurrence B's jobs were due to run, from takt's own schedule math: one the
+        # scheduler never claimed has no execution at all, and must count as unstarted.
+        b_due = [(job.job_id, at) for job in b_jobs for at in _occurrences(job)]
+
+        def b_lags(begin: datetime, until: datetime) -> dict[str, Any]:
+            chosen = [(j, at) for j, at in b_due if begin <= at < until]
+            lags = [_lag_sec(found.get((j, at)), at, ended_at) for j, at in chosen]
+            return {
+                "occurrences": len(chosen),
+                "not_started": sum(
+                    1 for key in chosen if key not in found or found[key].lag_ms is None
+                ),
+                "start_lag_sec": {
+                    name: _round(percentile(lags, q))
+                    for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("max", 1.0))
+                },
+            }
+
+        def a_rate(begin: datetime, until: datetime) -> dict[str, Any]:
+            done = receiver.arrivals("/a", begin.timestamp(), until.timestamp())
+            return {
+                "completed": done,
+                "executions_per_sec": round(done / (until - begin).total_seconds(), 1),
+            }
+
+        b_records = list(found.values())
+        finished = [r for r in b_records if r.state.terminal]
+        a_total = receiver.arrivals("/a", 0, time.time() + 1)
+        settings = runtime.services.settings
+        return {
+            "settings": {
+                **asdict(self.workload),
+                "flood_store_sec": round(create_sec, 1),
+                "dispatch_ahead_sec": settings.dispatch_ahead_sec,
+                "overflow_lane": settings.overflow_lane,
+                "cpus": os.cpu_count(),
+                # The machine is shared: its load during the run says how far to trust it.
+                "load_average_1m_at_end": round(os.getloadavg()[0], 1),
+            },
+            "b_alone": b_lags(start, flood_at),
+            "b_during_flood": b_lags(flood_at, b_end),
+            "a_with_b": a_rate(flood_at, b_end),
+            "a_alone": a_rate(b_end, end),
+            "a_completed_of_flood": f"{a_total} of {w.flood}",
+            "flood_stored_past_b_start": late,
+            "checks": {
+                "called_twice": receiver.called_twice(),
+                "b_finished_not_succeeded": sum(
+                    1 for r in finished if r.state != ExecState.SUCCEEDED
+                ),
+            },
+        }
+
+    def _create(
+        self, service: JobService, tenant_id: str, bodies: list[JobCreate]
+    ) -> list[JobRecord]:
+        def one(body: JobCreate) -> JobRecord:
+            return service.create(tenant_id, body, None)[0]
+
+        with ThreadPoolExecutor(self.workload.create_threads) as pool:
+            return list(pool.map(one, bodies))
+
+    def _records(
+        self, runtime: LocalRuntime, tenant_id: str, jobs: list[JobRecord]
+    ) -> list[ExecutionRecord]:
+        assert runtime.services is not None
+        db = runtime.services.clients.dynamodb
+        table = runtime.services.settings.executions_table
+        out: list[ExecutionRecord] = []
+        for job in jobs:
+            kwargs: dict[str, Any] = {
+                "TableName": table,
+                "KeyConditionExpression": "job_key = :k",
+                "ExpressionAttributeValues": {":k": {"S": job_key(tenant_id, job.job_id)}},
+                "ConsistentRead": True,
+            }
+            while True:
+                resp = db.query(**kwargs)
+                out += [ExecutionRecord.from_item(i) for i in resp.get("Items", [])]
+                if "LastEvaluatedKey" not in resp:
+                    break
+                kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        return out
+
+
+def _lag_sec(record: ExecutionRecord | None, due: datetime, ended_at: datetime) -> float:
+    """The recorded start lag, or for an occurrence not started by the end, the lag so far."""
+    if record is not None and record.lag_ms is not None:
+        return record.lag_ms / 1000
+    return (ended_at - due).total_seconds()
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def _env_value(value: float | int | None) -> str:
+    return "null" if value is None else str(value)
