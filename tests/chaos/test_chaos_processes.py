@@ -1,0 +1,209 @@
+"""Scenarios 5 and 6: process faults on real processes, judged by the same history checker.
+
+`takt local --pollers 0` runs the API, the scheduler and the watchdog; two `takt worker`
+processes (the e2e harness's) run the jobs. Each job fires a minute-free one-off whose first
+start holds its call open; the worker running it is then
+
+5. killed with SIGKILL mid-execution (a fresh worker replaces it), or
+6. paused with SIGSTOP past its lease, then resumed once the other worker holds the next
+   attempt, so its late report meets a newer lease.
+
+The side-effect log is the handler's journal (each start, with its process and wall time).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from takt.clock import SystemClock
+from takt.config import Settings
+from takt.models.ids import format_time, split_execution_id
+from takt.wiring import Services, build_services
+from tests.chaos.conftest import Form, publish
+from tests.e2e.harness import LocalTakt, poll
+from tests.e2e.test_e2e_workers import START_LINE, Runtime, Worker
+from tests.e2e.worker_handlers import read_journal
+from tests.support.history import ChaosReport, Effect, Expect, HistoryChecker, judge
+
+pytestmark = pytest.mark.e2e
+
+DONE_WITHIN_SEC = 60.0
+TENANT = "local"  # the identity `takt local` calls its API with
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    logs = tmp_path_factory.mktemp("chaos-processes")
+    takt = LocalTakt.start(logs / "takt-local.log", "--pollers", "0")
+    try:
+        line = poll(
+            lambda: [s for s in takt.logs().splitlines() if s.startswith(START_LINE)],
+            bool,
+            10,
+            "the start line of takt local",
+        )[0]
+        yield Runtime(takt, json.loads(line.removeprefix(START_LINE))["worker_env"], logs)
+    finally:
+        assert takt.stop() == 0, takt.logs()
+
+
+@pytest.fixture(scope="module")
+def workers(runtime: Runtime) -> Iterator[list[Worker]]:
+    everyone: list[Worker] = []
+    yield everyone
+    for worker in everyone:
+        worker.end()
+
+
+def _pool(runtime: Runtime, workers: list[Worker]) -> list[Worker]:
+    """Two live workers, topped up."""
+    live = [w for w in workers if w.alive]
+    fresh = [Worker(runtime) for _ in range(2 - len(live))]
+    workers.extend(fresh)
+    for worker in fresh:
+        worker.wait_ready()
+    return [*live, *fresh]
+
+
+def _services(runtime: Runtime) -> Services:
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in runtime.worker_env.items():
+            env.setenv(name, value)
+        return build_services(Settings(), SystemClock())
+
+
+def _effects(journal: Path, scheduled: dict[str, datetime]) -> list[Effect]:
+    return [
+        Effect(
+            job_id=split_execution_id(e["execution_id"])[0],
+            execution_id=e["execution_id"],
+            attempt=e["attempt"],
+            scheduled=scheduled[e["execution_id"]],
+            at=datetime.fromtimestamp(e["at"], UTC),
+        )
+        for e in read_journal(journal)
+        if e["event"] == "start"
+    ]
+
+
+def _schedule(runtime: Runtime, journal: Path, count: int, **payload: Any) -> list[Expect]:
+    """`count` one-offs, 3 s from now, whose first start sleeps as `payload` says."""
+    at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
+    expects = []
+    for _ in range(count):
+        job = runtime.takt.create_job(
+            {
+                "run_at": format_time(at),
+                "target": "handler:e2e.sleep",
+                "payload": {"journal": str(journal), **payload},
+            }
+        )
+        expects.append(Expect(job["id"], [at], None, tenant_id=TENANT))
+    return expects
+
+
+def _starts(journal: Path, count: int) -> list[dict[str, Any]]:
+    return poll(
+        lambda: [e for e in read_journal(journal) if e["event"] == "start"],
+        lambda starts: len(starts) >= count,
+        DONE_WITHIN_SEC,
+        f"{count} handler starts",
+    )
+
+
+def _all_done(runtime: Runtime, expects: list[Expect], done: Any) -> None:
+    def executions(job_id: str) -> Callable[[], list[dict[str, Any]]]:
+        return lambda: runtime.takt.executions(job_id)
+
+    for expect in expects:
+        poll(
+            executions(expect.job_id),
+            lambda items: bool(items) and all(done(i) for i in items),
+            DONE_WITHIN_SEC,
+            "the executions' end",
+        )
+
+
+def _report(
+    runtime: Runtime, name: str, form: Form, expects: list[Expect], journal: Path, fault_end: float
+) -> ChaosReport:
+    checker = HistoryChecker(_services(runtime))
+    scheduled = {
+        r.execution_id: r.scheduled_time
+        for e in expects
+        for r in checker.executions(e.tenant_id, e.job_id)
+    }
+    report = ChaosReport(scenario=name, seed=0, form=form.name)
+    return judge(
+        checker,
+        report,
+        expects,
+        _effects(journal, scheduled),
+        fault_end=datetime.fromtimestamp(fault_end, UTC),
+    )
+
+
+def _runner_of(pool: list[Worker], start: dict[str, Any]) -> tuple[Worker, Worker]:
+    runs = next(w for w in pool if w.pid == start["pid"])
+    return runs, next(w for w in pool if w is not runs)
+
+
+def test_s5_workers_killed_mid_execution_lose_nothing_and_complete_once(
+    runtime: Runtime, workers: list[Worker], form: Form, tmp_path: Path
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    expects: list[Expect] = []
+    last_kill = 0.0
+    for round_ in range(form.pick(1, 4)):
+        pool = _pool(runtime, workers)
+        expects += _schedule(runtime, journal, 1, first_sec=60)
+        started = _starts(journal, 2 * round_ + 1)[-1]
+        victim, _ = _runner_of(pool, started)
+        victim.process.kill()
+        last_kill = time.time()
+        victim.process.wait(timeout=10)
+        _starts(journal, 2 * round_ + 2)
+    _all_done(runtime, expects, lambda e: e["state"] == "succeeded")
+
+    report = _report(runtime, "s5_worker_kill_9", form, expects, journal, last_kill)
+    report.faults = {"kill_9": len(expects)}
+    publish(report)
+
+    assert report.problems() == []
+    assert report.effects_per_occurrence == {"2": len(expects)}  # the killed call, then one more
+    assert report.recovery_sec is not None and report.recovery_sec <= 3 + 2 + 1 + 3
+
+
+def test_s6_workers_paused_past_their_lease_are_fenced_out_on_resume(
+    runtime: Runtime, workers: list[Worker], form: Form, tmp_path: Path
+) -> None:
+    journal = tmp_path / "journal.jsonl"
+    expects: list[Expect] = []
+    last_resume = 0.0
+    for round_ in range(form.pick(1, 4)):
+        pool = _pool(runtime, workers)
+        [expect] = _schedule(runtime, journal, 1, first_sec=2, then_sec=1)
+        expects.append(expect)
+        started = _starts(journal, 2 * round_ + 1)[-1]
+        paused, _ = _runner_of(pool, started)
+        paused.process.send_signal(signal.SIGSTOP)
+        _starts(journal, 2 * round_ + 2)  # the other worker has the next attempt
+        paused.process.send_signal(signal.SIGCONT)
+        last_resume = time.time()
+        _all_done(runtime, [expect], lambda e: e["state"] == "succeeded" and e["fenced_reports"])
+
+    report = _report(runtime, "s6_worker_sigstop", form, expects, journal, last_resume)
+    report.faults = {"sigstop": len(expects)}
+    publish(report)
+
+    assert report.problems() == []
+    assert report.fenced >= len(expects)  # every paused worker's report was refused
+    assert report.effects_per_occurrence == {"2": len(expects)}
