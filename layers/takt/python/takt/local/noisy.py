@@ -185,6 +185,9 @@ class NoisyBench:
                     start_at=start + timedelta(seconds=i % w.b_every_sec),
                     end_at=b_end - timedelta(milliseconds=1),
                     target=receiver.url("/b"),
+                    # Every occurrence runs however late: a late one skipped by the catch-up
+                    # policy would hide the lag this run measures.
+                    catchup="all",
                 )
                 for i in range(w.b_rate * w.b_every_sec)
             ],
@@ -249,6 +252,7 @@ class NoisyBench:
                 "b_finished_not_succeeded": sum(
                     1 for r in finished if r.state != ExecState.SUCCEEDED
                 ),
+                "b_states": dict(Counter(r.state.value for r in b_records)),
             },
         }
 
