@@ -47,13 +47,18 @@ class Tables(Construct):
                 removal_policy=RemovalPolicy.RETAIN,
             )
             for index in spec.indexes:
-                # Projection ALL, as `TableSpec.create_table_kwargs` creates it locally: readers
-                # of an index treat its items as candidates and act on the base item anyway.
+                # The projection `TableSpec.create_table_kwargs` creates locally: ALL, or the
+                # keys and `index.include` (the `open` index: docs/CAPACITY.md).
                 table.add_global_secondary_index(
                     index_name=index.name,
                     partition_key=_attribute(index.partition),
                     sort_key=_attribute(index.sort) if index.sort else None,
-                    projection_type=dynamodb.ProjectionType.ALL,
+                    projection_type=(
+                        dynamodb.ProjectionType.ALL
+                        if index.include is None
+                        else dynamodb.ProjectionType.INCLUDE
+                    ),
+                    non_key_attributes=None if index.include is None else list(index.include),
                 )
             self._tables[spec.logical_id] = table
 

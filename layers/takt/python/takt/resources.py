@@ -22,9 +22,19 @@ class Key:
 
 @dataclass(frozen=True)
 class Index:
+    """A global secondary index. `include` None projects every attribute; a tuple projects the
+    keys and those attributes only, so a write that changes nothing else leaves the index alone
+    (DynamoDB bills an index write whenever an item's projected image changes)."""
+
     name: str
     partition: Key
     sort: Key | None = None
+    include: tuple[str, ...] | None = None
+
+    def projection(self) -> dict[str, Any]:
+        if self.include is None:
+            return {"ProjectionType": "ALL"}
+        return {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(self.include)}
 
 
 @dataclass(frozen=True)
@@ -60,7 +70,7 @@ class TableSpec:
                 {
                     "IndexName": index.name,
                     "KeySchema": schema,
-                    "Projection": {"ProjectionType": "ALL"},
+                    "Projection": index.projection(),
                 }
             )
         kwargs: dict[str, Any] = {
@@ -110,8 +120,15 @@ EXECUTIONS = TableSpec(
     partition=Key("job_key"),
     sort=Key("sk"),
     indexes=(
-        # Sparse: only executions that still need the watchdog carry these two attributes.
-        Index(OPEN_INDEX, Key("open_shard"), Key("check_at", "N")),
+        # Sparse: only executions that still need the watchdog carry these two attributes. The
+        # watchdog reads the base item of each candidate anyway, so the index holds only what
+        # finds it: a lease or heartbeat, which changes neither, then writes no index entry.
+        Index(
+            OPEN_INDEX,
+            Key("open_shard"),
+            Key("check_at", "N"),
+            include=("tenant_id", "execution_id"),
+        ),
         # Sparse: only dead and failed executions, the ones that need a person, carry these;
         # `<tenant>#<state>#<shard>`, newest first by `<finished ms>#<execution id>`.
         Index(ATTENTION_INDEX, Key("attention_key"), Key("attention_at")),

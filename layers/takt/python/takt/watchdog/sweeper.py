@@ -97,7 +97,10 @@ class Watchdog:
             self._send(record, record.attempt)
             result.resent += 1
         elif record.state == ExecState.RUNNING:
-            if record.lease_expires_at is None or record.lease_expires_at >= cutoff:
+            if record.lease_expires_at is None:
+                return
+            if record.lease_expires_at >= cutoff:
+                self._look_again_at_expiry(record)
                 return
             self._expire(record, now, resend_at, result)
             if self._release_slot is not None:
@@ -136,6 +139,27 @@ class Watchdog:
                         set={"check_at": resend_at},
                     ),
                 )
+
+    def _look_again_at_expiry(self, record: ExecutionRecord) -> None:
+        """A live lease: look again when it expires, not on every sweep until then.
+
+        A lease and its heartbeats leave `check_at` where the execution became runnable
+        (`takt.worker.runner.lease_moves_check_at`), so a run longer than the resend wait is
+        found here once per lease; fenced on the lease, so a run that ended or moved on meanwhile
+        is left as it is.
+        """
+        self._executions.transition(
+            record.tenant_id,
+            record.execution_id,
+            Transition(
+                expect={
+                    "state": ExecState.RUNNING,
+                    "attempt": record.attempt,
+                    "lease_token": record.lease_token,
+                },
+                set={"check_at": record.lease_expires_at},
+            ),
+        )
 
     def _expire(
         self, record: ExecutionRecord, now: datetime, resend_at: int, result: SweepResult

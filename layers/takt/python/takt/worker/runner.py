@@ -8,6 +8,13 @@ The lease is the first call for a message: a duplicate or stale message fails it
 costs one write, and a leased execution carries the snapshot of what to run, so the happy path is
 three writes (lease, completion, the job's last outcome) and no read.
 
+The lease and its heartbeats leave the execution's `check_at` where it is when a lease outlasts
+the watchdog's resend wait (`lease_moves_check_at`): every writer that makes an execution
+runnable sets `check_at` to at most `pending_resend_after_sec` after the message can first be
+taken, so it already falls before the lease's expiry, and the watchdog, finding a live lease
+there, moves it to the expiry itself. A lease then changes nothing the `open` index holds and
+costs one write unit instead of three (docs/CAPACITY.md).
+
 The target is called in a thread of its own while this one supervises: every `heartbeat_sec` it
 extends the lease (and, through the host's `keepalive`, the SQS message), and the heartbeat's
 answer tells it when a cancel was asked for. Python cannot kill a thread, so stopping a call means
@@ -77,6 +84,13 @@ class RunOutcome:
     state: str
     detail: str = ""
     lag_ms: int | None = None
+
+
+def lease_moves_check_at(settings: Settings) -> bool:
+    """Whether a lease must move `check_at` to its expiry: only when a lease is shorter than the
+    resend wait, so the `check_at` it finds could fall after the lease expired and delay the
+    watchdog's recovery of a dead worker."""
+    return settings.lease_sec < settings.pending_resend_after_sec
 
 
 class ExecutionRunner:
@@ -182,13 +196,18 @@ class ExecutionRunner:
                     "lease_token": token,
                     "worker_id": self.worker_id,
                     "lease_expires_at": to_ms(expires),
-                    "check_at": to_ms(expires),
                     "started_at": format_time(now),
+                    **self._check_at(to_ms(expires)),
                 },
                 # The schedule lag is measured at the first start only.
                 set_if_absent={"lag_ms": to_ms(now) - to_ms(message.scheduled_time)},
             ),
         )
+
+    def _check_at(self, expires_ms: int) -> dict[str, int]:
+        """What a lease or heartbeat writes to `check_at`: nothing, unless the lease is shorter
+        than the resend wait (`lease_moves_check_at`)."""
+        return {"check_at": expires_ms} if lease_moves_check_at(self._settings) else {}
 
     def _requeue(self, message: LaneMessage, delay_sec: int, outcome: str) -> RunOutcome:
         """Send a not-yet-started execution back to its lane as a fresh copy of its message.
@@ -300,7 +319,7 @@ class ExecutionRunner:
                 record.execution_id,
                 Transition(
                     expect=_fence(record),
-                    set={"lease_expires_at": expires, "check_at": expires},
+                    set={"lease_expires_at": expires, **self._check_at(expires)},
                     add={"heartbeat_seq": 1},
                 ),
             )
