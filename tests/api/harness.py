@@ -89,7 +89,8 @@ def store_snapshot(svc: Services) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
         while True:
             page = db.scan(**kwargs)
-            items.extend(json.dumps(i, sort_keys=True) for i in page.get("Items", []))
+            # default=repr: a workflow job's tasks are a binary attribute (bytes).
+            items.extend(json.dumps(i, sort_keys=True, default=repr) for i in page.get("Items", []))
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

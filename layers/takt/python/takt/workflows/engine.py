@@ -24,6 +24,7 @@ what was left: nothing is lost, and the deterministic ids keep anything from run
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -59,11 +60,16 @@ def _in_pool() -> None:
 
 
 def _each(fn: Callable[[T], R], items: list[T]) -> list[R]:
-    """`fn` over `items`, on a small thread pool when there are several (never nested)."""
+    """`fn` over `items`, on a small thread pool when there are several (never nested).
+
+    Each call runs in a copy of the caller's context, so what it carries (the meter's current
+    invocation, log keys) follows the work into the pool's threads.
+    """
     if len(items) <= 1 or getattr(_local, "inside", False):
         return [fn(i) for i in items]
+    context = contextvars.copy_context()
     with ThreadPoolExecutor(min(POOL_SIZE, len(items)), initializer=_in_pool) as pool:
-        return list(pool.map(fn, items))
+        return list(pool.map(lambda item: context.copy().run(fn, item), items))
 
 
 class RunStateError(Exception):
@@ -155,7 +161,7 @@ class RunEngine:
             if not task.depends_on
         ]
         logger.info("workflow run started", run_id=run.execution_id, tasks=len(tasks))
-        self._dispatch(started, roots, now)
+        self._dispatch(started, ref, roots, now)
 
     def _fail_unstarted(self, run: ExecutionRecord, now: datetime) -> None:
         """A run whose job was deleted (or is no longer a workflow) before it started."""
@@ -179,8 +185,13 @@ class RunEngine:
             self._jobs, self._executions, self._lanes, self._settings, run, ExecState.FAILED, now
         )
 
-    def _dispatch(self, run: ExecutionRecord, tasks: list[TaskItem], now: datetime) -> None:
+    def _dispatch(
+        self, origin: ExecutionRecord, ref: RunRef, tasks: list[TaskItem], now: datetime
+    ) -> None:
         """Create each task's execution (deterministic id) and send the pending ones, 10 a call.
+
+        `origin` is the run's execution or one of its tasks': it gives the tenant, job, lane and
+        trigger every task execution of the run shares.
 
         An execution that exists already (a redo) is sent again while still pending: a duplicate
         message finds nothing to lease. Its `check_at` lets the watchdog resend a lost message.
@@ -188,10 +199,10 @@ class RunEngine:
         check_at = self._check_at(now)
 
         def create(task: TaskItem) -> Outgoing | None:
-            record = self._task_record(run, task, now)
+            record = self._task_record(origin, ref.run_id, task, now)
             if self._executions.create(record, check_at_ms=check_at):
                 return Outgoing.of(record)
-            existing = self._executions.get(run.tenant_id, record.execution_id)
+            existing = self._executions.get(ref.tenant_id, record.execution_id)
             return Outgoing.of(existing) if existing.state == ExecState.PENDING else None
 
         outgoing = [o for o in _each(create, tasks) if o is not None]
@@ -199,25 +210,27 @@ class RunEngine:
         _each(self._lanes.send, batches)
 
     @staticmethod
-    def _task_record(run: ExecutionRecord, task: TaskItem, now: datetime) -> ExecutionRecord:
+    def _task_record(
+        origin: ExecutionRecord, run_id: str, task: TaskItem, now: datetime
+    ) -> ExecutionRecord:
         spec = task.spec
         # Scheduled when it became runnable: its lag is the dispatch delay, not its upstreams'
         # running time (which would swamp the ScheduleLag metric).
         return ExecutionRecord(
-            tenant_id=run.tenant_id,
-            job_id=run.job_id,
-            execution_id=task_execution_id(run.execution_id, task.task_id, task.gen),
+            tenant_id=origin.tenant_id,
+            job_id=origin.job_id,
+            execution_id=task_execution_id(run_id, task.task_id, task.gen),
             scheduled_time=now,
-            trigger=run.trigger,
+            trigger=origin.trigger,
             state=ExecState.PENDING,
             max_attempts=spec.retry.max_attempts,
-            lane=run.lane,
-            job_version=run.job_version,
+            lane=origin.lane,
+            job_version=origin.job_version,
             target=spec.target,
             payload=spec.payload,
             timeout_sec=spec.timeout_sec,
             retry=spec.retry,
-            run_id=run.execution_id,
+            run_id=run_id,
             task_id=task.task_id,
             run_gen=task.gen,
             created_at=now,
@@ -234,17 +247,18 @@ class RunEngine:
         item = self.store.end(ref, record.task_id, gen, state.value)
         if item is None:
             return  # an execution of an earlier generation
-        run = self._executions.get(ref.tenant_id, ref.run_id)
-        ended = self._propagate(run, [item], now)
+        # The task's execution carries what its siblings need (tenant, job, lane, trigger).
+        ended = self._propagate(record, ref, [item], now)
         self._note(ref, gen, ended, now)
 
-    def _propagate(self, run: ExecutionRecord, sources: list[TaskItem], now: datetime) -> list[str]:
+    def _propagate(
+        self, origin: ExecutionRecord, ref: RunRef, sources: list[TaskItem], now: datetime
+    ) -> list[str]:
         """Tell the downstream tasks of ended `sources`; dispatch those that became runnable.
 
         Returns the ids of the tasks that ended: the sources and every task marked
         `upstream_failed` on the way (level by level, so a long chain needs no recursion).
         """
-        ref = RunRef(run.tenant_id, run.execution_id)
         ended = [s.task_id for s in sources]
         arrivals = [(d, s.task_id, s.state == SUCCEEDED) for s in sources for d in s.downstream]
         runnable: list[TaskItem] = []
@@ -259,7 +273,7 @@ class RunEngine:
                     arrivals.extend((d, task.task_id, False) for d in task.downstream)
                 else:
                     runnable.append(task)
-        self._dispatch(run, runnable, now)
+        self._dispatch(origin, ref, runnable, now)
         return ended
 
     def _arrive(self, ref: RunRef, task_id: str, upstream: str, ok: bool) -> TaskItem | None:
@@ -338,16 +352,15 @@ class RunEngine:
         for task_id in topological_order([t.spec for t in tasks]):
             task = by_id[task_id]
             if not task.ended:
-                self._recheck(ref, run, task, by_id, executions, runnable)
+                self._recheck(ref, task, by_id, executions, runnable)
             if task.ended:
                 ended.append(task_id)
-        self._dispatch(run, runnable, now)
+        self._dispatch(run, ref, runnable, now)
         self._note(ref, gen, ended, now)
 
     def _recheck(
         self,
         ref: RunRef,
-        run: ExecutionRecord,
         task: TaskItem,
         by_id: dict[str, TaskItem],
         executions: dict[str, ExecutionRecord],
@@ -361,7 +374,7 @@ class RunEngine:
             if self.store.skip(ref, task.task_id):
                 task.state = UPSTREAM_FAILED
             return
-        execution = executions.get(task_execution_id(run.execution_id, task.task_id, task.gen))
+        execution = executions.get(task_execution_id(ref.run_id, task.task_id, task.gen))
         if execution is None:
             runnable.append(task)
         elif execution.state.terminal:
@@ -433,7 +446,7 @@ class RunEngine:
         _each(lambda t: self._reset(ref, t, gen, by_id), redo)
         self.store.forget_ended(ref, [t.task_id for t in redo])
         ready = [t for t in redo if all(by_id[d].state == SUCCEEDED for d in t.spec.depends_on)]
-        self._dispatch(updated, ready, now)
+        self._dispatch(updated, ref, ready, now)
         return updated
 
     def _reset(self, ref: RunRef, task: TaskItem, gen: int, by_id: dict[str, TaskItem]) -> None:

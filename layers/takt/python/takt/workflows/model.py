@@ -74,6 +74,9 @@ def validate_tasks(tasks: list[TaskSpec]) -> None:
             seen.add(dep)
     cycle = find_cycle(tasks)
     if cycle:
+        # Named from the cycle's first task in definition order, which is the one blamed.
+        start = min(range(len(cycle)), key=lambda i: position[cycle[i]])
+        cycle = cycle[start:] + cycle[:start]
         first = position[cycle[0]]
         raise WorkflowError(
             f"tasks[{first}].depends_on", "dependency cycle: " + " -> ".join([*cycle, cycle[0]])
