@@ -46,11 +46,11 @@ def test_s2_a_claimer_dying_between_each_pair_of_steps_loses_and_doubles_nothing
 ) -> None:
     sim: Sim = make_sim()
     rng = random.Random(seed)
-    interval_jobs(sim, form.pick(4, 12), rng)
+    interval_jobs(sim, form.pick(3, 10), rng)
     window = Window()
 
     def crashing(part: T, name: str) -> T:
-        return crash_randomly(part, CLAIM_STEPS[name], rng, rate=0.15, active=window)
+        return crash_randomly(part, CLAIM_STEPS[name], rng, rate=0.06, active=window)
 
     parts: list[Any] = [
         crashing(sim.svc.jobs, "jobs"),
@@ -59,7 +59,7 @@ def test_s2_a_claimer_dying_between_each_pair_of_steps_loses_and_doubles_nothing
         crashing(sim.lanes, "lanes"),
     ]
     sim.claimer = Claimer(sim.svc.settings, *parts)
-    sim.run(form.pick(60, 180))
+    sim.run(form.pick(40, 150))
     window.open = False
     fault_end = sim.clock.now()
     sim.settle(30)
@@ -75,7 +75,7 @@ def test_s2_a_claimer_dying_between_each_pair_of_steps_loses_and_doubles_nothing
     report.faults = {"crashes": crashes, "errors": dict(sim.errors)}
     publish(report)
 
-    assert len(crashes) >= 4  # crashes landed at several different steps
+    assert len(crashes) >= 3  # crashes landed at several different steps
     assert report.problems() == []
     assert report.effects_per_occurrence.keys() == {"1"}
 
@@ -102,8 +102,8 @@ def test_s3_messages_lost_after_the_execution_is_written_are_sent_again(
         return kept
 
     sim: Sim = make_sim(lose=lose, deliver=deliver)
-    interval_jobs(sim, form.pick(4, 12), rng)
-    sim.run(form.pick(60, 180))
+    interval_jobs(sim, form.pick(3, 10), rng)
+    sim.run(form.pick(40, 150))
     window.open = False
     fault_end = sim.clock.now()
     sim.settle(45)
@@ -143,8 +143,8 @@ def test_s4_duplicate_and_reordered_deliveries_run_each_occurrence_once(
         return out
 
     sim: Sim = make_sim(deliver=deliver)
-    interval_jobs(sim, form.pick(6, 20), rng, overlap="allow")
-    sim.run(form.pick(60, 180))
+    interval_jobs(sim, form.pick(4, 12), rng, overlap="allow")
+    sim.run(form.pick(40, 150))
     sim.settle(10)
 
     report = judge(

@@ -29,9 +29,9 @@ def test_s1_throttling_and_conflicts_on_five_percent_of_writes_lose_nothing(
 ) -> None:
     sim = make_sim()
     rng = random.Random(seed)
-    interval_jobs(sim, form.pick(4, 12), rng)
+    interval_jobs(sim, form.pick(3, 10), rng)
     with RandomWriteFaults(fault_clients.dynamodb, seed=seed, rate=0.05) as faults:
-        sim.run(form.pick(60, 180))
+        sim.run(form.pick(40, 150))
         fault_end = sim.clock.now()
     sim.settle(45)
 

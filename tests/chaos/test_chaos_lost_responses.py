@@ -70,7 +70,7 @@ def test_s10_a_lost_response_retried_by_the_sdk_is_harmless(
         settings = settings.model_copy(update={"heartbeat_sec": 0.05})
     sim = Sim.create(settings, fault_clients, clock, tmp_path)
     rng = random.Random(seed)
-    interval_jobs(sim, form.pick(2, 8), rng, hold_sec=0.2 if heartbeats else 0.0)
+    interval_jobs(sim, form.pick(2, 5), rng, hold_sec=0.2 if heartbeats else 0.0)
     with LostResponses(
         fault_clients.dynamodb,
         operation,
@@ -78,7 +78,7 @@ def test_s10_a_lost_response_retried_by_the_sdk_is_harmless(
         times=form.pick(2, 10),
         match=match,
     ) as lost:
-        sim.run(form.pick(30, 120))
+        sim.run(form.pick(25, 60))
     sim.settle(20)
 
     report = judge(

@@ -183,8 +183,8 @@ def test_s9_skew_within_the_margin_fires_nothing_early_beyond_it(
     margin = 2.0
     ahead, behind = OffsetClock(clock, margin * 0.75), OffsetClock(clock, -margin * 0.75)
     sim: Sim = make_sim(claimer_clock=ahead, worker_clock=ahead, watchdog_clock=behind)
-    interval_jobs(sim, form.pick(4, 16), rng)
-    sim.run(form.pick(40, 240))
+    interval_jobs(sim, form.pick(3, 10), rng)
+    sim.run(form.pick(30, 150))
     sim.settle(10)
 
     report = judge(
@@ -255,15 +255,15 @@ def test_s11_poison_payloads_and_failing_handlers_end_dead_and_others_keep_runni
     rng = random.Random(seed)
     sim: Sim = make_sim()
     retry = RetryPolicy(max_attempts=2, backoff="fixed", initial_interval="1s", jitter="none")
-    healthy = interval_jobs(sim, form.pick(2, 8), rng)
-    failing = interval_jobs(sim, form.pick(2, 8), rng, fail=True, retry=retry, overlap="allow")
+    healthy = interval_jobs(sim, form.pick(2, 6), rng)
+    failing = interval_jobs(sim, form.pick(2, 6), rng, fail=True, retry=retry, overlap="allow")
     start = sim.clock.now()
     bodies: list[dict[str, Any]] = [{"log": 5}, {"nothing": "here"}, {"log": [], "fail": "x"}]
     poison = [
         sim.add_job(payload=body, next_run_time=start + timedelta(seconds=2 + i), retry=retry)
         for i, body in enumerate(bodies)
     ]
-    sim.run(form.pick(40, 200))
+    sim.run(form.pick(30, 120))
     sim.settle(10)
 
     expectations = sim.expectations(sim.horizon())
@@ -306,7 +306,7 @@ def test_s14_retry_delays_stay_within_backoff_and_attempts_survive_a_restart(
     ]
     sim.run(8)
     sim = sim.restart()  # every function and process restarts mid-backoff
-    sim.run(form.pick(150, 300))
+    sim.run(form.pick(80, 200))
     sim.settle(5)
 
     effects = sim.log.read()

@@ -97,6 +97,7 @@ class LostResponses:
         self._mode = mode
         self._left = times
         self._lock = threading.Lock()
+        self._lost_bodies: set[bytes] = set()
         self.lost = 0
         self._http = urllib3.PoolManager(retries=False)
         self._events = client.meta.events
@@ -122,8 +123,11 @@ class LostResponses:
         if self._match is not None and not self._match(params):
             return
         with self._lock:
-            if self._left <= 0:
+            # The SDK's retry of a request whose answer we lost carries the same body: let it
+            # through, so each loss is one loss (the retry then meets the first try's write).
+            if self._left <= 0 or raw in self._lost_bodies:
                 return
+            self._lost_bodies.add(raw)
             self._left -= 1
             self.lost += 1
         headers = {
