@@ -66,11 +66,12 @@ def _register() -> None:
     from takt.cli.executions import executions
     from takt.cli.jobs import jobs
     from takt.cli.local import local
+    from takt.cli.runs import runs
     from takt.cli.schedule import schedule
     from takt.cli.top import top
     from takt.cli.worker import worker
 
-    for command in (jobs, executions, schedule, local, worker, top, console, bench):
+    for command in (jobs, executions, runs, schedule, local, worker, top, console, bench):
         cli.add_command(command)
 
 
