@@ -69,16 +69,17 @@ class DueStore:
 
     def put(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> None:
         """Index a job at `due`; idempotent (same key, same item)."""
+        self._db.put_item(TableName=self._table, Item=self.item(tenant_id, job_id, due, now))
+
+    def item(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> dict[str, Any]:
+        """The due item `put` writes (`takt bench noisy` writes a flood of them in batches)."""
         minute = max(minute_of(due), minute_of(now))
         shard = shard_of(tenant_id, job_id, self.shards)
-        self._db.put_item(
-            TableName=self._table,
-            Item={
-                "bucket": {"S": f"{bucket_name(minute)}#{shard:03d}"},
-                "due_key": {"S": f"{to_ms(due):013d}#{tenant_id}#{job_id}"},
-                "written_ms": {"N": str(to_ms(now))},
-            },
-        )
+        return {
+            "bucket": {"S": f"{bucket_name(minute)}#{shard:03d}"},
+            "due_key": {"S": f"{to_ms(due):013d}#{tenant_id}#{job_id}"},
+            "written_ms": {"N": str(to_ms(now))},
+        }
 
     def query_due(self, minute: datetime, shard: int, until: datetime) -> list[DueItem]:
         """Every item of one (bucket, shard) partition due at or before `until`, oldest first."""
