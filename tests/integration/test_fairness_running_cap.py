@@ -115,3 +115,21 @@ def test_an_expired_lease_frees_its_slot_and_the_late_worker_does_not_free_the_n
         gate.set()
         assert stuck.result().state == "fenced"
     assert _holders(svc) == set()
+
+
+def test_a_leaked_slot_is_freed_by_the_second_repair_and_a_slot_in_use_never(
+    make_svc: ServicesFactory,
+) -> None:
+    svc = make_svc()
+    slots = RunningSlots(svc.clients.dynamodb, svc.settings.tenants_table)
+    for execution_id in ("leaked", "running"):
+        assert slots.acquire(TENANT, execution_id, CAP)
+    assert not slots.acquire(TENANT, "third", CAP)
+
+    def running(execution_id: str) -> bool:
+        return execution_id == "running"
+
+    assert slots.repair(TENANT, running) == 0  # a suspect: it may be about to lease
+    assert slots.repair(TENANT, running) == 1
+    assert slots.holders(TENANT) == {"running"}
+    assert slots.acquire(TENANT, "third", CAP)

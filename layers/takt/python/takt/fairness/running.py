@@ -6,9 +6,11 @@ ids rather than a count, every step is idempotent: a duplicate message or a retr
 cannot count an execution twice or free a slot that someone else holds, and an execution that
 took its slot and then crashed before its lease finds its own slot again when its message comes
 back. What can still drift is an id left behind by a worker that died between its completion
-and the release; `repair` drops every member whose execution is no longer running, and the
-runner calls it when a tenant's cap looks full (at most every `REPAIR_EVERY_SEC` per tenant
-and process), so a leaked slot is freed within that time of being needed.
+and the release. The runner calls `repair` when a tenant's cap looks full, at most every
+`REPAIR_EVERY_SEC` per tenant and process: a member whose execution is not running is only a
+suspect the first time (it may be between its acquire and its lease, a few milliseconds), and is
+freed when a later repair finds it still not running. A leaked slot is so freed within twice
+that interval of being needed, and a slot in use is never freed by a repair.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class RunningSlots:
         self._table = table
         self._monotonic = monotonic
         self._repaired: dict[str, float] = {}
+        self._suspects: dict[str, set[str]] = {}
         self._lock = threading.Lock()
 
     def acquire(self, tenant_id: str, execution_id: str, cap: int) -> bool:
@@ -98,13 +101,15 @@ class RunningSlots:
             return True
 
     def repair(self, tenant_id: str, running: Callable[[str], bool]) -> int:
-        """Free every slot whose execution is not running (`running` reads it); how many."""
-        freed = 0
-        for execution_id in self.holders(tenant_id):
-            if not running(execution_id):
-                self.release(tenant_id, execution_id)
-                freed += 1
-        return freed
+        """Free the slots whose execution was not running at the last repair and still is not
+        (`running` reads it); how many were freed."""
+        idle = {e for e in self.holders(tenant_id) if not running(e)}
+        with self._lock:
+            earlier = self._suspects.get(tenant_id, set())
+            self._suspects[tenant_id] = idle - earlier
+        for execution_id in idle & earlier:
+            self.release(tenant_id, execution_id)
+        return len(idle & earlier)
 
 
 def _key(tenant_id: str) -> dict[str, Any]:
