@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from takt.clock import ManualClock
+from takt.dispatch.plan import plan_firing
 from tests.chaos.conftest import Form, publish
 from tests.chaos.sim import Sim
 from tests.support.history import Expect, HistoryChecker, judge
+from tests.support.jobs import make_job
 
 START = datetime(2026, 3, 2, 12, 0, 30, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -40,7 +42,7 @@ def test_s12_a_long_outage_then_start_does_what_each_catchup_policy_says(
     job = sim.add_job(
         schedule="* * * * *", next_run_time=first, catchup=policy, catchup_window="30m"
     )
-    outage = timedelta(hours=form.pick(2, 12))
+    outage = timedelta(hours=form.pick(2, 24))  # 24 h: more than one firing's bound
     back = first + outage + timedelta(seconds=20)  # the scheduler starts again
     clock.set(back)
     sim.run(10)
@@ -59,6 +61,32 @@ def test_s12_a_long_outage_then_start_does_what_each_catchup_policy_says(
     assert report.problems() == []
     assert sim.lanes.sent == len(run)  # one message per run: no flood
     assert report.effects_per_occurrence == {"1": len(run)}
+
+
+@pytest.mark.parametrize("policy", ["skip", "once", "all"])
+def test_s12_an_outage_longer_than_one_firings_bound_still_runs_what_the_policy_says(
+    policy: str,
+) -> None:
+    # Found by scenario 12's full form: past 1,000 missed occurrences a firing took the 1,000th
+    # for "the latest", so `once` ran an occurrence 7 h old, `skip` ran nothing and `all` ran
+    # none of its window, and the 440 after it were neither run nor recorded.
+    first = START + timedelta(seconds=30)
+    job = make_job(
+        now=START,
+        next_run_time=first,
+        schedule="* * * * *",
+        catchup=policy,
+        catchup_window="30m",
+    )
+    back = first + timedelta(hours=24, seconds=20)
+
+    plan = plan_firing(job, first, back)
+
+    latest = first + timedelta(hours=24)
+    wanted = [latest - k * MINUTE for k in range(30)][::-1] if policy == "all" else [latest]
+    assert plan.run == wanted
+    assert len(plan.run) + len(plan.skipped) == 24 * 60 + 1  # every one recorded
+    assert plan.next_run == latest + MINUTE
 
 
 DST_DAYS = [
