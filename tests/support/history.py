@@ -235,8 +235,8 @@ class ChaosReport:
     `duplicate_completions` are 0; `fenced` is above 0 where the scenario provokes stale
     reports. `effects_per_occurrence` maps a count of side effects to how many occurrences had
     it (at least once: 2 is allowed, 0 is a loss). Lateness is from an occurrence's scheduled
-    time to its first side effect; recovery is from the end of the fault until every occurrence
-    due by then had its first side effect.
+    time to its first side effect (a negative minimum is an early start); recovery is from the
+    end of the fault until every occurrence due by then had its first side effect.
     """
 
     scenario: str
@@ -331,6 +331,7 @@ def judge(
                 recovered.append((first[record.execution_id] - fault_end).total_seconds())
     report.effects_per_occurrence = {str(k): v for k, v in sorted(histogram.items())}
     report.lateness_sec = {
+        "min": min(lateness, default=0.0),
         "p50": percentile(lateness, 0.5),
         "p99": percentile(lateness, 0.99),
         "max": max(lateness, default=0.0),
