@@ -24,7 +24,7 @@ from infra.context import DeployConfig, settings_env_var
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
-from takt.resources import DUE, EXECUTIONS, IDEMPOTENCY, JOBS, TableSpec
+from takt.resources import DUE, EXECUTIONS, IDEMPOTENCY, JOBS, TENANTS, TableSpec
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 HANDLER = "handler.handler"
@@ -104,7 +104,13 @@ CLAIMER = FunctionSpec(
     description="takt claimer: claims one (bucket, shard) of the due index and dispatches",
     memory_mb=512,
     timeout_sec=30,
-    tables={DUE: "read_write", JOBS: "read_write", EXECUTIONS: "read_write"},
+    # The tenants table holds the dispatch shares its sends take (docs/FAIRNESS.md).
+    tables={
+        DUE: "read_write",
+        JOBS: "read_write",
+        EXECUTIONS: "read_write",
+        TENANTS: "read_write",
+    },
     sends_to_lanes=True,
     async_retries=0,
 )
@@ -113,7 +119,8 @@ WORKER = FunctionSpec(
     description="takt worker: runs executions from the lanes under a lease",
     memory_mb=512,
     timeout_sec=WORKER_TIMEOUT_SEC,
-    tables={EXECUTIONS: "read_write", JOBS: "read_write"},
+    # The tenants table: running caps and host rate limits, checked before a lease.
+    tables={EXECUTIONS: "read_write", JOBS: "read_write", TENANTS: "read_write"},
     sends_to_lanes=True,
     signs_requests=True,
 )
@@ -123,8 +130,8 @@ WATCHDOG = FunctionSpec(
     memory_mb=256,
     timeout_sec=LOOP_TIMEOUT_SEC,
     # A lease that dies on its last attempt records the outcome on the job; a queued run whose
-    # overlap slot is free takes it.
-    tables={EXECUTIONS: "read_write", JOBS: "read_write"},
+    # overlap slot is free takes it; an expired lease frees its running slot (tenants table).
+    tables={EXECUTIONS: "read_write", JOBS: "read_write", TENANTS: "read_write"},
     sends_to_lanes=True,
     reserved_concurrency=2,
     async_retries=0,
