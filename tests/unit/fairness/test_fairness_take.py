@@ -6,7 +6,7 @@ from takt.fairness.shares import fair_take
 
 
 def _tenant(item: str) -> str:
-    return item.split("-")[0]
+    return item.split("-", maxsplit=1)[0]
 
 
 def test_everything_is_taken_when_it_fits_the_budget() -> None:
