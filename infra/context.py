@@ -87,6 +87,9 @@ class RuntimeTuning:
 
     due_shards: int
     open_shards: int
+    # Writes one claim keeps in flight (each phase's, docs/CAPACITY.md); also the scheduler's
+    # probe threads.
+    claimer_threads: int
     history_retention_days: float
     lease_sec: float
     heartbeat_sec: float
@@ -228,6 +231,7 @@ def _settings_bounds(field: str) -> tuple[int, int]:
 def _tuning(node: Node) -> RuntimeTuning:
     due_min, due_max = _settings_bounds("due_shards")
     open_min, open_max = _settings_bounds("open_shards")
+    threads_min, threads_max = _settings_bounds("claimer_threads")
     lease_sec = _number(node, "leaseSec", minimum=10, maximum=3600)
     heartbeat_sec = _number(node, "heartbeatSec", minimum=1)
     if heartbeat_sec * HEARTBEATS_PER_LEASE > lease_sec:
@@ -240,6 +244,7 @@ def _tuning(node: Node) -> RuntimeTuning:
             node, "dueShards", minimum=due_min, maximum=min(due_max, MAX_DUE_SHARDS)
         ),
         open_shards=_integer(node, "openShards", minimum=open_min, maximum=open_max),
+        claimer_threads=_integer(node, "claimerThreads", minimum=threads_min, maximum=threads_max),
         history_retention_days=_number(node, "historyRetentionDays", minimum=1),
         lease_sec=lease_sec,
         heartbeat_sec=heartbeat_sec,

@@ -102,7 +102,11 @@ SCHEDULER = FunctionSpec(
 CLAIMER = FunctionSpec(
     name="claimer",
     description="takt claimer: claims one (bucket, shard) of the due index and dispatches",
-    memory_mb=512,
+    # One vCPU: a claim spends ~8 ms of CPU per item (docs/CAPACITY.md), which takes 27 ms at
+    # 512 MB, and CPU-bound work costs the same per item at any size. With it 64 shards hold the
+    # seed's 1,400 executions/s (p99 start lag 1.2 s simulated) where 512 MB needed 128 shards,
+    # whose probes double the idle scheduler's cost.
+    memory_mb=ONE_VCPU_MEMORY_MB,
     timeout_sec=30,
     # The tenants table holds the dispatch shares its sends take (docs/FAIRNESS.md).
     tables={

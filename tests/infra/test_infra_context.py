@@ -33,6 +33,8 @@ def test_shipped_context_selects_iam_and_tunes_every_lane(
     assert config.jwt is None
     assert set(config.lanes) == set(LANES)
     assert config.lanes["high"] == LaneTuning(max_concurrency=50, batching_window_sec=0)
+    # The default lane serves the seed's steady 1,400 executions/s (docs/CAPACITY.md).
+    assert config.lanes["default"].max_concurrency == 333
 
 
 def test_shipped_context_tunes_the_runtime_for_the_cloud(
@@ -40,9 +42,11 @@ def test_shipped_context_tunes_the_runtime_for_the_cloud(
 ) -> None:
     config = _config(cdk_json_context)
 
+    # From the capacity simulator's steady 1,400/s and top-of-the-hour runs (docs/CAPACITY.md).
     assert config.tuning == RuntimeTuning(
         due_shards=64,
-        open_shards=16,
+        open_shards=64,
+        claimer_threads=32,
         history_retention_days=7,
         lease_sec=30,
         heartbeat_sec=10,
@@ -124,6 +128,8 @@ def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
         ({"dueShards": 0}, "dueShards"),
         ({"dueShards": 129}, "dueShards"),
         ({"openShards": 257}, "openShards"),
+        ({"claimerThreads": 0}, "claimerThreads"),
+        ({"claimerThreads": 65}, "claimerThreads"),
         ({"historyRetentionDays": "0.5"}, "historyRetentionDays"),
         ({"leaseSec": 5}, "leaseSec"),
         ({"heartbeatSec": 11}, "heartbeatSec"),

@@ -350,7 +350,8 @@ def test_function_environment_carries_the_runtime_tuning(
 
     assert tuning.environment().items() <= variables.items()
     assert variables["TAKT_DUE_SHARDS"] == "64"
-    assert variables["TAKT_OPEN_SHARDS"] == "16"
+    assert variables["TAKT_OPEN_SHARDS"] == "64"
+    assert variables["TAKT_CLAIMER_THREADS"] == "32"
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
