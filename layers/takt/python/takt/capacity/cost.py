@@ -23,7 +23,7 @@ from takt.metering import OUTSIDE, Usage
 FUNCTION_MEMORY_MB: Mapping[str, int] = {
     "api": 512,
     "scheduler": 256,
-    "claimer": 512,
+    "claimer": 1769,
     "worker": 512,
     "watchdog": 256,
 }

@@ -40,19 +40,22 @@ class Design:
     """takt's knobs that the simulation varies (defaults: what ships today)."""
 
     due_shards: int = 64
-    open_shards: int = 8
+    # cdk.json `openShards`: each execution enters and leaves the `open` index (two writes), so
+    # 64 partitions take the seed's :00 burst.
+    open_shards: int = 64
     dispatch_ahead_sec: float = 1.0
     # Send a message claimed ahead with SQS `DelaySeconds` up to its second, rather than have the
     # worker hold it (a proposal: it lets the horizon grow past a second without idle workers).
     delay_in_sqs: bool = False
-    # Writes one claim keeps in flight at once (today's claimer writes one item at a time).
-    claim_parallelism: int = 1
-    # The SQS event source's maximum concurrency for the lane (cdk.json: default lane 20).
-    lane_max_concurrency: int = 20
+    # Writes one claim keeps in flight at once, each phase's (cdk.json `claimerThreads`).
+    claim_parallelism: int = 32
+    # The SQS event source's maximum concurrency for the lane (cdk.json: default lane 333).
+    lane_max_concurrency: int = 333
     batch_size: int = 10
     # Jobs spread over this many tenants; the jobs table's partition key is the tenant.
     tenants: int = 1000
-    claimer_memory_mb: int = 512
+    # One vCPU (infra/functions.py): a claim is CPU-bound.
+    claimer_memory_mb: int = 1769
     worker_memory_mb: int = 512
 
 
@@ -63,7 +66,8 @@ class CallProfile:
     Defaults are what `takt bench local --stored 10000 --burst 1000` metered (docs/CAPACITY.md
     shows the run): a claim writes the execution, sends it (a tenth of a batch), advances the
     job and deletes the due item; a worker leases, completes and records the outcome on the job.
-    `table_write_units_per_execution` is the executions table's own (the `open` index apart).
+    `table_write_units_per_execution` is the executions table's own (the `open` index apart;
+    the execution enters it and leaves it, the lease no longer touches it).
     """
 
     claimer_writes_per_item: float = 3.0
@@ -73,8 +77,8 @@ class CallProfile:
     worker_cpu_ms_per_message: float = 9.6
     due_write_units_per_item: float = 1.0
     jobs_write_units_per_execution: float = 2.0
-    open_index_write_units_per_execution: float = 4.0
-    table_write_units_per_execution: float = 3.0
+    open_index_write_units_per_execution: float = 2.0
+    table_write_units_per_execution: float = 3.2
     dynamodb_latency_ms: float = 6.0
     sqs_latency_ms: float = 10.0
     target_latency_ms: float = 50.0

@@ -24,7 +24,7 @@ PARALLELISM_CANDIDATES = (1, 8, 32)
 MAX_LANE_CONCURRENCY = 1000
 HEADROOM = 0.8
 # What `takt bench local` measured per million recurring executions (docs/CAPACITY.md).
-DEFAULT_USD_PER_MILLION = 8.24
+DEFAULT_USD_PER_MILLION = 7.02
 # How long after the load ends a run may take to finish its work; what is left is reported.
 DRAIN_SEC = 300.0
 
@@ -99,10 +99,13 @@ def _quotas(
         new_table_write_units_per_sec=table,
         table_max_write_units_per_sec=max(40000.0, table),
     )
+    shipped = Design()
     asks: dict[str, Any] = {
         "Lambda concurrent executions (account, default 1,000)": limits.account_concurrency,
-        "lane maxConcurrency (cdk.json lanes.default, shipped 20)": lane,
-        "TAKT_OPEN_SHARDS (open index partitions, shipped 8)": open_shards,
+        f"lane maxConcurrency (cdk.json lanes.default, shipped {shipped.lane_max_concurrency})": (
+            lane
+        ),
+        f"TAKT_OPEN_SHARDS (open index partitions, shipped {shipped.open_shards})": open_shards,
         "executions table on-demand quota (write units/s, default 40,000)": round(
             limits.table_max_write_units_per_sec
         ),
