@@ -267,7 +267,12 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
         if FARGATE_MARK not in logical_id
     ]
     log_gb = loops * LOG_BYTES_PER_LOOP_INVOCATION / 1e9
-    mappings = len(_resources(stateless, "AWS::Lambda::EventSourceMapping"))
+    # The lanes' mappings poll SQS; a DynamoDB stream's (the indexer's) reads are not billed.
+    mappings = sum(
+        1
+        for mapping in _resources(stateless, "AWS::Lambda::EventSourceMapping").values()
+        if "StartingPosition" not in mapping["Properties"]
+    )
     receives = mappings * ESM_RECEIVES_PER_MINUTE * MINUTES_PER_MONTH
     return [
         _loop_compute("scheduler", int(scheduler["MemorySize"]), 60),

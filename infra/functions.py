@@ -1,4 +1,4 @@
-"""takt's five Lambda functions, their configuration and their permissions.
+"""takt's six Lambda functions, their configuration and their permissions.
 
 Every function runs `functions/<name>/handler.py` on Python 3.13 on Graviton (arm64, about 20 %
 cheaper per GB-second than x86 and every dependency ships aarch64 wheels) with the takt layer.
@@ -74,10 +74,10 @@ API = FunctionSpec(
     description="takt job API behind the HTTP API",
     memory_mb=512,
     timeout_sec=10,
-    # Run-now and re-run create or reset an execution and send it to its lane.
+    # Run-now and re-run create or reset an execution and send it to its lane. Never the due
+    # index: the indexer keeps it from the jobs table's stream (docs/SECURITY.md).
     tables={
         JOBS: "read_write",
-        DUE: "read_write",
         IDEMPOTENCY: "read_write",
         EXECUTIONS: "read_write",
     },
@@ -140,7 +140,15 @@ WATCHDOG = FunctionSpec(
     reserved_concurrency=2,
     async_retries=0,
 )
-SPECS: tuple[FunctionSpec, ...] = (API, SCHEDULER, CLAIMER, WORKER, WATCHDOG)
+INDEXER = FunctionSpec(
+    name="indexer",
+    description="takt due indexer: the jobs table's stream to the due index",
+    memory_mb=256,
+    timeout_sec=30,
+    # It reads the jobs table's stream (granted with its event source) and writes due items.
+    tables={DUE: "read_write"},
+)
+SPECS: tuple[FunctionSpec, ...] = (API, SCHEDULER, CLAIMER, WORKER, WATCHDOG, INDEXER)
 
 
 def table_env_var(spec: TableSpec) -> str:
@@ -229,6 +237,7 @@ class TaktFunctions(Construct):
         self.claimer = self.functions[CLAIMER.name]
         self.worker = self.functions[WORKER.name]
         self.watchdog = self.functions[WATCHDOG.name]
+        self.indexer = self.functions[INDEXER.name]
         self.claimer.grant_invoke(self.scheduler)
         self.scheduler.add_environment(settings_env_var("claimer_mode"), "lambda")
         self.scheduler.add_environment(

@@ -11,6 +11,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra import metric_names
@@ -26,6 +27,8 @@ FIVE_MINUTES = Duration.minutes(5)
 # Container Insights' namespace, where the Fargate service's task counts are published.
 CONTAINER_INSIGHTS = "ECS/ContainerInsights"
 WIDGET_WIDTH = 8
+# The indexer should keep within a second of the jobs stream; a minute behind pages.
+INDEXER_AGE_ALARM_MS = 60_000
 WIDGET_HEIGHT = 6
 
 
@@ -75,6 +78,7 @@ class Observability(Construct):
         lanes: Lanes,
         alarm_topic: sns.ITopic,
         config: DeployConfig,
+        index_failures: sqs.IQueue,
         fargate_worker: FargateWorker | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -173,6 +177,24 @@ class Observability(Construct):
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             missing=cloudwatch.TreatMissingData.BREACHING,
             description="The scheduler did not run for 5 minutes: nothing is being dispatched.",
+        )
+        # Jobs the API wrote reach the due index only through the indexer: a record it gave up
+        # on is a job that may never fire, and a growing iterator age is every new job late.
+        self._alarm(
+            "IndexFailures",
+            index_failures.metric_approximate_number_of_messages_visible(
+                period=MINUTE, statistic="Maximum"
+            ),
+            threshold=0,
+            description="The indexer gave up on a jobs stream record: a job may not be indexed.",
+        )
+        self._alarm(
+            "IndexerIteratorAge",
+            functions.indexer.metric("IteratorAge", period=MINUTE, statistic="Maximum"),
+            threshold=INDEXER_AGE_ALARM_MS,
+            evaluation_periods=5,
+            datapoints_to_alarm=3,
+            description="The indexer is behind the jobs stream: new and changed jobs fire late.",
         )
 
         dashboard = cloudwatch.Dashboard(self, "Dashboard")

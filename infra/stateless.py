@@ -43,7 +43,14 @@ class StatelessStack(Stack):
             lanes=stateful.lanes,
             config=config,
         )
-        Triggers(self, "Triggers", functions=self.functions, lanes=stateful.lanes, config=config)
+        triggers = Triggers(
+            self,
+            "Triggers",
+            functions=self.functions,
+            lanes=stateful.lanes,
+            config=config,
+            tables=stateful.tables,
+        )
         self.api = JobApi(self, "Api", handler=self.functions.api, config=config)
         self.fargate_worker = (
             FargateWorker(
@@ -66,6 +73,7 @@ class StatelessStack(Stack):
             lanes=stateful.lanes,
             alarm_topic=stateful.alarm_topic,
             config=config,
+            index_failures=triggers.index_failures,
             fargate_worker=self.fargate_worker,
         )
         CfnOutput(self, "ApiUrl", value=self.api.stage.url, description="takt job API endpoint")

@@ -43,6 +43,8 @@ class Tables(Construct):
                     point_in_time_recovery_enabled=True
                 ),
                 time_to_live_attribute=spec.ttl_attribute,
+                # The jobs table's stream feeds the due indexer (`takt.dispatch.indexer`).
+                stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if spec.stream else None,
                 deletion_protection=True,
                 removal_policy=RemovalPolicy.RETAIN,
             )

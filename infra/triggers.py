@@ -5,15 +5,24 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_sqs as sqs
+from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from infra.context import DeployConfig
 from infra.functions import TaktFunctions
 from infra.lanes import Lanes
+from infra.tables import Tables
+from takt.resources import JOBS
 
 # SQS's largest receive; the worker reports failures per message, so a big batch costs no retries.
 WORKER_BATCH_SIZE = 10
+# The indexer's batches from the jobs table's stream, and how often a failing batch is retried
+# (halved each time) before its first record goes to the failure queue.
+INDEXER_BATCH_SIZE = 100
+INDEXER_RETRIES = 10
 
 
 class Triggers(Construct):
@@ -33,8 +42,10 @@ class Triggers(Construct):
         functions: TaktFunctions,
         lanes: Lanes,
         config: DeployConfig,
+        tables: Tables,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.index_failures = self._indexer(functions.indexer, tables)
         for name, function in (
             ("Scheduler", functions.scheduler),
             ("Watchdog", functions.watchdog),
@@ -63,3 +74,46 @@ class Triggers(Construct):
                     report_batch_item_failures=True,
                 )
             )
+
+    def _indexer(self, indexer: lambda_.Function, tables: Tables) -> sqs.Queue:
+        """The jobs table's stream to the indexer, with a queue for the records it cannot index.
+
+        Records are read from the oldest kept (TRIM_HORIZON), so an indexer deployed after the
+        table indexes every change still in the stream. A batch that fails is split in two and
+        retried, and the function reports the first record that failed, so the others are not
+        redone and each job's changes stay in order; a record still failing after the retries
+        is described in the failure queue (shard and sequence numbers, not the job), which the
+        `IndexFailures` alarm watches.
+        """
+        failures = sqs.Queue(
+            self,
+            "IndexFailures",
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+        )
+        NagSuppressions.add_resource_suppressions(
+            failures,
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-SQS3",
+                    reason=(
+                        "This queue is itself a failure destination: it receives the "
+                        "descriptions of stream records the indexer could not index, for an "
+                        "operator, and nothing consumes it."
+                    ),
+                )
+            ],
+        )
+        indexer.add_event_source(
+            sources.DynamoEventSource(
+                tables.table(JOBS),
+                starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+                batch_size=INDEXER_BATCH_SIZE,
+                bisect_batch_on_error=True,
+                retry_attempts=INDEXER_RETRIES,
+                report_batch_item_failures=True,
+                on_failure=sources.SqsDlq(failures),
+            )
+        )
+        return failures

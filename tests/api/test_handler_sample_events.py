@@ -65,6 +65,7 @@ def test_every_handler_has_a_sample_event() -> None:
     assert sorted(p.name for p in EVENTS.glob("*.json")) == [
         "api_create_job.json",
         "claimer_claim.json",
+        "indexer_stream.json",
         "scheduler_tick.json",
         "watchdog_sweep.json",
         "worker_sqs_batch.json",

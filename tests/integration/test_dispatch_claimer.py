@@ -16,6 +16,7 @@ from takt.models.records import ExecState, JobRecord, JobStatus
 from takt.store.due import minute_of, shard_of
 from takt.wiring import Services
 from tests.support.history import Expect, HistoryChecker
+from tests.support.indexer import index_due
 from tests.support.jobs import TENANT, job_id_in_shard, make_execution, make_job, store_job
 from tests.support.lanes import drain
 
@@ -57,6 +58,7 @@ def test_a_one_off_job_due_now_is_dispatched_once_and_completed(
         TENANT, JobCreate(run_at=clock.now(), target="https://example.com/hook"), None
     )
     assert created
+    index_due(svc)
 
     first = svc.ticker.tick(clock.now())
     clock.advance(1)

@@ -47,6 +47,8 @@ class TableSpec:
     sort: Key | None = None
     indexes: tuple[Index, ...] = ()
     ttl_attribute: str | None = None
+    # A stream of every change with both images (NEW_AND_OLD_IMAGES), for the due indexer.
+    stream: bool = False
 
     def key_schema(self) -> list[dict[str, str]]:
         schema = [{"AttributeName": self.partition.name, "KeyType": "HASH"}]
@@ -83,6 +85,11 @@ class TableSpec:
         }
         if gsis:
             kwargs["GlobalSecondaryIndexes"] = gsis
+        if self.stream:
+            kwargs["StreamSpecification"] = {
+                "StreamEnabled": True,
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            }
         return kwargs
 
 
@@ -103,6 +110,8 @@ JOBS = TableSpec(
     setting="jobs_table",
     partition=Key("tenant_id"),
     sort=Key("job_id"),
+    # The due indexer reads it: the API writes jobs only, never the due index.
+    stream=True,
 )
 # The due index: one item per active job at its next run time, partitioned by
 # (minute bucket, shard) so "what is due now" is a handful of single-partition queries.

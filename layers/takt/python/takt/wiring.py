@@ -18,6 +18,7 @@ from takt.aws import AwsClients, make_clients, make_cloudwatch_client
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
 from takt.dispatch.claimer import Claimer, ClaimResult
+from takt.dispatch.indexer import DueIndexer
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
 from takt.fairness.buckets import TokenBuckets
@@ -105,6 +106,10 @@ class Services:
         if self.settings.fair_dispatch_per_sec is not None:
             route = DispatchShares(self.settings, self.buckets, self.clock).route
         return LaneSender(self.clients.sqs, self.settings, route)
+
+    @cached_property
+    def indexer(self) -> DueIndexer:
+        return DueIndexer(self.due, self.clock)
 
     @cached_property
     def claimer(self) -> Claimer:

@@ -1,8 +1,9 @@
 """The job service: what each API call does to the tables, in crash-safe order.
 
-Writes that create or move a job's due item always index first and point the job second, so a
-crash in between leaves at worst an orphan due item (deleted by a claimer after a grace period),
-never an active job that nobody will fire.
+The API writes jobs only, never the due index: the jobs table's stream carries every change to
+the due indexer (`takt.dispatch.indexer`), which puts the due item of an active job's new
+`next_run_time`. A job write that succeeded is in the stream, which Lambda reads until the
+indexer has taken it, so a crash of the API after its write loses no index entry.
 """
 
 from __future__ import annotations
@@ -103,7 +104,6 @@ class JobService:
                 except NotFoundError:
                     job.job_id = earlier.job_id  # an earlier try crashed: finish its work
         job_id = job.job_id
-        self._svc.due.put(tenant_id, job_id, job.next_run_time, now)
         try:
             self._svc.jobs.create(job)
         except ConflictError:
@@ -210,10 +210,7 @@ class JobService:
                 written.add("anchor")
             updated.next_run_time = self._first_run(updated, now)
             written.add("next_run_time")
-            self._check_payload(updated)
-            self._svc.due.put(tenant_id, job_id, updated.next_run_time, now)
-        else:
-            self._check_payload(updated)
+        self._check_payload(updated)
         updated.version = current.version + 1
         updated.updated_at = now
         if given & {"schedule", "interval", "run_at"}:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -92,6 +93,25 @@ def http_api_event(
         "body": body.decode("utf-8", errors="replace") if body else None,
         "isBase64Encoded": False,
     }
+
+
+def dynamodb_stream_event(stream_arn: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """A DynamoDB stream batch, as Lambda's event source mapping delivers `GetRecords`' records."""
+    delivered = []
+    for record in records:
+        change = dict(record["dynamodb"])
+        created = change.get("ApproximateCreationDateTime")
+        if isinstance(created, datetime):
+            change["ApproximateCreationDateTime"] = int(created.timestamp())
+        delivered.append(
+            {
+                **{k: v for k, v in record.items() if k != "dynamodb"},
+                "dynamodb": change,
+                "eventSource": "aws:dynamodb",
+                "eventSourceARN": stream_arn,
+            }
+        )
+    return {"Records": delivered}
 
 
 def sqs_event(queue_arn: str, messages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -5,7 +5,10 @@ spec, and the real handlers driven as AWS drives them:
 - a 1-second ticker that invokes the scheduler handler, aligned to whole seconds;
 - SQS pollers that hand batches of lane messages to the worker handler and delete what it
   did not report as failed (the event source mapping's contract);
-- a timer that invokes the watchdog handler every `watchdog_interval_sec`.
+- a timer that invokes the watchdog handler every `watchdog_interval_sec`;
+- a reader of the jobs table's stream that hands its records to the indexer handler, which
+  puts the due items of the jobs the API wrote (polled every `INDEX_POLL_SEC`, so a job due a
+  second after it is created is indexed in time).
 
 The same HTTP server serves the web console (`console/`) at `/`; everything under `/v1/` is the
 API. Every metric the handlers record is kept for an hour in memory (`MetricsWindow`), which the
@@ -30,12 +33,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import boto3
+
 from takt.clock import SystemClock
 from takt.config import LANES, Settings, get_settings
 from takt.local import moto_speedups
 from takt.local.console import ConsoleFiles, default_console_dir
-from takt.local.events import LocalContext, LocalIdentity, http_api_event, sqs_event
+from takt.local.events import (
+    LocalContext,
+    LocalIdentity,
+    dynamodb_stream_event,
+    http_api_event,
+    sqs_event,
+)
 from takt.local.provision import provision
+from takt.local.streams import StreamReader
 from takt.metering import Meter
 from takt.observability import listen, metrics
 from takt.resources import TABLES
@@ -45,6 +57,12 @@ from takt.wiring import Services, build_services, install
 log = logging.getLogger("takt.local")
 
 Handler = Callable[[dict[str, Any], Any], Any]
+
+# How often the jobs table's stream is read when it had nothing new: a job due a second after
+# it is created must be indexed well inside that second.
+INDEX_POLL_SEC = 0.1
+# How many times a batch is tried before its first record is set aside.
+INDEX_TRIES = 3
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -152,6 +170,7 @@ class LocalRuntime:
         self._start_http()
         self._spawn("ticker", self._ticker_loop)
         self._spawn("watchdog", self._watchdog_loop)
+        self._spawn("indexer", self._indexer_loop)
         for lane in LANES:
             # Fewer pollers on the low lane: it gets a smaller share of the worker capacity.
             # None at all with `pollers=0`: `takt worker` processes consume the lanes instead.
@@ -208,6 +227,47 @@ class LocalRuntime:
                 self._invoke("scheduler", {"ticks": 1})
             except Exception:  # a crashed tick must not stop the next one
                 log.exception("scheduler tick failed")
+
+    def _indexer_loop(self) -> None:
+        """Read the jobs table's stream and invoke the indexer with each batch, as its event
+        source mapping does: a batch with failures is retried from its first failed record, so
+        the changes of one job are applied in order."""
+        settings = self._settings()
+        assert self.services is not None
+        streams = boto3.session.Session(region_name=settings.region).client(
+            "dynamodbstreams", endpoint_url=settings.aws_endpoint_url
+        )
+        reader = StreamReader(self.services.clients.dynamodb, streams, settings.jobs_table)
+        pending: list[dict[str, Any]] = []
+        tries = 0
+        while not self._stop.is_set():
+            try:
+                pending += reader.read()
+                if not pending:
+                    self._stop.wait(INDEX_POLL_SEC)
+                    continue
+                tries += 1
+                pending = self._index(reader.arn, pending)
+            except Exception:
+                log.exception("indexing the jobs stream failed")
+                self._stop.wait(1)
+            if pending and tries >= INDEX_TRIES:
+                # The cloud's on-failure destination: the record is set aside, loudly, so one
+                # bad record cannot stop every later job from being indexed.
+                log.error("jobs stream record not indexed: %s", pending[0]["dynamodb"])
+                pending = pending[1:]
+            if not pending or tries >= INDEX_TRIES:
+                tries = 0
+
+    def _index(self, stream_arn: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Invoke the indexer with `records`; what is left to retry, from the first failure."""
+        result = self._invoke("indexer", dynamodb_stream_event(stream_arn, records))
+        failed = {f["itemIdentifier"] for f in (result or {}).get("batchItemFailures", [])}
+        sequences = [r["dynamodb"]["SequenceNumber"] for r in records]
+        first = next((i for i, seq in enumerate(sequences) if seq in failed), len(records))
+        if first < len(records):
+            self._stop.wait(1)
+        return records[first:]
 
     def _watchdog_loop(self) -> None:
         settings = self._settings()

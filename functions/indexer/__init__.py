@@ -1,0 +1,1 @@
+"""The due indexer function's code asset."""

@@ -1,0 +1,101 @@
+"""The due indexer: keeps the due index in step with the jobs the API writes.
+
+The API never touches the due index (its keys, (minute bucket, shard), do not start with a
+tenant, so no IAM condition could confine a caller to its own items there). It writes only the
+job; the jobs table's stream (NEW_AND_OLD_IMAGES) carries each change here, and for an active job
+whose `next_run_time` is new, the indexer puts the due item at that time. In the cloud this is
+the `indexer` function on the stream; `takt local` polls moto's stream in a thread.
+
+Which changes it indexes:
+
+- a new job, or a change by the API (its `version` moved) that leaves the job active with a
+  `next_run_time` different from before, or makes it active again;
+- not the claimer's advance (same `version`): the claimer puts the next due item itself before it
+  moves the job there (its step 3 before step 4), so indexing it again would only rewrite it,
+  and a late copy could outlive the occurrence it names;
+- not a removal or a job left without a next run: nothing is due; the item left behind is stale
+  and a claim deletes it.
+
+Putting a due item is idempotent (same key, same item; only `written_ms` moves, which keeps a
+concurrent stale-delete from removing it), and the stream delivers the changes of one job in
+order, so a retried batch repeats writes without reordering them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from takt.clock import Clock
+from takt.models.ids import parse_time
+from takt.models.records import JobStatus
+from takt.store.due import DueStore
+
+
+@dataclass(frozen=True)
+class DueWrite:
+    """A due item to put: the job and the instant it is next due."""
+
+    tenant_id: str
+    job_id: str
+    due: datetime
+
+
+@dataclass
+class IndexResult:
+    indexed: int = 0
+    ignored: int = 0
+
+
+def _text(image: Mapping[str, Any], name: str) -> str | None:
+    value = image.get(name) or {}
+    found = value.get("S", value.get("N"))
+    return str(found) if found is not None else None
+
+
+def due_write(record: Mapping[str, Any]) -> DueWrite | None:
+    """The due item a jobs-table stream record calls for, or None; a pure function."""
+    change = record.get("dynamodb") or {}
+    new: Mapping[str, Any] = change.get("NewImage") or {}
+    old: Mapping[str, Any] = change.get("OldImage") or {}
+    next_run = _text(new, "next_run_time")
+    if not new or next_run is None or _text(new, "status") != JobStatus.ACTIVE.value:
+        return None
+    if old:
+        was_active = _text(old, "status") == JobStatus.ACTIVE.value
+        if was_active and _text(old, "version") == _text(new, "version"):
+            return None  # the claimer's advance: it indexed the next occurrence itself
+        if was_active and _text(old, "next_run_time") == next_run:
+            return None  # an edit that moved nothing: the item is where it was
+    tenant_id, job_id = _text(new, "tenant_id"), _text(new, "job_id")
+    if tenant_id is None or job_id is None:
+        return None
+    return DueWrite(tenant_id, job_id, parse_time(next_run))
+
+
+class DueIndexer:
+    """Applies jobs-table stream records to the due index."""
+
+    def __init__(self, due: DueStore, clock: Clock) -> None:
+        self._due = due
+        self._clock = clock
+
+    def index(self, record: Mapping[str, Any]) -> bool:
+        """Index one stream record; True when it put a due item. AWS errors raise, so the
+        record is retried (the stream keeps its order per job)."""
+        write = due_write(record)
+        if write is None:
+            return False
+        self._due.put(write.tenant_id, write.job_id, write.due, self._clock.now())
+        return True
+
+    def index_all(self, records: Iterable[Mapping[str, Any]]) -> IndexResult:
+        result = IndexResult()
+        for record in records:
+            if self.index(record):
+                result.indexed += 1
+            else:
+                result.ignored += 1
+        return result
