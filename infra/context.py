@@ -16,6 +16,7 @@ from annotated_types import Ge, Le
 from constructs import Node
 
 from takt.config import LANES, Settings
+from takt.targets.egress import AllowList
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # Lambda's limits for an SQS event source's maximum concurrency.
@@ -131,6 +132,9 @@ class DeployConfig:
     alarm_email: str | None
     signing_secret_name: str | None
     fargate: FargateWorkerConfig | None
+    # Non-public addresses HTTP targets may reach (`egressAllow`: CIDRs and host names); empty
+    # refuses them all (docs/SECURITY.md).
+    egress_allow: tuple[str, ...] = ()
 
     @classmethod
     def from_context(cls, node: Node) -> DeployConfig:
@@ -166,7 +170,17 @@ class DeployConfig:
             alarm_email=_optional_str(node, "alarmEmail"),
             signing_secret_name=signing_secret_name,
             fargate=_fargate(node) if _boolean(node, "fargateWorker") else None,
+            egress_allow=_egress_allow(node),
         )
+
+
+def _egress_allow(node: Node) -> tuple[str, ...]:
+    entries = _string_list(node, "egressAllow")
+    try:
+        AllowList.parse(entries)
+    except ValueError as exc:
+        raise ContextError(f"context 'egressAllow': {exc}") from None
+    return entries
 
 
 def _raw(node: Node, key: str) -> object:

@@ -9,13 +9,15 @@ forever and no role needs `logs:CreateLogGroup`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Literal
 
-from aws_cdk import Duration, SecretValue, Stack
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
 
@@ -24,6 +26,7 @@ from infra.context import DeployConfig, settings_env_var
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
+from takt.config import Settings
 from takt.resources import DUE, EXECUTIONS, IDEMPOTENCY, JOBS, TENANTS, TableSpec
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
@@ -36,6 +39,9 @@ WORKER_TIMEOUT_SEC = 60
 LOOP_TIMEOUT_SEC = 70
 # Lambda's memory at which a function gets one full vCPU; Python's GIL cannot use more.
 ONE_VCPU_MEMORY_MB = 1769
+# Every secret a tenant's HTTP targets name starts with this (then the tenant id and a slash);
+# the worker may read those and no other secret (docs/SECURITY.md).
+TARGET_SECRET_PREFIX = str(Settings.model_fields["secret_prefix"].default)
 
 Access = Literal["read", "read_write"]
 
@@ -58,7 +64,8 @@ class FunctionSpec:
     async_retries: int | None = None
     # Memory (hence CPU) that grows with the due index's shard count N, up to one vCPU.
     memory_mb_per_due_shard: int = 0
-    # Set for the functions that call HTTP targets, which sign requests with the secret.
+    # Set for the functions that call HTTP targets: they sign requests with the signing secret
+    # and read the secrets targets name, under TARGET_SECRET_PREFIX.
     signs_requests: bool = False
     # Set for the API, whose stats route reads takt's metrics and the lanes' depths.
     reads_stats: bool = False
@@ -169,11 +176,36 @@ def takt_environment(
         # Settings defaults to us-east-1; the functions must use the stack's region.
         settings_env_var("region"): stack.region,
         settings_env_var("metrics_namespace"): metric_names.NAMESPACE,
+        **(
+            {settings_env_var("egress_allow"): json.dumps(list(config.egress_allow))}
+            if config.egress_allow
+            else {}
+        ),
         "POWERTOOLS_SERVICE_NAME": metric_names.SERVICE,
         "POWERTOOLS_METRICS_NAMESPACE": metric_names.NAMESPACE,
         "LOG_LEVEL": config.log_level,
     }
     return environment
+
+
+def target_secrets_suppression() -> NagPackSuppression:
+    """Why a worker role may read every secret under TARGET_SECRET_PREFIX."""
+    prefix = TARGET_SECRET_PREFIX.replace("/", "\\/")
+    return NagPackSuppression(
+        id="AwsSolutions-IAM5",
+        reason=(
+            "HTTP targets name their secrets (bearer tokens, headers, signing keys) under "
+            f"'{TARGET_SECRET_PREFIX}<tenant>/'; the worker reads them at call time and may read "
+            "no secret outside that prefix (GetSecretValue only). A secret's ARN ends in six "
+            "random characters, so the named signing secret is matched with '-??????'."
+        ),
+        applies_to=[
+            RegexAppliesTo(
+                regex="/^Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:"
+                f"<AWS::AccountId>:secret:({prefix}\\*|[^*]*-\\?{{6}})$/g"
+            )
+        ],
+    )
 
 
 def grant_data_access(
@@ -189,6 +221,19 @@ def grant_data_access(
     if spec.sends_to_lanes:
         for pair in lanes.lanes.values():
             pair.queue.grant_send_messages(grantee)
+    if spec.signs_requests:
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["secretsmanager:GetSecretValue"],
+            resource_arns=[
+                Stack.of(tables).format_arn(
+                    service="secretsmanager",
+                    resource="secret",
+                    resource_name=f"{TARGET_SECRET_PREFIX}*",
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+            ],
+        )
     if spec.reads_stats:
         for pair in lanes.lanes.values():
             pair.queue.grant(grantee, "sqs:GetQueueAttributes")
@@ -223,12 +268,14 @@ class TaktFunctions(Construct):
             )
             grant_data_access(spec, function, tables, lanes)
             if spec.signs_requests and config.signing_secret_name:
-                # A dynamic reference: CloudFormation resolves it at deploy time, so the secret
-                # is never in the template; Settings reads only the value, from the environment.
+                # By name: the worker reads the value from Secrets Manager when it calls (cached
+                # briefly), so it is in neither the template nor the function's configuration.
                 function.add_environment(
-                    settings_env_var("signing_secret"),
-                    SecretValue.secrets_manager(config.signing_secret_name).unsafe_unwrap(),
+                    settings_env_var("signing_secret_name"), config.signing_secret_name
                 )
+                secretsmanager.Secret.from_secret_name_v2(
+                    self, "SigningSecret", config.signing_secret_name
+                ).grant_read(function)
             self._suppress_findings(spec, function, role)
             self.functions[spec.name] = function
 
@@ -330,6 +377,8 @@ class TaktFunctions(Construct):
                     applies_to=[RegexAppliesTo(regex="/^Resource::.*\\/index\\/\\*$/g")],
                 )
             )
+        if spec.signs_requests:
+            wildcards.append(target_secrets_suppression())
         if spec is SCHEDULER:
             wildcards.append(
                 NagPackSuppression(

@@ -22,7 +22,7 @@ from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
 
 from infra.context import DeployConfig, FargateWorkerConfig, settings_env_var
-from infra.functions import LOG_RETENTION, WORKER, grant_data_access
+from infra.functions import LOG_RETENTION, WORKER, grant_data_access, target_secrets_suppression
 from infra.lanes import Lanes
 from infra.layer import PROJECT_ROOT
 from infra.tables import Tables
@@ -271,7 +271,8 @@ class FargateWorker(Construct):
                         "without a scan, as the worker function does."
                     ),
                     applies_to=[RegexAppliesTo(regex="/^Resource::.*\\/index\\/\\*$/g")],
-                )
+                ),
+                target_secrets_suppression(),
             ],
             apply_to_children=True,
         )

@@ -106,7 +106,8 @@ def test_container_reads_what_the_worker_function_reads(
     worker_id = logical_id(fargate_stateless, fargate_stateless.functions.worker)
     worker = fargate_template.to_json()["Resources"][worker_id]["Properties"]
     worker_variables = dict(worker["Environment"]["Variables"])
-    worker_variables.pop("TAKT_SIGNING_SECRET")
+    # The function reads the secret by name when it calls; ECS injects the value at task start.
+    worker_variables.pop("TAKT_SIGNING_SECRET_NAME")
     (secret,) = container["Secrets"]
 
     assert environment == worker_variables
@@ -140,7 +141,8 @@ def test_task_role_holds_the_worker_functions_grants_and_consumes_its_lanes(
     assert WORKER.tables and data(task) == data(worker)
     assert {target for action, target in task if action == "sqs:ReceiveMessage"} == lanes
     assert {target for action, target in task if action == "sqs:DeleteMessage"} == lanes
-    assert {action.split(":")[0] for action, _ in task} == {"dynamodb", "sqs"}
+    # And the secrets HTTP targets name, as the worker function reads them.
+    assert {action.split(":")[0] for action, _ in task} == {"dynamodb", "sqs", "secretsmanager"}
 
 
 def test_only_the_execution_role_may_read_the_signing_secret(
@@ -154,17 +156,21 @@ def test_only_the_execution_role_may_read_the_signing_secret(
     task = service.service.task_definition
     execution_role = task.execution_role
     assert execution_role is not None
+    task_role = task.task_role
     reads = [
         (role, target)
-        for role in (task.task_role, execution_role)
+        for role in (task_role, execution_role)
         for action, target in _statements(
             fargate_template, logical_id(fargate_stateless, role), fargate_resolve
         )
         if action == "secretsmanager:GetSecretValue"
     ]
 
-    assert [role for role, _ in reads] == [execution_role]
-    assert reads[0][1].endswith(':secret:takt/signing-??????"]]}')
+    signing = [role for role, target in reads if target.endswith(':secret:takt/signing-??????"]]}')]
+    assert signing == [execution_role]
+    # The task role reads the secrets HTTP targets name, under the deployment's prefix only.
+    [task_reads] = [target for role, target in reads if role is task_role]
+    assert task_reads.endswith(':secret:takt/*"]]}')
 
 
 def test_worker_logs_go_to_a_log_group_with_a_retention(fargate_template: Template) -> None:

@@ -384,20 +384,22 @@ def test_no_function_gets_a_signing_secret_unless_one_is_named(
         assert "TAKT_SIGNING_SECRET" not in variables
 
 
-def test_named_signing_secret_reaches_only_the_worker_as_a_dynamic_reference(
+def test_named_signing_secret_reaches_only_the_worker_by_name(
     fargate_stateless: StatelessStack, fargate_template: Template, logical_id: LogicalId
 ) -> None:
-    """CloudFormation resolves the reference at deploy time: the template never holds the value."""
+    """The worker reads the value from Secrets Manager when it calls: neither the template nor
+    the function's configuration holds it."""
     fargate_resources = fargate_template.to_json()["Resources"]
-    signing = {
+    variables = {
         spec.name: _function(spec, fargate_stateless, fargate_resources, logical_id)["Environment"][
             "Variables"
-        ].get("TAKT_SIGNING_SECRET")
+        ]
         for spec in SPECS
     }
 
-    assert signing.pop(WORKER.name) == "{{resolve:secretsmanager:takt/signing:SecretString:::}}"
-    assert set(signing.values()) == {None}
+    assert variables.pop(WORKER.name)["TAKT_SIGNING_SECRET_NAME"] == "takt/signing"
+    assert all("TAKT_SIGNING_SECRET" not in v for v in variables.values())
+    assert "resolve:secretsmanager" not in json.dumps(fargate_resources)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)

@@ -9,8 +9,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from takt.targets.egress import AllowList
 
 LANES: tuple[str, ...] = ("high", "default", "low")
 # What a caller may do (docs/SECURITY.md): admin everything, for any tenant; write and read its
@@ -111,7 +113,18 @@ class Settings(BaseSettings):
     give_back_margin_sec: float = Field(default=3.0, ge=0.0)
 
     # Standard Webhooks signing secret (`whsec_...`) for HTTP targets; unset sends no signature.
+    # Deployed stacks name it instead (`signing_secret_name`, read from Secrets Manager at call
+    # time); the plain value is for local use. A job's own `signing_secret` overrides both.
     signing_secret: str | None = None
+    signing_secret_name: str | None = None
+    # Secrets a tenant's targets reference are named `<secret_prefix><tenant>/...`; the worker
+    # may read nothing else (docs/SECURITY.md). Values are cached this long per worker.
+    secret_prefix: str = "takt/"  # noqa: S105 - a name prefix, not a password
+    secret_cache_sec: int = Field(default=60, ge=0, le=3600)
+    # Non-public addresses HTTP targets may still reach: CIDRs, addresses, host names and
+    # `*.suffix` patterns (JSON list). Empty, the deployed default, refuses every one of them;
+    # `takt local` allows loopback and private networks unless run with --strict-egress.
+    egress_allow: tuple[str, ...] = ()
     worker_id: str | None = None
 
     # Who a caller is (takt.api.identity): the JWT claim that names the tenant, the claim whose
@@ -147,6 +160,12 @@ class Settings(BaseSettings):
     # Rate limits by target host (lower case), shared by every worker (JSON in the environment):
     # {"api.example.com": {"per_sec": 5, "burst": 10}}.
     host_rate_limits: dict[str, RateLimit] = Field(default_factory=dict)
+
+    @field_validator("egress_allow")
+    @classmethod
+    def _egress_allow(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        AllowList.parse(value)
+        return value
 
     def limits_for(self, tenant_id: str) -> TenantLimits:
         """The limits that apply to `tenant_id`."""

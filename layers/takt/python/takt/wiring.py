@@ -14,7 +14,7 @@ from functools import cached_property
 
 import boto3
 
-from takt.aws import AwsClients, make_clients, make_cloudwatch_client
+from takt.aws import AwsClients, make_clients, make_cloudwatch_client, make_secrets_client
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
 from takt.dispatch.claimer import Claimer, ClaimResult
@@ -32,9 +32,11 @@ from takt.store.due import DueStore
 from takt.store.executions import ExecutionStore
 from takt.store.idempotency import IdempotencyStore
 from takt.store.jobs import JobStore
+from takt.targets.egress import EgressPolicy
 from takt.targets.http import HttpTarget
 from takt.targets.publish import QueueTopicTarget
 from takt.targets.router import TargetRouter
+from takt.targets.secrets import SecretsManagerSource
 from takt.watchdog.sweeper import Watchdog
 from takt.worker.runner import ExecutionRunner
 
@@ -146,8 +148,17 @@ class Services:
     def targets(self) -> TargetRouter:
         """Every target kind, with the handlers of `handler_modules` (imported here, once)."""
         load_modules(self.settings.handler_module_names)
+        settings = self.settings
         return TargetRouter(
-            HttpTarget(self.settings.signing_secret),
+            HttpTarget(
+                EgressPolicy(settings.egress_allow),
+                SecretsManagerSource(
+                    lambda: make_secrets_client(settings), settings.secret_cache_sec
+                ),
+                signing_secret=settings.signing_secret,
+                signing_secret_name=settings.signing_secret_name,
+                secret_prefix=settings.secret_prefix,
+            ),
             QueueTopicTarget(
                 self.clients.sqs, self.clients.sns, self.clients.events, self.settings.region
             ),

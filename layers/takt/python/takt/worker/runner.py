@@ -259,6 +259,7 @@ class ExecutionRunner:
             timeout_sec=float(record.timeout_sec),
             deadline=min(timeout_at, host.at),
             stop=stop,
+            tenant_id=record.tenant_id,
         )
 
         def call() -> None:
