@@ -106,6 +106,7 @@ def local(
     "--flood", default=20_000, show_default=True, help="Tenant A's executions due at once."
 )
 @click.option("--b-rate", default=10, show_default=True, help="Tenant B's jobs a second.")
+@click.option("--b-weight", default=1, show_default=True, help="B's weight (A's is 1).")
 @click.option("--window", default=60, show_default=True, help="Each window's length (s).")
 @click.option(
     "--fair/--no-fair",
@@ -126,6 +127,7 @@ def local(
 def noisy(
     flood: int,
     b_rate: int,
+    b_weight: int,
     window: int,
     fair: bool,
     fair_per_sec: float,
@@ -137,13 +139,16 @@ def noisy(
     from takt.local.noisy import NoisyBench, NoisyWorkload
     from takt.local.runtime import FAKE_CREDENTIALS
 
-    if flood < 1 or b_rate < 1 or window < 10:
-        raise CliError("--flood and --b-rate must be positive and --window at least 10")
+    if flood < 1 or b_rate < 1 or not 1 <= b_weight <= 1000 or window < 10:
+        raise CliError(
+            "--flood and --b-rate must be positive, --b-weight 1-1000 and --window at least 10"
+        )
     for key, value in FAKE_CREDENTIALS.items():
         os.environ.setdefault(key, value)
     workload = NoisyWorkload(
         flood=flood,
         b_rate=b_rate,
+        b_weight=b_weight,
         window_sec=window,
         fair_dispatch_per_sec=fair_per_sec if fair else None,
         claim_max_items=claim_max if fair else None,

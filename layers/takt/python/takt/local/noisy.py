@@ -53,6 +53,8 @@ class NoisyWorkload:
     flood: int = 20_000
     b_rate: int = 10
     b_every_sec: int = 10
+    # B's weight in fair dispatch (A's is 1): its share of the fast lanes, docs/FAIRNESS.md.
+    b_weight: int = 1
     window_sec: int = 60
     # Fair dispatch (None: off, the shipped default) and the claim bound; docs/FAIRNESS.md.
     fair_dispatch_per_sec: float | None = 10.0
@@ -125,7 +127,9 @@ class NoisyBench:
         unlimited = {"max_jobs": None, "create_per_sec": None}
         env = {
             "TAKT_DUE_SHARDS": str(w.due_shards),
-            "TAKT_TENANT_LIMIT_OVERRIDES": json.dumps({FLOODER: unlimited, STEADY: unlimited}),
+            "TAKT_TENANT_LIMIT_OVERRIDES": json.dumps(
+                {FLOODER: unlimited, STEADY: {**unlimited, "weight": w.b_weight}}
+            ),
             "TAKT_FAIR_DISPATCH_PER_SEC": _env_value(w.fair_dispatch_per_sec),
             "TAKT_CLAIM_MAX_ITEMS": _env_value(w.claim_max_items),
         }
