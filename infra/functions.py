@@ -87,6 +87,8 @@ API = FunctionSpec(
         JOBS: "read_write",
         IDEMPOTENCY: "read_write",
         EXECUTIONS: "read_write",
+        # Run-now's send takes its tenant's dispatch share (docs/FAIRNESS.md).
+        TENANTS: "read_write",
     },
     sends_to_lanes=True,
     reads_stats=True,
