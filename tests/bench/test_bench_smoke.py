@@ -59,6 +59,8 @@ def test_the_simulator_reports_the_steady_scenario(tmp_path: Path) -> None:
     report = json.loads(out.read_text())
     (steady,) = report["scenarios"]
     assert steady["planned"]["meets_target"] is True
-    assert steady["as_shipped"]["start_lag_sec"]["p99"] > steady["planned"]["start_lag_sec"]["p99"]
+    # The shipped defaults (cdk.json, `Design()`) hold the seed's steady 1,400/s themselves.
+    assert steady["as_shipped"]["meets_target"] is True
+    assert steady["as_shipped"]["start_lag_sec"]["p99"] < 2.0
     assert steady["planned"]["quotas_and_settings"]
     assert steady["cost_per_hour_usd"]["total"] > 0
