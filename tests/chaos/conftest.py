@@ -111,7 +111,7 @@ def seed(request: pytest.FixtureRequest) -> int:
 
 
 @pytest.fixture
-def report_for(form: Form, seed: int, request: pytest.FixtureRequest) -> Any:
+def report_for(form: Form, seed: int) -> Any:
     def make(scenario: str) -> ChaosReport:
         return ChaosReport(scenario=scenario, seed=seed, form=form.name)
 

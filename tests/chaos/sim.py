@@ -42,6 +42,7 @@ from tests.support.faults import Crash
 from tests.support.history import EffectLog, Expect
 from tests.support.jobs import TENANT, make_job, store_job
 
+# How long a message whose processing raised stays invisible before SQS offers it again.
 VISIBILITY_SEC = 10
 # Seconds without ticks at the end of a run: what the last tick claimed ahead still runs.
 DRAIN_SEC = 5

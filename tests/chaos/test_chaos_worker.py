@@ -132,6 +132,8 @@ def test_s8_a_worker_killed_by_its_own_timeout_mid_call_is_retried_once(
         sim.log.read(),
         fault_end=killed_at,
     )
+    # From the kill to the next start (the killed call's own side effect came before it).
+    report.recovery_sec = (max(e.at for e in sim.log.read()) - killed_at).total_seconds()
     publish(report)
 
     settings = sim.svc.settings
