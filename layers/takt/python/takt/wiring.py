@@ -37,6 +37,7 @@ from takt.targets.http import HttpTarget
 from takt.targets.publish import QueueTopicTarget
 from takt.targets.router import TargetRouter
 from takt.targets.secrets import SecretsManagerSource
+from takt.tenants import TenantLimiter
 from takt.watchdog.sweeper import Watchdog
 from takt.worker.runner import ExecutionRunner
 
@@ -108,6 +109,12 @@ class Services:
         if self.settings.fair_dispatch_per_sec is not None:
             route = DispatchShares(self.settings, self.buckets, self.clock).route
         return LaneSender(self.clients.sqs, self.settings, route)
+
+    @cached_property
+    def limiter(self) -> TenantLimiter:
+        return TenantLimiter(
+            self.clients.dynamodb, self.settings, self.settings.jobs_table, self.buckets
+        )
 
     @cached_property
     def indexer(self) -> DueIndexer:

@@ -176,6 +176,7 @@ def _json(model: Any, status: int = 200) -> Response[Any]:
         413,
         415,
         422,
+        429,
     ),
 )
 def create_job(body: Annotated[JobCreate, Body()]) -> Response[JobOut]:

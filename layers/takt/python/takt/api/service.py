@@ -20,6 +20,7 @@ from takt.api.errors import (
     JobNotFoundError,
     PayloadTooLargeError,
     PreconditionFailedError,
+    TooManyRequestsError,
 )
 from takt.api.models import JobCreate, JobPatch
 from takt.dispatch.lanes import Outgoing
@@ -31,11 +32,20 @@ from takt.store.executions import Transition, open_shard_of
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import definition_problems
 from takt.targets.spec import HttpSpec, parse_target
+from takt.tenants import JobLimitError, RateLimitedError
+from takt.tenants.limits import retry_after
 from takt.wiring import Services
 from takt.worker.overlap import after_terminal
 from takt.workflows.engine import RunEngine
 
 SCHEDULE_FIELDS = {"schedule", "interval", "run_at", "time_zone", "dst", "start_at", "end_at"}
+
+
+def _too_many_jobs(exc: JobLimitError) -> TooManyRequestsError:
+    return TooManyRequestsError(
+        f"{exc}: delete jobs to create more",
+        [{"field": "max_jobs", "message": f"the tenant's limit is {exc.limit} jobs"}],
+    )
 
 
 def body_hash(body: dict[str, Any]) -> str:
@@ -88,6 +98,7 @@ class JobService:
         self._check_payload(job)
         self._check_target_region(job)
         self._check_http_target(job)
+        self._within_limits(tenant_id, now)
         if key:
             digest = body_hash(body.model_dump(mode="json", exclude={"idempotency_key"}))
             earlier = self._svc.idempotency.claim(
@@ -105,10 +116,30 @@ class JobService:
                     job.job_id = earlier.job_id  # an earlier try crashed: finish its work
         job_id = job.job_id
         try:
-            self._svc.jobs.create(job)
+            self._svc.limiter.create_job(job)
         except ConflictError:
             return self._svc.jobs.get(tenant_id, job_id), False
+        except JobLimitError as exc:
+            if key:
+                self._svc.idempotency.release(tenant_id, key, job_id)
+            raise _too_many_jobs(exc) from None
         return job, True
+
+    def _within_limits(self, tenant_id: str, now: datetime) -> None:
+        """Refuse a create over the tenant's job limit or creation rate (429), after every
+        check of the request itself, so a bad request spends no token."""
+        limiter = self._svc.limiter
+        try:
+            limiter.check_room(tenant_id)
+            limiter.take_create_token(tenant_id, now)
+        except JobLimitError as exc:
+            raise _too_many_jobs(exc) from None
+        except RateLimitedError as exc:
+            raise TooManyRequestsError(
+                f"{exc}; try again in {exc.retry_after_sec:.1f} s",
+                [{"field": "create_per_sec", "message": f"over {exc.rate:g} jobs a second"}],
+                retry_after_sec=retry_after(exc.retry_after_sec),
+            ) from None
 
     def _first_run(self, job: JobRecord, now: datetime) -> datetime:
         """The first occurrence from now on; a one-off in the past runs at once."""
@@ -129,7 +160,7 @@ class JobService:
 
     def _check_payload(self, job: JobRecord) -> None:
         size = len(json.dumps(job.payload, separators=(",", ":")).encode())
-        limit = self._svc.settings.max_payload_bytes
+        limit = self._svc.settings.limits_for(job.tenant_id).max_payload_bytes
         if size > limit:
             raise PayloadTooLargeError(
                 f"payload is {size} bytes; the limit is {limit}",
@@ -235,7 +266,7 @@ class JobService:
 
     def delete(self, tenant_id: str, job_id: str) -> None:
         try:
-            self._svc.jobs.delete(tenant_id, job_id)
+            self._svc.limiter.delete_job(tenant_id, job_id)
         except NotFoundError:
             raise JobNotFoundError(f"job {job_id} not found") from None
 

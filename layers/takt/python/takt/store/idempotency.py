@@ -29,6 +29,21 @@ class IdempotencyStore:
         self._table = table
         self._retention_sec = retention_sec
 
+    def release(self, tenant_id: str, key: str, job_id: str) -> None:
+        """Give back `key`, claimed for `job_id` by a create that was then refused (a tenant
+        limit), so the refused request leaves nothing behind; a key since claimed otherwise
+        stays."""
+        try:
+            self._db.delete_item(
+                TableName=self._table,
+                Key={"id": {"S": f"{tenant_id}#{key}"}},
+                ConditionExpression="job_id = :job",
+                ExpressionAttributeValues={":job": {"S": job_id}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+
     def claim(
         self, tenant_id: str, key: str, job_id: str, body_hash: str, now_epoch: int
     ) -> IdempotencyRecord | None:

@@ -1,0 +1,5 @@
+"""Per-tenant limits on the job API: jobs stored, creation rate, payload size (docs/SECURITY.md)."""
+
+from takt.tenants.limits import JobLimitError, RateLimitedError, TenantLimiter
+
+__all__ = ["JobLimitError", "RateLimitedError", "TenantLimiter"]
