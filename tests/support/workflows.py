@@ -9,16 +9,28 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
 
+from takt.dispatch.lanes import LaneMessage
 from takt.handlers import Context, PermanentError, handler
-from takt.models.ids import execution_id
-from takt.models.records import WORKFLOW_TARGET, ExecutionRecord, JobRecord, RetryPolicy, TaskSpec
+from takt.models.ids import execution_id, format_time
+from takt.models.records import (
+    WORKFLOW_TARGET,
+    ExecState,
+    ExecutionRecord,
+    JobRecord,
+    RetryPolicy,
+    TaskSpec,
+)
 from takt.store.due import minute_of, shard_of
+from takt.store.errors import ConflictError
+from takt.store.executions import Transition
 from takt.wiring import Services
+from takt.worker.overlap import after_terminal
 from takt.workflows.engine import RunEngine
 from tests.support.jobs import TENANT, make_job, store_job
 from tests.support.lanes import drain
@@ -95,6 +107,41 @@ def work(svc: Services, *, rounds: int = 100) -> int:
         for message in messages:
             svc.runner.process(message)
         handled += len(messages)
+    raise AssertionError(f"lanes still busy after {rounds} rounds")
+
+
+def complete(svc: Services, *, threads: int = 8, rounds: int = 20) -> Counter[str]:
+    """Finish every task execution whose message arrives as the worker would (succeeded, then
+    the terminal hook), without calling a target: the wide tests' fast worker. Returns how many
+    times each execution was finished (a duplicate message finds it finished and counts 0)."""
+    finished: Counter[str] = Counter()
+
+    def finish(message: LaneMessage) -> None:
+        now = svc.clock.now()
+        try:
+            record = svc.executions.transition(
+                message.tenant_id,
+                message.execution_id,
+                Transition(
+                    expect={"state": ExecState.PENDING, "attempt": message.attempt},
+                    set={"state": ExecState.SUCCEEDED, "finished_at": format_time(now)},
+                    remove=("open_shard", "check_at"),
+                ),
+            )
+        except ConflictError:
+            return
+        with _lock:
+            finished[record.execution_id] += 1
+        after_terminal(
+            svc.jobs, svc.executions, svc.lanes, svc.settings, record, ExecState.SUCCEEDED, now
+        )
+
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(rounds):
+            messages = drain(svc)
+            if not messages:
+                return finished
+            list(pool.map(finish, messages))
     raise AssertionError(f"lanes still busy after {rounds} rounds")
 
 

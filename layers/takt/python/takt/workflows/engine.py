@@ -8,18 +8,21 @@ retried and timed out by the workers as every execution is.
 
 Readiness without polling: when a task's execution ends, its terminal hook
 
-1. records the outcome on the task item (`end`, fenced on the generation);
-2. tells each downstream task (`hear`: `ADD done_up :task`, a set, so a repeat changes nothing);
-   the arrival that completes a downstream's set decides it: `upstream_failed` under
+1. records the outcome on the task item (`end`, conditional on it still waiting in this
+   generation): only the write that ends the task goes on, so nothing below is counted twice;
+2. tells each downstream task (`hear`: its `waiting_on` counter down by one, `bad_up` up by one
+   for a failure); the arrival that brings `waiting_on` to 0 decides it: `upstream_failed` under
    `all_success` when an upstream failed (and that outcome travels on, transitively), else its
    execution is created under its deterministic id (`attribute_not_exists`) and sent;
-3. adds the ended tasks to the run's `run_ended` set; the write that fills it ends the run.
+3. counts the tasks that ended on the run (`ended_count`); the write that reaches the number of
+   tasks ends the run.
 
-Every step can be repeated. A function that dies between two of them leaves the run `running`
-in the sparse `open` index with a `check_at`, which each step moves later: when the run makes no
-progress for `pending_resend_after_sec`, the watchdog calls `check`, which re-derives every task's
-state from its upstreams' and its execution's (the ground truth, not the counters) and finishes
-what was left: nothing is lost, and the deterministic ids keep anything from running twice.
+A function that dies between two of these leaves the run `running` in the sparse `open` index
+with a `check_at`, which each step moves later: when the run makes no progress for
+`pending_resend_after_sec`, the watchdog calls `check`, which re-derives every task's state from
+its upstreams' and its execution's (the ground truth, not the counters), finishes what was left,
+and ends the run when every task has ended: nothing is lost, and the deterministic ids and the
+conditional writes keep anything from running twice.
 """
 
 from __future__ import annotations
@@ -246,10 +249,10 @@ class RunEngine:
         gen = record.run_gen or 0
         item = self.store.end(ref, record.task_id, gen, state.value)
         if item is None:
-            return  # an execution of an earlier generation
+            return  # recorded already (a redo), or an execution of an earlier generation
         # The task's execution carries what its siblings need (tenant, job, lane, trigger).
         ended = self._propagate(record, ref, [item], now)
-        self._note(ref, gen, ended, now)
+        self._note(ref, gen, len(ended), now)
 
     def _propagate(
         self, origin: ExecutionRecord, ref: RunRef, sources: list[TaskItem], now: datetime
@@ -260,7 +263,7 @@ class RunEngine:
         `upstream_failed` on the way (level by level, so a long chain needs no recursion).
         """
         ended = [s.task_id for s in sources]
-        arrivals = [(d, s.task_id, s.state == SUCCEEDED) for s in sources for d in s.downstream]
+        arrivals = [(d, s.state == SUCCEEDED) for s in sources for d in s.downstream]
         runnable: list[TaskItem] = []
         while arrivals:
             decided = _each(lambda a: self._arrive(ref, *a), arrivals)
@@ -270,25 +273,26 @@ class RunEngine:
                     continue
                 if task.state == UPSTREAM_FAILED:
                     ended.append(task.task_id)
-                    arrivals.extend((d, task.task_id, False) for d in task.downstream)
+                    arrivals.extend((d, False) for d in task.downstream)
                 else:
                     runnable.append(task)
         self._dispatch(origin, ref, runnable, now)
         return ended
 
-    def _arrive(self, ref: RunRef, task_id: str, upstream: str, ok: bool) -> TaskItem | None:
-        """Record one upstream's outcome; the task if this completed its upstreams and decided
-        it (`upstream_failed`, or still `waiting` meaning: run it), else None."""
-        task = self.store.hear(ref, task_id, upstream, ok)
-        if task is None or not task.done_up >= set(task.spec.depends_on):
+    def _arrive(self, ref: RunRef, task_id: str, ok: bool) -> TaskItem | None:
+        """Count one upstream's end; the task if this was its last upstream and decided it
+        (`upstream_failed`, or still `waiting` meaning: run it), else None."""
+        waiting_on = self.store.hear(ref, task_id, ok)
+        if waiting_on is None or waiting_on > 0:
             return None
+        task = self.store.task(ref, task_id)
         if task.spec.trigger_rule == "all_success" and task.bad_up:
             if not self.store.skip(ref, task_id):
                 return None
             task.state = UPSTREAM_FAILED
         return task
 
-    def _note(self, ref: RunRef, gen: int, ended: list[str], now: datetime) -> None:
+    def _note(self, ref: RunRef, gen: int, ended: int, now: datetime) -> None:
         noted = self.store.note_ended(ref, gen, ended, self._check_at(now))
         if noted is None:
             return
@@ -347,16 +351,17 @@ class RunEngine:
             if task.gen < gen and task.state != SUCCEEDED:
                 self._reset(ref, task, gen, by_id)
         executions = {e.execution_id: e for e in self.store.executions(ref)}
-        ended: list[str] = []
+        ended = 0
         runnable: list[TaskItem] = []
         for task_id in topological_order([t.spec for t in tasks]):
             task = by_id[task_id]
-            if not task.ended:
-                self._recheck(ref, task, by_id, executions, runnable)
-            if task.ended:
-                ended.append(task_id)
+            if not task.ended and self._recheck(ref, task, by_id, executions, runnable):
+                ended += 1
         self._dispatch(run, ref, runnable, now)
         self._note(ref, gen, ended, now)
+        if all(t.ended for t in tasks):
+            # The counter may have missed a task whose hook died: the states decide.
+            self._finish(run, gen, now)
 
     def _recheck(
         self,
@@ -365,15 +370,17 @@ class RunEngine:
         by_id: dict[str, TaskItem],
         executions: dict[str, ExecutionRecord],
         runnable: list[TaskItem],
-    ) -> None:
-        """Decide a waiting task from its upstreams' states and its own execution."""
+    ) -> bool:
+        """Decide a waiting task from its upstreams' states and its own execution; True when
+        this ended it (so it is counted once)."""
         upstream = [by_id[d] for d in task.spec.depends_on]
         if not all(u.ended for u in upstream):
-            return
+            return False
         if task.spec.trigger_rule == "all_success" and any(u.state != SUCCEEDED for u in upstream):
             if self.store.skip(ref, task.task_id):
                 task.state = UPSTREAM_FAILED
-            return
+                return True
+            return False
         execution = executions.get(task_execution_id(ref.run_id, task.task_id, task.gen))
         if execution is None:
             runnable.append(task)
@@ -381,6 +388,8 @@ class RunEngine:
             written = self.store.end(ref, task.task_id, task.gen, execution.state.value)
             if written is not None:
                 task.state = written.state
+                return True
+        return False
 
     def _complete_items(
         self, run: ExecutionRecord, tasks: list[TaskItem], now: datetime
@@ -433,6 +442,7 @@ class RunEngine:
                         "open_shard": open_shard_of(run_id, self._executions.open_shards),
                         "check_at": self._check_at(now),
                         "reason": "re-run of its failed tasks requested",
+                        "ended_count": 0,
                     },
                     remove=("finished_at", "error"),
                 ),
@@ -444,15 +454,16 @@ class RunEngine:
         by_id = {t.task_id: t for t in tasks}
         redo = [t for t in tasks if t.state != SUCCEEDED]
         _each(lambda t: self._reset(ref, t, gen, by_id), redo)
-        self.store.forget_ended(ref, [t.task_id for t in redo])
-        ready = [t for t in redo if all(by_id[d].state == SUCCEEDED for d in t.spec.depends_on)]
+        self._note(ref, gen, len(tasks) - len(redo), now)
+        ready = [t for t in redo if t.waiting_on == 0]
         self._dispatch(updated, ref, ready, now)
         return updated
 
     def _reset(self, ref: RunRef, task: TaskItem, gen: int, by_id: dict[str, TaskItem]) -> None:
-        done = {d for d in task.spec.depends_on if by_id[d].state == SUCCEEDED}
-        self.store.reset(ref, task, gen, done)
-        task.state, task.gen, task.done_up, task.bad_up = "waiting", gen, done, set()
+        """Make a task wait again in generation `gen`, for its upstreams that will run again."""
+        waiting_on = sum(1 for d in task.spec.depends_on if by_id[d].state != SUCCEEDED)
+        self.store.reset(ref, task, gen, waiting_on)
+        task.state, task.gen, task.waiting_on, task.bad_up = "waiting", gen, waiting_on, 0
 
     # Reading
 

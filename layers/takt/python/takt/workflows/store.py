@@ -4,10 +4,10 @@ A run is its occurrence's execution (`<job id>.<token>`, in the job's history); 
 the run lives in one partition of its own, `<tenant>#<run id>`:
 
 - `task#<task id>`: the task's definition snapshot and its state in the run: `waiting` until it
-  ends, then its outcome (`succeeded`, `failed`, `dead`, `cancelled`) or `upstream_failed`; the
-  upstreams whose outcome it has heard of (`done_up`, and the failed ones in `bad_up`, both string
-  sets, so recording an outcome twice changes nothing); and `gen`, the run generation (a retry of
-  the run is the next one) whose execution it waits for;
+  ends, then its outcome (`succeeded`, `failed`, `dead`, `cancelled`) or `upstream_failed`; how
+  many upstreams it still waits for (`waiting_on`) and how many of those that ended did not
+  succeed (`bad_up`), both counters of constant size however wide the fan-in; and `gen`, the run
+  generation (a retry of the run is the next one) whose execution it waits for;
 - `exec#<task id>#<generation>`: the task's execution in that generation, an ordinary execution.
 
 The partition key starts with the tenant, like every other key in the table.
@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from takt.models.ids import split_execution_id
 from takt.models.records import ExecutionRecord, RetryPolicy, TaskSpec, job_key
-from takt.store.errors import condition_failure_item, is_condition_failure
+from takt.store.errors import is_condition_failure
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -64,8 +64,8 @@ class TaskItem:
     downstream: list[str]
     state: str = WAITING
     gen: int = 0
-    done_up: set[str] = field(default_factory=set)
-    bad_up: set[str] = field(default_factory=set)
+    waiting_on: int = 0
+    bad_up: int = 0
 
     @property
     def ended(self) -> bool:
@@ -89,8 +89,8 @@ class TaskItem:
             downstream=[d["S"] for d in item.get("downstream", {}).get("L", [])],
             state=item["state"]["S"],
             gen=int(item["gen"]["N"]),
-            done_up=set(item.get("done_up", {}).get("SS", [])),
-            bad_up=set(item.get("bad_up", {}).get("SS", [])),
+            waiting_on=int(item.get("waiting_on", {}).get("N", "0")),
+            bad_up=int(item.get("bad_up", {}).get("N", "0")),
         )
 
 
@@ -129,6 +129,8 @@ class RunStore:
             "spec_json": {"S": json.dumps(spec, separators=(",", ":"))},
             "state": {"S": WAITING},
             "gen": {"N": "0"},
+            "waiting_on": {"N": str(len(task.depends_on))},
+            "bad_up": {"N": "0"},
             "expires_at": {"N": str(expires_at)},
         }
         if task.depends_on:
@@ -183,25 +185,49 @@ class RunStore:
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
     def end(self, run: RunRef, task_id: str, gen: int, state: str) -> TaskItem | None:
-        """Record a task's outcome in generation `gen`; None when the item is in another one.
+        """Record a waiting task's outcome in generation `gen`; the task, or None when someone
+        recorded it first (or the task is in another generation).
 
-        Writing the same outcome again is harmless, so a redo after a crash repeats it.
+        Only the one write that ends the task goes on to tell its downstream tasks and count it
+        on the run, so no arrival is counted twice; a writer that dies before it finishes leaves
+        the rest to the backstop, which decides from the tasks' states, not from the counters.
         """
         return self._update(
             run,
             task_id,
             "SET #s = :s",
-            "gen = :g",
-            {":s": {"S": state}, ":g": {"N": str(gen)}},
+            "gen = :g AND #s = :w",
+            {":s": {"S": state}, ":g": {"N": str(gen)}, ":w": {"S": WAITING}},
         )
 
-    def hear(self, run: RunRef, task_id: str, upstream: str, ok: bool) -> TaskItem | None:
-        """Add an upstream's outcome to a waiting task; the task as it is now, or None once it
-        has left `waiting` (decided by an earlier arrival or the backstop)."""
-        update = "ADD done_up :u" + ("" if ok else ", bad_up :u")
-        return self._update(
-            run, task_id, update, "#s = :w", {":u": {"SS": [upstream]}, ":w": {"S": WAITING}}
+    def hear(self, run: RunRef, task_id: str, ok: bool) -> int | None:
+        """Count one ended upstream on a waiting task: how many it still waits for, or None once
+        it has left `waiting`. Constant size at any width."""
+        update = "ADD waiting_on :m" + ("" if ok else ", bad_up :one")
+        values: dict[str, Any] = {":m": {"N": "-1"}, ":w": {"S": WAITING}}
+        if not ok:
+            values[":one"] = {"N": "1"}
+        try:
+            resp = self._db.update_item(
+                TableName=self._table,
+                Key=self._key(run, task_id),
+                UpdateExpression=update,
+                ConditionExpression="attribute_exists(sk) AND #s = :w",
+                ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues=values,
+                ReturnValues="UPDATED_NEW",
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return None
+            raise
+        return int(resp["Attributes"]["waiting_on"]["N"])
+
+    def task(self, run: RunRef, task_id: str) -> TaskItem:
+        resp = self._db.get_item(
+            TableName=self._table, Key=self._key(run, task_id), ConsistentRead=True
         )
+        return TaskItem.from_item(resp["Item"])
 
     def skip(self, run: RunRef, task_id: str) -> bool:
         """Mark a waiting task `upstream_failed`; False when it had left `waiting` already."""
@@ -214,19 +240,21 @@ class RunStore:
         )
         return written is not None
 
-    def reset(self, run: RunRef, task: TaskItem, gen: int, done: set[str]) -> None:
-        """Make an ended task wait again in generation `gen`, having heard of `done` (its
-        upstreams that succeeded and will not run again)."""
-        update = "SET #s = :w, gen = :g REMOVE bad_up, done_up"
-        values: dict[str, Any] = {
-            ":w": {"S": WAITING},
-            ":g": {"N": str(gen)},
-            ":old": {"N": str(task.gen)},
-        }
-        if done:
-            update = "SET #s = :w, gen = :g, done_up = :d REMOVE bad_up"
-            values[":d"] = {"SS": sorted(done)}
-        self._update(run, task.task_id, update, "gen = :old", values)
+    def reset(self, run: RunRef, task: TaskItem, gen: int, waiting_on: int) -> None:
+        """Make an ended task wait again in generation `gen` for `waiting_on` upstreams."""
+        self._update(
+            run,
+            task.task_id,
+            "SET #s = :w, gen = :g, waiting_on = :n, bad_up = :zero",
+            "gen = :old",
+            {
+                ":w": {"S": WAITING},
+                ":g": {"N": str(gen)},
+                ":n": {"N": str(waiting_on)},
+                ":zero": {"N": "0"},
+                ":old": {"N": str(task.gen)},
+            },
+        )
 
     def _update(
         self,
@@ -245,37 +273,32 @@ class RunStore:
                 ExpressionAttributeNames={"#s": "state"},
                 ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
-            if is_condition_failure(exc) and condition_failure_item(exc) is not None:
+            if is_condition_failure(exc):
                 return None
             raise
         return TaskItem.from_item(resp["Attributes"])
 
     def note_ended(
-        self, run: RunRef, gen: int, task_ids: list[str], check_at: int
+        self, run: RunRef, gen: int, count: int, check_at: int
     ) -> tuple[int, ExecutionRecord] | None:
-        """Add ended tasks to the run's `run_ended` set and move its backstop check later; how
-        many the set holds now and the run, or None when the run is not running generation
-        `gen` (it ended, or a retry started the next one)."""
-        update = "SET check_at = :c"
-        values: dict[str, Any] = {
-            ":c": {"N": str(check_at)},
-            ":r": {"S": "running"},
-            ":g": {"N": str(gen)},
-        }
-        if task_ids:
-            update = "ADD run_ended :t " + update
-            values[":t"] = {"SS": sorted(set(task_ids))}
+        """Count `count` more ended tasks on the run and move its backstop check later; the
+        count now and the run, or None when the run is not running generation `gen` (it ended,
+        or a retry started the next one)."""
         try:
             resp = self._db.update_item(
                 TableName=self._table,
                 Key=run.key(),
-                UpdateExpression=update,
+                UpdateExpression="ADD ended_count :n SET check_at = :c",
                 ConditionExpression="#s = :r AND run_gen = :g",
                 ExpressionAttributeNames={"#s": "state"},
-                ExpressionAttributeValues=values,
+                ExpressionAttributeValues={
+                    ":n": {"N": str(count)},
+                    ":c": {"N": str(check_at)},
+                    ":r": {"S": "running"},
+                    ":g": {"N": str(gen)},
+                },
                 ReturnValues="ALL_NEW",
             )
         except ClientError as exc:
@@ -283,14 +306,4 @@ class RunStore:
                 return None
             raise
         item = resp["Attributes"]
-        return len(item.get("run_ended", {}).get("SS", [])), ExecutionRecord.from_item(item)
-
-    def forget_ended(self, run: RunRef, task_ids: list[str]) -> None:
-        """Remove re-run tasks from the run's `run_ended` set (a retry)."""
-        if task_ids:
-            self._db.update_item(
-                TableName=self._table,
-                Key=run.key(),
-                UpdateExpression="DELETE run_ended :t",
-                ExpressionAttributeValues={":t": {"SS": sorted(set(task_ids))}},
-            )
+        return int(item["ended_count"]["N"]), ExecutionRecord.from_item(item)
