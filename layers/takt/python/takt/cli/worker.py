@@ -48,6 +48,12 @@ from takt.worker.process import WorkerOptions, WorkerProcess
     help="Executions run at once.",
 )
 @click.option(
+    "--tenant",
+    default=None,
+    help="Lease only this tenant's executions (others are sent back for another worker); "
+    "also TAKT_WORKER_TENANT.",
+)
+@click.option(
     "--grace-sec",
     default=25.0,
     show_default=True,
@@ -62,7 +68,12 @@ from takt.worker.process import WorkerOptions, WorkerProcess
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
 )
 def worker(
-    modules: tuple[str, ...], lanes: str, concurrency: int, grace_sec: float, log_level: str
+    modules: tuple[str, ...],
+    lanes: str,
+    concurrency: int,
+    tenant: str | None,
+    grace_sec: float,
+    log_level: str,
 ) -> None:
     """Run executions from the lanes until SIGTERM or Ctrl-C."""
     logging.getLogger("takt").setLevel(log_level)
@@ -71,6 +82,8 @@ def worker(
     if here not in sys.path:
         sys.path.insert(0, here)
     settings = get_settings()
+    if tenant is not None:
+        settings = settings.model_copy(update={"worker_tenant": tenant})
     try:
         handlers = load_modules([*settings.handler_module_names, *modules])
     except ImportError as exc:
@@ -102,6 +115,7 @@ def worker(
         "pid": os.getpid(),
         "lanes": list(chosen),
         "concurrency": concurrency,
+        "tenant": settings.worker_tenant,
         "handlers": handlers,
     }
     click.echo(f"takt worker is running: {json.dumps(details)}", err=True)

@@ -135,6 +135,11 @@ class ExecutionRunner:
         host = host or HostDeadline()
         if message.handler is not None and not self._targets.serves(message.handler):
             return self._requeue(message, self._unserved_delay_sec, "unserved")
+        tenant = self._settings.worker_tenant
+        if tenant is not None and message.tenant_id != tenant:
+            # A worker serving one tenant (`takt worker --tenant`) never leases another's
+            # execution: its role may not even write it (docs/SECURITY.md).
+            return self._requeue(message, self._unserved_delay_sec, "unserved")
         early = (message.scheduled_time - self._clock.now()).total_seconds()
         if early > 0:
             # Claimed ahead of its time (dispatch_ahead_sec): start it on the dot.
