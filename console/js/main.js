@@ -5,6 +5,7 @@ import { overview } from "./views/overview.js";
 import { jobs } from "./views/jobs.js";
 import { job } from "./views/job.js";
 import { execution } from "./views/execution.js";
+import { run } from "./views/run.js";
 import { deadLetters } from "./views/dead.js";
 
 const routes = [
@@ -12,6 +13,7 @@ const routes = [
   [/^#\/jobs$/, "jobs", jobs],
   [/^#\/jobs\/([^/]+)$/, "jobs", job],
   [/^#\/executions\/([^/]+)$/, "jobs", execution],
+  [/^#\/runs\/([^/]+)$/, "jobs", run],
   [/^#\/dead(?:\/(dead|failed))?$/, "dead", deadLetters],
 ];
 

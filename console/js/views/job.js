@@ -28,7 +28,7 @@ function actions(job, redraw) {
       async () => {
         const run = await post(`/v1/jobs/${job.id}/trigger`);
         toast("Triggered");
-        location.hash = `#/executions/${run.id}`;
+        location.hash = job.tasks ? `#/runs/${run.id}` : `#/executions/${run.id}`;
       }),
     button("Delete", { title: `Delete ${name}?`, message: "It never fires again. Its history stays readable until it expires." },
       async () => {
@@ -53,7 +53,7 @@ function schedule(job, preview) {
 
 function settings(job) {
   const pairs = [
-    ["target", h("code", {}, job.target)],
+    job.tasks ? ["tasks", `a workflow of ${job.tasks.length} tasks`] : ["target", h("code", {}, job.target)],
     ["priority", job.priority],
     ["retries", job.retry.max_attempts === 1 ? "no retry (1 attempt)"
       : `${job.retry.max_attempts} attempts, ${job.retry.backoff} backoff from ${job.retry.initial_interval} to ${job.retry.max_interval}`],
@@ -83,9 +83,11 @@ function timeline(executions) {
     })));
 }
 
-function executionRow(e) {
+// A workflow's executions are its runs: each links to the run's graph.
+function executionRow(e, workflow) {
+  const page = workflow ? "runs" : "executions";
   return h("tr", {},
-    h("td", {}, h("a", { href: `#/executions/${e.id}` }, e.id.split(".").pop())),
+    h("td", {}, h("a", { href: `#/${page}/${e.id}` }, e.id.split(".").pop())),
     h("td", {}, badge(e.state)),
     h("td", {}, e.trigger),
     h("td", {}, `${e.attempt}/${e.max_attempts}`),
@@ -112,7 +114,7 @@ export async function job(main, id) {
     body.replaceChildren(schedule(j, preview), settings(j));
     fill(recent, h("h2", {}, "Recent executions"), timeline(page.items),
       table(["execution", "state", "trigger", "attempt", "scheduled", "lag", "error"],
-        page.items.map(executionRow), "No executions yet."));
+        page.items.map((e) => executionRow(e, Boolean(j.tasks))), "No executions yet."));
   }
 
   await redraw();
