@@ -34,7 +34,7 @@ def after_terminal(
     """
     if record.run_id is not None:
         # Imported here: the engine itself calls after_terminal when a run ends.
-        from takt.workflows.engine import RunEngine  # noqa: PLC0415
+        from takt.workflows.engine import RunEngine
 
         RunEngine(settings, jobs, executions, lanes).task_ended(record, state, now)
         return
@@ -84,7 +84,8 @@ def release_queued(
     except ConflictError:
         return None
     if promoted.run_tasks is not None:
-        from takt.workflows.engine import RunEngine  # noqa: PLC0415 - see after_terminal
+        # Imported here for the same reason as in after_terminal.
+        from takt.workflows.engine import RunEngine
 
         RunEngine(settings, jobs, executions, lanes).start(promoted, now)
     else:
