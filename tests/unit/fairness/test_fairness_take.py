@@ -35,3 +35,9 @@ def test_shares_follow_the_weights_while_both_have_items() -> None:
     taken, _ = fair_take(items, 30, _tenant, lambda tenant: 2 if tenant == "b" else 1)
     assert sum(1 for t in taken if t.startswith("b")) == 20
     assert sum(1 for t in taken if t.startswith("a")) == 10
+
+
+def test_a_quiet_tenant_goes_first_even_when_the_budget_is_one_item() -> None:
+    items = [f"a-{i}" for i in range(50)] + ["b-1"]
+    taken, _ = fair_take(items, 1, _tenant, lambda _: 1)
+    assert taken == ["b-1"]

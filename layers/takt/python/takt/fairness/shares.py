@@ -67,10 +67,12 @@ def fair_take(
 ) -> tuple[list[T], list[T]]:
     """(taken, left): at most `budget` of `items`, shared between tenants by weight.
 
-    Weighted round-robin over the tenants in order of their oldest item: each round a tenant
-    takes up to its weight of its own items, oldest first, until the budget is spent. Items keep
-    their order within a tenant; a tenant with nothing left drops out, so the budget is always
-    spent while anything is left (work-conserving).
+    Weighted round-robin: each round a tenant takes up to its weight of its own items, oldest
+    first, until the budget is spent, and each round visits the tenants with the fewest due items
+    first, so a quiet tenant is served even when the budget is smaller than the number of tenants
+    (a flood, listed first in due order, would otherwise take every round's first places). Items
+    keep their order within a tenant; a tenant with nothing left drops out, so the budget is
+    always spent while anything is left (work-conserving).
     """
     if len(items) <= budget:
         return list(items), []
@@ -79,8 +81,10 @@ def fair_take(
         queues.setdefault(tenant_of(item), []).append(index)
     taken: set[int] = set()
     cursors = dict.fromkeys(queues, 0)
+    order = sorted(queues, key=lambda tenant_id: len(queues[tenant_id]))
     while len(taken) < budget:
-        for tenant_id, queue in queues.items():
+        for tenant_id in order:
+            queue = queues[tenant_id]
             start = cursors[tenant_id]
             stop = min(len(queue), start + weight_of(tenant_id), start + budget - len(taken))
             taken.update(queue[start:stop])
