@@ -26,6 +26,7 @@ FUNCTION_MEMORY_MB: Mapping[str, int] = {
     "claimer": 1769,
     "worker": 512,
     "watchdog": 256,
+    "indexer": 256,
 }
 ONE_VCPU_MB = 1769
 GB = 1e9
