@@ -125,6 +125,27 @@ def test_calls_of_helper_threads_in_the_invocations_context_count_under_it(
     assert usage.invocations["claimer"].count == 1
 
 
+def test_settle_waits_for_the_invocations_open_when_it_is_called(
+    metered: tuple[Meter, AwsClients, str],
+) -> None:
+    meter = metered[0]
+    entered, release = threading.Event(), threading.Event()
+
+    def claim() -> None:
+        with meter.invocation("claimer"):
+            entered.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=claim)
+    thread.start()
+    entered.wait(10)
+    assert meter.settle(0.0) is False
+    release.set()
+    thread.join()
+    assert meter.settle(0.0) is True
+    assert meter.usage().invocations["claimer"].count == 1
+
+
 def test_empty_receives_are_counted_apart(settings: Settings) -> None:
     meter = Meter()
     clients = make_clients(settings, meter=meter)

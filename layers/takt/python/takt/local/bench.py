@@ -41,6 +41,9 @@ from takt.schedule import next_after
 TENANT = "bench"
 # Far from any run: stored jobs must be in the tables, never due.
 IDLE_SCHEDULE = "0 0 1 1 *"
+# How long the metered window stays open after the last execution finished, for the claims still
+# writing their last phase (a loaded machine makes a claim outlast the runs it dispatched).
+SETTLE_SEC = 120.0
 
 
 @dataclass(frozen=True)
@@ -274,6 +277,7 @@ class Bench:
         while receiver.distinct() < expected and time.monotonic() < deadline:
             time.sleep(0.2)
         records, history_bytes = self._wait_finished(runtime, planned, deadline)
+        self.meter.settle(SETTLE_SEC)
         run_usage = self.meter.usage() - before_run
         logged = self._logs.bytes - logs_before
         check = _check(planned, records, receiver)

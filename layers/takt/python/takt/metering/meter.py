@@ -216,6 +216,7 @@ class Meter:
         self._read_halves: Counter[tuple[str, str, str, str]] = Counter()
         self._sqs: Counter[tuple[str, str]] = Counter()
         self._invocations: dict[str, Invocations] = {}
+        self._open: set[int] = set()
 
     # Wiring
 
@@ -240,6 +241,8 @@ class Meter:
         caller may reclassify an invocation by what it turned out to do.
         """
         handle = Invocation(function)
+        with self._lock:
+            self._open.add(id(handle))
         token = self._stack.set((*self._stack.get(), handle))
         wall, cpu = time.perf_counter(), time.thread_time()
         try:
@@ -253,6 +256,7 @@ class Meter:
             self._stack.reset(token)
             name = handle.function
             with self._lock:
+                self._open.discard(id(handle))
                 self._invocations[name] = self._invocations.get(name, Invocations()) + spent
                 for (service, operation), n in handle.calls.items():
                     self._calls[(name, service, operation)] += n
@@ -262,6 +266,22 @@ class Meter:
                     self._read_halves[(name, table, index, operation)] += n
                 for operation, n in handle.sqs_requests.items():
                     self._sqs[(name, operation)] += n
+
+    def settle(self, timeout_sec: float) -> bool:
+        """Wait until every invocation open now has ended (its calls are counted only then);
+        False if one is still open after `timeout_sec`. A run's last executions can finish
+        while the claim that dispatched them still writes its last phase."""
+        with self._lock:
+            waiting = set(self._open)
+        deadline = time.monotonic() + timeout_sec
+        idle = threading.Event()  # never set: its timed wait is the polling interval
+        while True:
+            with self._lock:
+                if waiting.isdisjoint(self._open):
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            idle.wait(0.05)
 
     def usage(self) -> Usage:
         with self._lock:
