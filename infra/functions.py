@@ -26,6 +26,7 @@ from infra.context import DeployConfig, settings_env_var
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
+from infra.tenant_access import TenantDataRole, item_access
 from takt.config import Settings
 from takt.resources import DUE, EXECUTIONS, IDEMPOTENCY, JOBS, TENANTS, TableSpec
 
@@ -43,7 +44,8 @@ ONE_VCPU_MEMORY_MB = 1769
 # the worker may read those and no other secret (docs/SECURITY.md).
 TARGET_SECRET_PREFIX = str(Settings.model_fields["secret_prefix"].default)
 
-Access = Literal["read", "read_write"]
+# `tenant`: item actions only, never Scan, on tables whose keys start with the tenant (the API).
+Access = Literal["read", "read_write", "tenant"]
 
 
 @dataclass(frozen=True)
@@ -84,11 +86,12 @@ API = FunctionSpec(
     # Run-now and re-run create or reset an execution and send it to its lane. Never the due
     # index: the indexer keeps it from the jobs table's stream (docs/SECURITY.md).
     tables={
-        JOBS: "read_write",
-        IDEMPOTENCY: "read_write",
-        EXECUTIONS: "read_write",
-        # Run-now's send takes its tenant's dispatch share (docs/FAIRNESS.md).
-        TENANTS: "read_write",
+        JOBS: "tenant",
+        IDEMPOTENCY: "tenant",
+        EXECUTIONS: "tenant",
+        # Limits (job counter, creation rate); run-now's send takes its tenant's dispatch share
+        # (docs/FAIRNESS.md).
+        TENANTS: "tenant",
     },
     sends_to_lanes=True,
     reads_stats=True,
@@ -218,6 +221,8 @@ def grant_data_access(
         table = tables.table(table_spec)
         if access == "read":
             table.grant_read_data(grantee)
+        elif access == "tenant":
+            grantee.grant_principal.add_to_principal_policy(item_access([(table_spec, table)]))
         else:
             table.grant_read_write_data(grantee)
     if spec.sends_to_lanes:
@@ -287,6 +292,9 @@ class TaktFunctions(Construct):
         self.worker = self.functions[WORKER.name]
         self.watchdog = self.functions[WATCHDOG.name]
         self.indexer = self.functions[INDEXER.name]
+        api_role = self.api.role
+        assert api_role is not None
+        self.tenant_data = TenantDataRole(self, "TenantData", tables=tables, api_role=api_role)
         self.claimer.grant_invoke(self.scheduler)
         self.scheduler.add_environment(settings_env_var("claimer_mode"), "lambda")
         self.scheduler.add_environment(

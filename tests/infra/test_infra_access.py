@@ -1,5 +1,6 @@
-"""Tenant isolation in the synthesized templates: the API never reaches the due index, the jobs
-table's stream feeds the indexer with retries and a watched failure queue."""
+"""Tenant isolation in the synthesized templates: the API never reaches the due index and never
+scans, a tenant session is confined by dynamodb:LeadingKeys, and the jobs table's stream feeds
+the indexer with retries and a watched failure queue."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from constructs import IConstruct
 from infra.functions import API, INDEXER, FunctionSpec
 from infra.stateful import StatefulStack
 from infra.stateless import StatelessStack
+from infra.tenant_access import TENANT_TABLES
 from infra.triggers import INDEXER_RETRIES
 from takt.resources import DUE, JOBS, TABLES
 
@@ -123,3 +125,66 @@ def test_the_failure_queue_and_the_indexers_lag_are_alarmed(resources: dict[str,
     assert (failures["Threshold"], failures["ComparisonOperator"]) == (0, "GreaterThanThreshold")
     assert age["MetricName"] == "IteratorAge"
     assert failures["AlarmActions"] and age["AlarmActions"]
+
+
+def test_the_api_role_has_item_access_to_the_tenant_tables_and_never_scans(
+    stateless: StatelessStack,
+    stateful: StatefulStack,
+    resources: dict[str, Any],
+    logical_id: LogicalId,
+) -> None:
+    statements = policy_statements(API, stateless, resources, logical_id)
+    dynamo = [s for s in statements if any(a.startswith("dynamodb:") for a in _actions(s))]
+
+    named = json.dumps(dynamo)
+    assert all(table_export(stateful, logical_id, t) in named for t in TENANT_TABLES)
+    assert not any("dynamodb:Scan" in _actions(s) for s in dynamo)
+
+
+def test_the_tenant_data_role_is_confined_to_the_session_tenants_leading_keys(
+    stateless: StatelessStack,
+    stateful: StatefulStack,
+    resources: dict[str, Any],
+    logical_id: LogicalId,
+) -> None:
+    role_id = logical_id(stateless, stateless.functions.tenant_data.role)
+    statements = [
+        statement
+        for resource in resources.values()
+        if resource["Type"] == "AWS::IAM::Policy"
+        and {"Ref": role_id} in resource["Properties"]["Roles"]
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+    assert statements
+    for statement in statements:
+        assert "dynamodb:Scan" not in _actions(statement)
+        assert statement["Condition"] == {
+            "ForAllValues:StringLike": {
+                "dynamodb:LeadingKeys": [
+                    "${aws:PrincipalTag/tenant}",
+                    "${aws:PrincipalTag/tenant}#*",
+                ]
+            }
+        }
+    named = json.dumps(statements)
+    assert all(table_export(stateful, logical_id, t) in named for t in TENANT_TABLES)
+    assert table_export(stateful, logical_id, DUE) not in named
+
+
+def test_only_the_api_may_open_a_tenant_session_and_only_with_a_tenant_tag(
+    stateless: StatelessStack, resources: dict[str, Any], logical_id: LogicalId
+) -> None:
+    role = resources[logical_id(stateless, stateless.functions.tenant_data.role)]["Properties"]
+    api_role_id = logical_id(stateless, stateless.functions.api.role)  # type: ignore[arg-type]
+
+    trust = role["AssumeRolePolicyDocument"]["Statement"]
+
+    assert {a for s in trust for a in _actions(s)} == {"sts:AssumeRole", "sts:TagSession"}
+    assert all(api_role_id in json.dumps(s["Principal"]) for s in trust)
+    assert all(s["Condition"] == {"StringLike": {"aws:RequestTag/tenant": "?*"}} for s in trust)
+
+
+def _actions(statement: dict[str, Any]) -> list[str]:
+    actions = statement["Action"]
+    return [actions] if isinstance(actions, str) else list(actions)
