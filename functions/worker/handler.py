@@ -27,8 +27,6 @@ from takt.observability import MetricUnit, add_metric, log_keys, logger, metrics
 from takt.wiring import services
 from takt.worker.deadline import HostDeadline
 
-processor = BatchProcessor(event_type=EventType.SQS)
-
 
 def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = None) -> str:
     message = LaneMessage.model_validate_json(record.body)
@@ -67,6 +65,9 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = Non
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> Any:
+    # A processor per invocation: it keeps the batch's successes and failures on itself, and the
+    # local runtime calls this handler from several lane pollers at once.
+    processor = BatchProcessor(event_type=EventType.SQS)
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

@@ -28,6 +28,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -212,10 +213,11 @@ class LocalRuntime:
         handler = _handler(function)
         context = LocalContext(function_name=f"takt-{function}", timeout_ms=timeout_ms)
         try:
-            if self.meter is None:
-                return handler(event, context)
-            with self.meter.invocation(function):
-                return handler(event, context)
+            with _instance_of(function):
+                if self.meter is None:
+                    return handler(event, context)
+                with self.meter.invocation(function):
+                    return handler(event, context)
         finally:
             # With POWERTOOLS_METRICS_DISABLED, Powertools never clears what handlers add, so
             # the set would grow for as long as the runtime runs.
@@ -450,6 +452,14 @@ def _queue_arn(url: str) -> str:
 
 _HANDLERS: dict[str, Handler] = {}
 _handlers_lock = threading.Lock()
+# The API's resolver keeps the request it is serving on itself (`app.current_event`), as a Lambda
+# instance may, serving one event at a time: the console's parallel requests take turns.
+_ONE_AT_A_TIME = {"api": threading.Lock()}
+
+
+def _instance_of(function: str) -> AbstractContextManager[object]:
+    """What an invocation of `function` holds while it runs: its one instance, or nothing."""
+    return _ONE_AT_A_TIME.get(function) or nullcontext()
 
 
 def _handler(function: str) -> Handler:
