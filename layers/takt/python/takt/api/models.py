@@ -17,7 +17,6 @@ from pydantic import (
 )
 
 from takt.api.targets import TargetField, check_target, target_text
-from takt.workflows.model import TaskIn, WorkflowError, validate_tasks
 from takt.models.ids import format_time
 from takt.models.records import (
     Attempt,
@@ -30,6 +29,7 @@ from takt.models.records import (
     TaskSpec,
 )
 from takt.schedule import describe, parse_cron, parse_duration, validate_time_zone
+from takt.workflows.model import TaskIn, WorkflowError, validate_tasks
 
 Lane = Literal["high", "default", "low"]
 MIN_INTERVAL = timedelta(seconds=1)

@@ -81,9 +81,7 @@ class Watchdog:
         resend_at = to_ms(now + timedelta(seconds=self._settings.pending_resend_after_sec))
         if record.run_tasks is not None and record.state != ExecState.QUEUED:
             # A workflow run that made no progress for a while: re-evaluate it (the backstop).
-            RunEngine(self._settings, self._jobs, self._executions, self._lanes).check(
-                record, now
-            )
+            RunEngine(self._settings, self._jobs, self._executions, self._lanes).check(record, now)
             result.runs_checked += 1
         elif record.state == ExecState.PENDING:
             self._executions.transition(
