@@ -370,9 +370,11 @@ def test_lanes_the_service_serves_are_left_by_the_worker_function(
     variant: tuple[StatefulStack, StatelessStack, Template], logical_id: LogicalId
 ) -> None:
     stateful, _, template = variant
+    # The lanes' mappings; the indexer's stream mapping is the one with a starting position.
     consumed = {
         json.dumps(mapping["Properties"]["EventSourceArn"], sort_keys=True)
         for mapping in _of_type(template, "AWS::Lambda::EventSourceMapping").values()
+        if "StartingPosition" not in mapping["Properties"]
     }
     outputs = Template.from_stack(stateful).to_json()["Outputs"]
     by_function = {
