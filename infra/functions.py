@@ -26,9 +26,9 @@ from infra.context import DeployConfig, settings_env_var
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
-from infra.tenant_access import TenantDataRole, item_access
+from infra.tenant_access import TENANT_TABLES, TenantDataRole
 from takt.config import Settings
-from takt.resources import DUE, EXECUTIONS, IDEMPOTENCY, JOBS, TENANTS, TableSpec
+from takt.resources import DUE, EXECUTIONS, JOBS, TENANTS, TableSpec
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 HANDLER = "handler.handler"
@@ -85,14 +85,10 @@ API = FunctionSpec(
     timeout_sec=10,
     # Run-now and re-run create or reset an execution and send it to its lane. Never the due
     # index: the indexer keeps it from the jobs table's stream (docs/SECURITY.md).
-    tables={
-        JOBS: "tenant",
-        IDEMPOTENCY: "tenant",
-        EXECUTIONS: "tenant",
-        # Limits (job counter, creation rate); run-now's send takes its tenant's dispatch share
-        # (docs/FAIRNESS.md).
-        TENANTS: "tenant",
-    },
+    # Jobs, executions, idempotency keys and the tenants table (limits; run-now's send takes its
+    # tenant's dispatch share, docs/FAIRNESS.md), each reached only through the request tenant's
+    # session of `TenantDataRole`, confined to its items by dynamodb:LeadingKeys.
+    tables=dict.fromkeys(TENANT_TABLES, "tenant"),
     sends_to_lanes=True,
     reads_stats=True,
 )
@@ -222,7 +218,8 @@ def grant_data_access(
         if access == "read":
             table.grant_read_data(grantee)
         elif access == "tenant":
-            grantee.grant_principal.add_to_principal_policy(item_access([(table_spec, table)]))
+            # Not the function's own role: the tenant's session of `TenantDataRole` holds it.
+            continue
         else:
             table.grant_read_write_data(grantee)
     if spec.sends_to_lanes:
@@ -295,6 +292,10 @@ class TaktFunctions(Construct):
         api_role = self.api.role
         assert api_role is not None
         self.tenant_data = TenantDataRole(self, "TenantData", tables=tables, api_role=api_role)
+        # Each request's DynamoDB calls go through its tenant's session of this role.
+        self.api.add_environment(
+            settings_env_var("tenant_data_role_arn"), self.tenant_data.role.role_arn
+        )
         self.claimer.grant_invoke(self.scheduler)
         self.scheduler.add_environment(settings_env_var("claimer_mode"), "lambda")
         self.scheduler.add_environment(

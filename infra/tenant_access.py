@@ -56,11 +56,6 @@ def table_resources(tables: TableList) -> list[str]:
     return arns
 
 
-def item_access(tables: TableList) -> iam.PolicyStatement:
-    """Item-level access to `tables`, for every tenant: the API function's own role."""
-    return iam.PolicyStatement(actions=list(ITEM_ACTIONS), resources=table_resources(tables))
-
-
 def leading_keys_access(tables: TableList, tenant: str) -> iam.PolicyStatement:
     """Item-level access to `tables` limited to items whose partition key is `tenant` or starts
     with `<tenant>#`; `tenant` may be a policy variable (`${aws:PrincipalTag/tenant}`)."""

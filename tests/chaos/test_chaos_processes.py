@@ -13,7 +13,6 @@ The side-effect log is the handler's journal (each start, with its process and w
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -28,15 +27,16 @@ from takt.config import Settings
 from takt.models.ids import format_time, split_execution_id
 from takt.wiring import Services, build_services
 from tests.chaos.conftest import Form, publish
-from tests.e2e.harness import LocalTakt, poll
+from tests.e2e.harness import poll
 from tests.e2e.test_e2e_workers import (
     CLOCK_MARGIN_SEC,
     LEASE_SEC,
     RECOVERY_SLACK_SEC,
-    START_LINE,
     WATCHDOG_SEC,
     Runtime,
     Worker,
+    running_it,
+    workerless_takt_local,
 )
 from tests.e2e.worker_handlers import read_journal
 from tests.support.history import ChaosReport, Effect, Expect, HistoryChecker, judge
@@ -49,18 +49,8 @@ TENANT = "local"  # the identity `takt local` calls its API with
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
-    logs = tmp_path_factory.mktemp("chaos-processes")
-    takt = LocalTakt.start(logs / "takt-local.log", "--pollers", "0")
-    try:
-        line = poll(
-            lambda: [s for s in takt.logs().splitlines() if s.startswith(START_LINE)],
-            bool,
-            10,
-            "the start line of takt local",
-        )[0]
-        yield Runtime(takt, json.loads(line.removeprefix(START_LINE))["worker_env"], logs)
-    finally:
-        assert takt.stop() == 0, takt.logs()
+    with workerless_takt_local(tmp_path_factory.mktemp("chaos-processes")) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
@@ -153,11 +143,6 @@ def _report(
     return judge(checker, report, expects, _effects(journal, scheduled))
 
 
-def _runner_of(pool: list[Worker], start: dict[str, Any]) -> tuple[Worker, Worker]:
-    runs = next(w for w in pool if w.pid == start["pid"])
-    return runs, next(w for w in pool if w is not runs)
-
-
 def test_s5_workers_killed_mid_execution_lose_nothing_and_complete_once(
     runtime: Runtime, workers: list[Worker], form: Form, tmp_path: Path
 ) -> None:
@@ -168,7 +153,7 @@ def test_s5_workers_killed_mid_execution_lose_nothing_and_complete_once(
         pool = _pool(runtime, workers)
         expects += _schedule(runtime, journal, 1, first_sec=60)
         started = _starts(journal, 2 * round_ + 1)[-1]
-        victim, _ = _runner_of(pool, started)
+        victim, _ = running_it(pool, started)
         victim.process.kill()
         killed_at = time.time()
         victim.process.wait(timeout=10)
@@ -196,7 +181,7 @@ def test_s6_workers_paused_past_their_lease_are_fenced_out_on_resume(
         [expect] = _schedule(runtime, journal, 1, first_sec=2, then_sec=1)
         expects.append(expect)
         started = _starts(journal, 2 * round_ + 1)[-1]
-        paused, _ = _runner_of(pool, started)
+        paused, _ = running_it(pool, started)
         paused.process.send_signal(signal.SIGSTOP)
         stopped_at = time.time()
         # The other worker has the next attempt: resume the paused one into a newer lease.

@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -51,9 +52,9 @@ class Runtime:
     logs: Path
 
 
-@pytest.fixture(scope="module")
-def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
-    logs = tmp_path_factory.mktemp("takt-workers")
+@contextmanager
+def workerless_takt_local(logs: Path) -> Iterator[Runtime]:
+    """`takt local` without pollers, so only the `takt worker` processes run executions."""
     takt = LocalTakt.start(logs / "takt-local.log", "--pollers", "0")
     try:
         line = poll(
@@ -65,6 +66,12 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
         yield Runtime(takt, json.loads(line.removeprefix(START_LINE))["worker_env"], logs)
     finally:
         assert takt.stop() == 0, takt.logs()
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+    with workerless_takt_local(tmp_path_factory.mktemp("takt-workers")) as started:
+        yield started
 
 
 class Worker:
@@ -176,7 +183,7 @@ def _attempts(execution: dict[str, Any]) -> list[tuple[int, str]]:
     return [(a["attempt"], a["outcome"]) for a in execution["attempts"]]
 
 
-def _running_it(pool: list[Worker], start: dict[str, Any]) -> tuple[Worker, Worker]:
+def running_it(pool: list[Worker], start: dict[str, Any]) -> tuple[Worker, Worker]:
     """(the worker whose handler wrote `start`, the other one)."""
     runs = next(w for w in pool if w.pid == start["pid"])
     return runs, next(w for w in pool if w is not runs)
@@ -186,7 +193,7 @@ def test_a_worker_killed_mid_run_is_replaced_by_another_with_exactly_one_more_at
     runtime: Runtime, pool: list[Worker], journal: Path, record_property: Record
 ) -> None:
     execution_id = _run(runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 60})
-    victim, survivor = _running_it(pool, _started(journal)[0])
+    victim, survivor = running_it(pool, _started(journal)[0])
 
     victim.process.kill()
     killed_at = time.time()
@@ -210,7 +217,7 @@ def test_a_worker_paused_past_its_lease_is_fenced_out_and_the_newer_attempt_stan
     execution_id = _run(
         runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 2, "then_sec": 1}
     )
-    paused, other = _running_it(pool, _started(journal)[0])
+    paused, other = running_it(pool, _started(journal)[0])
 
     paused.process.send_signal(signal.SIGSTOP)
     # Resumed while the other worker holds attempt 2's lease, so its reports meet a newer lease.
@@ -266,7 +273,7 @@ def test_sigterm_lets_the_worker_exit_and_gives_its_running_execution_to_another
     runtime: Runtime, pool: list[Worker], journal: Path
 ) -> None:
     execution_id = _run(runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 60})
-    stopping, other = _running_it(pool, _started(journal)[0])
+    stopping, other = running_it(pool, _started(journal)[0])
 
     stopping.process.send_signal(signal.SIGTERM)
     code = stopping.process.wait(timeout=DONE_WITHIN_SEC)

@@ -71,7 +71,8 @@ def test_the_api_role_never_names_the_due_table(
     statements = json.dumps(policy_statements(API, stateless, resources, logical_id))
 
     assert table_export(stateful, logical_id, DUE) not in statements
-    assert table_export(stateful, logical_id, JOBS) in statements
+    # Its statements are read (tables reached through the tenant session's role instead).
+    assert logical_id(stateless, stateless.functions.tenant_data.role) in statements
 
 
 def test_the_indexer_reads_the_jobs_stream_with_retries_bisection_and_a_failure_queue(
@@ -127,18 +128,26 @@ def test_the_failure_queue_and_the_indexers_lag_are_alarmed(resources: dict[str,
     assert failures["AlarmActions"] and age["AlarmActions"]
 
 
-def test_the_api_role_has_item_access_to_the_tenant_tables_and_never_scans(
-    stateless: StatelessStack,
-    stateful: StatefulStack,
-    resources: dict[str, Any],
-    logical_id: LogicalId,
+def test_the_api_role_reaches_no_table_but_through_a_tenants_session(
+    stateless: StatelessStack, resources: dict[str, Any], logical_id: LogicalId
 ) -> None:
     statements = policy_statements(API, stateless, resources, logical_id)
-    dynamo = [s for s in statements if any(a.startswith("dynamodb:") for a in _actions(s))]
+    tenant_data = logical_id(stateless, stateless.functions.tenant_data.role)
 
-    named = json.dumps(dynamo)
-    assert all(table_export(stateful, logical_id, t) in named for t in TENANT_TABLES)
-    assert not any("dynamodb:Scan" in _actions(s) for s in dynamo)
+    assert not [s for s in statements if any(a.startswith("dynamodb:") for a in _actions(s))]
+    assume = [s for s in statements if "sts:AssumeRole" in _actions(s)]
+    assert assume and all(tenant_data in json.dumps(s["Resource"]) for s in assume)
+
+
+def test_the_api_function_is_told_its_tenant_data_role(
+    stateless: StatelessStack, resources: dict[str, Any], logical_id: LogicalId
+) -> None:
+    function = resources[logical_id(stateless, stateless.functions.api)]["Properties"]
+    role_arn = function["Environment"]["Variables"]["TAKT_TENANT_DATA_ROLE_ARN"]
+
+    assert role_arn == {
+        "Fn::GetAtt": [logical_id(stateless, stateless.functions.tenant_data.role), "Arn"]
+    }
 
 
 def test_the_tenant_data_role_is_confined_to_the_session_tenants_leading_keys(

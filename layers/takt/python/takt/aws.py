@@ -33,7 +33,7 @@ class AwsClients:
     events: EventBridgeClient
 
 
-def _config(max_pool: int) -> Config:
+def client_config(max_pool: int) -> Config:
     return Config(
         retries={"mode": "standard", "max_attempts": 5},
         max_pool_connections=max_pool,
@@ -50,7 +50,7 @@ def make_clients(
     With a `meter`, every request the clients make is counted and priced by it (`takt bench`);
     the meter only listens to botocore's events and changes no request.
     """
-    config = _config(max_pool)
+    config = client_config(max_pool)
     session = boto3.session.Session(region_name=settings.region)
     endpoint = settings.aws_endpoint_url
     clients = AwsClients(
@@ -71,7 +71,7 @@ def make_secrets_client(settings: Settings) -> Any:
     no Secrets Manager stubs, and only Powertools' `SecretsProvider` calls it.)"""
     session = boto3.session.Session(region_name=settings.region)
     return session.client(
-        "secretsmanager", endpoint_url=settings.aws_endpoint_url, config=_config(8)
+        "secretsmanager", endpoint_url=settings.aws_endpoint_url, config=client_config(8)
     )
 
 
@@ -79,4 +79,13 @@ def make_cloudwatch_client(settings: Settings) -> CloudWatchClient:
     """A CloudWatch client, made apart from `make_clients`: only the API's stats route reads
     metrics, so the other functions never pay for creating it."""
     session = boto3.session.Session(region_name=settings.region)
-    return session.client("cloudwatch", endpoint_url=settings.aws_endpoint_url, config=_config(4))
+    return session.client(
+        "cloudwatch", endpoint_url=settings.aws_endpoint_url, config=client_config(4)
+    )
+
+
+def make_sts_client(settings: Settings) -> Any:
+    """An STS client, for the API's per-tenant sessions (`takt.tenants.sessions`). (Typed `Any`:
+    the project carries no STS stubs.)"""
+    session = boto3.session.Session(region_name=settings.region)
+    return session.client("sts", endpoint_url=settings.aws_endpoint_url, config=client_config(4))

@@ -132,6 +132,9 @@ class Settings(BaseSettings):
     # (JSON); IAM principal ARN patterns -> tenant and role (JSON list), other IAM callers being
     # their account with `iam_default_role`. A null default role gives no rights (403).
     tenant_claim: str = "tenant"
+    # The role the API assumes per tenant, tagged with it, whose policy confines a session to the
+    # tenant's items (dynamodb:LeadingKeys); unset, the API uses its own role (local mode).
+    tenant_data_role_arn: str | None = None
     role_claim: str = "takt_role"
     role_names: dict[str, Role] = Field(default_factory=dict)
     jwt_default_role: Role | None = "write"

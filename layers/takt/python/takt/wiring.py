@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 
 import boto3
 
-from takt.aws import AwsClients, make_clients, make_cloudwatch_client, make_secrets_client
+from takt.aws import (
+    AwsClients,
+    make_clients,
+    make_cloudwatch_client,
+    make_secrets_client,
+    make_sts_client,
+)
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
 from takt.dispatch.claimer import Claimer, ClaimResult
@@ -38,6 +44,7 @@ from takt.targets.publish import QueueTopicTarget
 from takt.targets.router import TargetRouter
 from takt.targets.secrets import SecretsManagerSource
 from takt.tenants import TenantLimiter
+from takt.tenants.sessions import TenantSessions
 from takt.watchdog.sweeper import Watchdog
 from takt.worker.runner import ExecutionRunner
 
@@ -55,6 +62,38 @@ class Services:
     # Set by `takt bench`: the clients report to it, and each inline claim is timed as one
     # claimer invocation, as the cloud's LambdaFanout would invoke it.
     meter: Meter | None = None
+    _tenant_scoped: dict[str, tuple[datetime, Services]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _tenant_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def for_tenant(self, tenant_id: str) -> Services:
+        """The services one tenant's API request uses: with `tenant_data_role_arn` set, their
+        DynamoDB calls go through that tenant's own session (`takt.tenants.sessions`), so IAM
+        confines them to its items; without it, these services."""
+        role_arn = self.settings.tenant_data_role_arn
+        if role_arn is None:
+            return self
+        with self._tenant_lock:
+            renew_at, scoped = self._tenant_scoped.get(tenant_id, (None, None))
+            if scoped is None or renew_at is None or self.clock.now() >= renew_at:
+                session = self.tenant_sessions.open(tenant_id, self.clock.now())
+                scoped = Services(
+                    self.settings,
+                    replace(self.clients, dynamodb=session.dynamodb),
+                    self.clock,
+                    self.metrics_source,
+                    self.meter,
+                )
+                self._tenant_scoped[tenant_id] = (session.renew_at, scoped)
+            return scoped
+
+    @cached_property
+    def tenant_sessions(self) -> TenantSessions:
+        assert self.settings.tenant_data_role_arn is not None
+        return TenantSessions(
+            self.settings, make_sts_client(self.settings), self.settings.tenant_data_role_arn
+        )
 
     @cached_property
     def metrics_reader(self) -> MetricsReader:

@@ -44,7 +44,7 @@ from takt.api.models import (
 from takt.api.service import JobService
 from takt.api.stats import StatsService
 from takt.observability import logger
-from takt.wiring import services
+from takt.wiring import Services, services
 
 PROBLEM_JSON = "application/problem+json"
 # Slightly above the payload limit: the envelope (target, schedule, ...) comes on top.
@@ -79,8 +79,13 @@ def _responses(success: dict[int, str], *problems: int) -> dict[int, Any]:
     return documented
 
 
+def _services() -> Services:
+    """The services of the request's tenant (its own DynamoDB session when deployed)."""
+    return services().for_tenant(_tenant())
+
+
 def _service() -> JobService:
-    return JobService(services())
+    return JobService(_services())
 
 
 def _check_access(resolver: APIGatewayHttpResolver) -> None:
@@ -305,7 +310,7 @@ def retry_execution(execution_id: str) -> Response[ExecutionOut]:
     ),
 )
 def stats() -> Response[StatsOut]:
-    return _json(StatsService(services()).overview(_tenant()))
+    return _json(StatsService(_services()).overview(_tenant()))
 
 
 @app.post(
@@ -323,7 +328,7 @@ def cancel_execution(execution_id: str) -> Response[ExecutionOut]:
     return _json(ExecutionOut.of(_service().cancel_execution(_tenant(), execution_id)), 202)
 
 
-runs.register(app, _tenant, _responses)
+runs.register(app, _tenant, _services, _responses)
 
 
 @app.get("/v1/openapi.json", include_in_schema=False)

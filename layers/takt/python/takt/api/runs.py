@@ -19,7 +19,7 @@ from takt.api.service import JobService
 from takt.models.ids import format_time
 from takt.models.records import ExecutionRecord
 from takt.store.errors import NotFoundError
-from takt.wiring import services
+from takt.wiring import Services
 from takt.workflows.engine import RunEngine, RunStateError, RunView
 from takt.workflows.model import depths
 
@@ -102,14 +102,13 @@ def _t(value: Any) -> str | None:
     return None if value is None else format_time(value)
 
 
-def _engine() -> RunEngine:
-    svc = services()
+def _engine(svc: Services) -> RunEngine:
     return RunEngine(svc.settings, svc.jobs, svc.executions, svc.lanes)
 
 
-def _view(tenant_id: str, run_id: str) -> RunView:
+def _view(svc: Services, tenant_id: str, run_id: str) -> RunView:
     try:
-        return _engine().view(tenant_id, run_id)
+        return _engine(svc).view(tenant_id, run_id)
     except NotFoundError:
         raise JobNotFoundError(f"run {run_id} not found") from None
 
@@ -117,9 +116,11 @@ def _view(tenant_id: str, run_id: str) -> RunView:
 def register(
     app: APIGatewayHttpResolver,
     tenant: Callable[[], str],
+    services: Callable[[], Services],
     responses: Callable[..., dict[int, Any]],
 ) -> None:
-    """Add the run routes to `app`; `tenant` and `responses` are the API's own helpers."""
+    """Add the run routes to `app`; `tenant`, `services` (the tenant's) and `responses` are
+    the API's own helpers."""
 
     @app.get(
         "/v1/jobs/<job_id>/runs",
@@ -145,7 +146,7 @@ def register(
         responses=responses({200: "The run: each task's state and its executions"}, 404),
     )
     def get_run(run_id: str) -> Response[RunOut]:
-        body = RunOut.of_view(_view(tenant(), run_id))
+        body = RunOut.of_view(_view(services(), tenant(), run_id))
         return Response(status_code=200, content_type="application/json", body=body)
 
     @app.post(
@@ -155,12 +156,12 @@ def register(
         ),
     )
     def retry_run(run_id: str) -> Response[RunOut]:
-        tenant_id = tenant()
+        tenant_id, svc = tenant(), services()
         try:
-            _engine().retry(tenant_id, run_id, services().clock.now())
+            _engine(svc).retry(tenant_id, run_id, svc.clock.now())
         except NotFoundError:
             raise JobNotFoundError(f"run {run_id} not found") from None
         except RunStateError as exc:
             raise ConflictingStateError(str(exc)) from None
-        body = RunOut.of_view(_view(tenant_id, run_id))
+        body = RunOut.of_view(_view(svc, tenant_id, run_id))
         return Response(status_code=202, content_type="application/json", body=body)
