@@ -22,6 +22,16 @@ import click
 from takt.cli.errors import CliError
 
 SCENARIOS = ("steady", "top-of-hour", "ten-x")
+MOTO_OPTION = click.option(
+    "--moto",
+    type=click.Choice(["thread", "process"]),
+    default="thread",
+    show_default=True,
+    help="moto's server in this process, or in a child process (another core).",
+)
+OUT_OPTION = click.option(
+    "--out", type=click.Path(path_type=Path), help="Also write the report here."
+)
 
 
 def _emit(report: dict[str, Any], out: Path | None) -> None:
@@ -46,14 +56,8 @@ def bench() -> None:
 @click.option("--pollers", default=4, show_default=True, help="Pollers per lane.")
 @click.option("--shards", default=4, show_default=True, help="Due index shards (N).")
 @click.option("--timeout", default=600.0, show_default=True, help="Give up after (s).")
-@click.option(
-    "--moto",
-    type=click.Choice(["thread", "process"]),
-    default="thread",
-    show_default=True,
-    help="moto's server in this process, or in a child process (another core).",
-)
-@click.option("--out", type=click.Path(path_type=Path), help="Also write the report here.")
+@MOTO_OPTION
+@OUT_OPTION
 def local(
     stored: int,
     one_off: int,
@@ -116,14 +120,8 @@ def local(
 )
 @click.option("--fair-per-sec", default=10.0, show_default=True, help="Dispatch share per weight.")
 @click.option("--claim-max", default=6, show_default=True, help="Due items per claim.")
-@click.option(
-    "--moto",
-    type=click.Choice(["thread", "process"]),
-    default="thread",
-    show_default=True,
-    help="moto's server in this process, or in a child process (another core).",
-)
-@click.option("--out", type=click.Path(path_type=Path), help="Also write the report here.")
+@MOTO_OPTION
+@OUT_OPTION
 def noisy(
     flood: int,
     b_rate: int,
@@ -178,7 +176,7 @@ def noisy(
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A `takt bench local` report: its measured calls and cost per execution.",
 )
-@click.option("--out", type=click.Path(path_type=Path), help="Also write the report here.")
+@OUT_OPTION
 def simulate(scenario: str, profile: Path | None, out: Path | None) -> None:
     """Simulate the seed's scenarios as shipped and as planned (N, quotas, cost per hour)."""
     from takt.capacity.model import CallProfile, profile_from_report

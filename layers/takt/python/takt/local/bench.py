@@ -97,10 +97,13 @@ class HistoryCheck:
 
 
 class Receiver:
-    """A loopback HTTP target that answers 200 at once and counts calls per execution id."""
+    """A loopback HTTP target that answers 200 at once and records, per execution id, how many
+    times it was called and when first (wall clock), with the path it was called on (so one
+    receiver can tell several workloads apart: `url_for("/a")`, `url_for("/b")`)."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
+        self.first: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
         receiver = self
 
@@ -109,8 +112,10 @@ class Receiver:
 
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                execution_id = self.headers.get("Takt-Execution-Id", "")
                 with receiver._lock:
-                    receiver.calls[self.headers.get("Takt-Execution-Id", "")] += 1
+                    receiver.calls[execution_id] += 1
+                    receiver.first.setdefault(execution_id, (self.path, time.time()))
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -124,11 +129,23 @@ class Receiver:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+        return self.url_for("/hook")
+
+    def url_for(self, path: str) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}{path}"
 
     def distinct(self) -> int:
         with self._lock:
             return len(self.calls)
+
+    def arrivals(self, path: str, begin: float, end: float) -> int:
+        """Executions of `path` first called in [begin, end) (epoch seconds)."""
+        with self._lock:
+            return sum(1 for p, at in self.first.values() if p == path and begin <= at < end)
+
+    def called_twice(self) -> int:
+        with self._lock:
+            return sum(1 for n in self.calls.values() if n > 1)
 
     def stop(self) -> None:
         self._server.shutdown()

@@ -23,19 +23,17 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from takt.api.models import JobCreate
 from takt.api.service import JobService
-from takt.local.bench import _occurrences, percentile
+from takt.local.bench import Receiver, _occurrences, percentile
 from takt.local.runtime import LocalRuntime, RuntimeOptions, free_port
 from takt.models.ids import new_job_id
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, job_key
@@ -68,53 +66,6 @@ class NoisyWorkload:
     moto_process: bool = False
 
 
-class TimedReceiver:
-    """A loopback HTTP target that answers 200 at once and records, per execution id, when it
-    was first called (wall clock) and how many times; `/a` and `/b` tell the tenants apart."""
-
-    def __init__(self) -> None:
-        self.first: dict[str, tuple[str, float]] = {}
-        self.calls: Counter[str] = Counter()
-        self._lock = threading.Lock()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                execution_id = self.headers.get("Takt-Execution-Id", "")
-                with receiver._lock:
-                    receiver.calls[execution_id] += 1
-                    receiver.first.setdefault(execution_id, (self.path, time.time()))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}{path}"
-
-    def arrivals(self, path: str, begin: float, end: float) -> int:
-        """Executions of `path` first called in [begin, end) (epoch seconds)."""
-        with self._lock:
-            return sum(1 for p, at in self.first.values() if p == path and begin <= at < end)
-
-    def called_twice(self) -> int:
-        with self._lock:
-            return sum(1 for n in self.calls.values() if n > 1)
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-
 class NoisyBench:
     def __init__(
         self, workload: NoisyWorkload, *, progress: Callable[[str], None] | None = None
@@ -144,7 +95,7 @@ class NoisyBench:
                 moto_process=w.moto_process,
             )
         )
-        receiver = TimedReceiver()
+        receiver = Receiver()
         try:
             runtime.start()
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -158,7 +109,7 @@ class NoisyBench:
                 else:
                     os.environ[key] = value
 
-    def _run(self, runtime: LocalRuntime, receiver: TimedReceiver) -> dict[str, Any]:
+    def _run(self, runtime: LocalRuntime, receiver: Receiver) -> dict[str, Any]:
         w = self.workload
         assert runtime.services is not None
         service = JobService(runtime.services)
@@ -173,7 +124,7 @@ class NoisyBench:
         end = b_end + timedelta(seconds=w.window_sec)
         self._progress(f"storing tenant A's flood: {w.flood} one-off jobs due {flood_at:%H:%M:%S}")
         created_at = time.monotonic()
-        self._store_flood(runtime, receiver.url("/a"), flood_at)
+        self._store_flood(runtime, receiver.url_for("/a"), flood_at)
         create_sec = time.monotonic() - created_at
         b_jobs = self._create(
             service,
@@ -185,7 +136,7 @@ class NoisyBench:
                     interval=f"{w.b_every_sec}s",
                     start_at=start + timedelta(seconds=i % w.b_every_sec),
                     end_at=b_end - timedelta(milliseconds=1),
-                    target=receiver.url("/b"),
+                    target=receiver.url_for("/b"),
                     # Every occurrence runs however late: a late one skipped by the catch-up
                     # policy would hide the lag this run measures.
                     catchup="all",
