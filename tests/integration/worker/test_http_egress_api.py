@@ -80,6 +80,24 @@ def test_a_host_name_is_accepted_at_create_time(api: Api) -> None:
     assert job["target"] == "https://evil.test/hook"
 
 
+def test_a_workflow_task_with_a_forbidden_target_is_refused_naming_the_task(
+    api: Api, strict: Services
+) -> None:
+    before = store_snapshot(strict)
+    tasks = [
+        {"id": "fetch", "target": "https://hooks.example/fetch"},
+        {"id": "probe", "target": "http://169.254.169.254/latest", "depends_on": ["fetch"]},
+    ]
+
+    answer = api.create({"interval": "1h", "tasks": tasks})
+
+    assert answer.status == 400
+    [error] = answer.json["errors"]
+    assert error["field"] == "tasks[1].target.url"
+    assert error["message"].startswith("egress refused: 169.254.169.254 is link-local")
+    assert store_snapshot(strict) == before
+
+
 def test_a_patch_to_a_forbidden_target_is_refused_and_leaves_the_job(api: Api) -> None:
     job = api.created_job({"interval": "1h", "target": "https://hooks.example/a"})
 

@@ -454,16 +454,19 @@ class JobService:
                 raise InvalidRequestError(message, [{"field": field, "message": message}])
 
     def _check_http_target(self, job: JobRecord) -> None:
-        """An HTTP target the worker would refuse on sight is refused now (docs/SECURITY.md)."""
-        if job.tasks:  # a workflow's task targets meet the same checks when a worker calls them
-            return
-        spec = parse_target(job.target)
-        if not isinstance(spec, HttpSpec):
-            return
+        """An HTTP target the worker would refuse on sight (a workflow's task targets too) is
+        refused now (docs/SECURITY.md)."""
+        targets = [("", job.target)]
+        if job.tasks:
+            targets = [(f"tasks[{i}].", t.target) for i, t in enumerate(job.tasks)]
         settings = self._svc.settings
-        problems = definition_problems(
-            spec, job.tenant_id, EgressPolicy(settings.egress_allow), settings.secret_prefix
-        )
+        policy = EgressPolicy(settings.egress_allow)
+        problems: list[tuple[str, str]] = []
+        for prefix, target in targets:
+            spec = parse_target(target)
+            if isinstance(spec, HttpSpec):
+                found = definition_problems(spec, job.tenant_id, policy, settings.secret_prefix)
+                problems.extend((prefix + field, text) for field, text in found)
         if problems:
             raise InvalidRequestError(
                 problems[0][1], [{"field": field, "message": text} for field, text in problems]
