@@ -11,8 +11,7 @@ moves `check_at`, so recovery is never later than the lease's expiry plus the ma
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -24,11 +23,12 @@ from takt.metering import OUTSIDE, Meter, MotoImages
 from takt.models.ids import to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobStatus
 from takt.wiring import Services
-from takt.worker.runner import RunOutcome, lease_moves_check_at
+from takt.worker.runner import lease_moves_check_at
 from tests.support.env import ServicesFactory, SettingsFactory
 from tests.support.jobs import TENANT, make_execution, make_job, store_execution
 from tests.support.lanes import drain
 from tests.support.receiver import Receiver, Reply
+from tests.support.threads import in_thread, poll_until
 
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
@@ -73,24 +73,6 @@ def _get(svc: Services, message: LaneMessage) -> ExecutionRecord:
     return svc.executions.get(TENANT, message.execution_id)
 
 
-def _run_in_thread(
-    svc: Services, message: LaneMessage
-) -> tuple[threading.Thread, list[RunOutcome]]:
-    out: list[RunOutcome] = []
-    thread = threading.Thread(target=lambda: out.append(svc.runner.process(message)), daemon=True)
-    thread.start()
-    return thread, out
-
-
-def _poll(check: Callable[[], bool], timeout_sec: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout_sec
-    idle = threading.Event()  # never set: its timed wait is the polling interval
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        idle.wait(0.02)
-
-
 def test_a_lease_and_its_heartbeats_write_no_open_index_entry(
     make_test_settings: SettingsFactory,
     clock: ManualClock,
@@ -105,9 +87,9 @@ def test_a_lease_and_its_heartbeats_write_no_open_index_entry(
     check_at = _stored(svc, message)["check_at"]
     before = meter.usage()
 
-    thread, outcomes = _run_in_thread(svc, message)
+    thread, outcomes = in_thread(lambda: svc.runner.process(message))
     receiver.wait_for_calls(1)
-    _poll(lambda: _get(svc, message).heartbeat_seq > 0)
+    poll_until(lambda: _get(svc, message).heartbeat_seq > 0)
     during = meter.usage() - before
     gate.set()
     thread.join(timeout=10)
@@ -132,7 +114,7 @@ def test_the_watchdog_looks_again_at_a_live_lease_and_recovers_it_once_expired(
     receiver.script(Reply(gate=gate))
     message = _submit(svc, clock, receiver)
     clock.set(NOON + timedelta(seconds=10))  # the worker leases 10 s after the claim
-    thread, outcomes = _run_in_thread(svc, message)
+    thread, outcomes = in_thread(lambda: svc.runner.process(message))
     receiver.wait_for_calls(1)
     expires = to_ms(clock.now() + timedelta(seconds=svc.settings.lease_sec))
     first_check = NOON + timedelta(seconds=svc.settings.pending_resend_after_sec)
@@ -168,7 +150,7 @@ def test_a_lease_shorter_than_the_resend_wait_moves_check_at_to_its_expiry(
     receiver.script(Reply(gate=gate))
     message = _submit(svc, clock, receiver)
     clock.set(NOON + timedelta(seconds=1))
-    thread, _ = _run_in_thread(svc, message)
+    thread, _ = in_thread(lambda: svc.runner.process(message))
     receiver.wait_for_calls(1)
 
     expires = to_ms(clock.now() + timedelta(seconds=10))

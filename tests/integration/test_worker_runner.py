@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -21,6 +20,7 @@ from tests.support.history import Expect, HistoryChecker
 from tests.support.jobs import TENANT, make_execution, make_job, store_execution
 from tests.support.lanes import RecordingLanes, delayed_count, drain, visible_count
 from tests.support.receiver import Receiver, Reply
+from tests.support.threads import in_thread, poll_until
 
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 FIXED_30S = RetryPolicy(backoff="fixed", initial_interval="30s", jitter="none")
@@ -83,23 +83,6 @@ def _submit(
 
 def _get(svc: Services, record: ExecutionRecord) -> ExecutionRecord:
     return svc.executions.get(TENANT, record.execution_id)
-
-
-def _in_thread(fn: Callable[[], RunOutcome]) -> tuple[threading.Thread, list[RunOutcome]]:
-    out: list[RunOutcome] = []
-    thread = threading.Thread(target=lambda: out.append(fn()), daemon=True)
-    thread.start()
-    return thread, out
-
-
-def _poll(check: Callable[[], bool], timeout_sec: float = 5.0) -> None:
-    """Wait for a real thread's effect, polling with a deadline (never a bare sleep)."""
-    deadline = time.monotonic() + timeout_sec
-    idle = threading.Event()  # never set: its timed wait is the polling interval
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        idle.wait(0.02)
 
 
 @pytest.fixture
@@ -268,7 +251,7 @@ def test_a_duplicate_message_while_the_attempt_runs_does_not_call_the_target_aga
     receiver.script(Reply(gate=gate))
     _, message = submit()
     first, second = Worker(svc, "w-1"), Worker(svc, "w-2")
-    thread, outcomes = _in_thread(lambda: first.process(message))
+    thread, outcomes = in_thread(lambda: first.process(message))
     receiver.wait_for_calls(1)
 
     duplicate = second.process(message)
@@ -311,13 +294,13 @@ def test_heartbeats_extend_the_lease_while_the_target_runs(
     svc = make_svc(heartbeat_sec=0.2)
     receiver.script(Reply(gate=gate))
     record, message = _submit(svc, clock, receiver)
-    thread, outcomes = _in_thread(lambda: Worker(svc).process(message))
+    thread, outcomes = in_thread(lambda: Worker(svc).process(message))
     receiver.wait_for_calls(1)
-    _poll(lambda: _get(svc, record).heartbeat_seq > 0)
+    poll_until(lambda: _get(svc, record).heartbeat_seq > 0)
 
     clock.advance(10)
     extended = to_ms(clock.now() + timedelta(seconds=svc.settings.lease_sec))
-    _poll(lambda: _get(svc, record).lease_expires_at == extended)
+    poll_until(lambda: _get(svc, record).lease_expires_at == extended)
     gate.set()
     thread.join(timeout=10)
 
@@ -337,7 +320,7 @@ def test_a_stale_worker_completion_is_fenced_after_the_watchdog_reclaimed_its_le
     receiver.script(Reply(gate=gate))  # the first worker hangs in its call
     record, message = submit(timeout_sec=30)
     stale = Worker(svc, "w-stale")
-    thread, outcomes = _in_thread(lambda: stale.process(message))
+    thread, outcomes = in_thread(lambda: stale.process(message))
     receiver.wait_for_calls(1)
     leased = _get(svc, record)
     assert (leased.state, leased.worker_id) == (ExecState.RUNNING, "w-stale")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -16,7 +16,6 @@ from takt.models.records import ExecState, ExecutionRecord, RetryPolicy
 from takt.store.executions import Transition
 from takt.watchdog.sweeper import Watchdog
 from takt.wiring import Services, install
-from takt.worker.runner import RunOutcome
 from tests.api.harness import PROBLEM_JSON, Api
 from tests.integration.worker import handlers
 from tests.integration.worker.conftest import runner_for, stored, submit_to
@@ -25,25 +24,10 @@ from tests.support.faults import interleave
 from tests.support.jobs import TENANT
 from tests.support.lanes import delayed_count, drain
 from tests.support.receiver import Receiver, Reply
+from tests.support.threads import in_thread, poll_until
 
 DEADLINE_SEC = 10.0
 FIXED = RetryPolicy(backoff="fixed", initial_interval="30s", jitter="none")
-
-
-def _poll(check: Callable[[], bool], what: str) -> None:
-    idle = threading.Event()  # never set: its timed wait is the poll interval
-    for _ in range(int(DEADLINE_SEC / 0.02)):
-        if check():
-            return
-        idle.wait(0.02)
-    raise AssertionError(f"not seen within {DEADLINE_SEC}s: {what}")
-
-
-def _in_thread(run: Callable[[], RunOutcome]) -> tuple[threading.Thread, list[RunOutcome]]:
-    out: list[RunOutcome] = []
-    thread = threading.Thread(target=lambda: out.append(run()), daemon=True)
-    thread.start()
-    return thread, out
 
 
 @pytest.fixture
@@ -80,8 +64,8 @@ def test_a_running_handler_is_stopped_at_its_next_heartbeat_and_not_retried(
     fast: Services, clock: ManualClock, key: str
 ) -> None:
     record, message = submit_to(fast, clock, "handler:it.wait", {"key": key}, retry=FIXED)
-    thread, outcomes = _in_thread(lambda: runner_for(fast).process(message))
-    _poll(lambda: stored(fast, record).state == ExecState.RUNNING, "the lease")
+    thread, outcomes = in_thread(lambda: runner_for(fast).process(message))
+    poll_until(lambda: stored(fast, record).state == ExecState.RUNNING, "the lease")
 
     requested = JobService(fast).cancel_execution(TENANT, record.execution_id)
     thread.join(timeout=DEADLINE_SEC)
@@ -92,7 +76,7 @@ def test_a_running_handler_is_stopped_at_its_next_heartbeat_and_not_retried(
     assert (after.state, after.attempt) == (ExecState.CANCELLED, 1)
     assert [(a.attempt, a.outcome) for a in after.attempts] == [(1, "cancelled")]
     assert (drain(fast), delayed_count(fast)) == ([], 0)
-    _poll(lambda: bool(handlers.calls(key)), "the handler's stop")
+    poll_until(lambda: bool(handlers.calls(key)), "the handler's stop")
     assert [c.stop_reason for c in handlers.calls(key)] == ["cancelled"]
 
 
@@ -102,7 +86,7 @@ def test_a_running_http_call_is_abandoned_when_cancelled(
     answer = threading.Event()
     receiver.script(Reply(gate=answer))
     record, message = submit_to(fast, clock, receiver.url, timeout_sec=60)
-    thread, outcomes = _in_thread(lambda: runner_for(fast).process(message))
+    thread, outcomes = in_thread(lambda: runner_for(fast).process(message))
     receiver.wait_for_calls(1)
 
     JobService(fast).cancel_execution(TENANT, record.execution_id)
@@ -120,8 +104,8 @@ def test_a_failure_after_the_cancel_but_before_a_heartbeat_is_cancelled_not_retr
 ) -> None:
     # Default heartbeats (10 s): the worker only learns of the cancel from its retry write.
     record, message = submit_to(svc, clock, "handler:it.wait_then_fail", {"key": key})
-    thread, outcomes = _in_thread(lambda: runner_for(svc).process(message))
-    _poll(lambda: stored(svc, record).state == ExecState.RUNNING, "the lease")
+    thread, outcomes = in_thread(lambda: runner_for(svc).process(message))
+    poll_until(lambda: stored(svc, record).state == ExecState.RUNNING, "the lease")
 
     JobService(svc).cancel_execution(TENANT, record.execution_id)
     handlers.gate(key).set()
@@ -198,8 +182,8 @@ def test_a_rerun_of_a_cancelled_execution_is_not_cancelled_again(
     fast: Services, clock: ManualClock, key: str
 ) -> None:
     record, message = submit_to(fast, clock, "handler:it.wait", {"key": key})
-    thread, _ = _in_thread(lambda: runner_for(fast).process(message))
-    _poll(lambda: stored(fast, record).state == ExecState.RUNNING, "the lease")
+    thread, _ = in_thread(lambda: runner_for(fast).process(message))
+    poll_until(lambda: stored(fast, record).state == ExecState.RUNNING, "the lease")
     service = JobService(fast)
     service.cancel_execution(TENANT, record.execution_id)
     thread.join(timeout=DEADLINE_SEC)

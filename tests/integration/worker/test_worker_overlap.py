@@ -4,7 +4,6 @@ for it, and the next occurrence after it runs again."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from datetime import timedelta
 
 from takt.clock import ManualClock
@@ -16,18 +15,10 @@ from tests.integration.worker import handlers
 from tests.integration.worker.conftest import NOON, runner_for
 from tests.support.jobs import TENANT, make_job, store_job
 from tests.support.lanes import drain
+from tests.support.threads import poll_until
 
 DEADLINE_SEC = 10.0
 MINUTE = timedelta(minutes=1)
-
-
-def _poll(check: Callable[[], bool], what: str) -> None:
-    idle = threading.Event()  # never set: its timed wait is the poll interval
-    for _ in range(int(DEADLINE_SEC / 0.02)):
-        if check():
-            return
-        idle.wait(0.02)
-    raise AssertionError(f"not seen within {DEADLINE_SEC}s: {what}")
 
 
 def _fire(svc: Services, clock: ManualClock, job_id: str, at: timedelta) -> None:
@@ -49,7 +40,7 @@ def _start_long_run(svc: Services) -> tuple[threading.Thread, list[RunOutcome]]:
         target=lambda: outcomes.append(runner_for(svc).process(message)), daemon=True
     )
     thread.start()
-    _poll(
+    poll_until(
         lambda: svc.executions.get(TENANT, message.execution_id).state == ExecState.RUNNING,
         "the long run's lease",
     )

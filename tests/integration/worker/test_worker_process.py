@@ -5,7 +5,7 @@ when stopped, and leaves executions of handlers it lacks waiting in the lane."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from takt.clock import ManualClock
@@ -22,17 +22,9 @@ from tests.integration.worker import handlers
 from tests.integration.worker.conftest import runner_for, stored, submit_to
 from tests.support.env import ServicesFactory
 from tests.support.lanes import drain
+from tests.support.threads import poll_until
 
 DEADLINE_SEC = 15.0
-
-
-def _poll(check: Callable[[], bool], what: str) -> None:
-    idle = threading.Event()  # never set: its timed wait is the poll interval
-    for _ in range(int(DEADLINE_SEC / 0.02)):
-        if check():
-            return
-        idle.wait(0.02)
-    raise AssertionError(f"not seen within {DEADLINE_SEC}s: {what}")
 
 
 @contextmanager
@@ -82,8 +74,10 @@ def test_the_worker_runs_what_the_lanes_hold_and_deletes_the_messages(
     records = [_queued(svc, clock, "handler:it.ok", {"key": key}) for _ in range(3)]
 
     with running(svc, concurrency=2):
-        _poll(lambda: len(handlers.calls(key)) == 3, "three runs")
-        _poll(lambda: all(stored(svc, r).state == ExecState.SUCCEEDED for r in records), "done")
+        poll_until(lambda: len(handlers.calls(key)) == 3, "three runs")
+        poll_until(
+            lambda: all(stored(svc, r).state == ExecState.SUCCEEDED for r in records), "done"
+        )
 
     assert sorted(c.execution_id for c in handlers.calls(key)) == sorted(
         r.execution_id for r in records
@@ -100,10 +94,10 @@ def test_a_long_run_keeps_its_message_invisible_past_the_visibility_it_was_recei
     record = _queued(svc, clock, "handler:it.wait", {"key": key})
 
     with running(svc):
-        _poll(lambda: stored(svc, record).heartbeat_seq >= 40, "four seconds of heartbeats")
+        poll_until(lambda: stored(svc, record).heartbeat_seq >= 40, "four seconds of heartbeats")
         seen_by_another = drain(svc)
         handlers.gate(key).set()
-        _poll(lambda: stored(svc, record).state == ExecState.SUCCEEDED, "the run's end")
+        poll_until(lambda: stored(svc, record).state == ExecState.SUCCEEDED, "the run's end")
 
     assert seen_by_another == []
     assert _messages_left(svc) == 0
@@ -119,7 +113,7 @@ def test_with_every_lane_busy_rounds_follow_the_weights_and_the_low_lane_is_serv
             lanes[record.execution_id] = lane
 
     with running(svc, concurrency=1):
-        _poll(lambda: len(handlers.calls(key)) == 14, "every run")
+        poll_until(lambda: len(handlers.calls(key)) == 14, "every run")
 
     order = [lanes[c.execution_id] for c in handlers.calls(key)]
     assert order[:7] == ["high", "high", "high", "low", "high", "high", "high"]
@@ -131,14 +125,14 @@ def test_on_stop_a_run_still_going_after_the_grace_is_given_back_for_another_wor
     record = _queued(svc, clock, "handler:it.wait", {"key": key})
 
     with running(svc, grace_sec=0.2):
-        _poll(lambda: stored(svc, record).state == ExecState.RUNNING, "the run's start")
+        poll_until(lambda: stored(svc, record).state == ExecState.RUNNING, "the run's start")
 
     after = stored(svc, record)
     assert (after.state, after.attempt) == (ExecState.PENDING, 1)
     assert [a.outcome for a in after.attempts] == ["given_back"]
     assert [m.attempt for m in drain(svc)] == [1]
     assert _messages_left(svc) == 0
-    _poll(lambda: bool(handlers.calls(key)), "the handler's stop")
+    poll_until(lambda: bool(handlers.calls(key)), "the handler's stop")
     assert [c.stop_reason for c in handlers.calls(key)] == ["shutdown"]
 
 
@@ -148,11 +142,11 @@ def test_on_stop_no_new_work_is_taken_and_a_run_ending_within_the_grace_complete
     record = _queued(svc, clock, "handler:it.wait", {"key": key})
 
     with running(svc, grace_sec=30) as process:
-        _poll(lambda: stored(svc, record).state == ExecState.RUNNING, "the run's start")
+        poll_until(lambda: stored(svc, record).state == ExecState.RUNNING, "the run's start")
         process.stop()
         later = _queued(svc, clock, "handler:it.ok", {"key": key})
         handlers.gate(key).set()
-        _poll(lambda: stored(svc, record).state == ExecState.SUCCEEDED, "the run's end")
+        poll_until(lambda: stored(svc, record).state == ExecState.SUCCEEDED, "the run's end")
 
     assert [a.outcome for a in stored(svc, record).attempts] == ["succeeded"]
     assert stored(svc, later).state == ExecState.PENDING
@@ -179,11 +173,13 @@ def test_an_execution_for_a_handler_no_running_worker_has_waits_in_its_lane_unti
 
     with running(svc, without) as process:
         # Two round trips through the lane, each sending one fresh copy of the message back.
-        _poll(lambda: process.processed >= 2, "the message circling")
+        poll_until(lambda: process.processed >= 2, "the message circling")
 
     waited = stored(svc, record)
     assert (waited.state, waited.attempt, waited.attempts) == (ExecState.PENDING, 1, [])
     assert _messages_left(svc) == 1
     with running(svc):
-        _poll(lambda: stored(svc, record).state == ExecState.SUCCEEDED, "a serving worker's run")
+        poll_until(
+            lambda: stored(svc, record).state == ExecState.SUCCEEDED, "a serving worker's run"
+        )
     assert [c.attempt for c in handlers.calls(key)] == [1]

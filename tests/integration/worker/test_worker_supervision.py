@@ -4,7 +4,6 @@ execution back when its host must stop (a Lambda near its timeout, a worker shut
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -18,31 +17,15 @@ from takt.models.records import ExecState, RetryPolicy
 from takt.store.executions import Transition
 from takt.wiring import Services, install
 from takt.worker.deadline import HostDeadline
-from takt.worker.runner import MAX_GIVE_BACKS, RunOutcome
+from takt.worker.runner import MAX_GIVE_BACKS
 from tests.integration.worker import handlers
 from tests.integration.worker.conftest import runner_for, stored, submit_to
 from tests.support.env import ServicesFactory
 from tests.support.lanes import drain
+from tests.support.threads import in_thread, poll_until
 
 FIXED = RetryPolicy(backoff="fixed", initial_interval="30s", jitter="none")
 DEADLINE_SEC = 10.0
-
-
-def _poll(check: Callable[[], bool], what: str) -> None:
-    """Wait for another thread's effect with a deadline; the timed wait is the poll interval."""
-    idle = threading.Event()
-    for _ in range(int(DEADLINE_SEC / 0.02)):
-        if check():
-            return
-        idle.wait(0.02)
-    raise AssertionError(f"not seen within {DEADLINE_SEC}s: {what}")
-
-
-def _in_thread(run: Callable[[], RunOutcome]) -> tuple[threading.Thread, list[RunOutcome]]:
-    out: list[RunOutcome] = []
-    thread = threading.Thread(target=lambda: out.append(run()), daemon=True)
-    thread.start()
-    return thread, out
 
 
 def test_a_handler_past_its_timeout_is_told_to_stop_and_the_attempt_is_retried(
@@ -54,7 +37,7 @@ def test_a_handler_past_its_timeout_is_told_to_stop_and_the_attempt_is_retried(
 
     after = stored(svc, record)
     assert (outcome.state, after.attempt, after.error) == ("retry_wait", 2, "timed out after 1s")
-    _poll(lambda: bool(handlers.calls(key)), "the handler's stop")
+    poll_until(lambda: bool(handlers.calls(key)), "the handler's stop")
     assert [c.stop_reason for c in handlers.calls(key)] == ["timeout"]
 
 
@@ -76,13 +59,11 @@ def test_heartbeats_extend_the_lease_and_the_message_while_the_handler_runs(
     svc = make_svc(heartbeat_sec=0.05)
     record, message = submit_to(svc, clock, "handler:it.wait", {"key": key})
     kept_alive = threading.Event()
-    thread, outcomes = _in_thread(
-        lambda: runner_for(svc).process(message, keepalive=kept_alive.set)
-    )
+    thread, outcomes = in_thread(lambda: runner_for(svc).process(message, keepalive=kept_alive.set))
 
-    _poll(lambda: stored(svc, record).heartbeat_seq >= 2, "two heartbeats")
+    poll_until(lambda: stored(svc, record).heartbeat_seq >= 2, "two heartbeats")
     clock.advance(60)
-    _poll(
+    poll_until(
         lambda: (
             stored(svc, record).lease_expires_at
             == int((clock.now() + timedelta(seconds=svc.settings.lease_sec)).timestamp() * 1000)
@@ -101,8 +82,8 @@ def test_a_heartbeat_fenced_out_stops_the_handler_and_writes_nothing_but_the_cou
 ) -> None:
     svc = make_svc(heartbeat_sec=0.05)
     record, message = submit_to(svc, clock, "handler:it.wait", {"key": key}, retry=FIXED)
-    thread, outcomes = _in_thread(lambda: runner_for(svc, "w-paused").process(message))
-    _poll(lambda: stored(svc, record).state == ExecState.RUNNING, "the lease")
+    thread, outcomes = in_thread(lambda: runner_for(svc, "w-paused").process(message))
+    poll_until(lambda: stored(svc, record).state == ExecState.RUNNING, "the lease")
     leased = stored(svc, record)
 
     # The watchdog reclaims the lease (as after a pause) and another worker takes attempt 2.
@@ -121,7 +102,7 @@ def test_a_heartbeat_fenced_out_stops_the_handler_and_writes_nothing_but_the_cou
     assert [o.state for o in outcomes] == ["fenced"]
     assert (after.state, after.attempt, after.fenced_reports) == (ExecState.PENDING, 2, 1)
     assert after.attempts == []
-    _poll(lambda: bool(handlers.calls(key)), "the handler's stop")
+    poll_until(lambda: bool(handlers.calls(key)), "the handler's stop")
     assert [c.stop_reason for c in handlers.calls(key)] == ["lease_lost"]
 
 
@@ -137,7 +118,7 @@ def test_at_its_host_deadline_an_execution_is_given_back_at_the_same_attempt(
     assert (after.state, after.attempt, after.lease_token) == (ExecState.PENDING, 1, None)
     assert [(a.attempt, a.outcome) for a in after.attempts] == [(1, "given_back")]
     assert [(m.execution_id, m.attempt) for m in drain(svc)] == [(record.execution_id, 1)]
-    _poll(lambda: bool(handlers.calls(key)), "the handler's stop")
+    poll_until(lambda: bool(handlers.calls(key)), "the handler's stop")
     assert [c.stop_reason for c in handlers.calls(key)] == ["shutdown"]
 
 
