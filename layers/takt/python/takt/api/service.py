@@ -28,7 +28,7 @@ from takt.models.ids import execution_id, format_time, new_job_id, to_ms
 from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.schedule import ScheduleError, next_after, parse_cron, preview
 from takt.store.errors import ConflictError, NotFoundError
-from takt.store.executions import Transition, open_shard_of
+from takt.store.executions import Transition, lease_fence, open_shard_of
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import definition_problems
 from takt.targets.spec import HttpSpec, parse_target
@@ -412,11 +412,7 @@ class JobService:
                 record.tenant_id,
                 record.execution_id,
                 Transition(
-                    expect={
-                        "state": ExecState.RUNNING,
-                        "attempt": record.attempt,
-                        "lease_token": record.lease_token,
-                    },
+                    expect=lease_fence(record),
                     set={"cancel_requested": True, "reason": "cancel requested"},
                 ),
             )

@@ -53,6 +53,16 @@ def attention_key(tenant_id: str, state: ExecState, shard: int | str) -> str:
     return f"{tenant_id}#{state.value}#{shard}"
 
 
+def lease_fence(record: ExecutionRecord) -> dict[str, object]:
+    """The `expect` of a write that only the lease holder of `record` may make (DESIGN
+    invariant 4): still running, at the same attempt, under the same lease token."""
+    return {
+        "state": ExecState.RUNNING,
+        "attempt": record.attempt,
+        "lease_token": record.lease_token,
+    }
+
+
 @dataclass
 class Transition:
     """A conditional update of one execution: what must hold, and what to change.

@@ -25,7 +25,7 @@ from takt.models.ids import format_time, to_ms
 from takt.models.records import ExecState, ExecutionRecord
 from takt.observability import log_keys, logger
 from takt.store.errors import ConflictError, NotFoundError
-from takt.store.executions import NOT_CANCEL_REQUESTED, ExecutionStore, Transition
+from takt.store.executions import NOT_CANCEL_REQUESTED, ExecutionStore, Transition, lease_fence
 from takt.store.jobs import JobStore
 from takt.worker.overlap import after_terminal, release_queued
 from takt.workflows.engine import RunEngine
@@ -150,11 +150,7 @@ class Watchdog:
             record.tenant_id,
             record.execution_id,
             Transition(
-                expect={
-                    "state": ExecState.RUNNING,
-                    "attempt": record.attempt,
-                    "lease_token": record.lease_token,
-                },
+                expect=lease_fence(record),
                 set={"check_at": record.lease_expires_at},
             ),
         )
@@ -165,12 +161,7 @@ class Watchdog:
         # The heartbeat sequence is part of the fence (DESIGN: reclaim is conditional on it): a
         # late worker whose heartbeat lands between our read and this write has renewed the lease,
         # and without it we would hand a live execution to a second worker.
-        fence = {
-            "state": ExecState.RUNNING,
-            "attempt": record.attempt,
-            "lease_token": record.lease_token,
-            "heartbeat_seq": record.heartbeat_seq,
-        }
+        fence = {**lease_fence(record), "heartbeat_seq": record.heartbeat_seq}
         entry = {
             "attempt": record.attempt,
             "started_at": format_time(record.started_at) if record.started_at else None,

@@ -60,7 +60,12 @@ from takt.models.records import ExecState, ExecutionRecord
 from takt.observability import logger
 from takt.retry import backoff_delay
 from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
-from takt.store.executions import NOT_CANCEL_REQUESTED, ExecutionStore, Transition
+from takt.store.executions import (
+    NOT_CANCEL_REQUESTED,
+    ExecutionStore,
+    Transition,
+    lease_fence,
+)
 from takt.store.jobs import JobStore
 from takt.targets.base import CallContext, StopSignal, TargetResult
 from takt.targets.router import TargetRouter
@@ -324,7 +329,7 @@ class ExecutionRunner:
                 record.tenant_id,
                 record.execution_id,
                 Transition(
-                    expect=_fence(record),
+                    expect=lease_fence(record),
                     set={"lease_expires_at": expires, **self._check_at(expires)},
                     add={"heartbeat_seq": 1},
                 ),
@@ -382,7 +387,7 @@ class ExecutionRunner:
                 record.tenant_id,
                 record.execution_id,
                 Transition(
-                    expect=_fence(record),
+                    expect=lease_fence(record),
                     set=values,
                     remove=OPEN_ATTRS,
                     append_attempt=self._attempt_entry(record, state.value, error, result),
@@ -403,7 +408,7 @@ class ExecutionRunner:
                 record.tenant_id,
                 record.execution_id,
                 Transition(
-                    expect=_fence(record),
+                    expect=lease_fence(record),
                     set={
                         "state": ExecState.CANCELLED,
                         "finished_at": format_time(now),
@@ -436,7 +441,7 @@ class ExecutionRunner:
         written = self._write_unless_cancelled(
             record,
             Transition(
-                expect=_fence(record),
+                expect=lease_fence(record),
                 set={
                     "state": ExecState.RETRY_WAIT,
                     "attempt": record.attempt + 1,
@@ -487,7 +492,7 @@ class ExecutionRunner:
         written = self._write_unless_cancelled(
             record,
             Transition(
-                expect=_fence(record),
+                expect=lease_fence(record),
                 set={"state": ExecState.PENDING, "check_at": to_ms(check_at)},
                 remove=("lease_token", "lease_expires_at"),
                 append_attempt=self._attempt_entry(record, outcome, reason),
@@ -522,14 +527,6 @@ class ExecutionRunner:
             if not is_condition_failure(exc):
                 raise
         return RunOutcome(record.execution_id, "fenced", "lease lost before completion")
-
-
-def _fence(record: ExecutionRecord) -> dict[str, object]:
-    return {
-        "state": ExecState.RUNNING,
-        "attempt": record.attempt,
-        "lease_token": record.lease_token,
-    }
 
 
 def _applied_by_us(exc: ConflictError, record: ExecutionRecord, state: ExecState) -> bool:
