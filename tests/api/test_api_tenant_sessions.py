@@ -16,7 +16,7 @@ from takt.aws import AwsClients
 from takt.clock import ManualClock
 from takt.config import Settings
 from takt.tenants.sessions import session_name
-from takt.wiring import Services, install
+from takt.wiring import MAX_TENANT_SESSIONS, Services, install
 from tests.api.harness import OTHER_TENANT, TENANT, Api
 
 TRUST = {
@@ -105,3 +105,16 @@ def test_session_names_show_the_tenant_within_stss_rules() -> None:
     name = session_name("a/b:c" + "x" * 80)
     assert re.fullmatch(r"[\w+=,.@-]{2,64}", name)
     assert name.startswith("takt-api-a-b-c")
+
+
+def test_an_instance_keeps_the_sessions_of_its_most_recent_tenants_only(scoped: Services) -> None:
+    first = scoped.for_tenant("tenant-0")
+    for i in range(1, MAX_TENANT_SESSIONS):
+        scoped.for_tenant(f"tenant-{i}")
+    assert scoped.for_tenant("tenant-0") is first  # used again: now the most recent
+
+    scoped.for_tenant("one-more")  # evicts tenant-1, the least recently used
+
+    assert scoped.for_tenant("tenant-0") is first
+    assert len(scoped._tenant_scoped) == MAX_TENANT_SESSIONS
+    assert "tenant-1" not in scoped._tenant_scoped

@@ -49,6 +49,7 @@ from takt.watchdog.sweeper import Watchdog
 from takt.worker.runner import ExecutionRunner
 
 DAY = 24 * 3600
+MAX_TENANT_SESSIONS = 64
 
 
 @dataclass
@@ -75,7 +76,7 @@ class Services:
         if role_arn is None:
             return self
         with self._tenant_lock:
-            renew_at, scoped = self._tenant_scoped.get(tenant_id, (None, None))
+            renew_at, scoped = self._tenant_scoped.pop(tenant_id, (None, None))
             if scoped is None or renew_at is None or self.clock.now() >= renew_at:
                 session = self.tenant_sessions.open(tenant_id, self.clock.now())
                 scoped = Services(
@@ -85,7 +86,12 @@ class Services:
                     self.metrics_source,
                     self.meter,
                 )
-                self._tenant_scoped[tenant_id] = (session.renew_at, scoped)
+                renew_at = session.renew_at
+            # Most recently used last; one function instance keeps the sessions of at most
+            # MAX_TENANT_SESSIONS tenants (each holds a client), dropping the least recent.
+            self._tenant_scoped[tenant_id] = (renew_at, scoped)
+            while len(self._tenant_scoped) > MAX_TENANT_SESSIONS:
+                del self._tenant_scoped[next(iter(self._tenant_scoped))]
             return scoped
 
     @cached_property
