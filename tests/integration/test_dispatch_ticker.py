@@ -12,7 +12,7 @@ from takt.store.due import bucket_name, shard_of
 from takt.wiring import Services
 from tests.support.env import ServicesFactory
 from tests.support.history import Expect, HistoryChecker
-from tests.support.jobs import make_job, store_job
+from tests.support.jobs import job_id_in_shard, make_job, store_job
 
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
@@ -120,3 +120,29 @@ def test_a_long_backlog_is_swept_a_window_at_a_time_without_delaying_what_is_due
     # The watermark moves a minute per tick: 11:50 -> 11:53 after three ticks, whose window
     # (11:53-11:55) reaches the middle job.
     assert ticks == 4
+
+
+def test_an_old_partition_with_a_backlog_is_swept_on_every_tick_until_it_is_empty(
+    make_svc: ServicesFactory, clock: ManualClock
+) -> None:
+    svc = make_svc(claim_max_items=2)
+    old = NOON - timedelta(minutes=10)
+    svc.due.advance_watermark(old)
+    for _ in range(5):
+        job = make_job(now=old, next_run_time=old, job_id=job_id_in_shard("tenant-a", 0, 4))
+        store_job(svc, job, old)
+
+    dispatched, claims = [], []
+    for _ in range(5):
+        # Only the first of these ticks is one of the every-tenth-second backlog sweeps.
+        result = svc.ticker.tick(clock.now())
+        dispatched.append(result.total.dispatched)
+        claims.append(result.claims)
+        clock.advance(1)
+
+    assert dispatched == [2, 2, 1, 0, 0]
+    recent = 2 * svc.due.shards  # the previous and the current minute
+    # The old partition is swept alone after the backlog sweep while it holds something; once
+    # empty, the watermark moves past its minute and it is not swept again.
+    assert claims[1:3] == [recent + 1, recent + 1]
+    assert claims[4] == recent

@@ -11,7 +11,7 @@ from takt.clock import ManualClock
 from takt.store.due import bucket_name, minute_of, shard_of
 from takt.store.errors import is_condition_failure
 from takt.wiring import Services
-from tests.support.jobs import TENANT
+from tests.support.jobs import TENANT, job_id_in_shard
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 
@@ -120,3 +120,70 @@ def test_the_watermark_only_moves_forward(svc: Services) -> None:
     assert svc.due.watermark() == NOW
     svc.due.advance_watermark(NOW + timedelta(minutes=1))
     assert svc.due.watermark() == NOW + timedelta(minutes=1)
+
+
+def _flood_items(svc: Services, tenant_id: str, count: int, due: datetime, now: datetime) -> None:
+    """`count` due items of `tenant_id` at `due`, all in shard 0."""
+    for _ in range(count):
+        svc.due.put(tenant_id, job_id_in_shard(tenant_id, 0, svc.due.shards), due, now)
+
+
+def _counting_queries(svc: Services) -> list[int]:
+    calls: list[int] = []
+    svc.clients.dynamodb.meta.events.register(
+        "before-call.dynamodb.Query", lambda **_: calls.append(1)
+    )
+    return calls
+
+
+def test_a_fair_read_skips_a_flood_due_at_one_instant_to_reach_what_is_behind_it(
+    svc: Services, clock: ManualClock
+) -> None:
+    flood_at = clock.now()
+    _flood_items(svc, "flood", 40, flood_at, clock.now())
+    _flood_items(svc, "quiet", 2, flood_at + timedelta(milliseconds=5), clock.now())
+    _flood_items(svc, "flood", 1, flood_at + timedelta(milliseconds=9), clock.now())
+    queries = _counting_queries(svc)
+
+    items, unread = svc.due.read_fair(
+        minute_of(flood_at), 0, flood_at + timedelta(seconds=1), page=4, pages=4
+    )
+
+    tenants = [i.tenant_id for i in items]
+    assert tenants == ["flood"] * 4 + ["quiet"] * 2 + ["flood"]
+    assert [i.due for i in items] == sorted(i.due for i in items)
+    assert unread  # the rest of the first run was skipped
+    assert len(queries) == 2  # a full page and a short one: the rest is read
+
+
+def test_a_fair_read_of_a_backlog_spread_over_instants_costs_its_pages_and_sees_the_newest(
+    svc: Services, clock: ManualClock
+) -> None:
+    start = clock.now()
+    for ms in range(30):
+        _flood_items(svc, "flood", 1, start + timedelta(milliseconds=ms), clock.now())
+    fresh = start + timedelta(milliseconds=500)
+    _flood_items(svc, "quiet", 1, fresh, clock.now())
+    queries = _counting_queries(svc)
+
+    items, unread = svc.due.read_fair(minute_of(start), 0, fresh, page=3, pages=3)
+
+    assert len(queries) == 3
+    assert unread
+    # Two pages of the oldest (nothing to skip: one item an instant), then the newest page.
+    assert [(i.tenant_id, i.due) for i in items][:6] == [
+        ("flood", start + timedelta(milliseconds=ms)) for ms in range(6)
+    ]
+    assert ("quiet", fresh) in [(i.tenant_id, i.due) for i in items]
+    assert len(items) == 9
+
+
+def test_a_fair_read_of_a_partition_smaller_than_a_page_is_one_query_and_complete(
+    svc: Services, clock: ManualClock
+) -> None:
+    _flood_items(svc, "quiet", 2, clock.now(), clock.now())
+    queries = _counting_queries(svc)
+
+    items, unread = svc.due.read_fair(minute_of(clock.now()), 0, clock.now(), page=5, pages=4)
+
+    assert (len(items), unread, len(queries)) == (2, False, 1)

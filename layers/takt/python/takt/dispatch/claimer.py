@@ -60,6 +60,8 @@ class ClaimResult:
     skipped: int = 0
     stale: int = 0
     left: int = 0
+    # Whether a bounded claim left due items it did not even read (`DueStore.read_fair`).
+    unread: bool = False
     lags_ms: list[int] = field(default_factory=list)
     # CPU the claim's write threads spent, apart from the claiming thread's own: a Lambda is
     # billed for its whole process, so a meter that times the claiming thread adds this.
@@ -71,6 +73,7 @@ class ClaimResult:
         self.skipped += other.skipped
         self.stale += other.stale
         self.left += other.left
+        self.unread = self.unread or other.unread
         self.lags_ms.extend(other.lags_ms)
         self.helper_cpu_sec += other.helper_cpu_sec
 
@@ -159,16 +162,23 @@ class Claimer:
     def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
         result = ClaimResult()
         ahead = timedelta(seconds=self._settings.dispatch_ahead_sec)
-        items = self._due.query_due(minute, shard, now + ahead)
+        bound = self._settings.claim_max_items
+        if bound is None:
+            items, unread = self._due.query_due(minute, shard, now + ahead), False
+        else:
+            items, unread = self._due.read_fair(
+                minute, shard, now + ahead, bound, self._settings.claim_read_pages
+            )
         result.due = len(items)
+        result.unread = unread
         if not items:
             return result
-        if self._settings.claim_max_items is not None:
+        if bound is not None:
             # A bounded claim, shared between tenants by weight (docs/FAIRNESS.md); the rest
             # stays in the due index for the next tick.
             items, later = fair_take(
                 items,
-                self._settings.claim_max_items,
+                bound,
                 lambda item: item.tenant_id,
                 lambda tenant_id: self._settings.limits_for(tenant_id).weight,
             )

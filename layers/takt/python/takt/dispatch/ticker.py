@@ -3,7 +3,9 @@
 It sweeps every bucket from the watermark (the oldest minute that may hold items) to the current
 minute, so items left behind by a crash or an outage are found again, and moves the watermark
 past a minute once all its shards are empty and it is older than `WATERMARK_LAG` (which covers
-clock skew between the functions that write due items and the ticker).
+clock skew between the functions that write due items and the ticker). Minutes before the previous
+one are swept every `BACKLOG_EVERY_SEC`, and a partition of theirs found with something due is
+swept on every tick after that until it is empty.
 
 Claims are disjoint by construction: there is no leader, and two tickers that overlap only
 duplicate work that the claimer's conditional writes make harmless.
@@ -46,7 +48,10 @@ class ClaimTask:
 class Fanout(Protocol):
     """Runs claims: in threads of this process, or as asynchronous Lambda invocations."""
 
-    def run(self, tasks: list[ClaimTask]) -> list[ClaimResult]: ...
+    def run(self, tasks: list[ClaimTask]) -> dict[ClaimTask, ClaimResult]:
+        """The tasks that found something due, with their claims' results (a claim run
+        elsewhere reports an empty result: its figures are its own metrics)."""
+        ...
 
 
 class InlineFanout:
@@ -56,9 +61,10 @@ class InlineFanout:
         self._claim = claim
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="claim")
 
-    def run(self, tasks: list[ClaimTask]) -> list[ClaimResult]:
-        futures = [self._pool.submit(self._claim, t.minute, t.shard, t.now) for t in tasks]
-        return [f.result() for f in futures]
+    def run(self, tasks: list[ClaimTask]) -> dict[ClaimTask, ClaimResult]:
+        futures = {t: self._pool.submit(self._claim, t.minute, t.shard, t.now) for t in tasks}
+        results = {task: future.result() for task, future in futures.items()}
+        return {task: result for task, result in results.items() if result.due}
 
 
 class LambdaFanout:
@@ -81,14 +87,14 @@ class LambdaFanout:
         self._has_due = has_due
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="probe")
 
-    def run(self, tasks: list[ClaimTask]) -> list[ClaimResult]:
+    def run(self, tasks: list[ClaimTask]) -> dict[ClaimTask, ClaimResult]:
         busy = [
             t for t, due in zip(tasks, self._pool.map(self._has_due, tasks), strict=True) if due
         ]
         # In parallel: one asynchronous Invoke takes about 15 ms, so a loop would start the last
         # of 64 busy partitions' claimers about a second after the tick (docs/CAPACITY.md).
         list(self._pool.map(self._invoke, busy))
-        return []
+        return {task: ClaimResult() for task in busy}
 
     def _invoke(self, task: ClaimTask) -> None:
         self._lambda.invoke(
@@ -113,6 +119,10 @@ class Ticker:
         self._fanout = fanout
         self._max_buckets = max_catchup_buckets
         self._ahead = ahead
+        # Partitions of older minutes that had something due at their last sweep: swept again on
+        # every tick until found empty, so a backlog (an outage's, or a flood a bounded claim
+        # takes a slice of a tick) drains at the claim rate, not one sweep every few seconds.
+        self._behind: set[tuple[datetime, int]] = set()
 
     def tick(self, now: datetime) -> TickResult:
         current = minute_of(now)
@@ -138,10 +148,16 @@ class Ticker:
                 watermark + timedelta(minutes=self._max_buckets - 1),
             )
             minutes |= set(minutes_between(watermark, backlog_end))
-        tasks = [ClaimTask(m, s, now) for m in sorted(minutes) for s in range(self._due.shards)]
+        partitions = {(m, s) for m in minutes for s in range(self._due.shards)} | {
+            (m, s) for m, s in self._behind if m >= watermark
+        }
+        tasks = [ClaimTask(m, s, now) for m, s in sorted(partitions)]
         result = TickResult(claims=len(tasks), watermark=watermark)
-        for claim in self._fanout.run(tasks):
+        found = self._fanout.run(tasks)
+        for claim in found.values():
             result.total.add(claim)
+        recent = current - timedelta(minutes=1)
+        self._behind = {(t.minute, t.shard) for t in found if t.minute < recent}
         if watermark < oldest and all(
             self._due.bucket_empty(watermark, s) for s in range(self._due.shards)
         ):

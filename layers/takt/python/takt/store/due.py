@@ -84,17 +84,7 @@ class DueStore:
     def query_due(self, minute: datetime, shard: int, until: datetime) -> list[DueItem]:
         """Every item of one (bucket, shard) partition due at or before `until`, oldest first."""
         items: list[DueItem] = []
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "#b = :b AND due_key <= :u",
-            "ExpressionAttributeNames": {"#b": "bucket"},
-            "ExpressionAttributeValues": {
-                ":b": {"S": f"{bucket_name(minute)}#{shard:03d}"},
-                # '~' sorts after every '#<tenant>#<job>' suffix of the same millisecond.
-                ":u": {"S": f"{to_ms(until):013d}~"},
-            },
-            "ConsistentRead": True,
-        }
+        kwargs = self._due_by(minute, shard, until)
         while True:
             resp = self._db.query(**kwargs)
             items.extend(DueItem.from_item(i) for i in resp.get("Items", []))
@@ -102,19 +92,77 @@ class DueStore:
                 return items
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
+    def read_fair(
+        self, minute: datetime, shard: int, until: datetime, page: int, pages: int
+    ) -> tuple[list[DueItem], bool]:
+        """Up to `pages` queries of `page` items of one partition's due items, and whether some
+        due items were left unread: what a bounded claim chooses from (docs/FAIRNESS.md).
+
+        Oldest first, but a full page skips the rest of its last item's run (the items of one
+        tenant due at one instant, which sort together), so a tenant's flood due at one instant
+        costs one page, not a read of the whole flood, and the items behind it (other tenants',
+        and the flood's own later ones) are reached. When the pages run out with items still
+        unread, the last query reads the newest items due instead, so what fell due last (a
+        quiet tenant's fresh items) is seen even behind a backlog spread over many instants.
+        The read costs at most `pages` queries whatever the backlog.
+        """
+        found: dict[str, DueItem] = {}
+        low: str | None = None
+        for _ in range(max(1, pages - 1)):
+            batch = self._page(minute, shard, until, page, low=low)
+            found.update((item.due_key, item) for item in batch)
+            if len(batch) < page:
+                # Read to the end; only a skipped run's rest (if any was skipped) is unread.
+                return sorted(found.values(), key=_by_due_key), low is not None
+            last = batch[-1]
+            # '$' follows '#': the first key after every `<due>#<tenant>#...` of this run.
+            low = f"{to_ms(last.due):013d}#{last.tenant_id}$"
+        if pages > 1:
+            newest = self._page(minute, shard, until, page, low=None, newest=True)
+            found.update((item.due_key, item) for item in newest)
+        return sorted(found.values(), key=_by_due_key), True
+
+    def _page(
+        self,
+        minute: datetime,
+        shard: int,
+        until: datetime,
+        limit: int,
+        *,
+        low: str | None,
+        newest: bool = False,
+    ) -> list[DueItem]:
+        resp = self._db.query(
+            **self._due_by(minute, shard, until, low=low), Limit=limit, ScanIndexForward=not newest
+        )
+        return [DueItem.from_item(i) for i in resp.get("Items", [])]
+
+    def _due_by(
+        self, minute: datetime, shard: int, until: datetime, low: str | None = None
+    ) -> dict[str, Any]:
+        """The query for one partition's items due by `until` (and from `low`, when given)."""
+        values = {
+            ":b": {"S": f"{bucket_name(minute)}#{shard:03d}"},
+            # '~' sorts after every '#<tenant>#<job>' suffix of the same millisecond.
+            ":u": {"S": f"{to_ms(until):013d}~"},
+        }
+        condition = "#b = :b AND due_key <= :u"
+        if low is not None:
+            condition = "#b = :b AND due_key BETWEEN :l AND :u"
+            values[":l"] = {"S": low}
+        return {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": {"#b": "bucket"},
+            "ExpressionAttributeValues": values,
+            "ConsistentRead": True,
+        }
+
     def has_due(self, minute: datetime, shard: int, until: datetime) -> bool:
         """Whether one (bucket, shard) partition holds anything due by `until` (one-item read)."""
-        resp = self._db.query(
-            TableName=self._table,
-            KeyConditionExpression="#b = :b AND due_key <= :u",
-            ExpressionAttributeNames={"#b": "bucket"},
-            ExpressionAttributeValues={
-                ":b": {"S": f"{bucket_name(minute)}#{shard:03d}"},
-                ":u": {"S": f"{to_ms(until):013d}~"},
-            },
-            Limit=1,
-            Select="COUNT",
-        )
+        # A probe, eventually consistent: half a read unit (a miss is found on the next tick).
+        query = {**self._due_by(minute, shard, until), "ConsistentRead": False}
+        resp = self._db.query(**query, Limit=1, Select="COUNT")
         return resp.get("Count", 0) > 0
 
     def bucket_empty(self, minute: datetime, shard: int) -> bool:
@@ -160,6 +208,10 @@ class DueStore:
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise
+
+
+def _by_due_key(item: DueItem) -> str:
+    return item.due_key
 
 
 def minutes_between(first: datetime, last: datetime) -> list[datetime]:
