@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from typing import Annotated, Any
 
 from annotated_types import Ge, Le
 from constructs import Node
+from pydantic import TypeAdapter, ValidationError
 
-from takt.config import LANES, Settings
+from takt.config import LANES, RateLimit, Settings, TenantLimits
 from takt.targets.egress import AllowList
+from takt.targets.spec import target_host
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # Lambda's limits for an SQS event source's maximum concurrency.
@@ -42,6 +46,19 @@ FARGATE_MEMORY_MIB: dict[int, tuple[int, ...]] = {
     4096: tuple(range(8192, 30721, 1024)),
     8192: tuple(range(16384, 61441, 4096)),
     16384: tuple(range(32768, 122881, 8192)),
+}
+# Lambda allows 4 KB of environment variables per function, names and values together; the table
+# names, queue URLs, role and tuning take at most 1.7 KB of it (tests/infra/test_infra_fairness.py
+# counts them), so the fairness settings may take half.
+MAX_FAIRNESS_ENV_BYTES = 2048
+# The context's `fairness` object: each key and the `takt.config.Settings` field it sets.
+FAIRNESS_KEYS: dict[str, str] = {
+    "claimMaxItems": "claim_max_items",
+    "fairDispatchPerSec": "fair_dispatch_per_sec",
+    "fairDispatchBurstSec": "fair_dispatch_burst_sec",
+    "tenantLimits": "tenant_limits",
+    "tenantLimitOverrides": "tenant_limit_overrides",
+    "hostRateLimits": "host_rate_limits",
 }
 # Secrets Manager's characters for a secret name; an ARN is not a name.
 _SECRET_NAME = re.compile(r"^[A-Za-z0-9/_+=.@-]{1,512}$")
@@ -102,6 +119,33 @@ class RuntimeTuning:
 
 
 @dataclass(frozen=True)
+class FairnessTuning:
+    """The `fairness` settings (docs/FAIRNESS.md), checked by the Settings fields they set.
+
+    Each field is named after its `takt.config.Settings` field and holds what Settings would parse,
+    so a value the synth accepts is one every function accepts. `environment` writes only the
+    values that differ from Settings' defaults: the shipped context, everything off, adds no
+    variable, and each function gets only the settings it reads (`FunctionSpec.fairness`).
+    """
+
+    claim_max_items: int | None
+    fair_dispatch_per_sec: float | None
+    fair_dispatch_burst_sec: float
+    tenant_limits: TenantLimits
+    tenant_limit_overrides: Mapping[str, TenantLimits]
+    host_rate_limits: Mapping[str, RateLimit]
+
+    def environment(self, fields: Iterable[str]) -> dict[str, str]:
+        """`TAKT_*` variables for the named settings that differ from Settings' defaults."""
+        variables = {}
+        for field in fields:
+            value = getattr(self, field)
+            if value != _settings_default(field):
+                variables[settings_env_var(field)] = _settings_text(field, value)
+        return variables
+
+
+@dataclass(frozen=True)
 class FargateWorkerConfig:
     """The optional Fargate service running `takt worker` on the lanes in `lanes`.
 
@@ -132,6 +176,7 @@ class DeployConfig:
     alarm_email: str | None
     signing_secret_name: str | None
     fargate: FargateWorkerConfig | None
+    fairness: FairnessTuning
     # Non-public addresses HTTP targets may reach (`egressAllow`: CIDRs and host names); empty
     # refuses them all (docs/SECURITY.md).
     egress_allow: tuple[str, ...] = ()
@@ -170,6 +215,7 @@ class DeployConfig:
             alarm_email=_optional_str(node, "alarmEmail"),
             signing_secret_name=signing_secret_name,
             fargate=_fargate(node) if _boolean(node, "fargateWorker") else None,
+            fairness=_fairness(node),
             egress_allow=_egress_allow(node),
         )
 
@@ -181,6 +227,106 @@ def _egress_allow(node: Node) -> tuple[str, ...]:
     except ValueError as exc:
         raise ContextError(f"context 'egressAllow': {exc}") from None
     return entries
+
+
+def _fairness(node: Node) -> FairnessTuning:
+    """The `fairness` object; a key left out or null keeps Settings' default (off)."""
+    value = _raw(node, "fairness")
+    try:
+        given = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        raise ContextError(f"context 'fairness' must be a JSON object, not {value!r}") from None
+    given = _none_for_null({} if given is None else given)
+    if not isinstance(given, dict):
+        raise ContextError(f"context 'fairness' must be a JSON object, not {value!r}")
+    unknown = sorted(set(given) - set(FAIRNESS_KEYS))
+    if unknown:
+        raise ContextError(
+            f"context 'fairness.{unknown[0]}' is not a fairness setting; they are "
+            + ", ".join(FAIRNESS_KEYS)
+        )
+    values = {
+        field: _settings_value(field, given.get(key), f"fairness.{key}")
+        for key, field in FAIRNESS_KEYS.items()
+    }
+    # Each value was parsed by the Settings field of the same name, hence of the field's type.
+    fairness = FairnessTuning(**values)  # type: ignore[arg-type]
+    for host in fairness.host_rate_limits:
+        if not _is_target_host(host):
+            raise ContextError(
+                f"context 'fairness.hostRateLimits.{host}' must be a host as an HTTP target's "
+                "URL gives it: lower case, without scheme, port or path"
+            )
+    size = sum(
+        len(name) + len(text) for name, text in fairness.environment(FAIRNESS_KEYS.values()).items()
+    )
+    if size > MAX_FAIRNESS_ENV_BYTES:
+        raise ContextError(
+            f"context 'fairness' takes {size} bytes of a function's environment, more than "
+            f"{MAX_FAIRNESS_ENV_BYTES} (Lambda allows 4 KB for all of its variables): list in "
+            "'tenantLimitOverrides' only the tenants whose limits differ, and only what differs"
+        )
+    return fairness
+
+
+def _none_for_null(value: object) -> object:
+    """`value` with each "null" string as None, as Settings reads the environment.
+
+    The CDK drops a JSON null inside a context object on its way to the app, so a limit is lifted
+    with the string "null" (`{"max_jobs": "null"}`); a plain null would leave the default.
+    """
+    if value == "null":
+        return None
+    if isinstance(value, dict):
+        return {key: _none_for_null(item) for key, item in value.items()}
+    return value
+
+
+def _settings_default(field: str) -> object:
+    return Settings.model_fields[field].get_default(call_default_factory=True)
+
+
+def _settings_adapter(field: str) -> TypeAdapter[object]:
+    """Parses a value as `takt.config.Settings` parses `field`: its type and its bounds."""
+    info = Settings.model_fields[field]
+    # Typed Any: a field's annotation is only known at run time.
+    annotated: Any = Annotated[info.annotation, info]
+    return TypeAdapter(annotated)
+
+
+def _settings_value(field: str, value: object, knob: str) -> object:
+    """`value` as Settings would read `field`; None is Settings' default."""
+    if value is None:
+        return _settings_default(field)
+    try:
+        parsed = _settings_adapter(field).validate_python(value)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join([knob, *map(str, error["loc"])])
+        raise ContextError(
+            f"context {where!r}: {error['msg']} (given {error['input']!r})"
+        ) from None
+    # Pydantic reads true as 1, which no one writes for a count or a rate.
+    if isinstance(value, bool):
+        raise ContextError(f"context {knob!r} must be a number, not {value!r}")
+    return parsed
+
+
+def _settings_text(field: str, value: object) -> str:
+    """`value` as the environment variable Settings reads it from: JSON for objects (only the
+    limits given, the rest being Settings' defaults anyway), the number for numbers."""
+    if isinstance(value, int | float):
+        return str(value)
+    return _settings_adapter(field).dump_json(value, exclude_unset=True).decode()
+
+
+def _is_target_host(host: str) -> bool:
+    """Whether `host` is what `target_host` gives for a URL naming it, the key a limit needs."""
+    netloc = f"[{host}]" if ":" in host else host
+    try:
+        return target_host(f"https://{netloc}/") == host
+    except ValueError:
+        return False
 
 
 def _raw(node: Node, key: str) -> object:

@@ -47,6 +47,12 @@ TARGET_SECRET_PREFIX = str(Settings.model_fields["secret_prefix"].default)
 # `tenant`: item actions only, never Scan, on tables whose keys start with the tenant (the API).
 Access = Literal["read", "read_write", "tenant"]
 
+# Fairness settings (docs/FAIRNESS.md), by `takt.config.Settings` field. Every function that sends
+# to the lanes routes its sends through the tenants' dispatch shares, which are weighted by the
+# tenants' limits (`takt.wiring.Services.lanes`), so each of them reads both.
+TENANT_LIMITS = ("tenant_limits", "tenant_limit_overrides")
+FAIR_DISPATCH = ("fair_dispatch_per_sec", "fair_dispatch_burst_sec")
+
 
 @dataclass(frozen=True)
 class FunctionSpec:
@@ -71,6 +77,9 @@ class FunctionSpec:
     signs_requests: bool = False
     # Set for the API, whose stats route reads takt's metrics and the lanes' depths.
     reads_stats: bool = False
+    # The fairness settings the function reads (Settings fields); it gets each one set in the
+    # context's `fairness` object, and no other.
+    fairness: tuple[str, ...] = ()
 
     def memory_for(self, due_shards: int) -> int:
         """The function's memory for a deployment with `due_shards` shards."""
@@ -91,6 +100,8 @@ API = FunctionSpec(
     tables=dict.fromkeys(TENANT_TABLES, "tenant"),
     sends_to_lanes=True,
     reads_stats=True,
+    # Creates are held to the tenant's limits; run-now's send takes its dispatch share.
+    fairness=(*TENANT_LIMITS, *FAIR_DISPATCH),
 )
 SCHEDULER = FunctionSpec(
     name="scheduler",
@@ -125,6 +136,8 @@ CLAIMER = FunctionSpec(
     },
     sends_to_lanes=True,
     async_retries=0,
+    # A bounded claim shares its items between tenants by weight.
+    fairness=(*TENANT_LIMITS, *FAIR_DISPATCH, "claim_max_items"),
 )
 WORKER = FunctionSpec(
     name="worker",
@@ -135,6 +148,8 @@ WORKER = FunctionSpec(
     tables={EXECUTIONS: "read_write", JOBS: "read_write", TENANTS: "read_write"},
     sends_to_lanes=True,
     signs_requests=True,
+    # Before a lease: the target host's rate and the tenant's running cap.
+    fairness=(*TENANT_LIMITS, *FAIR_DISPATCH, "host_rate_limits"),
 )
 WATCHDOG = FunctionSpec(
     name="watchdog",
@@ -147,6 +162,8 @@ WATCHDOG = FunctionSpec(
     sends_to_lanes=True,
     reserved_concurrency=2,
     async_retries=0,
+    # An expired lease frees its running slot, when its tenant has a running cap.
+    fairness=(*TENANT_LIMITS, *FAIR_DISPATCH),
 )
 INDEXER = FunctionSpec(
     name="indexer",
@@ -263,12 +280,16 @@ class TaktFunctions(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         environment = takt_environment(Stack.of(self), tables, lanes, config)
-        # Kept for the Fargate worker, which must read exactly what the functions read.
+        # Kept for the Fargate worker, which must read exactly what the worker function reads
+        # (this, and the worker's fairness settings).
         self.environment = dict(environment)
         self.functions: dict[str, lambda_.Function] = {}
         for spec in SPECS:
             function, role = self._function(
-                spec, layer, environment, spec.memory_for(config.tuning.due_shards)
+                spec,
+                layer,
+                environment | config.fairness.environment(spec.fairness),
+                spec.memory_for(config.tuning.due_shards),
             )
             grant_data_access(spec, function, tables, lanes)
             if spec.signs_requests and config.signing_secret_name:

@@ -145,7 +145,8 @@ class FargateWorker(Construct):
                 ignore_mode=IgnoreMode.DOCKER,
             ),
             command=worker_command(worker.lanes, config.log_level),
-            environment=environment,
+            # The worker function's fairness settings too: the same gate runs before a lease.
+            environment=environment | config.fairness.environment(WORKER.fairness),
             secrets=secrets or None,
             logging=ecs.LogDrivers.aws_logs(
                 stream_prefix="worker",
