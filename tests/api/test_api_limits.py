@@ -1,6 +1,7 @@
 """Per-tenant limits on the job API: jobs stored, creation rate, payload size. Over a limit the
 answer is 429 (with Retry-After where waiting helps) or 413, problem+json naming the limit, and
-no table or lane changes."""
+no table or lane changes. A retry of a create that succeeded is answered as a retry always is,
+whatever the limits say now, and spends none of them."""
 
 from __future__ import annotations
 
@@ -11,12 +12,17 @@ from typing import Any
 
 import pytest
 
+from takt.api.models import JobCreate
+from takt.api.service import JobService
 from takt.clock import ManualClock
 from takt.config import TenantLimits
+from takt.models.records import JobRecord
 from takt.wiring import Services, install
 from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, TENANT, Api, ApiResponse, store_snapshot
+from tests.support.faults import interleave
 
 Limited = Callable[..., Api]
+KEY = {"Idempotency-Key": "k-1"}
 
 
 def job(name: str = "job", **extra: Any) -> dict[str, Any]:
@@ -80,10 +86,103 @@ def test_a_refused_create_leaves_its_idempotency_key_unused(limited: Limited) ->
     api.created_job(job("a"))
     before = store_snapshot(api.svc)
 
-    resp = api.create(job("b"), headers={"Idempotency-Key": "k-1"})
+    resp = api.create(job("b"), headers=KEY)
 
     assert resp.status == 429
     assert store_snapshot(api.svc) == before
+
+
+def test_a_retry_at_the_job_limit_gets_the_first_job_back_and_changes_nothing(
+    limited: Limited,
+) -> None:
+    api = limited(max_jobs=1)
+    first = api.create(job("a"), headers=KEY)
+    before = store_snapshot(api.svc)
+
+    again = api.create(job("a"), headers=KEY)
+
+    assert (first.status, again.status) == (201, 200)
+    assert again.json == first.json
+    assert again.headers["etag"] == first.headers["etag"]
+    assert store_snapshot(api.svc) == before
+    assert api.svc.limiter.job_count(TENANT) == 1
+
+
+def test_a_retry_after_the_limit_was_lowered_still_gets_its_job(limited: Limited) -> None:
+    first = limited(max_jobs=5).create(job("a"), headers=KEY)
+    limited(max_jobs=5).created_job(job("b"))
+    api = limited(max_jobs=1)
+    before = store_snapshot(api.svc)
+
+    again = api.create(job("a"), headers=KEY)
+
+    assert (again.status, again.json) == (200, first.json)
+    assert store_snapshot(api.svc) == before
+
+
+def test_a_retry_with_no_creation_token_left_gets_its_job_and_spends_none(
+    limited: Limited,
+) -> None:
+    api = limited(create_per_sec=0.1, create_burst=1)
+    first = api.create(job("a"), headers=KEY)
+    before = store_snapshot(api.svc)
+
+    again = api.create(job("a"), headers=KEY)
+
+    assert (first.status, again.status) == (201, 200)
+    assert again.json == first.json
+    assert store_snapshot(api.svc) == before
+
+
+def test_a_new_key_over_the_creation_rate_is_429_and_leaves_the_key_unused(
+    limited: Limited, clock: ManualClock
+) -> None:
+    api = limited(create_per_sec=0.5, create_burst=1)
+    api.created_job(job("a"))
+    before = store_snapshot(api.svc)
+
+    resp = api.create(job("b"), headers=KEY)
+    after_refusal = store_snapshot(api.svc)
+    clock.advance(2)
+    later = api.create(job("b"), headers=KEY).status
+
+    assert_refused(resp, 429, "create_per_sec")
+    assert after_refusal == before
+    assert later == 201
+
+
+def test_racing_tries_of_one_key_at_the_limit_make_one_job(limited: Limited) -> None:
+    api = limited(max_jobs=1)
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: api.create(job("a"), headers=KEY), range(4)))
+
+    assert sorted(a.status for a in answers) == [200, 200, 200, 201]
+    assert len({a.json["id"] for a in answers}) == 1
+    assert api.svc.limiter.job_count(TENANT) == 1
+
+
+def test_a_try_whose_twin_took_the_last_slot_after_its_lookup_gets_the_twins_job(
+    limited: Limited,
+) -> None:
+    api = limited(max_jobs=1)
+    twin: list[JobRecord] = []
+    started = False
+
+    def twin_lands_once() -> None:
+        nonlocal started
+        if not started:  # the twin's own lookup comes through here too
+            started = True
+            body = JobCreate.model_validate(job("a"))
+            twin.append(JobService(api.svc).create(TENANT, body, KEY["Idempotency-Key"])[0])
+
+    api.svc.idempotency = interleave(api.svc.idempotency, "find", twin_lands_once)
+
+    resp = api.create(job("a"), headers=KEY)
+
+    assert resp.status == 200, resp.text
+    assert resp.json["id"] == twin[0].job_id
+    assert api.svc.limiter.job_count(TENANT) == 1
 
 
 def test_racing_creates_never_both_take_the_last_slot(limited: Limited) -> None:

@@ -29,6 +29,7 @@ from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, Job
 from takt.schedule import ScheduleError, next_after, parse_cron, preview
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import Transition, lease_fence, open_shard_of
+from takt.store.idempotency import IdempotencyRecord
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import definition_problems
 from takt.targets.spec import HttpSpec, parse_target
@@ -98,36 +99,94 @@ class JobService:
         self._check_payload(job)
         self._check_target_region(job)
         self._check_http_target(job)
-        self._within_limits(tenant_id, now)
         if key:
             digest = body_hash(body.model_dump(mode="json", exclude={"idempotency_key"}))
-            earlier = self._svc.idempotency.claim(
-                tenant_id, key, job.job_id, digest, int(now.timestamp())
-            )
+            return self._create_keyed(job, key, digest, now)
+        self._within_limits(tenant_id, now)
+        self._store(job, None)
+        return job, True
+
+    def _create_keyed(
+        self, job: JobRecord, key: str, digest: str, now: datetime
+    ) -> tuple[JobRecord, bool]:
+        """Create `job` under idempotency key `key`, or answer with the job an earlier try under
+        that key made.
+
+        The key is looked up before the tenant's limits are taken, so a retry of a create that
+        succeeded gets its job back even at a limit, and takes no job slot and no rate token.
+        A try racing another one of the same key is answered with that one's job too: if the
+        other stored it before this one's limit check refused, and if the other claimed the key
+        first. The slot is only ever taken by the transaction that writes the job, but in that
+        second race the rate token this try took stays spent: TokenBuckets gives none back.
+        """
+        tenant_id = job.tenant_id
+        now_epoch = int(now.timestamp())
+        earlier = self._svc.idempotency.find(tenant_id, key, now_epoch)
+        if earlier is not None:
+            replayed = self._replay(tenant_id, key, digest, earlier)
+            if replayed is not None:
+                return replayed, False
+            job.job_id = earlier.job_id  # an earlier try crashed: finish its work
+        try:
+            self._within_limits(tenant_id, now)
+        except TooManyRequestsError:
+            replayed = self._replay_stored(tenant_id, key, digest, now_epoch)
+            if replayed is None:
+                raise
+            return replayed, False
+        if earlier is None:
+            earlier = self._svc.idempotency.claim(tenant_id, key, job.job_id, digest, now_epoch)
             if earlier is not None:
-                if earlier.body_hash != digest:
-                    raise IdempotencyMismatchError(
-                        f"idempotency key {key!r} was used with a different body",
-                        [{"field": "idempotency_key", "message": "used with a different body"}],
-                    )
-                try:
-                    return self._svc.jobs.get(tenant_id, earlier.job_id), False
-                except NotFoundError:
-                    job.job_id = earlier.job_id  # an earlier try crashed: finish its work
-        job_id = job.job_id
+                replayed = self._replay(tenant_id, key, digest, earlier)
+                if replayed is not None:
+                    return replayed, False
+                job.job_id = earlier.job_id
+        try:
+            self._store(job, key)
+        except ConflictError:
+            # Another try finishing the same earlier one wrote the job first.
+            return self._svc.jobs.get(tenant_id, job.job_id), False
+        return job, True
+
+    def _store(self, job: JobRecord, key: str | None) -> None:
+        """Write and count the job; 429 at the job limit, giving back `key`, claimed for it, so
+        the refused create leaves nothing behind."""
         try:
             self._svc.limiter.create_job(job)
-        except ConflictError:
-            return self._svc.jobs.get(tenant_id, job_id), False
         except JobLimitError as exc:
             if key:
-                self._svc.idempotency.release(tenant_id, key, job_id)
+                self._svc.idempotency.release(job.tenant_id, key, job.job_id)
             raise _too_many_jobs(exc) from None
-        return job, True
+
+    def _replay(
+        self, tenant_id: str, key: str, digest: str, earlier: IdempotencyRecord
+    ) -> JobRecord | None:
+        """The job an earlier create under `key` made; 422 when that create had another body.
+
+        None when no such job is stored (the earlier try crashed before writing it, is still
+        writing it, or the job was deleted since): this create then writes it under that id.
+        """
+        if earlier.body_hash != digest:
+            raise IdempotencyMismatchError(
+                f"idempotency key {key!r} was used with a different body",
+                [{"field": "idempotency_key", "message": "used with a different body"}],
+            )
+        try:
+            return self._svc.jobs.get(tenant_id, earlier.job_id)
+        except NotFoundError:
+            return None
+
+    def _replay_stored(
+        self, tenant_id: str, key: str, digest: str, now_epoch: int
+    ) -> JobRecord | None:
+        """The job stored under `key` by now, if any (`_replay`)."""
+        earlier = self._svc.idempotency.find(tenant_id, key, now_epoch)
+        return None if earlier is None else self._replay(tenant_id, key, digest, earlier)
 
     def _within_limits(self, tenant_id: str, now: datetime) -> None:
         """Refuse a create over the tenant's job limit or creation rate (429), after every
-        check of the request itself, so a bad request spends no token."""
+        check of the request itself and the idempotency key's lookup, so neither a bad request
+        nor a retry of a create that succeeded spends a token."""
         limiter = self._svc.limiter
         try:
             limiter.check_room(tenant_id)

@@ -68,10 +68,12 @@ def _register() -> None:
     from takt.cli.local import local
     from takt.cli.runs import runs
     from takt.cli.schedule import schedule
+    from takt.cli.tenants import tenants
     from takt.cli.top import top
     from takt.cli.worker import worker
 
-    for command in (jobs, executions, runs, schedule, local, worker, top, console, bench):
+    commands = (jobs, executions, runs, schedule, local, worker, top, console, bench, tenants)
+    for command in commands:
         cli.add_command(command)
 
 

@@ -1,7 +1,9 @@
 """Idempotency records for job creation (DESIGN invariant 6).
 
 The record is written first, with the job id chosen up front, so a client retry after a crash
-finds the record and finishes creating the same job instead of making a second one.
+finds the record and finishes creating the same job instead of making a second one. A create
+reads the record (`find`) before it takes any tenant limit, so a retry of a create that succeeded
+is answered as the first try was, whatever the limits say now (docs/SECURITY.md).
 """
 
 from __future__ import annotations
@@ -28,6 +30,19 @@ class IdempotencyStore:
         self._db = client
         self._table = table
         self._retention_sec = retention_sec
+
+    def find(self, tenant_id: str, key: str, now_epoch: int) -> IdempotencyRecord | None:
+        """The live record of `key`, read without writing anything; None when there is none or
+        it has expired (as `claim` treats it)."""
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key={"id": {"S": f"{tenant_id}#{key}"}},
+            ConsistentRead=True,
+        )
+        item = resp.get("Item")
+        if not item or int(item["expires_at"]["N"]) < now_epoch:
+            return None
+        return IdempotencyRecord(item["job_id"]["S"], item["body_hash"]["S"])
 
     def release(self, tenant_id: str, key: str, job_id: str) -> None:
         """Give back `key`, claimed for `job_id` by a create that was then refused (a tenant

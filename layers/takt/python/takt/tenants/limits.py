@@ -3,7 +3,9 @@
 - Jobs stored: a counter item (`<tenant>`, `jobs`) written in the same DynamoDB transaction as the
   job it counts. Creating adds one on the condition that the count is below the tenant's
   `max_jobs`, so two racing creates can never both take the last slot; deleting takes one off.
-  The count covers the jobs written since counting began: jobs stored before it are not in it.
+  Each of these writes also adds one to the item's `changes`, which a recount goes by.
+  Jobs written before counting began, or outside these transactions, are not in it until a
+  recount (`TenantLimiter.recount`, `takt tenants recount`) sets it to the jobs the tenant stores.
 - Creation rate: a token bucket (`<tenant>`, `create-rate`), `create_per_sec` a second and
   `create_burst` deep, shared with fair dispatch's buckets (`takt.fairness.buckets`). A refused
   create says when a token is due, for `Retry-After`.
@@ -14,6 +16,7 @@ Both items are keyed by the tenant, like every item the API touches (IAM Leading
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,13 +25,15 @@ from botocore.exceptions import ClientError
 from takt.config import Settings
 from takt.fairness.buckets import TokenBuckets
 from takt.models.records import JobRecord
-from takt.store.errors import ConflictError, NotFoundError
+from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 JOBS_COUNTER = "jobs"
 CREATE_BUCKET = "create-rate"
+# A recount that finds the counter moved while it counted starts again, this many times at most.
+RECOUNT_TRIES = 5
 
 
 class JobLimitError(Exception):
@@ -46,6 +51,18 @@ class RateLimitedError(Exception):
         super().__init__(f"the tenant creates more than {rate:g} jobs a second")
         self.rate = rate
         self.retry_after_sec = retry_after_sec
+
+
+class RecountError(Exception):
+    """The tenant's jobs changed during every try of a recount, so none could be written."""
+
+
+@dataclass(frozen=True)
+class Recount:
+    """A tenant's job counter before a recount, and the jobs the recount found it stores."""
+
+    before: int
+    after: int
 
 
 class TenantLimiter:
@@ -74,13 +91,80 @@ class TenantLimiter:
             raise RateLimitedError(limits.create_per_sec, grant.retry_after_sec)
 
     def job_count(self, tenant_id: str) -> int:
+        return _jobs_in(self._counter(tenant_id))
+
+    def count_jobs(self, tenant_id: str) -> int:
+        """The jobs the tenant stores, counted in the jobs table: a Query of its partition that
+        returns counts only (no items), page by page."""
+        query: dict[str, Any] = {
+            "TableName": self._jobs_table,
+            "KeyConditionExpression": "tenant_id = :tenant",
+            "ExpressionAttributeValues": {":tenant": {"S": tenant_id}},
+            "Select": "COUNT",
+            "ConsistentRead": True,
+        }
+        total = 0
+        while True:
+            page = self._db.query(**query)
+            total += page["Count"]
+            if "LastEvaluatedKey" not in page:
+                return total
+            query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def recount(self, tenant_id: str) -> Recount:
+        """Set the tenant's job counter to the jobs it stores (`count_jobs`).
+
+        Every create and delete adds one to the counter's `changes` in the transaction that
+        writes the job, so the write here is conditional on `changes` (and `jobs`) being as
+        read before the count: a create or delete that committed during the count fails it,
+        even one that left `jobs` at the same number, and the recount starts again, up to
+        RECOUNT_TRIES times (then RecountError). A counter that already agrees is not written,
+        so recounting a tenant that stores nothing and has no counter leaves no item behind.
+        """
+        for _ in range(RECOUNT_TRIES):
+            counter = self._counter(tenant_id)
+            before = _jobs_in(counter)
+            stored = self.count_jobs(tenant_id)
+            if stored == before:
+                return Recount(before, stored)
+            try:
+                self._set_count(tenant_id, counter, stored)
+            except ClientError as exc:
+                if not is_condition_failure(exc):
+                    raise
+                continue
+            return Recount(before, stored)
+        raise RecountError(
+            f"the jobs of tenant {tenant_id} changed during each of {RECOUNT_TRIES} counts; "
+            "try again when it creates and deletes fewer"
+        )
+
+    def _counter(self, tenant_id: str) -> dict[str, Any] | None:
         resp = self._db.get_item(
             TableName=self._tenants_table,
             Key=_counter_key(tenant_id),
             ConsistentRead=True,
         )
-        item = resp.get("Item") or {}
-        return int(item.get("jobs", {}).get("N", "0"))
+        item = resp.get("Item")
+        return dict(item) if item else None
+
+    def _set_count(self, tenant_id: str, counter: dict[str, Any] | None, stored: int) -> None:
+        """Write `stored` as the count if the counter is still `counter` (as read)."""
+        values: dict[str, Any] = {":stored": {"N": str(stored)}, ":one": {"N": "1"}}
+        conditions = []
+        for name in ("jobs", "changes"):
+            if counter is None or name not in counter:
+                conditions.append(f"attribute_not_exists({name})")
+            else:
+                conditions.append(f"{name} = :{name}")
+                values[f":{name}"] = counter[name]
+        self._db.update_item(
+            TableName=self._tenants_table,
+            Key=_counter_key(tenant_id),
+            UpdateExpression="SET jobs = :stored ADD changes :one",
+            ConditionExpression=" AND ".join(conditions),
+            ExpressionAttributeValues=values,
+        )
 
     def check_room(self, tenant_id: str) -> None:
         """JobLimitError when the tenant is at its job limit now (the write checks it again)."""
@@ -98,7 +182,7 @@ class TenantLimiter:
         count: dict[str, Any] = {
             "TableName": self._tenants_table,
             "Key": _counter_key(job.tenant_id),
-            "UpdateExpression": "ADD jobs :one",
+            "UpdateExpression": "ADD jobs :one, changes :one",
             "ExpressionAttributeValues": {":one": {"N": "1"}},
         }
         if limit is not None:
@@ -137,8 +221,8 @@ class TenantLimiter:
                     "Update": {
                         "TableName": self._tenants_table,
                         "Key": _counter_key(tenant_id),
-                        "UpdateExpression": "ADD jobs :minus",
-                        "ExpressionAttributeValues": {":minus": {"N": "-1"}},
+                        "UpdateExpression": "ADD jobs :minus, changes :one",
+                        "ExpressionAttributeValues": {":minus": {"N": "-1"}, ":one": {"N": "1"}},
                     }
                 },
             ]
@@ -164,6 +248,10 @@ class TenantLimiter:
 def retry_after(seconds: float) -> int:
     """Whole seconds for a `Retry-After` header, at least one."""
     return max(1, math.ceil(seconds))
+
+
+def _jobs_in(counter: dict[str, Any] | None) -> int:
+    return int((counter or {}).get("jobs", {}).get("N", "0"))
 
 
 def _counter_key(tenant_id: str) -> dict[str, Any]:
