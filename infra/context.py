@@ -54,6 +54,7 @@ MAX_FAIRNESS_ENV_BYTES = 2048
 # The context's `fairness` object: each key and the `takt.config.Settings` field it sets.
 FAIRNESS_KEYS: dict[str, str] = {
     "claimMaxItems": "claim_max_items",
+    "claimReadPages": "claim_read_pages",
     "fairDispatchPerSec": "fair_dispatch_per_sec",
     "fairDispatchBurstSec": "fair_dispatch_burst_sec",
     "tenantLimits": "tenant_limits",
@@ -129,6 +130,7 @@ class FairnessTuning:
     """
 
     claim_max_items: int | None
+    claim_read_pages: int
     fair_dispatch_per_sec: float | None
     fair_dispatch_burst_sec: float
     tenant_limits: TenantLimits

@@ -137,7 +137,7 @@ CLAIMER = FunctionSpec(
     sends_to_lanes=True,
     async_retries=0,
     # A bounded claim shares its items between tenants by weight.
-    fairness=(*TENANT_LIMITS, *FAIR_DISPATCH, "claim_max_items"),
+    fairness=(*TENANT_LIMITS, *FAIR_DISPATCH, "claim_max_items", "claim_read_pages"),
 )
 WORKER = FunctionSpec(
     name="worker",

@@ -29,6 +29,7 @@ FAIRNESS_VARIABLES = {settings_env_var(field) for field in FAIRNESS_KEYS.values(
 # Every setting away from its default, so each one becomes a variable.
 FAIRNESS_ON = {
     "claimMaxItems": 500,
+    "claimReadPages": 8,
     "fairDispatchPerSec": 10,
     "fairDispatchBurstSec": 4,
     "tenantLimits": {"max_running": 20, "max_jobs": "null"},
@@ -45,7 +46,7 @@ LIMITS_AND_SHARES = {
 EXPECTED = {
     "api": LIMITS_AND_SHARES,
     "scheduler": set(),
-    "claimer": LIMITS_AND_SHARES | {"TAKT_CLAIM_MAX_ITEMS"},
+    "claimer": LIMITS_AND_SHARES | {"TAKT_CLAIM_MAX_ITEMS", "TAKT_CLAIM_READ_PAGES"},
     "worker": LIMITS_AND_SHARES | {"TAKT_HOST_RATE_LIMITS"},
     "watchdog": LIMITS_AND_SHARES,
     "indexer": set(),
@@ -106,6 +107,7 @@ def test_fairness_variables_read_back_as_the_context_gave_them(
     settings = Settings()
 
     assert settings.claim_max_items == 500
+    assert settings.claim_read_pages == 8
     assert settings.fair_dispatch_per_sec == 10
     assert settings.fair_dispatch_burst_sec == 4
     assert settings.tenant_limits == TenantLimits(max_running=20, max_jobs=None)
