@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from takt.clock import ManualClock
 from takt.config import TenantLimits
-from takt.dispatch.claimer import Claimer
+from takt.dispatch.claimer import FAIR_READ_PAGE, Claimer
 from takt.dispatch.lanes import LaneMessage
 from takt.store.due import minute_of
 from takt.wiring import Services
@@ -92,22 +92,43 @@ def test_with_fair_dispatch_off_everything_goes_to_its_own_lane_and_nothing_is_w
     assert items == []
 
 
-def test_a_bounded_claim_takes_the_quiet_tenants_items_before_the_floods_backlog(
+def test_a_bounded_claim_takes_a_quiet_tenant_whole_beside_its_bound_of_the_floods_backlog(
     make_svc: ServicesFactory, clock: ManualClock
 ) -> None:
     svc = make_svc(claim_max_items=8)
     due = clock.now()
-    _flood(svc, clock, "flood", 40, due - timedelta(seconds=5))
+    _flood(svc, clock, "flood", FAIR_READ_PAGE + 12, due - timedelta(seconds=5))
     _flood(svc, clock, "quiet", 2, due)
 
     _claim(svc, clock)
 
-    first = _tenants(drain(svc, "default"))
-    assert sorted(first) == ["flood"] * 6 + ["quiet"] * 2
-    for _ in range(5):
+    # The flood's run is skipped after one page: the quiet tenant's items, behind it, are read
+    # and taken whole; the flood takes the claim's bound.
+    assert sorted(_tenants(drain(svc, "default"))) == ["flood"] * 8 + ["quiet"] * 2
+    claimed = []
+    for _ in range(3):
         clock.advance(1)
         _claim(svc, clock)
-    assert len(drain(svc, "default")) == 34  # the rest of the flood, 8 a claim
+        claimed.append(len(drain(svc, "default")))
+    # 8 more while the flood fills a page; what is left then fits in one, is read whole and is
+    # no longer a backlog.
+    assert claimed == [8, FAIR_READ_PAGE - 4, 0]
+
+
+def test_a_quiet_tenants_fresh_item_behind_a_backlog_spread_over_instants_is_claimed_at_once(
+    make_svc: ServicesFactory, clock: ManualClock
+) -> None:
+    svc = make_svc(claim_max_items=4, claim_read_pages=3)
+    start = clock.now() - timedelta(seconds=30)
+    for ms in range(3 * FAIR_READ_PAGE):
+        _flood(svc, clock, "flood", 1, start + timedelta(milliseconds=10 * ms))
+    _flood(svc, clock, "quiet", 1, clock.now())
+
+    _claim(svc, clock)
+
+    # Two pages of the oldest find nothing to skip (one item an instant); the third query reads
+    # the newest items, the quiet tenant's among them, which it takes beside the flood's bound.
+    assert sorted(_tenants(drain(svc, "default"))) == ["flood"] * 4 + ["quiet"]
 
 
 def test_messages_carry_their_tenant_as_the_fair_queue_group(

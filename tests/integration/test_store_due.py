@@ -145,14 +145,15 @@ def test_a_fair_read_skips_a_flood_due_at_one_instant_to_reach_what_is_behind_it
     _flood_items(svc, "flood", 1, flood_at + timedelta(milliseconds=9), clock.now())
     queries = _counting_queries(svc)
 
-    items, unread = svc.due.read_fair(
+    read = svc.due.read_fair(
         minute_of(flood_at), 0, flood_at + timedelta(seconds=1), page=4, pages=4
     )
 
+    items = read.items
     tenants = [i.tenant_id for i in items]
     assert tenants == ["flood"] * 4 + ["quiet"] * 2 + ["flood"]
     assert [i.due for i in items] == sorted(i.due for i in items)
-    assert unread  # the rest of the first run was skipped
+    assert read.backlogged == {"flood"}  # the rest of its first run was skipped
     assert len(queries) == 2  # a full page and a short one: the rest is read
 
 
@@ -166,10 +167,11 @@ def test_a_fair_read_of_a_backlog_spread_over_instants_costs_its_pages_and_sees_
     _flood_items(svc, "quiet", 1, fresh, clock.now())
     queries = _counting_queries(svc)
 
-    items, unread = svc.due.read_fair(minute_of(start), 0, fresh, page=3, pages=3)
+    read = svc.due.read_fair(minute_of(start), 0, fresh, page=3, pages=3)
 
+    items = read.items
     assert len(queries) == 3
-    assert unread
+    assert read.backlogged == {"flood"}
     # Two pages of the oldest (nothing to skip: one item an instant), then the newest page.
     assert [(i.tenant_id, i.due) for i in items][:6] == [
         ("flood", start + timedelta(milliseconds=ms)) for ms in range(6)
@@ -184,6 +186,6 @@ def test_a_fair_read_of_a_partition_smaller_than_a_page_is_one_query_and_complet
     _flood_items(svc, "quiet", 2, clock.now(), clock.now())
     queries = _counting_queries(svc)
 
-    items, unread = svc.due.read_fair(minute_of(clock.now()), 0, clock.now(), page=5, pages=4)
+    read = svc.due.read_fair(minute_of(clock.now()), 0, clock.now(), page=5, pages=4)
 
-    assert (len(items), unread, len(queries)) == (2, False, 1)
+    assert (len(read.items), read.unread, len(queries)) == (2, False, 1)

@@ -158,8 +158,8 @@ class Settings(BaseSettings):
     # At most this many due items per claim, shared between tenants by weight; the rest wait in
     # the due index for the next tick. None claims everything due (docs/FAIRNESS.md).
     claim_max_items: int | None = Field(default=None, ge=1)
-    # A bounded claim reads at most this many pages of `claim_max_items` due items to choose
-    # from (`DueStore.read_fair`), so its cost does not grow with the backlog.
+    # A bounded claim reads at most this many pages of due items to choose from
+    # (`DueStore.read_fair`), so its cost does not grow with the backlog.
     claim_read_pages: int = Field(default=4, ge=1, le=64)
     # How long a message waits before it is offered again when its tenant's running cap is full.
     running_cap_retry_sec: int = Field(default=2, ge=1, le=900)

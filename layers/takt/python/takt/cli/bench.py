@@ -119,7 +119,9 @@ def local(
     help="Fair dispatch and bounded claims on (docs/FAIRNESS.md), or as shipped (off).",
 )
 @click.option("--fair-per-sec", default=10.0, show_default=True, help="Dispatch share per weight.")
-@click.option("--claim-max", default=6, show_default=True, help="Due items per claim.")
+@click.option(
+    "--claim-max", default=4, show_default=True, help="A backlogged tenant's due items per claim."
+)
 @MOTO_OPTION
 @OUT_OPTION
 def noisy(

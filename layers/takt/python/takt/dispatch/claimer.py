@@ -42,7 +42,7 @@ from takt.fairness.shares import fair_take
 from takt.models.ids import execution_id, to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.observability import logger
-from takt.store.due import DueItem, DueStore
+from takt.store.due import DueItem, DueStore, FairRead
 from takt.store.errors import NotFoundError, is_condition_failure
 from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
@@ -51,6 +51,10 @@ from takt.workflows.engine import RunEngine
 T = TypeVar("T")
 R = TypeVar("R")
 SEND_BATCH = 10
+# A bounded claim reads pages of at least this many due items: a tenant with more due at one
+# instant in one partition counts as backlogged (docs/FAIRNESS.md), so the page must be well
+# above what an ordinary tenant has due at once there.
+FAIR_READ_PAGE = 50
 
 
 @dataclass
@@ -164,25 +168,18 @@ class Claimer:
         ahead = timedelta(seconds=self._settings.dispatch_ahead_sec)
         bound = self._settings.claim_max_items
         if bound is None:
-            items, unread = self._due.query_due(minute, shard, now + ahead), False
+            items = self._due.query_due(minute, shard, now + ahead)
+            result.due = len(items)
         else:
-            items, unread = self._due.read_fair(
-                minute, shard, now + ahead, bound, self._settings.claim_read_pages
+            page = max(bound, FAIR_READ_PAGE)
+            read = self._due.read_fair(
+                minute, shard, now + ahead, page, self._settings.claim_read_pages
             )
-        result.due = len(items)
-        result.unread = unread
+            result.due, result.unread = len(read.items), read.unread
+            items, later = self._bounded(read, bound)
+            result.left += len(later)
         if not items:
             return result
-        if bound is not None:
-            # A bounded claim, shared between tenants by weight (docs/FAIRNESS.md); the rest
-            # stays in the due index for the next tick.
-            items, later = fair_take(
-                items,
-                bound,
-                lambda item: item.tenant_id,
-                lambda tenant_id: self._settings.limits_for(tenant_id).weight,
-            )
-            result.left += len(later)
         jobs = self._jobs.batch_get([(i.tenant_id, i.job_id) for i in items])
         grace_ms = int(self._settings.due_grace_sec * 1000)
         firings: list[_Firing] = []
@@ -223,6 +220,19 @@ class Claimer:
         self._phases.each(lambda f: self._index_next(f, now), recurring, result)
         self._phases.each(self._advance, firings, result)
         return result
+
+    def _bounded(self, read: FairRead, bound: int) -> tuple[list[DueItem], list[DueItem]]:
+        """(taken, left) of a bounded claim (docs/FAIRNESS.md): every item of a tenant the read
+        saw all of (the read bounds them), and at most `bound` of the backlogged tenants'
+        items, shared between them by weight; the rest stays in the due index."""
+        quiet = [item for item in read.items if item.tenant_id not in read.backlogged]
+        taken, later = fair_take(
+            [item for item in read.items if item.tenant_id in read.backlogged],
+            bound,
+            lambda item: item.tenant_id,
+            lambda tenant_id: self._settings.limits_for(tenant_id).weight,
+        )
+        return sorted([*quiet, *taken], key=lambda item: item.due_key), later
 
     def _index_next(self, firing: _Firing, now: datetime) -> None:
         if firing.plan.next_run is not None:

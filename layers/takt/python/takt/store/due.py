@@ -61,6 +61,19 @@ class DueItem:
         )
 
 
+@dataclass(frozen=True)
+class FairRead:
+    """What `DueStore.read_fair` read, oldest first, and the tenants it left items of unread
+    (a run it skipped, or a page it had no query left to read past)."""
+
+    items: list[DueItem]
+    backlogged: frozenset[str]
+
+    @property
+    def unread(self) -> bool:
+        return bool(self.backlogged)
+
+
 class DueStore:
     def __init__(self, client: DynamoDBClient, table: str, shards: int) -> None:
         self._db = client
@@ -94,9 +107,9 @@ class DueStore:
 
     def read_fair(
         self, minute: datetime, shard: int, until: datetime, page: int, pages: int
-    ) -> tuple[list[DueItem], bool]:
-        """Up to `pages` queries of `page` items of one partition's due items, and whether some
-        due items were left unread: what a bounded claim chooses from (docs/FAIRNESS.md).
+    ) -> FairRead:
+        """Up to `pages` queries of `page` items of one partition's due items: what a bounded
+        claim chooses from (docs/FAIRNESS.md).
 
         Oldest first, but a full page skips the rest of its last item's run (the items of one
         tenant due at one instant, which sort together), so a tenant's flood due at one instant
@@ -107,20 +120,23 @@ class DueStore:
         The read costs at most `pages` queries whatever the backlog.
         """
         found: dict[str, DueItem] = {}
+        backlogged: set[str] = set()
         low: str | None = None
         for _ in range(max(1, pages - 1)):
             batch = self._page(minute, shard, until, page, low=low)
             found.update((item.due_key, item) for item in batch)
             if len(batch) < page:
-                # Read to the end; only a skipped run's rest (if any was skipped) is unread.
-                return sorted(found.values(), key=_by_due_key), low is not None
+                return FairRead(sorted(found.values(), key=_by_due_key), frozenset(backlogged))
             last = batch[-1]
+            backlogged.add(last.tenant_id)
             # '$' follows '#': the first key after every `<due>#<tenant>#...` of this run.
             low = f"{to_ms(last.due):013d}#{last.tenant_id}$"
         if pages > 1:
+            # The pages ran out: any tenant of the last one may have more behind it.
+            backlogged.update(item.tenant_id for item in batch)
             newest = self._page(minute, shard, until, page, low=None, newest=True)
             found.update((item.due_key, item) for item in newest)
-        return sorted(found.values(), key=_by_due_key), True
+        return FairRead(sorted(found.values(), key=_by_due_key), frozenset(backlogged))
 
     def _page(
         self,
