@@ -64,3 +64,19 @@ def test_the_simulator_reports_the_steady_scenario(tmp_path: Path) -> None:
     assert steady["as_shipped"]["start_lag_sec"]["p99"] < 2.0
     assert steady["planned"]["quotas_and_settings"]
     assert steady["cost_per_hour_usd"]["total"] > 0
+
+
+def test_a_small_noisy_neighbour_run_reports_both_tenants_and_calls_nothing_twice(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "noisy.json"
+    args = ["--flood=300", "--b-rate=2", "--window=10", "--claim-max=2", f"--out={out}"]
+    assert main(["bench", "noisy", *args]) == 0
+    report = json.loads(out.read_text())
+    assert report["b_alone"]["occurrences"] == 20  # 2 a second for 10 s
+    assert report["b_during_flood"]["occurrences"] == 20
+    assert report["b_alone"]["start_lag_sec"]["p99"] is not None
+    assert report["b_during_flood"]["claim_lag_sec"]["p99"] is not None
+    assert report["checks"]["called_twice"] == 0
+    assert report["checks"]["b_finished_not_succeeded"] == 0
+    assert int(report["a_completed_of_flood"].split()[0]) > 0

@@ -120,7 +120,7 @@ def local(
 )
 @click.option("--fair-per-sec", default=10.0, show_default=True, help="Dispatch share per weight.")
 @click.option(
-    "--claim-max", default=4, show_default=True, help="A backlogged tenant's due items per claim."
+    "--claim-max", default=2, show_default=True, help="A backlogged tenant's due items per claim."
 )
 @MOTO_OPTION
 @OUT_OPTION

@@ -56,7 +56,7 @@ class NoisyWorkload:
     window_sec: int = 60
     # Fair dispatch (None: off, the shipped default) and the claim bound; docs/FAIRNESS.md.
     fair_dispatch_per_sec: float | None = 10.0
-    claim_max_items: int | None = 4
+    claim_max_items: int | None = 2
     pollers: int = 4
     due_shards: int = 4
     create_threads: int = 8
