@@ -188,4 +188,4 @@ def test_a_fair_read_of_a_partition_smaller_than_a_page_is_one_query_and_complet
 
     read = svc.due.read_fair(minute_of(clock.now()), 0, clock.now(), page=5, pages=4)
 
-    assert (len(read.items), read.unread, len(queries)) == (2, False, 1)
+    assert (len(read.items), read.backlogged, len(queries)) == (2, frozenset(), 1)

@@ -64,8 +64,6 @@ class ClaimResult:
     skipped: int = 0
     stale: int = 0
     left: int = 0
-    # Whether a bounded claim left due items it did not even read (`DueStore.read_fair`).
-    unread: bool = False
     lags_ms: list[int] = field(default_factory=list)
     # CPU the claim's write threads spent, apart from the claiming thread's own: a Lambda is
     # billed for its whole process, so a meter that times the claiming thread adds this.
@@ -77,7 +75,6 @@ class ClaimResult:
         self.skipped += other.skipped
         self.stale += other.stale
         self.left += other.left
-        self.unread = self.unread or other.unread
         self.lags_ms.extend(other.lags_ms)
         self.helper_cpu_sec += other.helper_cpu_sec
 
@@ -175,7 +172,7 @@ class Claimer:
             read = self._due.read_fair(
                 minute, shard, now + ahead, page, self._settings.claim_read_pages
             )
-            result.due, result.unread = len(read.items), read.unread
+            result.due = len(read.items)
             items, later = self._bounded(read, bound)
             result.left += len(later)
         if not items:

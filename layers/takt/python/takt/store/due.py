@@ -69,10 +69,6 @@ class FairRead:
     items: list[DueItem]
     backlogged: frozenset[str]
 
-    @property
-    def unread(self) -> bool:
-        return bool(self.backlogged)
-
 
 class DueStore:
     def __init__(self, client: DynamoDBClient, table: str, shards: int) -> None:
