@@ -182,6 +182,15 @@ def percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.5) - 1))]
 
 
+def percentiles(values: list[float], digits: int | None = None) -> dict[str, float | None]:
+    """p50, p95, p99 and max of `values` (None for no values), rounded to `digits` if given."""
+    out = {}
+    for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("max", 1.0)):
+        value = percentile(values, q)
+        out[name] = value if value is None or digits is None else round(value, digits)
+    return out
+
+
 class Bench:
     def __init__(self, workload: Workload, *, progress: Callable[[str], None] | None = None):
         self.workload = workload
@@ -400,10 +409,7 @@ class Bench:
             "executions": executions,
             "first_due_to_last_finish_sec": round(span, 2),
             "executions_per_sec": round(executions / span, 1) if span > 0 else None,
-            "start_lag_ms": {
-                name: percentile(lags, q)
-                for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("max", 1.0))
-            },
+            "start_lag_ms": percentiles(lags),
             "history": {
                 "expected": check.expected,
                 "executions": check.executions,

@@ -33,7 +33,7 @@ from typing import Any
 
 from takt.api.models import JobCreate
 from takt.api.service import JobService
-from takt.local.bench import Receiver, _occurrences, percentile
+from takt.local.bench import Receiver, _occurrences, percentiles
 from takt.local.runtime import LocalRuntime, RuntimeOptions, free_port
 from takt.models.ids import new_job_id
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, job_key
@@ -169,9 +169,10 @@ class NoisyBench:
                 "not_started": sum(
                     1 for key in chosen if key not in found or found[key].lag_ms is None
                 ),
-                "start_lag_sec": _percentiles(lags),
-                "claim_lag_sec": _percentiles(
-                    [(r.created_at - r.scheduled_time).total_seconds() for r in claimed]
+                "start_lag_sec": percentiles(lags, digits=2),
+                "claim_lag_sec": percentiles(
+                    [(r.created_at - r.scheduled_time).total_seconds() for r in claimed],
+                    digits=2,
                 ),
             }
 
@@ -284,17 +285,6 @@ def _lag_sec(record: ExecutionRecord | None, due: datetime, ended_at: datetime) 
     if record is not None and record.lag_ms is not None:
         return record.lag_ms / 1000
     return (ended_at - due).total_seconds()
-
-
-def _percentiles(values: list[float]) -> dict[str, float | None]:
-    return {
-        name: _round(percentile(values, q))
-        for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("max", 1.0))
-    }
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
 
 
 def _env_value(value: float | int | None) -> str:
