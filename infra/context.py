@@ -12,13 +12,13 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 from annotated_types import Ge, Le
 from constructs import Node
 from pydantic import TypeAdapter, ValidationError
 
-from takt.config import LANES, RateLimit, Settings, TenantLimits
+from takt.config import LANES, RateLimit, Settings
 from takt.targets.egress import AllowList
 from takt.targets.spec import target_host
 
@@ -123,25 +123,20 @@ class RuntimeTuning:
 class FairnessTuning:
     """The `fairness` settings (docs/FAIRNESS.md), checked by the Settings fields they set.
 
-    Each field is named after its `takt.config.Settings` field and holds what Settings would parse,
-    so a value the synth accepts is one every function accepts. `environment` writes only the
-    values that differ from Settings' defaults: the shipped context, everything off, adds no
-    variable, and each function gets only the settings it reads (`FunctionSpec.fairness`).
+    `values` holds, by `takt.config.Settings` field (the values of `FAIRNESS_KEYS`), what
+    Settings would parse, so a value the synth accepts is one every function accepts.
+    `environment` writes only the values that differ from Settings' defaults: the shipped context,
+    everything off, adds no variable, and each function gets only the settings it reads
+    (`FunctionSpec.fairness`).
     """
 
-    claim_max_items: int | None
-    claim_read_pages: int
-    fair_dispatch_per_sec: float | None
-    fair_dispatch_burst_sec: float
-    tenant_limits: TenantLimits
-    tenant_limit_overrides: Mapping[str, TenantLimits]
-    host_rate_limits: Mapping[str, RateLimit]
+    values: Mapping[str, object]
 
     def environment(self, fields: Iterable[str]) -> dict[str, str]:
         """`TAKT_*` variables for the named settings that differ from Settings' defaults."""
         variables = {}
         for field in fields:
-            value = getattr(self, field)
+            value = self.values[field]
             if value != _settings_default(field):
                 variables[settings_env_var(field)] = _settings_text(field, value)
         return variables
@@ -251,9 +246,9 @@ def _fairness(node: Node) -> FairnessTuning:
         field: _settings_value(field, given.get(key), f"fairness.{key}")
         for key, field in FAIRNESS_KEYS.items()
     }
-    # Each value was parsed by the Settings field of the same name, hence of the field's type.
-    fairness = FairnessTuning(**values)  # type: ignore[arg-type]
-    for host in fairness.host_rate_limits:
+    fairness = FairnessTuning(values)
+    # Parsed by Settings' `host_rate_limits`, hence of its type.
+    for host in cast(Mapping[str, RateLimit], values["host_rate_limits"]):
         if not _is_target_host(host):
             raise ContextError(
                 f"context 'fairness.hostRateLimits.{host}' must be a host as an HTTP target's "
