@@ -197,3 +197,94 @@ def test_retry_of_another_tenant_execution_is_404(api: Api) -> None:
 
     assert resp.status == 404
     assert api.request("GET", f"/v1/executions/{execution['id']}").json["state"] == "dead"
+
+
+def stored_item(api: Api, execution_id: str) -> dict[str, Any]:
+    record = api.svc.executions.get(TENANT, execution_id)
+    return {"target": record.target, "payload": record.payload, "lane": record.lane}
+
+
+def test_retry_re_runs_with_the_job_as_it_is_now(api: Api) -> None:
+    job_id = make_job(api, payload={"v": 1})
+    execution = trigger(api, job_id)
+    lane_messages(api.svc)
+    finish(api, execution, ExecState.DEAD)
+    fixed = {"target": "https://svc/fixed", "payload": {"v": 2}, "priority": "high"}
+    assert api.request("PATCH", f"/v1/jobs/{job_id}", fixed).status == 200
+
+    resp = api.request("POST", f"/v1/executions/{execution['id']}/retry")
+
+    assert resp.status == 202
+    assert stored_item(api, execution["id"]) == {
+        "target": "https://svc/fixed",
+        "payload": {"v": 2},
+        "lane": "high",
+    }
+    assert [m["attempt"] for m in lane_messages(api.svc, "high")] == [2]
+
+
+def test_retry_as_was_re_sends_the_snapshot(api: Api) -> None:
+    job_id = make_job(api, payload={"v": 1})
+    execution = trigger(api, job_id)
+    lane_messages(api.svc)
+    finish(api, execution, ExecState.DEAD)
+    api.request("PATCH", f"/v1/jobs/{job_id}", {"target": "https://svc/fixed", "payload": {"v": 2}})
+
+    resp = api.request("POST", f"/v1/executions/{execution['id']}/retry", {"as_was": True})
+
+    assert resp.status == 202
+    assert stored_item(api, execution["id"]) == {
+        "target": "https://svc/hook",
+        "payload": {"v": 1},
+        "lane": "default",
+    }
+
+
+def test_retry_of_a_deleted_job_s_execution_needs_as_was(api: Api) -> None:
+    job_id = make_job(api)
+    execution = trigger(api, job_id)
+    finish(api, execution, ExecState.DEAD)
+    assert api.request("DELETE", f"/v1/jobs/{job_id}").status == 204
+
+    refused = api.request("POST", f"/v1/executions/{execution['id']}/retry")
+    accepted = api.request("POST", f"/v1/executions/{execution['id']}/retry", {"as_was": True})
+
+    assert refused.status == 409
+    assert "as_was" in refused.json["detail"]
+    assert accepted.status == 202
+
+
+def test_retry_with_an_unknown_field_is_400_and_changes_nothing(api: Api) -> None:
+    execution = trigger(api, make_job(api))
+    finish(api, execution, ExecState.DEAD)
+
+    resp = api.request("POST", f"/v1/executions/{execution['id']}/retry", {"as_is": True})
+
+    assert resp.status == 400
+    assert resp.json["errors"][0]["field"] == "as_is"
+    assert api.request("GET", f"/v1/executions/{execution['id']}").json["state"] == "dead"
+
+
+def test_bulk_retry_re_runs_only_that_job_s_dead_executions(api: Api, clock: ManualClock) -> None:
+    job_id, other_id = make_job(api), make_job(api)
+    dead = []
+    for _ in range(3):
+        dead.append(trigger(api, job_id))
+        clock.advance(1)
+    other = trigger(api, other_id)
+    for execution in [*dead, other]:
+        finish(api, execution, ExecState.DEAD)
+
+    resp = api.request("POST", f"/v1/jobs/{job_id}/executions/retry", {"limit": 2})
+    rest = api.request("POST", f"/v1/jobs/{job_id}/executions/retry")
+
+    assert resp.status == 200
+    assert (len(resp.json["items"]), resp.json["more"]) == (2, True)
+    assert (len(rest.json["items"]), rest.json["more"]) == (1, False)
+    re_run = {e["id"] for e in resp.json["items"] + rest.json["items"]}
+    assert re_run == {e["id"] for e in dead}
+    assert api.request("GET", f"/v1/executions/{other['id']}").json["state"] == "dead"
+
+
+def test_bulk_retry_of_an_unknown_job_is_404(api: Api) -> None:
+    assert api.request("POST", "/v1/jobs/job_nope/executions/retry").status == 404

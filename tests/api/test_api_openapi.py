@@ -57,6 +57,7 @@ def test_openapi_document_lists_every_route_with_its_success_answer() -> None:
         ("GET", "/v1/jobs/{job_id}/executions", "200"),
         ("GET", "/v1/executions/{execution_id}", "200"),
         ("POST", "/v1/executions/{execution_id}/retry", "202"),
+        ("POST", "/v1/jobs/{job_id}/executions/retry", "200"),
         ("POST", "/v1/executions/{execution_id}/cancel", "202"),
         ("GET", "/v1/jobs/{job_id}/preview", "200"),
         ("GET", "/v1/executions", "200"),

@@ -283,6 +283,44 @@ def test_executions_retry_reruns_a_failed_execution(cli: Cli) -> None:
     assert (rerun["id"], rerun["state"], rerun["attempt"]) == (execution_id, "pending", 2)
 
 
+def test_executions_retry_after_a_fix_calls_the_fixed_target(cli: Cli) -> None:
+    job = cli.new_job(then=Reply(404))
+    execution_id = cli.json("jobs", "trigger", job["id"])["id"]
+    cli.wait_for_state(execution_id, "failed")
+    fixed = cli.receiver.path()
+    cli.json("jobs", "update", job["id"], "--body", json.dumps({"target": fixed}))
+
+    cli.json("executions", "retry", execution_id)
+
+    cli.wait_for_state(execution_id, "succeeded")
+    assert len(cli.receiver.hits(fixed)) == 1
+
+
+def test_executions_retry_as_was_calls_the_old_target_again(cli: Cli) -> None:
+    job = cli.new_job(then=Reply(404))
+    old = cli.json("jobs", "get", job["id"])["target"]
+    execution_id = cli.json("jobs", "trigger", job["id"])["id"]
+    cli.wait_for_state(execution_id, "failed")
+    cli.json("jobs", "update", job["id"], "--body", json.dumps({"target": cli.receiver.path()}))
+
+    cli.json("executions", "retry", "--as-was", execution_id)
+
+    cli.receiver.wait_for(old, 2, 30)
+    cli.wait_for_state(execution_id, "failed")
+
+
+def test_executions_retry_dead_re_runs_every_failed_execution_of_a_job(cli: Cli) -> None:
+    job = cli.new_job(then=Reply(404))
+    ids = [cli.json("jobs", "trigger", job["id"])["id"] for _ in range(2)]
+    for execution_id in ids:
+        cli.wait_for_state(execution_id, "failed")
+
+    result = cli.json("executions", "retry-dead", "--state", "failed", job["id"])
+
+    assert sorted(e["id"] for e in result["items"]) == sorted(ids)
+    assert result["more"] is False
+
+
 def test_executions_retry_of_a_succeeded_execution_is_one_409_error_line(cli: Cli) -> None:
     job = cli.new_job()
     execution_id = cli.json("jobs", "trigger", job["id"])["id"]

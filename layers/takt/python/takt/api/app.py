@@ -31,6 +31,8 @@ from takt.api.errors import (
 )
 from takt.api.identity import IdentityMapping, identity_of
 from takt.api.models import (
+    BulkRerunIn,
+    BulkRerunOut,
     ExecutionOut,
     ExecutionPage,
     JobCreate,
@@ -39,6 +41,8 @@ from takt.api.models import (
     JobPatch,
     PreviewOut,
     Problem,
+    RerunIn,
+    RerunRefused,
     StatsOut,
 )
 from takt.api.service import JobService
@@ -297,10 +301,46 @@ def list_executions_by_state(
 
 @app.post(
     "/v1/executions/<execution_id>/retry",
-    responses=_responses({202: "The execution, pending again with a fresh budget"}, 404, 409),
+    responses=_responses(
+        {202: "The execution, pending again with a fresh budget"}, 404, 409, 413, 415
+    ),
 )
-def retry_execution(execution_id: str) -> Response[ExecutionOut]:
-    return _json(ExecutionOut.of(_service().retry_execution(_tenant(), execution_id)), 202)
+def retry_execution(
+    execution_id: str, body: Annotated[RerunIn | None, Body()] = None
+) -> Response[ExecutionOut]:
+    """Re-run a dead, failed or cancelled execution: with the job as it is now, or with
+    `{"as_was": true}` as it ran (its snapshot). The body is optional."""
+    if app.current_event.body:
+        _require_json()
+    as_was = body.as_was if body is not None else False
+    record = _service().retry_execution(_tenant(), execution_id, as_was=as_was)
+    return _json(ExecutionOut.of(record), 202)
+
+
+@app.post(
+    "/v1/jobs/<job_id>/executions/retry",
+    responses=_responses(
+        {200: "The executions re-run, those refused, and whether more remain"}, 404, 413, 415
+    ),
+)
+def retry_job_executions(
+    job_id: str, body: Annotated[BulkRerunIn | None, Body()] = None
+) -> Response[BulkRerunOut]:
+    """Re-run a job's dead (or failed) executions at once, at most `limit` per call. The body
+    is optional."""
+    if app.current_event.body:
+        _require_json()
+    ask = body if body is not None else BulkRerunIn()
+    done, refused, more = _service().retry_dead_of_job(
+        _tenant(), job_id, state=ask.state, as_was=ask.as_was, limit=ask.limit
+    )
+    return _json(
+        BulkRerunOut(
+            items=[ExecutionOut.of(r) for r in done],
+            refused=[RerunRefused(id=i, detail=d) for i, d in refused],
+            more=more,
+        )
+    )
 
 
 @app.get(

@@ -289,6 +289,38 @@ class ExecutionPage(BaseModel):
     next_cursor: str | None
 
 
+class RerunIn(BaseModel):
+    """How to re-run an execution: with the job as it is now, or as it ran."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    as_was: bool = Field(
+        default=False,
+        description="false (default): re-run with the job's current target, payload, timeout, "
+        "retry policy and priority; true: re-send the snapshot the execution was made with",
+    )
+
+
+class BulkRerunIn(RerunIn):
+    """Which of a job's executions to re-run at once."""
+
+    state: Literal["dead", "failed"] = Field(
+        default="dead", description="re-run the job's executions in this state"
+    )
+    limit: int = Field(default=100, ge=1, le=500, description="re-run at most this many")
+
+
+class RerunRefused(BaseModel):
+    id: str
+    detail: str
+
+
+class BulkRerunOut(BaseModel):
+    items: list[ExecutionOut] = Field(description="the executions re-run, pending again")
+    refused: list[RerunRefused] = Field(description="executions that could not be re-run, and why")
+    more: bool = Field(description="more executions in that state remain: call again")
+
+
 class Problem(BaseModel):
     """RFC 9457 problem details, as every error answer carries."""
 

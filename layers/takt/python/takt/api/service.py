@@ -39,6 +39,9 @@ from takt.wiring import Services
 from takt.worker.overlap import after_terminal
 from takt.workflows.engine import RunEngine
 
+# How many pages of the attention index one bulk re-run reads at most (200 executions each).
+BULK_RERUN_PAGES = 10
+
 SCHEDULE_FIELDS = {"schedule", "interval", "run_at", "time_zone", "dst", "start_at", "end_at"}
 
 
@@ -399,8 +402,16 @@ class JobService:
         except ValueError as exc:
             raise InvalidRequestError(str(exc), [{"field": "cursor", "message": str(exc)}]) from exc
 
-    def retry_execution(self, tenant_id: str, exec_id: str) -> ExecutionRecord:
-        """Re-run a dead or failed execution with a fresh budget of attempts."""
+    def retry_execution(
+        self, tenant_id: str, exec_id: str, *, as_was: bool = False
+    ) -> ExecutionRecord:
+        """Re-run a dead, failed or cancelled execution with a fresh budget of attempts.
+
+        By default the re-run takes the job as it is now (target, payload, timeout, retry
+        policy, overlap, lane), because a re-run usually follows a fix made with
+        `takt jobs update`; `as_was` re-sends the snapshot the execution was made with, budget
+        included, and works for a deleted job too.
+        """
         record = self.execution(tenant_id, exec_id)
         if record.run_tasks is not None or record.run_id is not None:
             raise ConflictingStateError(
@@ -411,10 +422,21 @@ class JobService:
                 f"execution {exec_id} is {record.state.value}; only dead, failed or cancelled "
                 "executions can be re-run"
             )
-        try:
-            budget = self._svc.jobs.get(tenant_id, record.job_id).retry.max_attempts
-        except NotFoundError:
-            raise ConflictingStateError(f"job {record.job_id} no longer exists") from None
+        now_fields: dict[str, Any] = {}
+        if as_was:
+            budget = record.retry.max_attempts
+        else:
+            job = self._current_job_for_rerun(tenant_id, record)
+            budget = job.retry.max_attempts
+            now_fields = {
+                "target": job.target,
+                "payload_json": json.dumps(job.payload, separators=(",", ":")),
+                "timeout_sec": job.timeout_sec,
+                "retry": job.retry.model_dump(mode="python"),
+                "overlap": job.overlap,
+                "lane": job.priority,
+                "job_version": job.version,
+            }
         now = self._svc.clock.now()
         check_at = now + timedelta(seconds=self._svc.settings.pending_resend_after_sec)
         try:
@@ -424,12 +446,13 @@ class JobService:
                 Transition(
                     expect={"state": record.state, "attempt": record.attempt},
                     set={
+                        **now_fields,
                         "state": ExecState.PENDING,
                         "attempt": record.attempt + 1,
                         "max_attempts": record.attempt + budget,
                         "open_shard": open_shard_of(exec_id, self._svc.executions.open_shards),
                         "check_at": to_ms(check_at),
-                        "reason": "re-run requested",
+                        "reason": "re-run requested as it was" if as_was else "re-run requested",
                     },
                     remove=("finished_at", "lease_token", "lease_expires_at", "cancel_requested"),
                 ),
@@ -438,6 +461,51 @@ class JobService:
             raise ConflictingStateError(f"execution {exec_id} changed meanwhile") from None
         self._send(updated, updated.attempt)
         return updated
+
+    def _current_job_for_rerun(self, tenant_id: str, record: ExecutionRecord) -> JobRecord:
+        """The job a default re-run takes its definition from; 409 when there is none to take."""
+        try:
+            job = self._svc.jobs.get(tenant_id, record.job_id)
+        except NotFoundError:
+            raise ConflictingStateError(
+                f"job {record.job_id} no longer exists; re-run the execution as it was "
+                "(--as-was, or as_was: true)"
+            ) from None
+        if job.tasks:
+            raise ConflictingStateError(
+                f"job {record.job_id} is a workflow now; re-run the execution as it was "
+                "(--as-was, or as_was: true)"
+            )
+        return job
+
+    def retry_dead_of_job(
+        self, tenant_id: str, job_id: str, *, state: str, as_was: bool, limit: int
+    ) -> tuple[list[ExecutionRecord], list[tuple[str, str]], bool]:
+        """Re-run up to `limit` of a job's executions in `state` (dead or failed).
+
+        Returns (re-run executions, (execution id, why not) for those refused, whether more
+        remain). It walks the tenant's attention index, which holds only executions that need a
+        person, so the walk is bounded by those, not by the job's whole history; a re-run
+        execution leaves the index, so calling again picks up where this call stopped.
+        """
+        self.get(tenant_id, job_id)
+        done: list[ExecutionRecord] = []
+        refused: list[tuple[str, str]] = []
+        cursor: str | None = None
+        for _ in range(BULK_RERUN_PAGES):
+            page, cursor = self.needing_attention(tenant_id, state, 200, cursor)
+            for record in page:
+                if record.job_id != job_id or record.state.value != state:
+                    continue
+                if len(done) + len(refused) >= limit:
+                    return done, refused, True
+                try:
+                    done.append(self.retry_execution(tenant_id, record.execution_id, as_was=as_was))
+                except ConflictingStateError as exc:
+                    refused.append((record.execution_id, exc.detail))
+            if cursor is None:
+                return done, refused, False
+        return done, refused, True
 
     def cancel_execution(self, tenant_id: str, exec_id: str) -> ExecutionRecord:
         """Cancel an execution: at once if it waits, through its worker if it runs.

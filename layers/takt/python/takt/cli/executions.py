@@ -52,11 +52,49 @@ def cancel(ctx: CliContext, execution_id: str) -> None:
 
 @executions.command("retry")
 @click.argument("execution_id")
+@click.option(
+    "--as-was",
+    is_flag=True,
+    help="Re-send the execution's snapshot (target, payload, timeout, retry policy) instead of "
+    "the job as it is now.",
+)
 @click.pass_obj
-def retry(ctx: CliContext, execution_id: str) -> None:
-    """Re-run a dead or failed execution."""
-    execution, _ = call(ctx, "POST", f"/v1/executions/{execution_id}/retry")
+def retry(ctx: CliContext, execution_id: str, as_was: bool) -> None:
+    """Re-run a dead, failed or cancelled execution, with the job as it is now (after a
+    `takt jobs update` fix) unless --as-was."""
+    execution, _ = call(
+        ctx, "POST", f"/v1/executions/{execution_id}/retry", body={"as_was": as_was}
+    )
     ctx.emit(execution, [execution], COLUMNS)
+
+
+@executions.command("retry-dead")
+@click.argument("job_id", shell_complete=complete_job_ids)
+@click.option(
+    "--state",
+    type=click.Choice(["dead", "failed"]),
+    default="dead",
+    show_default=True,
+    help="Re-run the job's executions in this state.",
+)
+@click.option("--as-was", is_flag=True, help="Re-send each execution's snapshot.")
+@click.option("--limit", default=100, show_default=True, help="Re-run at most this many.")
+@click.pass_obj
+def retry_dead(ctx: CliContext, job_id: str, state: str, as_was: bool, limit: int) -> None:
+    """Re-run a job's dead (or failed) executions at once, with the job as it is now unless
+    --as-was."""
+    result, _ = call(
+        ctx,
+        "POST",
+        f"/v1/jobs/{job_id}/executions/retry",
+        body={"state": state, "as_was": as_was, "limit": limit},
+    )
+    ctx.emit(result, result["items"], COLUMNS)
+    if ctx.output == "table":
+        for refused in result["refused"]:
+            click.echo(f"not re-run: {refused['id']}: {refused['detail']}", err=True)
+        if result["more"]:
+            click.echo("more remain: run it again", err=True)
 
 
 @executions.command("dead")
