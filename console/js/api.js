@@ -23,8 +23,8 @@ export function setToken(token) {
   sessionStorage.setItem(TOKEN_KEY, token);
 }
 
-export async function call(method, path, body) {
-  const headers = { Accept: "application/json" };
+export async function call(method, path, body, extra = {}) {
+  const headers = { Accept: "application/json", ...extra };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (config.auth === "bearer" && token) headers.Authorization = `Bearer ${token}`;
@@ -43,7 +43,7 @@ export async function call(method, path, body) {
 
 export const get = (path) => call("GET", path);
 export const post = (path, body) => call("POST", path, body);
-export const patch = (path, body) => call("PATCH", path, body);
+export const patch = (path, body, headers) => call("PATCH", path, body, headers);
 export const del = (path) => call("DELETE", path);
 
 export function query(params) {

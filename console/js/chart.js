@@ -1,5 +1,5 @@
 // Two small SVG charts of the last hour, one value (or stack of values) per minute.
-import { h } from "./dom.js";
+import { clockTime, h, zoneName } from "./dom.js";
 
 const NS = "http://www.w3.org/2000/svg";
 const WIDTH = 600;
@@ -12,17 +12,15 @@ function svg(tag, attrs = {}, ...children) {
   return el;
 }
 
-function clock(iso) {
-  return new Date(iso).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
-}
-
-function frame(caption, top, body, minutes) {
+// An empty chart says so in words: a flat line could be read as "all quiet" or "not loaded".
+function frame(caption, top, body, minutes, empty) {
   const plot = svg("svg", { viewBox: `0 0 ${WIDTH} ${HEIGHT + 16}`, role: "img", "aria-label": caption },
     svg("line", { x1: 0, x2: WIDTH, y1: HEIGHT, y2: HEIGHT, class: "axis" }),
-    svg("text", { x: 2, y: 10, class: "tick" }, top),
-    svg("text", { x: 2, y: HEIGHT + 14, class: "tick" }, clock(minutes[0])),
+    body.length ? svg("text", { x: 2, y: 10, class: "tick" }, top) : "",
+    svg("text", { x: 2, y: HEIGHT + 14, class: "tick" }, `${clockTime(minutes[0])} ${zoneName()}`),
     svg("text", { x: WIDTH - 2, y: HEIGHT + 14, class: "tick", "text-anchor": "end" }, "now"),
-    ...body);
+    ...body,
+    body.length ? "" : svg("text", { x: WIDTH / 2, y: HEIGHT / 2, class: "no-data", "text-anchor": "middle" }, empty));
   return h("figure", { class: "chart" }, h("figcaption", {}, caption), plot);
 }
 
@@ -33,7 +31,7 @@ export function bars(caption, minutes, series) {
   const step = WIDTH / minutes.length;
   const body = minutes.flatMap((minute, i) => {
     let y = HEIGHT;
-    const tip = `${clock(minute)}: ` + series.map((s) => `${s.label} ${s.values[i]}`).join(", ");
+    const tip = `${clockTime(minute)}: ` + series.map((s) => `${s.label} ${s.values[i]}`).join(", ");
     return series.filter((s) => s.values[i] > 0).map((s) => {
       const height = (s.values[i] / top) * (HEIGHT - 14);
       y -= height;
@@ -41,7 +39,7 @@ export function bars(caption, minutes, series) {
         svg("title", {}, tip));
     });
   });
-  return frame(caption, String(top), body, minutes);
+  return frame(caption, String(top), body, minutes, "No runs in the last hour");
 }
 
 // A line through the minutes that have a value; minutes without one leave a gap.
@@ -58,7 +56,7 @@ export function line(caption, minutes, values, format) {
     if (v === null) return;
     const [x, y] = point(v, i);
     body.push(svg("circle", { cx: x, cy: y, r: 2.5, class: "dot" },
-      svg("title", {}, `${clock(minutes[i])}: ${format(v)}`)));
+      svg("title", {}, `${clockTime(minutes[i])}: ${format(v)}`)));
   });
-  return frame(caption, format(top), body, minutes);
+  return frame(caption, format(top), body, minutes, "No runs in the last hour, so no lag to show");
 }

@@ -26,15 +26,56 @@ export function badge(state) {
   return h("span", { class: `badge s-${state}` }, state.replace("_", " "));
 }
 
-const dateTime = new Intl.DateTimeFormat(undefined, {
-  year: "numeric", month: "short", day: "numeric",
-  hour: "2-digit", minute: "2-digit", second: "2-digit",
-});
+// Every instant is shown one way: "2026-12-01 14:05:09 UTC", in UTC or in the browser's zone
+// (then labelled with its offset, "UTC+01:00"), as the user chose with the toggle in the top bar.
+const ZONE_KEY = "takt.zone";
 
-// An instant in the browser's time zone, with the exact UTC value as its tooltip.
+export function zoneMode() {
+  return localStorage.getItem(ZONE_KEY) === "local" ? "local" : "utc";
+}
+
+export function setZoneMode(mode) {
+  localStorage.setItem(ZONE_KEY, mode === "local" ? "local" : "utc");
+}
+
+const pad = (n, size = 2) => String(n).padStart(size, "0");
+
+function zoneLabel(date, mode) {
+  if (mode === "utc") return "UTC";
+  const east = -date.getTimezoneOffset();
+  const size = Math.abs(east);
+  return `UTC${east < 0 ? "-" : "+"}${pad(Math.floor(size / 60))}:${pad(size % 60)}`;
+}
+
+// The parts of `date` in the chosen zone: [year, month, day, hours, minutes, seconds].
+function fields(date, mode) {
+  return mode === "utc"
+    ? [date.getUTCFullYear(), date.getUTCMonth() + 1, date.getUTCDate(), date.getUTCHours(), date.getUTCMinutes(), date.getUTCSeconds()]
+    : [date.getFullYear(), date.getMonth() + 1, date.getDate(), date.getHours(), date.getMinutes(), date.getSeconds()];
+}
+
+export function formatTime(value, mode = zoneMode()) {
+  const date = new Date(value);
+  const [y, mo, d, hh, mm, ss] = fields(date, mode);
+  return `${pad(y, 4)}-${pad(mo)}-${pad(d)} ${pad(hh)}:${pad(mm)}:${pad(ss)} ${zoneLabel(date, mode)}`;
+}
+
+// Hours and minutes only ("14:05"), for chart axes whose caption names the zone.
+export function clockTime(value, mode = zoneMode()) {
+  const [, , , hh, mm] = fields(new Date(value), mode);
+  return `${pad(hh)}:${pad(mm)}`;
+}
+
+export function zoneName(mode = zoneMode()) {
+  return zoneLabel(new Date(), mode);
+}
+
+// An instant with how long ago (or until) it is; its tooltip is the same instant in the other
+// zone, so both are one hover away.
 export function when(iso) {
   if (!iso) return h("span", { class: "muted" }, "–");
-  return h("time", { datetime: iso, title: iso }, dateTime.format(new Date(iso)), " ",
+  const other = formatTime(iso, zoneMode() === "utc" ? "local" : "utc");
+  return h("time", { datetime: iso, title: other }, formatTime(iso), " ",
     h("span", { class: "muted" }, `(${relative(iso)})`));
 }
 
@@ -93,8 +134,17 @@ export async function act(button, work) {
   }
 }
 
+// Each cell names its column, which a narrow screen shows beside the value (a row becomes a card).
+export function labelCells(columns, rows) {
+  for (const row of rows) {
+    [...row.children].forEach((cell, i) => columns[i] && cell.setAttribute("data-label", columns[i]));
+  }
+  return rows;
+}
+
 export function table(columns, rows, empty) {
   if (!rows.length) return h("p", { class: "empty" }, empty);
+  labelCells(columns, rows);
   return h("table", {},
     h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c)))),
     h("tbody", {}, rows));

@@ -1,6 +1,7 @@
 // The console's router: the hash names the page, and the page may ask to be refreshed.
 import { loadConfig, setToken } from "./api.js";
-import { h } from "./dom.js";
+import { formatTime, h, setZoneMode, zoneMode } from "./dom.js";
+import { forgetNames } from "./names.js";
 import { overview } from "./views/overview.js";
 import { jobs } from "./views/jobs.js";
 import { job } from "./views/job.js";
@@ -25,6 +26,10 @@ let page = 0;
 // `refresh` (if any) is called every `every` ms while the page is shown and no dialog is open.
 async function show() {
   clearInterval(timer);
+  // A dialog belongs to the page that opened it: leaving the page (a link, the back button)
+  // closes it rather than leaving it open over the next one.
+  for (const dialog of document.querySelectorAll("dialog[open]")) dialog.close("cancel");
+  forgetNames();
   const current = ++page;
   const [pattern, nav, view] = routes.find(([p]) => p.test(location.hash)) || [/^/, "", notFound];
   const params = location.hash.match(pattern).slice(1).map((p) => p && decodeURIComponent(p));
@@ -58,7 +63,21 @@ async function notFound() {
 }
 
 function stamp() {
-  document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
+  document.getElementById("updated").textContent = `updated ${formatTime(Date.now()).slice(11)}`;
+}
+
+// The UTC/local switch: remembered in localStorage, and the page redrawn in the chosen zone.
+function zoneToggle() {
+  const buttons = document.querySelectorAll("#zone button");
+  const mark = () => buttons.forEach((b) => b.setAttribute("aria-pressed", String(b.value === zoneMode())));
+  for (const button of buttons) {
+    button.addEventListener("click", () => {
+      setZoneMode(button.value);
+      mark();
+      show();
+    });
+  }
+  mark();
 }
 
 async function start() {
@@ -73,6 +92,7 @@ async function start() {
       show();
     });
   }
+  zoneToggle();
   window.addEventListener("hashchange", show);
   await show();
 }

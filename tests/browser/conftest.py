@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -75,12 +76,12 @@ def browser() -> Iterator[Browser]:
             launched.close()
 
 
-@pytest.fixture
-def page(browser: Browser, takt_local: LocalTakt) -> Iterator[Page]:
-    """A fresh page at the console; a script error on it fails the test."""
-    context = browser.new_context(
-        base_url=takt_local.url, viewport={"width": 1280, "height": 860}, locale="en-GB"
-    )
+@contextmanager
+def console_page(browser: Browser, url: str, **options: Any) -> Iterator[Page]:
+    """A fresh page at the console (a new context: its own storage, viewport, zone and locale,
+    which `options` may set); a script error on it fails the test."""
+    settings: dict[str, Any] = {"viewport": {"width": 1280, "height": 860}, "locale": "en-GB"}
+    context = browser.new_context(base_url=url, **{**settings, **options})
     opened = context.new_page()
     errors: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
@@ -90,6 +91,12 @@ def page(browser: Browser, takt_local: LocalTakt) -> Iterator[Page]:
     finally:
         context.close()
     assert errors == [], f"script errors on the page: {errors}"
+
+
+@pytest.fixture
+def page(browser: Browser, takt_local: LocalTakt) -> Iterator[Page]:
+    with console_page(browser, takt_local.url) as opened:
+        yield opened
 
 
 def screenshot(page: Page, name: str) -> None:

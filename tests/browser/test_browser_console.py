@@ -1,5 +1,7 @@
-"""A person's way through the console: create a job from the page and watch its runs appear,
-pause it, and re-run a dead execution from the dead-letter view; every main page renders."""
+"""A person's way through the console: create a job from the page and watch its runs appear, edit
+it (the API's errors beside each field), pause it, page through its executions, re-run a dead
+execution from the dead-letter view (jobs named, not numbered), switch times between UTC and the
+browser's zone; every main page renders."""
 
 from __future__ import annotations
 
@@ -9,18 +11,23 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import console_page, screenshot
 from tests.e2e.harness import LocalTakt, poll
 from tests.e2e.receiver import Receiver, Reply
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
 expect = pytest.importorskip(
     "playwright.sync_api", reason="the playwright package is not installed (the dev group has it)"
 ).expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
+
+FLAKY = f"flaky-{uuid.uuid4().hex[:6]}"
+# One way of writing an instant everywhere: date, time, and the zone it is in.
+IN_UTC = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+RELATIVE = r"( \(.+\))?"  # how long ago, where a table or list shows it
 
 
 def confirm(page: Page, action: str) -> None:
@@ -41,7 +48,7 @@ def test_create_a_job_from_the_page_and_watch_its_runs_appear(
     form.get_by_label("Name").fill(name)
     form.get_by_label("Schedule").select_option("interval")
     form.get_by_label("When").fill("2s")
-    form.get_by_label("Target URL").fill(receiver.path())
+    form.get_by_label("Target", exact=True).fill(receiver.path())
     form.get_by_label("Payload (JSON)").fill('{"report": "daily"}')
     form.get_by_role("button", name="Create job").click()
 
@@ -49,7 +56,7 @@ def test_create_a_job_from_the_page_and_watch_its_runs_appear(
     schedule = page.get_by_role("region", name="Schedule")
     expect(schedule).to_contain_text("every 2 seconds")
     expect(schedule.get_by_role("listitem")).to_have_count(5)
-    runs = page.get_by_role("region", name="Recent executions")
+    runs = page.get_by_role("region", name="Executions")
     expect(runs.locator(".badge.s-succeeded").first).to_be_visible(timeout=20_000)
     expect(
         runs.get_by_role("list", name="Execution timeline").get_by_role("listitem").first
@@ -85,8 +92,8 @@ def test_pause_a_job_after_confirming(
 
     expect(page.get_by_role("heading", level=1).locator(".badge")).to_have_text("paused")
     expect(page.get_by_role("heading", name="Next runs if resumed now")).to_be_visible()
-    runs = page.get_by_role("region", name="Recent executions")
-    expect(runs).to_have_text("Recent executionsNo executions yet.")
+    runs = page.get_by_role("region", name="Executions")
+    expect(runs).to_have_text("ExecutionsNo executions yet.")
     assert takt_local.request("GET", f"/v1/jobs/{job['id']}").body["status"] == "paused"
 
 
@@ -107,7 +114,7 @@ def dead_execution(takt_local: LocalTakt, receiver: Receiver) -> dict[str, Any]:
     """A run whose only attempt fails (its target answers 500 once, then 200)."""
     target = receiver.path(first=[Reply(500)])
     job = takt_local.create_job(
-        {"name": "flaky", "interval": "1h", "target": target, "retry": {"max_attempts": 1}}
+        {"name": FLAKY, "interval": "1h", "target": target, "retry": {"max_attempts": 1}}
     )
     run = takt_local.request("POST", f"/v1/jobs/{job['id']}/trigger").body
     return poll(
@@ -124,7 +131,9 @@ def test_retry_a_dead_execution_from_the_dead_letter_view(
     dead = dead_execution(takt_local, receiver)
     page.goto("/#/dead")
     select = page.get_by_role("checkbox", name=f"Select {dead['id']}")
-    expect(page.locator("tbody tr").filter(has=select)).to_contain_text("HTTP 500")
+    row = page.locator("tbody tr").filter(has=select)
+    expect(row).to_contain_text("HTTP 500")
+    expect(row.get_by_role("link", name=FLAKY)).to_have_attribute("title", dead["job_id"])
     screenshot(page, "dead-letters")
 
     select.check()
@@ -137,6 +146,7 @@ def test_retry_a_dead_execution_from_the_dead_letter_view(
     expect(page.get_by_role("heading", level=1).locator(".badge")).to_have_text(
         "succeeded", timeout=20_000
     )
+    expect(page.locator(".crumbs").get_by_role("link", name=FLAKY)).to_be_visible()
     attempts = page.get_by_role("region", name="Attempts").locator("tbody tr")
     expect(attempts).to_have_count(2)
     expect(attempts.first).to_contain_text("500")
@@ -162,3 +172,163 @@ def test_the_overview_shows_jobs_runs_and_lanes(
     expect(lanes.locator("tbody tr")).to_have_count(3)
     expect(page.locator("#updated")).to_have_text(re.compile(r"^updated "))
     screenshot(page, "overview")
+
+
+def test_edit_a_job_with_the_apis_errors_beside_each_field(
+    page: Page, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    name = f"editable-{uuid.uuid4().hex[:6]}"
+    job = takt_local.create_job(
+        {"name": name, "interval": "1h", "target": receiver.path(), "payload": {"a": 1}}
+    )
+    page.goto(f"/#/jobs/{job['id']}")
+    page.get_by_role("group", name="Job actions").get_by_role("button", name="Edit").click()
+    form = page.get_by_role("dialog", name="Edit job")
+    expect(form.get_by_label("Name")).to_have_value(name)
+    expect(form.get_by_label("When")).to_have_value("1h")
+    expect(form.get_by_label("Payload (JSON)")).to_have_value('{\n  "a": 1\n}')
+
+    zone, attempts, window = (
+        form.get_by_label("Time zone"),
+        form.get_by_label("Attempts"),
+        form.get_by_label("Catch-up window"),
+    )
+    zone.fill("Mars/Olympus")
+    attempts.fill("0")
+    window.fill("soon")
+    form.get_by_role("button", name="Save changes").click()
+    expect(zone).to_have_accessible_description(re.compile("unknown time zone 'Mars/Olympus'"))
+    expect(attempts).to_have_accessible_description(re.compile("greater than or equal to 1"))
+    expect(window).to_have_accessible_description(re.compile("invalid interval 'soon'"))
+    for control in (zone, attempts, window):
+        expect(control).to_have_attribute("aria-invalid", "true")
+    expect(form.get_by_label("Name")).not_to_have_attribute("aria-invalid", "true")
+    screenshot(page, "job-edit-errors")
+    assert takt_local.request("GET", f"/v1/jobs/{job['id']}").body["version"] == 1
+
+    renamed = f"{name}-v2"
+    form.get_by_label("Name").fill(renamed)
+    form.get_by_label("Schedule").select_option("schedule")
+    form.get_by_label("When").fill("30 6 * * 1-5")
+    zone.fill("Europe/Berlin")
+    form.get_by_label("End at").fill("2031-01-01T00:00:00Z")
+    form.get_by_label("Skipped hour (DST)").select_option("skip")
+    form.get_by_label("Catch-up", exact=True).select_option("all")
+    window.fill("2h")
+    form.get_by_label("Payload (JSON)").fill('{"b": [2]}')
+    form.get_by_label("Priority").select_option("high")
+    form.get_by_label("Timeout (s)").fill("60")
+    form.get_by_label("Overlap").select_option("skip")
+    attempts.fill("3")
+    form.get_by_label("Backoff").select_option("fixed")
+    form.get_by_label("First retry after").fill("10s")
+    form.get_by_role("button", name="Save changes").click()
+
+    expect(form).to_have_count(0)
+    expect(page.get_by_role("heading", level=1)).to_contain_text(renamed)
+    expect(page.get_by_role("region", name="Schedule")).to_contain_text(
+        "at 06:30 on Monday to Friday (Europe/Berlin; skipped if DST skips its time)"
+    )
+    expect(page.get_by_role("region", name="Settings")).to_contain_text(
+        "3 attempts, fixed backoff from 10s to 1h"
+    )
+    stored = takt_local.request("GET", f"/v1/jobs/{job['id']}").body
+    assert (stored["name"], stored["schedule"], stored["interval"]) == (
+        renamed,
+        "30 6 * * 1-5",
+        None,
+    )
+    assert (stored["time_zone"], stored["end_at"], stored["dst"]["gap"]) == (
+        "Europe/Berlin",
+        "2031-01-01T00:00:00Z",
+        "skip",
+    )
+    assert (stored["catchup"], stored["catchup_window"], stored["payload"]) == (
+        "all",
+        "2h",
+        {"b": [2]},
+    )
+    assert (stored["priority"], stored["timeout_sec"], stored["overlap"]) == ("high", 60, "skip")
+    assert stored["retry"] == {
+        "max_attempts": 3,
+        "backoff": "fixed",
+        "initial_interval": "10s",
+        "max_interval": "1h",
+        "jitter": "full",
+    }
+    assert (stored["target"], stored["version"]) == (job["target"], 2)
+    screenshot(page, "job-edited")
+
+
+def test_the_new_job_dialog_closes_when_the_page_changes(page: Page) -> None:
+    page.goto("/#/dead")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Dead letters")
+    page.goto("/#/jobs")
+    page.get_by_role("button", name="New job").click()
+    expect(page.get_by_role("dialog", name="New job")).to_be_visible()
+
+    page.go_back()
+
+    expect(page.get_by_role("heading", level=1)).to_have_text("Dead letters")
+    expect(page.locator("dialog[open]")).to_have_count(0)
+    page.get_by_role("link", name="Jobs", exact=True).click()  # nothing modal blocks the page
+    expect(page.get_by_role("heading", level=1)).to_have_text("Jobs")
+
+
+def test_a_jobs_executions_are_paged_newest_first(
+    page: Page, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    job = takt_local.create_job({"name": "busy", "interval": "1d", "target": receiver.path()})
+    triggered = [
+        takt_local.request("POST", f"/v1/jobs/{job['id']}/trigger").body["id"] for _ in range(23)
+    ]
+    total = len(takt_local.executions(job["id"]))
+    page.goto(f"/#/jobs/{job['id']}")
+    history = page.get_by_role("region", name="Executions")
+    rows = history.locator("tbody tr")
+    pages = history.get_by_role("navigation", name="Execution pages")
+    newer, older = (
+        pages.get_by_role("button", name="Newer"),
+        pages.get_by_role("button", name="Older"),
+    )
+
+    expect(rows).to_have_count(20)
+    expect(rows.locator(f"a[href='#/executions/{triggered[-1]}']")).to_be_visible()
+    expect(newer).to_be_disabled()
+    older.click()
+    expect(pages).to_contain_text("page 2")
+    expect(rows).to_have_count(total - 20)
+    expect(rows.locator(f"a[href='#/executions/{triggered[0]}']")).to_be_visible()
+    expect(older).to_be_disabled()
+    screenshot(page, "job-executions-page-2")
+    newer.click()
+    expect(rows).to_have_count(20)
+    expect(pages).to_contain_text("page 1")
+
+
+def test_times_show_their_zone_and_switch_between_utc_and_local(
+    browser: Browser, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    job = takt_local.create_job(
+        {"name": "once", "run_at": "2030-01-01T09:00:00Z", "target": receiver.path()}
+    )
+    with console_page(browser, takt_local.url, timezone_id="Asia/Kolkata") as page:
+        page.goto(f"/#/jobs/{job['id']}")
+        next_run = page.get_by_role("region", name="Schedule").get_by_role("listitem").first
+        expect(next_run).to_contain_text("2030-01-01 09:00:00 UTC")
+        times = page.locator("main time")
+        expect(times.first).to_be_visible()
+        for text in times.all_inner_texts():
+            assert re.fullmatch(IN_UTC + RELATIVE, text), text
+
+        page.get_by_role("group", name="Show times in").get_by_role("button", name="Local").click()
+        expect(next_run).to_contain_text("2030-01-01 14:30:00 UTC+05:30")
+        expect(page.locator("#updated")).to_have_text(re.compile(r"UTC\+05:30$"))
+        for text in times.all_inner_texts():
+            assert re.fullmatch(IN_UTC + r"\+05:30" + RELATIVE, text), text
+        screenshot(page, "times-local")
+
+        page.reload()  # the choice is remembered
+        expect(next_run).to_contain_text("2030-01-01 14:30:00 UTC+05:30")
+        local = page.get_by_role("button", name="Local")
+        expect(local).to_have_attribute("aria-pressed", "true")

@@ -1,7 +1,10 @@
 // Dead letters: the executions that need a person (dead: every attempt failed; failed: the
 // target ruled out a retry), with a bulk re-run.
 import { get, post, query } from "../api.js";
-import { act, confirmAction, h, table, toast, when } from "../dom.js";
+import { act, confirmAction, h, labelCells, table, toast, when } from "../dom.js";
+import { jobLink, jobNames } from "../names.js";
+
+const COLUMNS = ["", "execution", "job", "finished", "attempts", "last error"];
 
 export async function deadLetters(main, state = "dead") {
   const list = h("div");
@@ -16,16 +19,18 @@ export async function deadLetters(main, state = "dead") {
     rerun.textContent = count ? `Re-run ${count} selected` : "Re-run selected";
   };
 
-  const row = (e) => h("tr", {},
+  const row = (e, names) => h("tr", {},
     h("td", {}, h("input", { type: "checkbox", value: e.id, "aria-label": `Select ${e.id}`, onchange: update })),
     h("td", {}, h("a", { href: `#/executions/${e.id}`, class: "mono", title: e.id }, e.id.split(".").pop())),
-    h("td", {}, h("a", { href: `#/jobs/${e.job_id}` }, e.job_id)),
+    h("td", {}, jobLink(e.job_id, names)),
     h("td", {}, when(e.finished_at)),
     h("td", {}, `${e.attempt}/${e.max_attempts}`),
     h("td", { class: "error-text" }, e.error || ""));
 
   async function load(first) {
     const page = await get("/v1/executions" + query({ state, limit: 50, cursor: first ? null : cursor }));
+    const names = await jobNames(page.items.map((e) => e.job_id));
+    const rows = labelCells(COLUMNS, page.items.map((e) => row(e, names)));
     cursor = page.next_cursor;
     more.hidden = !cursor;
     if (first) {
@@ -35,11 +40,11 @@ export async function deadLetters(main, state = "dead") {
       } });
       list.replaceChildren(page.items.length
         ? h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, all),
-          ...["execution", "job", "finished", "attempts", "last error"].map((c) => h("th", { scope: "col" }, c)))),
-        h("tbody", {}, page.items.map(row)))
+          ...COLUMNS.slice(1).map((c) => h("th", { scope: "col" }, c)))),
+        h("tbody", {}, rows))
         : table([], [], state === "dead" ? "No dead executions." : "No failed executions."));
     } else {
-      list.querySelector("tbody").append(...page.items.map(row));
+      list.querySelector("tbody").append(...rows);
     }
     update();
   }

@@ -1,6 +1,7 @@
 // One execution: what happened on each attempt, and retry or cancel where its state allows.
 import { get, post } from "../api.js";
 import { act, badge, confirmAction, fill, h, ms, table, toast, when } from "../dom.js";
+import { jobLink, jobNames } from "../names.js";
 
 const RETRYABLE = ["dead", "failed", "cancelled"];
 const CANCELLABLE = ["pending", "queued", "running", "retry_wait"];
@@ -20,6 +21,7 @@ export async function execution(main, id) {
 
   async function redraw() {
     const e = await get(`/v1/executions/${id}`);
+    const names = await jobNames([e.job_id]);
     state = e.state;
     const actions = h("div", { class: "actions", role: "group", "aria-label": "Execution actions" },
       RETRYABLE.includes(e.state) && button("Retry",
@@ -29,7 +31,7 @@ export async function execution(main, id) {
         { title: "Cancel this execution?", message: "It will not start again; a running attempt is asked to stop." },
         async () => { await post(`/v1/executions/${id}/cancel`); toast("Cancel requested"); await redraw(); }, true));
     const facts = [
-      ["job", h("a", { href: `#/jobs/${e.job_id}` }, e.job_id)],
+      ["job", jobLink(e.job_id, names)],
       ["scheduled", when(e.scheduled_time)],
       ["trigger", e.trigger],
       ["attempt", `${e.attempt} of ${e.max_attempts}`],
@@ -44,7 +46,7 @@ export async function execution(main, id) {
     ].filter(([, v]) => v !== null && v !== undefined && v !== "");
     fill(view,
       h("div", { class: "title" },
-        h("div", {}, h("p", { class: "crumbs" }, h("a", { href: `#/jobs/${e.job_id}` }, "Job"), " / execution"),
+        h("div", {}, h("p", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", jobLink(e.job_id, names), " / execution"),
           h("h1", {}, h("span", { class: "mono" }, e.id), " ", badge(e.state))),
         actions),
       e.error && e.state !== "succeeded"

@@ -1,9 +1,11 @@
-// One job: its schedule in words with the next runs, its settings, the actions, and its recent
-// executions as a timeline.
-import { del, get, patch, post } from "../api.js";
-import { act, badge, confirmAction, fill, h, ms, relative, scheduleText, table, toast, when } from "../dom.js";
+// One job: its schedule in words with the next runs, its settings (editable), the actions, a
+// workflow's graph, and its executions, a page at a time (newest first) with a timeline.
+import { del, get, patch, post, query } from "../api.js";
+import { act, badge, confirmAction, fill, formatTime, h, ms, relative, scheduleText, table, toast, when, zoneMode } from "../dom.js";
+import { editJob } from "../jobform.js";
+import { graph } from "./run.js";
 
-const RECENT = 50;
+const PAGE = 20;
 
 function actions(job, redraw) {
   const name = job.name || job.id;
@@ -15,6 +17,7 @@ function actions(job, redraw) {
   };
   const paused = job.status === "paused";
   return h("div", { class: "actions", role: "group", "aria-label": "Job actions" },
+    h("button", { class: "primary", onclick: () => editJob(job, redraw) }, "Edit"),
     job.status !== "completed" && button(paused ? "Resume" : "Pause",
       { title: `${paused ? "Resume" : "Pause"} ${name}?`,
         message: paused ? "It runs again from its next occurrence; occurrences missed while paused follow its catch-up policy."
@@ -46,9 +49,17 @@ function schedule(job, preview) {
     h("h3", {}, job.status === "paused" ? "Next runs if resumed now" : "Next runs"),
     preview.next_runs.length
       ? h("ol", { class: "next-runs" }, preview.next_runs.map((run) => h("li", {},
-        h("time", { datetime: run.at, title: run.at }, run.local.replace("T", " ")),
-        h("span", { class: "muted" }, ` ${relative(run.at)}`))))
+        h("time", { datetime: run.at }, formatTime(run.at)),
+        h("span", { class: "muted" }, inJobZone(job, run), ` · ${relative(run.at)}`))))
       : h("p", { class: "muted" }, "None: the schedule has no further occurrence."));
+}
+
+// The occurrence on the job's own clock ("06:00 in Europe/Berlin") when that is not the clock the
+// page shows, since a cron's hours are the job zone's.
+function inJobZone(job, run) {
+  const shown = zoneMode() === "utc" ? "UTC" : Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (job.time_zone === shown || (zoneMode() === "utc" && job.time_zone === "Etc/UTC")) return "";
+  return ` · ${run.local.slice(11, 16)} in ${job.time_zone}`;
 }
 
 function settings(job) {
@@ -60,10 +71,14 @@ function settings(job) {
     ["timeout", `${job.timeout_sec} s`],
     ["catch-up", `${job.catchup} within ${job.catchup_window}`],
     ["overlap", job.overlap],
+    ["daylight saving", `skipped hour: ${job.dst.gap}, repeated hour: ${job.dst.overlap}`],
+    ["runs from", job.start_at ? when(job.start_at) : null],
+    ["runs until", job.end_at ? when(job.end_at) : null],
     ["payload", h("code", {}, JSON.stringify(job.payload))],
     ["created", when(job.created_at)],
+    ["changed", job.updated_at !== job.created_at ? when(job.updated_at) : null],
     ["version", String(job.version)],
-  ];
+  ].filter(([, v]) => v !== null);
   return h("section", { class: "panel", "aria-label": "Settings" },
     h("h2", {}, "Settings"),
     h("dl", { class: "pairs" }, pairs.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
@@ -79,7 +94,7 @@ function timeline(executions) {
     executions.map((e, i) => h("a", {
       role: "listitem", href: `#/executions/${e.id}`, class: `mark s-${e.state}`,
       style: `left: calc(${((times[i] - first) / span) * 100}% - 5px)`,
-      title: `${e.scheduled_time} ${e.state}`,
+      title: `${formatTime(e.scheduled_time)} ${e.state}`,
     })));
 }
 
@@ -96,25 +111,61 @@ function executionRow(e, workflow) {
     h("td", { class: "error-text" }, e.error || ""));
 }
 
+// A workflow job's graph: its last run's, coloured by state, else its definition's.
+function workflow(job, last) {
+  if (!job.tasks) return null;
+  if (last) {
+    return h("section", { "aria-label": "Workflow" }, h("h2", {}, "Workflow: last run ",
+      h("a", { href: `#/runs/${last.id}`, class: "mono" }, last.id.split(".").pop()), " ", badge(last.state)),
+    graph(last, "Workflow graph"));
+  }
+  const depth = new Map();
+  const deepest = (task) => {
+    if (!depth.has(task.id)) {
+      depth.set(task.id, Math.max(-1, ...task.depends_on.map((up) => deepest(job.tasks.find((t) => t.id === up)))) + 1);
+    }
+    return depth.get(task.id);
+  };
+  const tasks = job.tasks.map((t) => ({ ...t, depth: deepest(t), state: "waiting", executions: [] }));
+  return h("section", { "aria-label": "Workflow" }, h("h2", {}, "Workflow: not run yet"),
+    graph({ tasks }, "Workflow graph"));
+}
+
 export async function job(main, id) {
   const header = h("div");
   const body = h("div", { class: "columns" });
-  const recent = h("section", { "aria-label": "Recent executions" });
-  main.replaceChildren(header, body, recent);
+  const flow = h("div");
+  const history = h("section", { "aria-label": "Executions" });
+  main.replaceChildren(header, body, flow, history);
+  // The pages seen so far, by the cursor that starts each (the API's, newest first).
+  const starts = [null];
+  let at = 0;
 
   async function redraw() {
     const [j, preview, page] = await Promise.all([
       get(`/v1/jobs/${id}`), get(`/v1/jobs/${id}/preview?count=5`),
-      get(`/v1/jobs/${id}/executions?limit=${RECENT}`),
+      get(`/v1/jobs/${id}/executions` + query({ limit: PAGE, cursor: starts[at] })),
     ]);
     header.replaceChildren(h("div", { class: "title" },
       h("div", {}, h("p", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", j.id),
         h("h1", {}, j.name || j.id, " ", badge(j.status))),
       actions(j, redraw)));
     body.replaceChildren(schedule(j, preview), settings(j));
-    fill(recent, h("h2", {}, "Recent executions"), timeline(page.items),
+    // The graph follows the newest run, which only the first page holds.
+    if (j.tasks && at === 0) {
+      fill(flow, workflow(j, page.items.length ? await get(`/v1/runs/${page.items[0].id}`) : null));
+    }
+    starts.length = at + 1;
+    if (page.next_cursor) starts.push(page.next_cursor);
+    const go = (step) => (event) => { at += step; act(event.currentTarget, redraw); };
+    const pager = h("nav", { class: "pager", "aria-label": "Execution pages" },
+      h("button", { disabled: at === 0, onclick: go(-1) }, "Newer"),
+      h("span", { class: "muted" }, `page ${at + 1}`),
+      h("button", { disabled: !page.next_cursor, onclick: go(1) }, "Older"));
+    fill(history, h("h2", {}, "Executions"), timeline(page.items),
       table(["execution", "state", "trigger", "attempt", "scheduled", "lag", "error"],
-        page.items.map((e) => executionRow(e, Boolean(j.tasks))), "No executions yet."));
+        page.items.map((e) => executionRow(e, Boolean(j.tasks))), at ? "No older executions." : "No executions yet."),
+      (at > 0 || page.next_cursor) && pager);
   }
 
   await redraw();

@@ -1,6 +1,7 @@
 // Jobs: counts per state as filters, a name search, the list, and the form for a new job.
-import { get, post, query } from "../api.js";
+import { get, query } from "../api.js";
 import { act, badge, h, scheduleText, table, toast, when } from "../dom.js";
+import { newJob } from "../jobform.js";
 
 const PAGE = 50;
 const STATES = ["active", "paused", "completed"];
@@ -72,66 +73,4 @@ export async function jobs(main) {
     list, more);
   await refresh();
   return { refresh, every: 5000 };
-}
-
-function field(label, input, hint) {
-  return h("label", { class: "field" }, h("span", {}, label), input, hint && h("small", { class: "muted" }, hint));
-}
-
-// The new-job form, in a dialog; a refused job shows the API's reason per field.
-function newJob() {
-  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
-  const errors = h("div", { class: "error", role: "alert", hidden: true });
-  const kind = h("select", { name: "kind" },
-    h("option", { value: "schedule" }, "cron"), h("option", { value: "interval" }, "every"),
-    h("option", { value: "run_at" }, "once at"));
-  const form = h("form", { method: "dialog", class: "form" },
-    h("h2", {}, "New job"),
-    field("Name", h("input", { name: "job_name", maxlength: 200 })),
-    h("div", { class: "row" },
-      field("Schedule", kind),
-      field("When", h("input", { name: "when", required: true, placeholder: "*/5 * * * *" }),
-        "cron: 5 fields (or 6 with seconds); every: 90s, 15m, 1h; once at: 2030-01-01T09:00:00Z")),
-    field("Time zone", h("input", { name: "time_zone", value: zone }), "IANA zone the cron runs in"),
-    field("Target URL", h("input", { name: "target", type: "url", required: true, placeholder: "https://svc.example/hook" })),
-    field("Payload (JSON)", h("textarea", { name: "payload", rows: 3, placeholder: '{"report": "daily"}' })),
-    h("div", { class: "row" },
-      field("Priority", h("select", { name: "priority" },
-        ["default", "high", "low"].map((p) => h("option", { value: p }, p)))),
-      field("Attempts", h("input", { name: "max_attempts", type: "number", min: 1, max: 100, value: 5 }))),
-    errors,
-    h("div", { class: "actions" },
-      h("button", { value: "cancel", formnovalidate: true }, "Cancel"),
-      h("button", { class: "primary", value: "create" }, "Create job")));
-  const dialog = h("dialog", { "aria-label": "New job" }, form);
-  kind.addEventListener("change", () => {
-    form.elements.when.placeholder = { schedule: "*/5 * * * *", interval: "15m", run_at: "2030-01-01T09:00:00Z" }[kind.value];
-  });
-  form.addEventListener("submit", async (event) => {
-    if (event.submitter?.value !== "create") return;
-    event.preventDefault();
-    const f = form.elements;
-    const body = {
-      name: f.job_name.value.trim() || undefined,
-      [kind.value]: f.when.value.trim(),
-      time_zone: f.time_zone.value.trim() || "UTC",
-      target: f.target.value.trim(),
-      priority: f.priority.value,
-      retry: { max_attempts: Number(f.max_attempts.value) },
-    };
-    try {
-      if (f.payload.value.trim()) body.payload = JSON.parse(f.payload.value);
-      const created = await post("/v1/jobs", body);
-      dialog.close();
-      toast(`Created ${created.name || created.id}`);
-      location.hash = `#/jobs/${created.id}`;
-    } catch (error) {
-      errors.hidden = false;
-      errors.replaceChildren(
-        error.errors?.length ? h("ul", {}, error.errors.map((e) => h("li", {}, `${e.field}: ${e.message}`))) : error.message);
-    }
-  });
-  dialog.addEventListener("close", () => dialog.remove());
-  document.body.append(dialog);
-  dialog.showModal();
 }

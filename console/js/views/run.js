@@ -2,6 +2,7 @@
 // linked to its current execution, the task table, and re-running a failed run.
 import { get, post } from "../api.js";
 import { act, badge, confirmAction, fill, h, table, toast, when } from "../dom.js";
+import { jobLink, jobNames } from "../names.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const NODE_W = 150;
@@ -51,7 +52,8 @@ function layout(tasks) {
   return { at, width, height };
 }
 
-export function graph(run) {
+// `label` names the picture for assistive technology (the job page shows a workflow's graph too).
+export function graph(run, label = "Run graph") {
   if (!run.tasks.length) return null;
   const { at, width, height } = layout(run.tasks);
   const edges = run.tasks.flatMap((task) => task.depends_on.map((up) => {
@@ -80,7 +82,7 @@ export function graph(run) {
   });
   return h("div", { class: "panel run-graph", style: "overflow: auto" },
     svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
-      "aria-label": `Run graph: ${run.tasks.length} tasks` }, ...edges, ...nodes));
+      "aria-label": `${label}: ${run.tasks.length} tasks` }, ...edges, ...nodes));
 }
 
 function taskRow(task) {
@@ -102,6 +104,7 @@ export async function run(main, id) {
 
   async function redraw() {
     const r = await get(`/v1/runs/${id}`);
+    const names = await jobNames([r.job_id]);
     state = r.state;
     const retry = r.state === "failed" && h("button", { class: "primary", onclick: () => act(retry, async () => {
       if (await confirmAction({ title: "Re-run the failed part of this run?",
@@ -115,7 +118,7 @@ export async function run(main, id) {
     const counts = Object.entries(r.counts).map(([s, n]) => `${n} ${s.replace("_", " ")}`).join(", ");
     fill(view,
       h("div", { class: "title" },
-        h("div", {}, h("p", { class: "crumbs" }, h("a", { href: `#/jobs/${r.job_id}` }, "Job"), " / run"),
+        h("div", {}, h("p", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", jobLink(r.job_id, names), " / run"),
           h("h1", {}, h("span", { class: "mono" }, r.id), " ", badge(r.state))),
         h("div", { class: "actions", role: "group", "aria-label": "Run actions" }, retry)),
       r.error ? h("div", { class: "error", role: "alert" }, r.error) : null,

@@ -1,0 +1,231 @@
+// The job form, one for "New job" and for editing a job: every field the API takes, each showing
+// the API's own problem+json message for it beside it. The API is the one validator (the form
+// has no browser validation of its own), so the console and the API can never disagree.
+import { patch, post } from "./api.js";
+import { h, toast } from "./dom.js";
+
+const KINDS = {
+  schedule: ["cron", "*/5 * * * *"],
+  interval: ["every", "15m"],
+  run_at: ["once at", "2030-01-01T09:00:00Z"],
+};
+const RETRY = ["max_attempts", "backoff", "initial_interval", "max_interval", "jitter"];
+const DEFAULTS = {
+  name: null, schedule: null, interval: null, run_at: null, time_zone: "UTC",
+  dst: { gap: "run", overlap: "once" }, start_at: null, end_at: null, target: null, tasks: null,
+  payload: null, priority: "default", timeout_sec: 300,
+  retry: { max_attempts: 5, backoff: "exponential", initial_interval: "5s", max_interval: "1h", jitter: "full" },
+  catchup: "once", catchup_window: "1h", overlap: "allow",
+};
+
+const json = (value) => (value === null || value === undefined ? "" : JSON.stringify(value, null, 2));
+const options = (values, chosen) => values.map(([value, label]) =>
+  h("option", { value, selected: value === chosen }, label ?? value));
+const choose = (values, chosen) => options(values.map((v) => [v]), chosen);
+
+// The control that shows an error the API reports for `field` ("retry.max_attempts", "interval").
+function controlFor(field) {
+  const [top, sub] = field.split(".");
+  if (top in KINDS) return "when";
+  if (top === "name") return "job_name";
+  if (top === "retry") return `retry_${RETRY.includes(sub) ? sub : "max_attempts"}`;
+  if (top === "dst") return `dst_${sub === "overlap" ? "overlap" : "gap"}`;
+  return top;
+}
+
+function field(label, control, hint) {
+  const id = `job-${control.name}`;
+  control.id = id;
+  control.setAttribute("aria-describedby", `${id}-error${hint ? ` ${id}-hint` : ""}`);
+  return h("div", { class: "field" },
+    h("label", { for: id }, label), control,
+    hint && h("small", { class: "muted", id: `${id}-hint` }, hint),
+    h("small", { class: "field-error", id: `${id}-error`, hidden: true }));
+}
+
+function build(job, title, submit) {
+  const kind = ["schedule", "interval", "run_at"].find((k) => job[k]) || "schedule";
+  const runs = job.tasks ? "tasks" : "target";
+  const when = h("input", { name: "when", value: job[kind] || "", placeholder: KINDS[kind][1] });
+  const kindSelect = h("select", { name: "kind" },
+    options(Object.entries(KINDS).map(([k, [label]]) => [k, label]), kind));
+  kindSelect.addEventListener("change", () => { when.placeholder = KINDS[kindSelect.value][1]; });
+  const target = field("Target", h("input", { name: "target", value: job.target || "", placeholder: "https://svc.example/hook" }),
+    "an http(s) URL, or handler:NAME, sqs:…, sns:…, events:…");
+  const tasks = field("Tasks (JSON)", h("textarea", { name: "tasks", rows: 6, placeholder: '[{"id": "extract", "target": "https://…"}]' }, json(job.tasks)),
+    "a workflow: tasks with depends_on (docs/WORKFLOWS.md)");
+  const runsSelect = h("select", { name: "runs" }, options([["target", "one target"], ["tasks", "a workflow"]], runs));
+  const shown = () => { target.hidden = runsSelect.value !== "target"; tasks.hidden = runsSelect.value !== "tasks"; };
+  runsSelect.addEventListener("change", shown);
+  shown();
+  const retry = job.retry;
+  const problems = h("div", { class: "error", role: "alert", hidden: true });
+  const form = h("form", { method: "dialog", class: "form", novalidate: true },
+    h("h2", {}, title),
+    field("Name", h("input", { name: "job_name", value: job.name || "", maxlength: 200 })),
+    h("fieldset", {}, h("legend", {}, "Timing"),
+      h("div", { class: "row" }, field("Schedule", kindSelect),
+        field("When", when, "cron: 5 fields (or 6 with seconds); every: 90s, 15m, 1h; once at: 2030-01-01T09:00:00Z")),
+      h("div", { class: "row" },
+        field("Time zone", h("input", { name: "time_zone", value: job.time_zone }), "IANA zone the cron runs in"),
+        field("Start at", h("input", { name: "start_at", value: job.start_at || "", placeholder: "none" })),
+        field("End at", h("input", { name: "end_at", value: job.end_at || "", placeholder: "none" }))),
+      h("div", { class: "row" },
+        field("Skipped hour (DST)", h("select", { name: "dst_gap" }, choose(["run", "skip"], job.dst.gap))),
+        field("Repeated hour (DST)", h("select", { name: "dst_overlap" }, choose(["once", "twice"], job.dst.overlap))),
+        field("Catch-up", h("select", { name: "catchup" }, choose(["skip", "once", "all"], job.catchup))),
+        field("Catch-up window", h("input", { name: "catchup_window", value: job.catchup_window })))),
+    h("fieldset", {}, h("legend", {}, "Work"),
+      field("Runs", runsSelect), target, tasks,
+      field("Payload (JSON)", h("textarea", { name: "payload", rows: 3, placeholder: '{"report": "daily"}' }, json(job.payload)))),
+    h("fieldset", {}, h("legend", {}, "Limits and retries"),
+      h("div", { class: "row" },
+        field("Priority", h("select", { name: "priority" }, choose(["high", "default", "low"], job.priority))),
+        field("Timeout (s)", h("input", { name: "timeout_sec", type: "number", value: job.timeout_sec })),
+        field("Overlap", h("select", { name: "overlap" }, choose(["allow", "skip", "queue"], job.overlap)))),
+      h("div", { class: "row" },
+        field("Attempts", h("input", { name: "retry_max_attempts", type: "number", value: retry.max_attempts })),
+        field("Backoff", h("select", { name: "retry_backoff" }, choose(["exponential", "fixed"], retry.backoff))),
+        field("Jitter", h("select", { name: "retry_jitter" }, choose(["full", "none"], retry.jitter)))),
+      h("div", { class: "row" },
+        field("First retry after", h("input", { name: "retry_initial_interval", value: retry.initial_interval })),
+        field("Longest wait", h("input", { name: "retry_max_interval", value: retry.max_interval })))),
+    problems,
+    h("div", { class: "actions" },
+      h("button", { value: "cancel" }, "Cancel"),
+      h("button", { class: "primary", value: "save" }, submit)));
+  return { form, problems };
+}
+
+// The form's values in the API's shape (every field, as a create body has them).
+function read(form) {
+  const f = form.elements;
+  const text = (name) => f[name].value.trim();
+  const parsed = (name) => {
+    if (!text(name)) return null;
+    try {
+      return JSON.parse(text(name));
+    } catch (error) {
+      throw Object.assign(new Error(`${name}: not valid JSON`), { errors: [{ field: name, message: `not valid JSON (${error.message})` }] });
+    }
+  };
+  // An empty number stays "", which the API refuses by name (null would mean "no value").
+  const number = (name) => (text(name) === "" ? "" : Number(text(name)));
+  const workflow = f.runs.value === "tasks";
+  return {
+    name: text("job_name") || null,
+    schedule: null, interval: null, run_at: null, [f.kind.value]: text("when"),
+    time_zone: text("time_zone"),
+    dst: { gap: f.dst_gap.value, overlap: f.dst_overlap.value },
+    start_at: text("start_at") || null,
+    end_at: text("end_at") || null,
+    target: workflow ? null : text("target"),
+    tasks: workflow ? parsed("tasks") : null,
+    payload: parsed("payload"),
+    priority: f.priority.value,
+    timeout_sec: number("timeout_sec"),
+    retry: {
+      max_attempts: number("retry_max_attempts"), backoff: f.retry_backoff.value,
+      initial_interval: text("retry_initial_interval"), max_interval: text("retry_max_interval"),
+      jitter: f.retry_jitter.value,
+    },
+    catchup: f.catchup.value,
+    catchup_window: text("catchup_window"),
+    overlap: f.overlap.value,
+  };
+}
+
+const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+
+// A create body: what the form holds, leaving out what is empty (the API's defaults apply).
+function createBody(values) {
+  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== null && v !== ""));
+}
+
+// A PATCH body: only the fields the user changed; a cleared optional field is sent as null. A
+// schedule is sent whole (its kind and value together), as the API replaces it whole.
+function patchBody(values, job) {
+  const body = {};
+  const kind = ["schedule", "interval", "run_at"].find((k) => values[k] !== null);
+  if (!same(values[kind], job[kind])) body[kind] = values[kind];
+  for (const key of ["name", "time_zone", "dst", "start_at", "end_at", "payload", "priority",
+    "timeout_sec", "retry", "catchup", "catchup_window", "overlap"]) {
+    if (!same(values[key], job[key])) body[key] = values[key];
+  }
+  if (values.tasks !== null ? !same(values.tasks, job.tasks) : !same(values.target, job.target)) {
+    if (values.tasks !== null) body.tasks = values.tasks;
+    else body.target = values.target;
+  }
+  return body;
+}
+
+// Each error beside its field; the ones no field owns (a conflict, an outage) above the buttons.
+function showErrors(form, problems, error) {
+  for (const note of form.querySelectorAll(".field-error")) note.hidden = true;
+  for (const control of form.querySelectorAll("[aria-invalid]")) control.removeAttribute("aria-invalid");
+  const unplaced = [];
+  for (const e of error.errors || []) {
+    const control = form.elements[controlFor(e.field)];
+    if (!control || control.closest("[hidden]")) {
+      unplaced.push(`${e.field}: ${e.message}`);
+      continue;
+    }
+    const note = document.getElementById(`${control.id}-error`);
+    note.textContent = note.hidden ? e.message : `${note.textContent}; ${e.message}`;
+    note.hidden = false;
+    control.setAttribute("aria-invalid", "true");
+  }
+  if (!error.errors?.length) unplaced.push(error.message);
+  problems.hidden = !unplaced.length;
+  problems.replaceChildren(unplaced.length > 1 ? h("ul", {}, unplaced.map((u) => h("li", {}, u))) : unplaced[0] || "");
+  form.querySelector("[aria-invalid]")?.focus();
+}
+
+function openForm(label, title, submit, job, save) {
+  const { form, problems } = build(job, title, submit);
+  const dialog = h("dialog", { "aria-label": label, class: "job-form" }, form);
+  form.addEventListener("submit", async (event) => {
+    if (event.submitter?.value !== "save") return;
+    event.preventDefault();
+    const button = event.submitter;
+    button.disabled = true;
+    try {
+      if (await save(read(form))) dialog.close();
+    } catch (error) {
+      showErrors(form, problems, error);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  dialog.addEventListener("close", () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+}
+
+// "New job": on success, the new job's page.
+export function newJob() {
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+  openForm("New job", "New job", "Create job", { ...DEFAULTS, time_zone: zone }, async (values) => {
+    const created = await post("/v1/jobs", createBody(values));
+    toast(`Created ${created.name || created.id}`);
+    location.hash = `#/jobs/${created.id}`;
+    return true;
+  });
+}
+
+// Edit `job`: sends only what changed, with If-Match, so a change someone made meanwhile is not
+// overwritten (the API answers 412, shown in the form). `saved` redraws the page.
+export function editJob(job, saved) {
+  const label = job.name || job.id;
+  openForm("Edit job", `Edit ${label}`, "Save changes", job, async (values) => {
+    const body = patchBody(values, job);
+    if (!Object.keys(body).length) {
+      toast("Nothing changed");
+      return true;
+    }
+    await patch(`/v1/jobs/${encodeURIComponent(job.id)}`, body, { "If-Match": `"${job.version}"` });
+    toast(`Saved ${values.name || label}`);
+    await saved();
+    return true;
+  });
+}
