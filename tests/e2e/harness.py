@@ -51,8 +51,11 @@ class LocalTakt:
 
     @classmethod
     def start(cls, log: Path, *args: str) -> LocalTakt:
-        """Start `takt local` (with extra command-line `args`) and wait until it is healthy."""
+        """Start `takt local` (with extra command-line `args`) and wait until it is healthy;
+        in memory unless `args` name a `--data` folder, so no test shares the default one."""
         port = free_port()
+        if "--data" not in args:
+            args = ("--in-memory", *args)
         env = {
             **os.environ,
             **RUNTIME_ENV,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -39,7 +40,7 @@ CLOCK_MARGIN_SEC = 2.0  # the runtime's default TAKT_CLOCK_MARGIN_SEC
 # the lease, read and heartbeat writes on a loaded two-core machine.
 RECOVERY_SLACK_SEC = 3.0
 DONE_WITHIN_SEC = 30.0
-START_LINE = "takt local is running: "
+ENV_LINE = "  env "
 READY_LINE = "takt worker is running: "
 POOL_SIZE = 2
 GRACE_SEC = 0.5
@@ -58,12 +59,14 @@ def workerless_takt_local(logs: Path) -> Iterator[Runtime]:
     takt = LocalTakt.start(logs / "takt-local.log", "--pollers", "0")
     try:
         line = poll(
-            lambda: [s for s in takt.logs().splitlines() if s.startswith(START_LINE)],
+            lambda: [s for s in takt.logs().splitlines() if s.startswith(ENV_LINE)],
             bool,
             10,
-            "the start line of takt local",
+            "the worker environment takt local prints",
         )[0]
-        yield Runtime(takt, json.loads(line.removeprefix(START_LINE))["worker_env"], logs)
+        words = shlex.split(line.removeprefix(ENV_LINE))
+        env = dict(w.split("=", 1) for w in words if "=" in w and not w.startswith("."))
+        yield Runtime(takt, env, logs)
     finally:
         assert takt.stop() == 0, takt.logs()
 

@@ -1,4 +1,8 @@
-"""`takt local`: run takt on this machine, on moto, with no AWS account."""
+"""`takt local`: run takt on this machine, on moto, with no AWS account.
+
+Its tables are kept in a data folder (`.takt/data` under the directory it starts in, or
+`--data DIR`) and survive a stop or a crash; `--in-memory` keeps nothing.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,12 @@ import logging
 import shlex
 import signal
 import sys
+from pathlib import Path
 from types import FrameType
 
 import click
 
-from takt.local.runtime import (
-    LocalRuntime,
-    RuntimeOptions,
-    describe,
-    describe_egress,
-    worker_env,
-)
+DEFAULT_DATA_DIR = Path(".takt") / "data"
 
 
 @click.command()
@@ -50,6 +49,20 @@ from takt.local.runtime import (
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
 )
 @click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DATA_DIR,
+    show_default=True,
+    envvar="TAKT_LOCAL_DATA",
+    help="Folder that keeps the jobs and their history across restarts (env TAKT_LOCAL_DATA).",
+)
+@click.option(
+    "--in-memory",
+    is_flag=True,
+    help="Keep nothing: every job and execution is gone when takt local stops.",
+)
+@click.option(
     "--strict-egress",
     is_flag=True,
     help="Refuse HTTP targets on loopback and private addresses, as a deployed stack does "
@@ -62,9 +75,20 @@ def local(
     role: str,
     pollers: int,
     log_level: str,
+    data_dir: Path,
+    in_memory: bool,
     strict_egress: bool,
 ) -> None:
-    """Run the API, scheduler, workers and watchdog locally on moto."""
+    """Run the API, scheduler, workers and watchdog locally on moto, keeping the data."""
+    from takt.local.persistence import DataDirInUseError, DataStore
+
+    folder = None if in_memory else data_dir.resolve()
+    try:
+        data = None if folder is None else DataStore(folder)
+    except DataDirInUseError as exc:
+        raise click.ClickException(f"{exc} (--data DIR for another folder)") from None
+    from takt.local.runtime import LocalRuntime, RuntimeOptions, describe_egress, worker_env
+
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     runtime = LocalRuntime(
         RuntimeOptions(
@@ -75,7 +99,9 @@ def local(
             pollers=pollers,
             log_level=log_level,
             strict_egress=strict_egress,
-        )
+            data_dir=folder,
+        ),
+        data=data,
     )
     runtime.start()
 
@@ -83,13 +109,20 @@ def local(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _terminate)
-    click.echo(f"takt local is running: {describe(runtime)}", err=True)
-    click.echo(f"API on {runtime.url}/v1 (Ctrl-C to stop)", err=True)
-    if runtime.services is not None:
-        click.echo(describe_egress(runtime.services.settings), err=True)
-    if runtime.console is not None:
-        click.echo(f"console on {runtime.url}/", err=True)
-    if pollers == 0 and runtime.services is not None:
+    assert runtime.services is not None
+    if folder is None:
+        kept = "in memory (--in-memory): everything is gone when it stops"
+    else:
+        kept = f"{folder} ({runtime.items_loaded} items loaded)"
+    console = f"console {runtime.url}/, " if runtime.console is not None else ""
+    click.echo(
+        f"takt local on {runtime.url}: {console}API {runtime.url}/v1 (Ctrl-C to stop)\n"
+        f"  data: {kept}\n"
+        f"  aws: moto at {runtime.moto_endpoint} (its DynamoDB tables are what the data keeps)\n"
+        f"  {describe_egress(runtime.services.settings)}",
+        err=True,
+    )
+    if pollers == 0:
         env = worker_env(runtime.services.settings)
         exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
         click.echo(

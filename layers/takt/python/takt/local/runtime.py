@@ -47,6 +47,7 @@ from takt.local.events import (
     http_api_event,
     sqs_event,
 )
+from takt.local.persistence import DataStore, WsgiApp
 from takt.local.provision import provision
 from takt.local.streams import StreamReader
 from takt.metering import Meter
@@ -64,6 +65,8 @@ Handler = Callable[[dict[str, Any], Any], Any]
 INDEX_POLL_SEC = 0.1
 # How many times a batch is tried before its first record is set aside.
 INDEX_TRIES = 3
+# How often the data folder's journal is checked for size (takt.local.persistence).
+COMPACT_CHECK_SEC = 5.0
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -90,6 +93,9 @@ class RuntimeOptions:
     moto_process: bool = False
     # Refuse loopback and private addresses to HTTP targets, as a deployed stack does.
     strict_egress: bool = False
+    # Where the tables are kept across restarts (takt.local.persistence); None keeps them in
+    # memory only, as the tests and benchmarks do.
+    data_dir: Path | None = None
 
 
 # What HTTP targets may reach beyond the public internet in local mode: the developer's own
@@ -111,7 +117,12 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class LocalRuntime:
-    def __init__(self, options: RuntimeOptions, meter: Meter | None = None) -> None:
+    def __init__(
+        self, options: RuntimeOptions, meter: Meter | None = None, data: DataStore | None = None
+    ) -> None:
+        """`data` is the data folder already locked by the caller (`takt local` takes it before
+        it imports moto, so a folder in use is refused at once); else `start` locks
+        `options.data_dir` itself."""
         self.options = options
         # `takt bench` meters the handlers' AWS calls and times each invocation with it.
         self.meter = meter
@@ -124,6 +135,9 @@ class LocalRuntime:
         self.metrics_window = MetricsWindow(SystemClock())
         self._stop_listening: Callable[[], None] | None = None
         self.console = None if options.console_dir is None else ConsoleFiles(options.console_dir)
+        self.data = data
+        # How many items the tables held when loaded from the data folder.
+        self.items_loaded = 0
 
     @property
     def url(self) -> str:
@@ -135,9 +149,16 @@ class LocalRuntime:
         from moto.server import ThreadedMotoServer
 
         moto_speedups.apply()
+        if self.data is None and self.options.data_dir is not None:
+            # First: a folder another takt local holds stops this one before anything starts.
+            self.data = DataStore(self.options.data_dir)
+        if self.data is not None and self.options.moto_process:
+            raise ValueError("a data folder needs moto in this process (moto_process off)")
         moto_port = free_port(self.options.host)
         if self.options.moto_process:
             self._moto = MotoProcess(self.options.host, moto_port)
+        elif self.data is not None:
+            self._moto = _journaled_moto(self.options.host, moto_port, self.data.wrap)
         else:
             self._moto = ThreadedMotoServer(
                 ip_address=self.options.host, port=moto_port, verbose=False
@@ -165,6 +186,11 @@ class LocalRuntime:
         os.environ.update(provision(services.clients, settings))
         get_settings.cache_clear()
         settings = get_settings()
+        if self.data is not None:
+            # Before any driver runs: the handlers start on the tables as they were left.
+            tables = {spec.setting: getattr(settings, spec.setting) for spec in TABLES}
+            ttl = {spec.setting: spec.ttl_attribute for spec in TABLES if spec.ttl_attribute}
+            self.items_loaded = self.data.open(self.moto_endpoint, settings.region, tables, ttl)
         self.services = build_services(settings, metrics=self.metrics_window, meter=self.meter)
         install(self.services)
         self._stop_listening = listen(self.metrics_window.record)
@@ -172,6 +198,8 @@ class LocalRuntime:
         self._spawn("ticker", self._ticker_loop)
         self._spawn("watchdog", self._watchdog_loop)
         self._spawn("indexer", self._indexer_loop)
+        if self.data is not None:
+            self._spawn("compactor", self._compactor_loop)
         for lane in LANES:
             # Fewer pollers on the low lane: it gets a smaller share of the worker capacity.
             # None at all with `pollers=0`: `takt worker` processes consume the lanes instead.
@@ -188,6 +216,10 @@ class LocalRuntime:
             self._http.server_close()
         for thread in self._threads:
             thread.join(timeout=10)
+        if self.data is not None:
+            # A clean stop leaves one snapshot and an empty journal: the next start is quick.
+            self.data.compact()
+            self.data.close()
         if self._moto is not None:
             self._moto.stop()
         if self._stop_listening is not None:
@@ -270,6 +302,14 @@ class LocalRuntime:
         if first < len(records):
             self._stop.wait(1)
         return records[first:]
+
+    def _compactor_loop(self) -> None:
+        assert self.data is not None
+        while not self._stop.wait(COMPACT_CHECK_SEC):
+            try:
+                self.data.compact_if_large()
+            except Exception:  # the journal keeps every write meanwhile; the next check retries
+                log.exception("compacting the data folder failed")
 
     def _watchdog_loop(self) -> None:
         settings = self._settings()
@@ -445,6 +485,29 @@ def _serve_moto(host: str, port: int, ready: Any, stop: Any) -> None:
     server.stop()
 
 
+def _journaled_moto(host: str, port: int, wrap: Callable[[WsgiApp], WsgiApp]) -> Any:
+    """`ThreadedMotoServer` whose WSGI app is wrapped by `wrap` (the data folder's journal).
+    It builds its app inside its thread's entry, so that entry is the one place to wrap it."""
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from moto.server import ThreadedMotoServer
+    from werkzeug.serving import make_server
+
+    class JournaledMotoServer(ThreadedMotoServer):
+        def _server_entry(self) -> None:
+            app = wrap(DomainDispatcherApplication(create_backend_app))
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            )
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return JournaledMotoServer(ip_address=host, port=port, verbose=False)
+
+
 def _queue_arn(url: str) -> str:
     name = url.rstrip("/").rsplit("/", 1)[-1]
     return f"arn:aws:sqs:us-east-1:000000000000:{name}"
@@ -469,21 +532,6 @@ def _handler(function: str) -> Handler:
             module = importlib.import_module(f"functions.{function}.handler")
             _HANDLERS[function] = module.handler
         return _HANDLERS[function]
-
-
-def describe(runtime: LocalRuntime) -> str:
-    settings = runtime._settings()
-    return json.dumps(
-        {
-            "api": runtime.url,
-            "moto": runtime.moto_endpoint,
-            "tenant": runtime.options.tenant,
-            "role": runtime.options.role,
-            "lanes": list(settings.lane_urls),
-            "due_shards": settings.due_shards,
-            "worker_env": worker_env(settings),
-        }
-    )
 
 
 def describe_egress(settings: Settings) -> str:
