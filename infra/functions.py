@@ -206,6 +206,14 @@ def takt_environment(
     return environment
 
 
+# An ARN's partition, region and account as cdk-nag shows them: a token (`<AWS::Region>`) when the
+# app is synthesized without an environment, the literal value when the CDK CLI gives it one (it
+# always passes a region, and an account when it has credentials). A suppression must match both.
+ARN_HEAD = "arn:(<AWS::Partition>|aws[a-z-]*)"
+ARN_REGION = "(<AWS::Region>|[a-z]{2}(-[a-z]+)+-[0-9])"
+ARN_ACCOUNT = "(<AWS::AccountId>|[0-9]{12})"
+
+
 def target_secrets_suppression() -> NagPackSuppression:
     """Why a worker role may read every secret under TARGET_SECRET_PREFIX."""
     prefix = TARGET_SECRET_PREFIX.replace("/", "\\/")
@@ -219,8 +227,8 @@ def target_secrets_suppression() -> NagPackSuppression:
         ),
         applies_to=[
             RegexAppliesTo(
-                regex="/^Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:"
-                f"<AWS::AccountId>:secret:({prefix}\\*|[^*]*-\\?{{6}})$/g"
+                regex=f"/^Resource::{ARN_HEAD}:secretsmanager:{ARN_REGION}:{ARN_ACCOUNT}:"
+                f"secret:({prefix}\\*|[^*]*-\\?{{6}})$/g"
             )
         ],
     )

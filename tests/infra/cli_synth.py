@@ -1,0 +1,183 @@
+"""Synthesize takt's app exactly as the CDK CLI runs it, and lint what comes out.
+
+The CLI starts `python -m infra.app` with a concrete region (always) and account (with
+credentials) in CDK_DEFAULT_REGION/CDK_DEFAULT_ACCOUNT, the context in CDK_CONTEXT_JSON and the
+output folder in CDK_OUTDIR. ARNs then hold literal values instead of `<AWS::Region>` tokens, which
+is what broke a cdk-nag suppression while the token-only tests stayed green, so these helpers run
+the app under that same contract. cdk.json's `annotationsInValidationReport` stays on, as
+the CLI has it: a cdk-nag error makes the synthesis raise, as it makes `cdk synth` fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+# What `cdk synth` passes with credentials for this (made-up) account in us-east-1.
+CLI_ENV = {"CDK_DEFAULT_REGION": "us-east-1", "CDK_DEFAULT_ACCOUNT": "123456789012"}
+
+# Every context variant docs/DEPLOY.md documents, added to cdk.json's context.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "jwt": {
+        "auth": "jwt",
+        "jwtIssuer": "https://issuer.example/",
+        "jwtAudience": "takt",
+    },
+    "fargate": {"fargateWorker": "true", "fargateLanes": "low"},
+    "fairness": {
+        "fairness": json.dumps(
+            {
+                "claimMaxItems": 500,
+                "fairDispatchPerSec": 20,
+                "tenantLimits": {"max_jobs": 10000},
+                "hostRateLimits": {"api.example.com": {"per_sec": 5}},
+            }
+        )
+    },
+    "signing-secret": {"signingSecretName": "takt/signing"},
+    "egress-allow": {"egressAllow": "10.0.0.0/8,internal.example"},
+    "alarm-email": {"alarmEmail": "ops@example.com"},
+}
+
+# cfn-lint's rules we do not apply, each with the reason; a finding of any other rule fails.
+# The value is a regex of the logical ids the exception covers (`.*` for every resource).
+CFN_LINT_IGNORED: dict[str, tuple[str, str]] = {
+    "W3005": (
+        ".*",
+        "The CDK adds DependsOn on a role's default policy beside the GetAtt of the role, so the "
+        "function waits for its permissions, not only its role; the warning is about style.",
+    ),
+    "W3010": (
+        ".*",
+        "With a concrete account and region the CDK resolves a VPC's availability zones to "
+        "names (cdk.context.json), as it should for a stack bound to one region.",
+    ),
+    "WS1004": (
+        ".*",
+        "Each takt function logs to a LogGroup of its own with a retention (LoggingConfig), "
+        "which the rule does not recognise: it only looks for '/aws/lambda/<function name>'. "
+        "CDK's custom-resource provider (the VPC's default security group) logs under the "
+        "default group; tests/infra/test_infra_stateless.py checks every takt log group's "
+        "retention.",
+    ),
+    "WS1000": (
+        "CustomVpcRestrictDefaultSG.*",
+        "The CDK's own custom-resource provider that empties the VPC's default security group "
+        "runs once per deployment; every takt function traces actively.",
+    ),
+    "ES6000": (
+        ".*(Dlq|IndexFailures).*",
+        "These queues are dead-letter queues (the lanes') or a failure destination (the "
+        "indexer's): a dead-letter queue of a dead-letter queue would only move the problem.",
+    ),
+    "ES1001": (
+        ".*SqsEventSource.*",
+        "Lambda's on-failure destinations apply to stream and Kafka sources, not SQS: a lane "
+        "message that keeps failing goes to the lane's dead-letter queue by its redrive policy.",
+    ),
+    "ES4000": (
+        "Triggers.*",
+        "The per-minute EventBridge rules start the scheduler and the watchdog; a delivery that "
+        "fails is replaced by the next minute's, and SchedulerNotRunning pages if none arrives.",
+    ),
+    "ES1007": (
+        "Triggers.*",
+        "The rules' targets have their asynchronous retries set on the function itself "
+        "(retry_attempts and max_event_age on the scheduler, so no stale minute is replayed); "
+        "the rule does not relate that EventInvokeConfig to the permission.",
+    ),
+    "ES7000": (
+        "AlarmTopic.*",
+        "The alarm e-mail subscription has no dead-letter queue: an undeliverable e-mail would sit "
+        "in a queue nobody reads, while the alarm itself stays in ALARM on the dashboard.",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class LintFinding:
+    rule: str
+    template: str
+    resource: str
+    message: str
+
+
+@contextmanager
+def _environment(variables: Mapping[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def cli_context(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """cdk.json's context with `-c` overrides, without bundling (the layer build needs PyPI)."""
+    context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
+    return context | {"aws:cdk:bundling-stacks": []} | dict(overrides)
+
+
+def synth_as_cli(overrides: Mapping[str, Any], outdir: Path) -> Path:
+    """Build and synthesize the app as `cdk synth -c ...` does; the assembly lands in `outdir`.
+
+    The context and output folder go to `App` directly: the CLI hands them over in
+    CDK_CONTEXT_JSON and CDK_OUTDIR, which the CDK reads in its Node process, started once per
+    test process. The account and region go through the environment, as `infra.app.build` reads
+    them. Raises as `infra.app.main` does on a cdk-nag error, with the validation report's
+    findings appended so the failure says what broke.
+    """
+    from aws_cdk import App
+
+    from infra.app import build
+
+    with _environment(CLI_ENV):
+        app = App(context=cli_context(overrides), outdir=str(outdir))
+        build(app)
+        try:
+            app.synth()
+        except RuntimeError as exc:
+            report = outdir / "validation-report.json"
+            detail = report.read_text() if report.exists() else ""
+            raise RuntimeError(f"{exc}\n{detail}") from None
+    return outdir
+
+
+def templates(assembly: Path) -> list[Path]:
+    return sorted(assembly.glob("*.template.json"))
+
+
+def cfn_lint(paths: list[Path]) -> list[LintFinding]:
+    """Every cfn-lint finding (core and serverless rules) on `paths`, for us-east-1.
+
+    In process through cfn-lint's API: a `cfn-lint` subprocess per template would spend most of
+    its time loading the rules.
+    """
+    from cfnlint.api import ManualArgs, lint_file
+
+    config = ManualArgs(append_rules=["cfn_lint_serverless.rules"], regions=["us-east-1"])
+    return [
+        LintFinding(
+            rule=match.rule.id,
+            template=Path(match.filename or "").name,
+            resource=_resource_of(match.path),
+            message=match.message,
+        )
+        for path in paths
+        for match in lint_file(path, config=config)
+    ]
+
+
+def _resource_of(path: Sequence[Any]) -> str:
+    return str(path[1]) if len(path) > 1 and path[0] == "Resources" else ""
