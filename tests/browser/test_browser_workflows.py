@@ -1,5 +1,6 @@
-"""A workflow run in the console: its page draws the tasks as a graph, layered by depth and
-coloured by state, each task linked to its execution."""
+"""A workflow in the console: a run's page draws the tasks as a graph, layered by depth and
+coloured by state, each task linked to its execution; the job's page draws the same graph, of its
+definition before the first run and of its last run after."""
 
 from __future__ import annotations
 
@@ -41,8 +42,6 @@ def test_a_run_is_drawn_as_a_graph_of_its_tasks(
     )
     run_id = takt_local.request("POST", f"/v1/jobs/{job['id']}/trigger").body["id"]
 
-    # Straight to the run: the job page's three parallel requests meet a race in `takt local`
-    # (one shared resolver across request threads), which is not this page's to test.
     page.goto(f"/#/runs/{run_id}")
 
     graph = page.get_by_role("img", name="Run graph: 4 tasks")
@@ -57,3 +56,37 @@ def test_a_run_is_drawn_as_a_graph_of_its_tasks(
     screenshot(page, "run-graph")
     graph.locator("g.node[data-task='report']").click()
     expect(page.get_by_role("heading", level=1)).to_contain_text(f"{run_id}~report~0")
+
+
+def test_a_workflow_jobs_page_draws_its_graph_then_its_last_run(
+    page: Page, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    job = takt_local.create_job(
+        {
+            "name": "fan-out",
+            "interval": "1d",
+            "tasks": [
+                {"id": "fetch", "target": receiver.path()},
+                {"id": "resize", "target": receiver.path(), "depends_on": ["fetch"]},
+                {"id": "index", "target": receiver.path(), "depends_on": ["fetch"]},
+            ],
+        }
+    )
+    page.goto(f"/#/jobs/{job['id']}")
+    flow = page.get_by_role("region", name="Workflow")
+    expect(flow.get_by_role("heading")).to_have_text("Workflow: not run yet")
+    graph = flow.get_by_role("img", name="Workflow graph: 3 tasks")
+    expect(graph.locator("g.node.s-waiting")).to_have_count(3)
+    x = {
+        t: graph.locator(f"g.node[data-task='{t}'] rect").get_attribute("x")
+        for t in ("fetch", "resize", "index")
+    }
+    assert x["resize"] == x["index"] != x["fetch"]
+
+    run_id = takt_local.request("POST", f"/v1/jobs/{job['id']}/trigger").body["id"]
+    expect(graph.locator("g.node.s-succeeded")).to_have_count(3, timeout=20_000)
+    expect(flow.get_by_role("heading")).to_contain_text("Workflow: last run")
+    expect(flow.get_by_role("link", name=run_id.split(".")[-1])).to_have_attribute(
+        "href", f"#/runs/{run_id}"
+    )
+    screenshot(page, "job-workflow-graph")
