@@ -8,6 +8,7 @@ error minutes into a deployment.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -18,6 +19,7 @@ from annotated_types import Ge, Le
 from constructs import Node
 from pydantic import TypeAdapter, ValidationError
 
+from infra.target_grants import TargetGrantError, TargetGrants
 from takt.config import LANES, RateLimit, Settings
 from takt.targets.egress import AllowList
 from takt.targets.spec import target_host
@@ -177,6 +179,8 @@ class DeployConfig:
     # Non-public addresses HTTP targets may reach (`egressAllow`: CIDRs and host names); empty
     # refuses them all (docs/SECURITY.md).
     egress_allow: tuple[str, ...] = ()
+    # The Lambda functions, state machines and SigV4-signed APIs the workers may call.
+    targets: TargetGrants = dataclasses.field(default_factory=TargetGrants)
 
     @classmethod
     def from_context(cls, node: Node) -> DeployConfig:
@@ -214,7 +218,19 @@ class DeployConfig:
             fargate=_fargate(node) if _boolean(node, "fargateWorker") else None,
             fairness=_fairness(node),
             egress_allow=_egress_allow(node),
+            targets=_target_grants(node),
         )
+
+
+def _target_grants(node: Node) -> TargetGrants:
+    try:
+        return TargetGrants.from_lists(
+            _string_list(node, "lambdaTargets"),
+            _string_list(node, "stateMachineTargets"),
+            _string_list(node, "sigv4Targets"),
+        )
+    except TargetGrantError as exc:
+        raise ContextError(str(exc)) from None
 
 
 def _egress_allow(node: Node) -> tuple[str, ...]:

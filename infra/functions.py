@@ -300,6 +300,8 @@ class TaktFunctions(Construct):
                 spec.memory_for(config.tuning.due_shards),
             )
             grant_data_access(spec, function, tables, lanes)
+            if spec.signs_requests:
+                config.targets.grant(function)
             if spec.signs_requests and config.signing_secret_name:
                 # By name: the worker reads the value from Secrets Manager when it calls (cached
                 # briefly), so it is in neither the template nor the function's configuration.

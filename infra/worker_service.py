@@ -122,6 +122,7 @@ class FargateWorker(Construct):
             ),
         )
         grant_data_access(WORKER, task.task_role, tables, lanes)
+        config.targets.grant(task.task_role)
         for lane in worker.lanes:
             lanes.lanes[lane].queue.grant_consume_messages(task.task_role)
 

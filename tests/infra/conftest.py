@@ -71,8 +71,21 @@ def stacks() -> tuple[StatefulStack, StatelessStack]:
     return build(App(context=cdk_context()))
 
 
+# AWS targets the workers may call (tests/infra/test_infra_target_grants.py), given to the
+# `fargate_*` fixtures so that one synthesis checks both workers' grants.
+TARGET_GRANTS_CONTEXT = {
+    "lambdaTargets": "arn:aws:lambda:us-east-1:123456789012:function:report,"
+    "arn:aws:lambda:us-east-1:123456789012:function:report:live",
+    "stateMachineTargets": ["arn:aws:states:us-east-1:123456789012:stateMachine:orders"],
+    "sigv4Targets": "arn:aws:execute-api:us-east-1:123456789012:abc123/prod/POST/hooks/run,"
+    "arn:aws:lambda:us-east-1:123456789012:function:webhook",
+}
 # The context the `fargate_*` fixtures add to cdk.json's.
-FARGATE_CONTEXT = {"fargateWorker": True, "signingSecretName": "takt/signing"}
+FARGATE_CONTEXT = {
+    "fargateWorker": True,
+    "signingSecretName": "takt/signing",
+    **TARGET_GRANTS_CONTEXT,
+}
 
 
 @pytest.fixture(scope="session")

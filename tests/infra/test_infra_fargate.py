@@ -141,8 +141,16 @@ def test_task_role_holds_the_worker_functions_grants_and_consumes_its_lanes(
     assert WORKER.tables and data(task) == data(worker)
     assert {target for action, target in task if action == "sqs:ReceiveMessage"} == lanes
     assert {target for action, target in task if action == "sqs:DeleteMessage"} == lanes
-    # And the secrets HTTP targets name, as the worker function reads them.
-    assert {action.split(":")[0] for action, _ in task} == {"dynamodb", "sqs", "secretsmanager"}
+    # And the secrets HTTP targets name, as the worker function reads them, and the AWS targets
+    # the context lists (test_infra_target_grants.py).
+    assert {action.split(":")[0] for action, _ in task} == {
+        "dynamodb",
+        "sqs",
+        "secretsmanager",
+        "lambda",
+        "states",
+        "execute-api",
+    }
 
 
 def test_only_the_execution_role_may_read_the_signing_secret(

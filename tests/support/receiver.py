@@ -1,13 +1,15 @@
 """A loopback HTTP target for worker tests: records every call and answers as it is told.
 
-It runs a real `ThreadingHTTPServer` on 127.0.0.1 with an ephemeral port, so the worker's HTTP
-client, timeouts and connection handling are exercised for real. Replies are scripted: each
+It runs a real `ThreadingHTTPServer` on 127.0.0.1 with an ephemeral port (https when given a TLS
+context), so the worker's HTTP client, timeouts and connection handling are exercised for real.
+It answers every method the worker sends. Replies are scripted: each
 request takes the next scripted reply (or the default, 200), which may carry a status, headers,
 a delay, or a gate the test opens when it chooses.
 """
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections import deque
@@ -33,6 +35,7 @@ class ReceivedCall:
     path: str
     headers: dict[str, str]
     body: bytes
+    method: str = "POST"
 
     def header(self, name: str) -> str | None:
         wanted = name.lower()
@@ -50,13 +53,17 @@ class _Server(ThreadingHTTPServer):
 class Receiver:
     """Start with `with Receiver() as r:`; `r.url` is the target, `r.calls` what arrived."""
 
-    def __init__(self, default: Reply | None = None) -> None:
+    def __init__(self, default: Reply | None = None, *, tls: ssl.SSLContext | None = None) -> None:
         self._default = default or Reply()
         self._script: deque[Reply] = deque()
         self._calls: list[ReceivedCall] = []
         self._changed = threading.Condition()
         self._closing = threading.Event()
         self._server = _Server(("127.0.0.1", 0), self._handler_class())
+        self._scheme = "http"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            self._scheme = "https"
         # A short poll interval: `shutdown` waits up to one interval, at every test's teardown.
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.02,), name="receiver", daemon=True
@@ -65,7 +72,11 @@ class Receiver:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/hook"
+        return f"{self._scheme}://{host!s}:{port}/hook"
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
 
     @property
     def calls(self) -> list[ReceivedCall]:
@@ -137,7 +148,7 @@ class Receiver:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 reply = receiver._next_reply(
-                    ReceivedCall(self.path, dict(self.headers.items()), body)
+                    ReceivedCall(self.path, dict(self.headers.items()), body, self.command)
                 )
                 receiver._wait(reply)
                 self.send_response(reply.status)
@@ -147,6 +158,9 @@ class Receiver:
                 self.send_header("Content-Length", str(len(reply.body)))
                 self.end_headers()
                 self.wfile.write(reply.body)
+
+            # http.server looks handlers up by the method's name.
+            do_GET = do_PUT = do_PATCH = do_DELETE = do_POST  # noqa: N815
 
             def log_message(self, format: str, *args: Any) -> None:
                 return

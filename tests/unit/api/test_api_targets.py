@@ -13,6 +13,9 @@ from takt.api.service import body_hash
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:jobs"
 TOPIC_ARN = "arn:aws:sns:us-east-1:123456789012:events"
 BUS_ARN = "arn:aws:events:us-east-1:123456789012:event-bus/orders"
+FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:report"
+MACHINE_ARN = "arn:aws:states:us-east-1:123456789012:stateMachine:orders"
+API_URL = "https://abc123.execute-api.eu-west-1.amazonaws.com/prod/hook"
 
 
 @pytest.mark.parametrize(
@@ -26,6 +29,32 @@ BUS_ARN = "arn:aws:events:us-east-1:123456789012:event-bus/orders"
         ({"type": "sqs", "queue": QUEUE_ARN}, QUEUE_ARN),
         ({"type": "sns", "topic": TOPIC_ARN}, TOPIC_ARN),
         ({"type": "eventbridge", "bus": BUS_ARN}, BUS_ARN),
+        (FUNCTION_ARN, FUNCTION_ARN),
+        ({"type": "lambda", "function": FUNCTION_ARN}, FUNCTION_ARN),
+        (
+            {"type": "lambda", "function": FUNCTION_ARN + ":live", "invocation": "Event"},
+            '{"function":"' + FUNCTION_ARN + ':live","invocation":"Event","type":"lambda"}',
+        ),
+        ({"type": "stepfunctions", "state_machine": MACHINE_ARN}, MACHINE_ARN),
+        ({"type": "http", "url": "https://svc/hook", "method": "POST"}, "https://svc/hook"),
+        (
+            {"type": "http", "url": "https://svc/hook", "method": "PUT", "headers": {"X-B": "2"}},
+            '{"headers":{"X-B":"2"},"method":"PUT","type":"http","url":"https://svc/hook"}',
+        ),
+        (
+            {"type": "http", "url": API_URL, "auth": {"sigv4": {}}},
+            '{"auth":{"sigv4":{"region":"eu-west-1","service":"execute-api"}},"type":"http",'
+            f'"url":"{API_URL}"}}',
+        ),
+        (
+            {"type": "http", "url": "https://svc/hook", "auth": {"oidc": {}}},
+            '{"auth":{"oidc":{"audience":"https://svc/hook"}},"type":"http",'
+            '"url":"https://svc/hook"}',
+        ),
+        (
+            '{"url":"https://svc/hook","type":"http","method":"DELETE"}',
+            '{"method":"DELETE","type":"http","url":"https://svc/hook"}',
+        ),
     ],
 )
 def test_every_form_is_stored_as_its_string(target: Any, stored: str) -> None:
@@ -52,6 +81,59 @@ def test_both_forms_of_one_target_hash_alike_for_idempotency() -> None:
         ({"type": "sqs", "queue": "https://svc/hook"}, "not a sqs target"),
         ({"type": "sns", "topic": QUEUE_ARN}, "not a sns target"),
         ({"type": "handler", "name": "x", "extra": 1}, "target object: extra: Extra inputs"),
+        ({"type": "lambda", "function": TOPIC_ARN}, "function is a Lambda function ARN"),
+        ({"type": "lambda", "function": FUNCTION_ARN, "invocation": "DryRun"}, "invocation"),
+        ("arn:aws:lambda:us-east-1:123456789012:layer:x", "a Lambda target is a function ARN"),
+        ({"type": "stepfunctions", "state_machine": FUNCTION_ARN}, "not a stepfunctions target"),
+        ({"type": "http", "url": "https://svc/h", "method": "TRACE"}, "target object: method"),
+        *(
+            ({"type": "http", "url": "https://svc/h", "headers": headers}, message)
+            for headers, message in (
+                ({"Connection": "close"}, "'Connection' is a header takt or the connection"),
+                ({"Transfer-Encoding": "chunked"}, "'Transfer-Encoding' is a header takt"),
+                ({"Upgrade": "h2c"}, "'Upgrade' is a header takt"),
+                ({"Host": "evil.test"}, "'Host' is a header takt"),
+                ({"Takt-Attempt": "9"}, "'Takt-Attempt' is a header takt"),
+                ({"webhook-signature": "v1,x"}, "'webhook-signature' is a header takt"),
+                ({"X-A": "one\r\nX-B: two"}, "header 'X-A' has a line break"),
+                ({"X-A": "caf\u00e9"}, "non-ASCII character"),
+                ({"X-A": "v" * 1025}, "header 'X-A' is longer than 1024 characters"),
+                ({"Bad Name": "v"}, "'Bad Name' is not a header name"),
+                ({"Authorization": "Basic eA=="}, "'Authorization' carries credentials"),
+                ({"X-Amz-Date": "x"}, "'X-Amz-Date' carries credentials"),
+                ({"x-a": "1", "X-A": "2"}, "a header is named twice"),
+                ({f"X-{i}": "v" for i in range(21)}, "at most 20"),
+                ({f"X-{i}": "v" * 1000 for i in range(9)}, "at most 8192 characters together"),
+            )
+        ),
+        (
+            {"type": "http", "url": "https://svc/h", "auth": {"sigv4": {}}},
+            "sigv4 needs a service and a region unless the host names them",
+        ),
+        (
+            {"type": "http", "url": API_URL.replace("https", "http"), "auth": {"sigv4": {}}},
+            "a SigV4-signed target is https",
+        ),
+        (
+            {"type": "http", "url": API_URL, "auth": {"sigv4": {"region": "Mars"}}},
+            "sigv4.region is an AWS region",
+        ),
+        (
+            {
+                "type": "http",
+                "url": "https://dynamodb.us-east-1.amazonaws.com/",
+                "auth": {"sigv4": {"service": "dynamodb", "region": "us-east-1"}},
+            },
+            "sigv4.service is one of execute-api, lambda",
+        ),
+        (
+            {"type": "http", "url": API_URL, "auth": {"sigv4": {}, "bearer_secret": "takt/t/x"}},
+            "at most one of bearer_secret, sigv4 and oidc",
+        ),
+        (
+            {"type": "http", "url": "https://svc/h", "auth": {"oidc": {"audience": ""}}},
+            "oidc.audience is a string of 1 to 512 characters",
+        ),
     ],
 )
 def test_a_bad_target_blames_the_target_field(target: Any, message: str) -> None:
@@ -75,4 +157,4 @@ def test_the_openapi_schema_documents_the_string_and_every_object_form() -> None
         if "properties" in option
     ]
     assert {"type": "string"} in schema["anyOf"]
-    assert kinds == ["http", "handler", "sqs", "sns", "eventbridge"]
+    assert kinds == ["http", "handler", "sqs", "sns", "eventbridge", "lambda", "stepfunctions"]

@@ -6,11 +6,13 @@ tests build theirs against moto. botocore's standard retry mode retries throttli
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
+from botocore.credentials import Credentials, ReadOnlyCredentials
 
 from takt.config import Settings
 
@@ -72,6 +74,48 @@ def make_secrets_client(settings: Settings) -> Any:
     session = boto3.session.Session(region_name=settings.region)
     return session.client(
         "secretsmanager", endpoint_url=settings.aws_endpoint_url, config=client_config(8)
+    )
+
+
+def credential_source(settings: Settings) -> Callable[[], ReadOnlyCredentials | None]:
+    """The process's AWS credentials (its role's, refreshed by botocore as they near expiry),
+    frozen at each call: what SigV4-signed HTTP targets sign with. Resolved on first use, so a
+    worker without such targets never looks them up."""
+    found: list[Credentials | None] = []
+
+    def current() -> ReadOnlyCredentials | None:
+        if not found:
+            found.append(boto3.session.Session(region_name=settings.region).get_credentials())
+        credentials = found[0]
+        return None if credentials is None else credentials.get_frozen_credentials()
+
+    return current
+
+
+def make_lambda_client(settings: Settings, read_timeout_sec: int | None) -> Any:
+    """A Lambda client for Lambda targets. With a read timeout (synchronous calls) it makes one
+    attempt only: retrying an invocation whose answer timed out would run the function twice
+    (throttling comes back as a retryable outcome, and takt's own backoff retries it). Without
+    (asynchronous calls, whose retries only queue a deduplicated event again) it retries as the
+    other clients do. (Typed `Any`: one module uses it.)"""
+    session = boto3.session.Session(region_name=settings.region)
+    config = client_config(8)
+    if read_timeout_sec is not None:
+        config = config.merge(
+            Config(
+                read_timeout=read_timeout_sec,
+                retries={"mode": "standard", "total_max_attempts": 1},
+            )
+        )
+    return session.client("lambda", endpoint_url=settings.aws_endpoint_url, config=config)
+
+
+def make_states_client(settings: Settings) -> Any:
+    """A Step Functions client for state machine targets, made on the first such call. (Typed
+    `Any`: the project carries no Step Functions stubs.)"""
+    session = boto3.session.Session(region_name=settings.region)
+    return session.client(
+        "stepfunctions", endpoint_url=settings.aws_endpoint_url, config=client_config(8)
     )
 
 

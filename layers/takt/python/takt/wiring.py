@@ -16,9 +16,12 @@ import boto3
 
 from takt.aws import (
     AwsClients,
+    credential_source,
     make_clients,
     make_cloudwatch_client,
+    make_lambda_client,
     make_secrets_client,
+    make_states_client,
     make_sts_client,
 )
 from takt.clock import Clock, SystemClock
@@ -40,6 +43,7 @@ from takt.store.idempotency import IdempotencyStore
 from takt.store.jobs import JobStore
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import HttpTarget
+from takt.targets.invoke import AwsInvokeTarget
 from takt.targets.publish import QueueTopicTarget
 from takt.targets.router import TargetRouter
 from takt.targets.secrets import SecretsManagerSource
@@ -210,11 +214,17 @@ class Services:
                 signing_secret=settings.signing_secret,
                 signing_secret_name=settings.signing_secret_name,
                 secret_prefix=settings.secret_prefix,
+                credentials=credential_source(settings),
             ),
             QueueTopicTarget(
                 self.clients.sqs, self.clients.sns, self.clients.events, self.settings.region
             ),
             registry,
+            AwsInvokeTarget(
+                lambda timeout: make_lambda_client(settings, timeout),
+                lambda: make_states_client(settings),
+                settings.region,
+            ),
         )
 
     @cached_property

@@ -7,17 +7,21 @@ target whichever form the caller used.
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
 
 from takt.targets.spec import (
     HANDLER_PREFIX,
+    MAX_HEADERS,
     EventBusSpec,
     HandlerSpec,
     HttpSpec,
+    LambdaSpec,
     SnsSpec,
     SqsSpec,
+    StateMachineSpec,
     TargetSpec,
     parse_target,
 )
@@ -27,11 +31,29 @@ class _TargetObject(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class HttpAuth(_TargetObject):
-    """Credentials an HTTP target sends, as names of secrets in Secrets Manager (never values).
+class SigV4Auth(_TargetObject):
+    """Sign each request with the worker's AWS role (SigV4), for IAM-protected API Gateway
+    routes and Lambda function URLs. Both fields are derived from an `execute-api` or
+    `lambda-url` host when left out, and stored."""
 
-    Each name starts with the deployment's secret prefix and the caller's tenant
-    (`takt/<tenant>/...` by default); the worker reads the value when it calls.
+    service: str | None = Field(default=None, description="signing name: execute-api, lambda")
+    region: str | None = Field(default=None, description="the target's region")
+
+
+class OidcAuth(_TargetObject):
+    """Send a token takt signs (RS256), which the receiver verifies against takt's JWKS."""
+
+    audience: str | None = Field(
+        default=None, description="the token's `aud` claim; the target's URL when left out"
+    )
+
+
+class HttpAuth(_TargetObject):
+    """How an HTTP target's requests are authorized: at most one of `bearer_secret`, `sigv4`
+    and `oidc` (each sets `Authorization`), and headers from a secret.
+
+    Secrets are named, never given: each name starts with the deployment's secret prefix and the
+    caller's tenant (`takt/<tenant>/...` by default); the worker reads the value when it calls.
     """
 
     bearer_secret: str | None = Field(
@@ -41,13 +63,24 @@ class HttpAuth(_TargetObject):
         default=None,
         description="secret holding a JSON object of header names to values, sent as headers",
     )
+    sigv4: SigV4Auth | None = None
+    oidc: OidcAuth | None = None
 
 
 class HttpTargetObject(_TargetObject):
-    """POST the payload as JSON to an http(s) URL."""
+    """Send the payload as JSON to an http(s) URL (POST unless `method` says otherwise)."""
 
     type: Literal["http"]
     url: str
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = Field(
+        default="POST", description="GET and DELETE send no body"
+    )
+    headers: dict[str, str] | None = Field(
+        default=None,
+        max_length=MAX_HEADERS,
+        description="plain headers sent with every request (not hop-by-hop, takt's own or "
+        "credentials: name a secret for those); no line breaks",
+    )
     auth: HttpAuth | None = None
     signing_secret: str | None = Field(
         default=None,
@@ -56,10 +89,12 @@ class HttpTargetObject(_TargetObject):
     )
 
     def text(self) -> str:
-        auth = self.auth or HttpAuth()
-        return HttpSpec(
-            self.url, auth.bearer_secret, auth.headers_secret, self.signing_secret
-        ).text()
+        """The stored form, checked by `parse_target` as the worker will read it (so headers,
+        SigV4's derived service and region, and the OIDC audience get one set of rules)."""
+        data = self.model_dump(exclude_none=True)
+        if self.method == "POST":
+            data.pop("method")
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
 
 class HandlerTargetObject(_TargetObject):
@@ -70,6 +105,33 @@ class HandlerTargetObject(_TargetObject):
 
     def text(self) -> str:
         return HANDLER_PREFIX + self.name
+
+
+class LambdaTargetObject(_TargetObject):
+    """Invoke a Lambda function with the execution's envelope as its event: synchronously
+    (`RequestResponse`, within the job's timeout; a function error is a failed attempt) or
+    asynchronously (`Event`: Lambda's acceptance is success)."""
+
+    type: Literal["lambda"]
+    function: str = Field(description="the function's ARN, with a qualifier if wanted")
+    invocation: Literal["RequestResponse", "Event"] = "RequestResponse"
+
+    def text(self) -> str:
+        spec = parse_target(self.function)
+        if not isinstance(spec, LambdaSpec):
+            raise ValueError("function is a Lambda function ARN")  # noqa: TRY004 - a bad value
+        return LambdaSpec(spec.arn, spec.region, self.invocation).text()
+
+
+class StepFunctionsTargetObject(_TargetObject):
+    """Start an execution of a Step Functions state machine, named from the execution id and
+    attempt (a retried start is the same execution), with the execution's envelope as input."""
+
+    type: Literal["stepfunctions"]
+    state_machine: str = Field(description="the state machine's ARN")
+
+    def text(self) -> str:
+        return self.state_machine
 
 
 class SqsTargetObject(_TargetObject):
@@ -107,7 +169,9 @@ TargetObject = Annotated[
     | HandlerTargetObject
     | SqsTargetObject
     | SnsTargetObject
-    | EventBusTargetObject,
+    | EventBusTargetObject
+    | LambdaTargetObject
+    | StepFunctionsTargetObject,
     Field(discriminator="type"),
 ]
 _OBJECTS = TypeAdapter(TargetObject)
@@ -117,6 +181,8 @@ _KIND: dict[str, type[TargetSpec]] = {
     "sqs": SqsSpec,
     "sns": SnsSpec,
     "eventbridge": EventBusSpec,
+    "lambda": LambdaSpec,
+    "stepfunctions": StateMachineSpec,
 }
 
 
@@ -141,9 +207,11 @@ def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
 
 TARGET_SCHEMA: dict[str, Any] = {
     "description": "What each run calls: an http(s) URL, `handler:NAME`, an SQS queue URL or "
-    "ARN, an SNS topic ARN or an EventBridge bus ARN; or the same as an object "
-    '(`{"type": "handler", "name": "send_report"}`), which is stored as its string form. An '
-    "HTTP target naming secrets is stored as its object in compact JSON.",
+    "ARN, an SNS topic ARN, an EventBridge bus ARN, a Lambda function ARN or a Step Functions "
+    'state machine ARN; or the same as an object (`{"type": "handler", "name": "send_report"}`), '
+    "which is stored as its string form. An HTTP target with more than a POST of the payload "
+    "(method, headers, secrets, SigV4, OIDC) and an asynchronous Lambda target are stored as "
+    "their object in compact JSON (docs/WORKERS.md).",
     "anyOf": [
         {"type": "string"},
         *(
@@ -154,6 +222,8 @@ TARGET_SCHEMA: dict[str, Any] = {
                 SqsTargetObject,
                 SnsTargetObject,
                 EventBusTargetObject,
+                LambdaTargetObject,
+                StepFunctionsTargetObject,
             )
         ),
     ],
@@ -172,12 +242,16 @@ def target_text(value: Any) -> Any:
         where = "".join(f"{p}: " for p in first["loc"][-1:])
         raise ValueError(f"target object: {where}{first['msg']}") from None
     text = target.text()
-    if type(parse_target(text)) is not _KIND[target.type]:
+    spec = parse_target(text)
+    if type(spec) is not _KIND[target.type]:
         raise ValueError(f"not a {target.type} target: {text!r}")
-    return text
+    # The canonical stored form: a plain POST is its bare URL, SigV4's service and region are
+    # written out, and so on.
+    return spec.text() if isinstance(spec, HttpSpec | LambdaSpec) else text
 
 
 def check_target(value: str) -> str:
-    """Accept a string target only if a worker can call it (ValueError names the forms)."""
-    parse_target(value)
-    return value
+    """Accept a string target only if a worker can call it (ValueError names the forms); an
+    object in a string is stored in its canonical form, as an object-form target is."""
+    spec = parse_target(value)
+    return spec.text() if isinstance(spec, HttpSpec | LambdaSpec) else value

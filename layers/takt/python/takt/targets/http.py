@@ -1,7 +1,10 @@
-"""HTTP(S) targets: POST the payload as JSON, signed per Standard Webhooks when configured.
+"""HTTP(S) targets: send the payload as JSON with the job's method and headers, signed per Standard
+Webhooks when configured, and with SigV4 or an OIDC token when the target asks.
 
-2xx succeeds; 408, 425, 429, 5xx, connection errors and timeouts are retryable (Retry-After is
-honoured by the retry policy); any other status is permanent.
+POST, PUT and PATCH carry the payload as the body; GET and DELETE carry none (their webhook
+signature covers the empty body). 2xx succeeds; 408, 425, 429, 5xx, connection errors and
+timeouts are retryable (Retry-After is honoured by the retry policy); any other status is
+permanent.
 
 Egress (docs/SECURITY.md): before each request the host is resolved once and every address is
 checked against the deployment's `EgressPolicy`; the socket then connects to a vetted address
@@ -12,13 +15,18 @@ refused the same way.
 
 Redirects: 307 and 308 keep the method and body, so they are followed, up to `MAX_REDIRECTS`
 hops, each hop resolved and checked again like the first. A hop to another origin drops the
-credentials taken from secrets (the bearer token and the secret headers), and https never
-downgrades to http. 301, 302 and 303 would turn the POST into a GET: they stay permanent, as a
-sign the job's URL needs fixing.
+credentials (the bearer token, the secret headers, the OIDC token and the SigV4 signature), and
+https never downgrades to http; a hop within the origin is signed again for its own path. 301,
+302 and 303 may turn the request into a GET: they stay permanent, as a sign the job's URL needs
+fixing.
 
 Secrets: the bearer token, secret headers and per-job signing key are read by name at call time
 (`takt.targets.secrets`), checked against the tenant's prefix first; their values go into the
 request only, never into a result, a log line or the execution's history.
+
+SigV4 (`auth.sigv4`) signs each request with the worker's own AWS credentials (its role), for
+IAM-protected API Gateway routes and Lambda function URLs; OIDC (`auth.oidc`) sends a token
+takt signs (`takt.targets.oidc`), which the receiver verifies against takt's published keys.
 """
 
 from __future__ import annotations
@@ -28,22 +36,26 @@ import binascii
 import hashlib
 import hmac
 import json
-import re
 import ssl
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from email.utils import parsedate_to_datetime
+from typing import Protocol
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 import urllib3
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import ReadOnlyCredentials
 
 from takt.models.ids import format_time
 from takt.observability import logger
 from takt.targets.base import CallContext, Outcome, TargetResult
 from takt.targets.egress import EgressPolicy, EgressRefusedError, EgressResolveError
 from takt.targets.secrets import SecretError, SecretSource, name_problem
-from takt.targets.spec import HttpSpec
+from takt.targets.spec import BODY_METHODS, HttpSpec, SigV4, header_problem
 
 RETRYABLE_STATUS = frozenset({408, 425, 429})
 FOLLOWED_REDIRECTS = frozenset({307, 308})
@@ -51,12 +63,27 @@ MAX_REDIRECTS = 3
 # Pools are per vetted address; the least recently used beyond this many are closed.
 MAX_POOLS = 64
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
-# Headers takt sets itself or that frame the message; a secret may not replace them.
-_RESERVED_HEADERS = frozenset(
-    {"host", "content-length", "transfer-encoding", "connection", "content-type"}
+# The headers SigV4 adds; like the other credentials they never cross to another origin.
+_SIGV4_HEADERS = frozenset(
+    {"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"}
 )
-_RESERVED_PREFIXES = ("takt-", "webhook-", "idempotency-key")
+# The worker's AWS credentials for SigV4, frozen at the moment of signing (None: it has none).
+CredentialSource = Callable[[], ReadOnlyCredentials | None]
+
+
+class TokenSource(Protocol):
+    """Where OIDC tokens come from (`takt.targets.oidc.OidcSigner`, or a fake in tests)."""
+
+    def token(self, audience: str, tenant_id: str, job_id: str) -> str: ...
+
+
+class TokenError(Exception):
+    """An OIDC token could not be made. `permanent`: retrying cannot help (no key configured,
+    access denied); otherwise (throttling, the network) a later attempt may succeed."""
+
+    def __init__(self, message: str, *, permanent: bool) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
@@ -104,6 +131,8 @@ class HttpTarget:
         secret_prefix: str = "takt/",  # noqa: S107 - a name prefix, not a password
         pool_size: int = 32,
         ssl_context: ssl.SSLContext | None = None,
+        credentials: CredentialSource | None = None,
+        tokens: TokenSource | None = None,
     ) -> None:
         self._policy = policy or EgressPolicy()
         self._secrets = secrets
@@ -112,6 +141,8 @@ class HttpTarget:
         self._secret_prefix = secret_prefix
         self._pool_size = pool_size
         self._ssl_context = ssl_context
+        self._credentials = credentials
+        self._tokens = tokens
         self._pools: OrderedDict[tuple[str, str, int, str], urllib3.HTTPConnectionPool] = (
             OrderedDict()
         )
@@ -119,10 +150,14 @@ class HttpTarget:
 
     def call(self, spec: HttpSpec, ctx: CallContext) -> TargetResult:
         started = time.monotonic()
-        body = json.dumps(ctx.payload, separators=(",", ":")).encode()
+        body = (
+            json.dumps(ctx.payload, separators=(",", ":")).encode()
+            if spec.method in BODY_METHODS
+            else b""
+        )
         try:
             headers, credentials = self._headers(spec, ctx, body)
-            return self._follow(spec.url, body, headers, credentials, ctx, started)
+            return self._follow(spec, body, headers, credentials, ctx, started)
         except _NotCalledError as refused:
             result = refused.result
             logger.warning(
@@ -140,18 +175,21 @@ class HttpTarget:
 
     def _follow(
         self,
-        url: str,
+        spec: HttpSpec,
         body: bytes,
         headers: dict[str, str],
         credentials: set[str],
         ctx: CallContext,
         started: float,
     ) -> TargetResult:
+        url = spec.url
+        origin = _origin(urlsplit(url))
         hops = 0
         while True:
             parts = urlsplit(url)
+            sigv4 = spec.sigv4 if _origin(parts) == origin else None
             try:
-                resp = self._send(parts, body, headers, ctx)
+                resp = self._send(parts, spec.method, body, headers, ctx, sigv4)
             except _NotCalledError as refused:
                 if hops == 0:
                     raise
@@ -191,10 +229,17 @@ class HttpTarget:
             hops += 1
 
     def _send(
-        self, parts: SplitResult, body: bytes, headers: dict[str, str], ctx: CallContext
+        self,
+        parts: SplitResult,
+        method: str,
+        body: bytes,
+        headers: dict[str, str],
+        ctx: CallContext,
+        sigv4: SigV4 | None,
     ) -> urllib3.BaseHTTPResponse:
         """One request, to the first vetted address of the URL's host that accepts a
-        connection (a refused connection sent nothing, so the next address is safe to try)."""
+        connection (a refused connection sent nothing, so the next address is safe to try).
+        With `sigv4` it is signed for exactly what is sent: its method, path, Host and body."""
         host = parts.hostname or ""
         try:
             port = parts.port or _DEFAULT_PORTS[parts.scheme]
@@ -208,14 +253,16 @@ class HttpTarget:
             raise _NotCalledError(TargetResult("retryable", error=str(exc))) from None
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         sent = {**headers, "Host": _host_header(host, port, parts.scheme)}
+        if sigv4 is not None:
+            sent = self._signed(sigv4, method, parts, sent, body)
         failure: urllib3.exceptions.NewConnectionError | None = None
         for address in addresses:
             pool = self._pool(parts.scheme, address, port, host)
             try:
                 return pool.urlopen(
-                    "POST",
+                    method,
                     target,
-                    body=body,
+                    body=body if method in BODY_METHODS else None,
                     headers=sent,
                     timeout=urllib3.Timeout(total=ctx.timeout_sec),
                     retries=False,
@@ -227,6 +274,19 @@ class HttpTarget:
                 failure = exc
         assert failure is not None  # `vet` returns at least one address
         raise failure
+
+    def _signed(
+        self, sigv4: SigV4, method: str, parts: SplitResult, headers: dict[str, str], body: bytes
+    ) -> dict[str, str]:
+        """`headers` with a SigV4 signature of the request made with the worker's credentials."""
+        frozen = self._credentials() if self._credentials is not None else None
+        if frozen is None:
+            raise _NotCalledError(_permanent("sigv4: this worker has no AWS credentials"))
+        unsigned = {k: v for k, v in headers.items() if k.lower() not in _SIGV4_HEADERS}
+        unsigned["X-Amz-Content-Sha256"] = hashlib.sha256(body).hexdigest()
+        request = AWSRequest(method=method, url=parts.geturl(), data=body, headers=unsigned)
+        SigV4Auth(frozen, sigv4.service, sigv4.region).add_auth(request)
+        return dict(request.headers.items())
 
     def _pool(self, scheme: str, address: str, port: int, host: str) -> urllib3.HTTPConnectionPool:
         """The connection pool for one vetted address: its sockets can reach nowhere else."""
@@ -264,7 +324,7 @@ class HttpTarget:
             problem = name_problem(name, ctx.tenant_id, self._secret_prefix)
             if problem is not None:
                 raise _NotCalledError(_permanent(f"secret refused: {problem}"))
-        headers: dict[str, str] = {}
+        headers: dict[str, str] = dict(spec.headers)
         credentials: set[str] = set()
         if spec.headers_secret is not None:
             extra = _secret_headers(spec.headers_secret, self._secret(spec.headers_secret))
@@ -279,9 +339,19 @@ class HttpTarget:
             headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
             headers["Authorization"] = f"Bearer {token}"
             credentials.add("authorization")
+        if spec.oidc_audience is not None:
+            headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+            headers["Authorization"] = f"Bearer {self._oidc_token(spec.oidc_audience, ctx)}"
+            credentials.add("authorization")
+        if spec.sigv4 is not None:
+            # The signature is made per hop (`_signed`); a secret's Authorization would be
+            # replaced by it anyway.
+            headers = {k: v for k, v in headers.items() if k.lower() not in _SIGV4_HEADERS}
+            credentials.update(_SIGV4_HEADERS)
+        if body:
+            headers["Content-Type"] = "application/json"
         headers.update(
             {
-                "Content-Type": "application/json",
                 "User-Agent": "takt/0.1",
                 "Takt-Job-Id": ctx.job_id,
                 "Takt-Execution-Id": ctx.execution_id,
@@ -303,6 +373,15 @@ class HttpTarget:
             headers["webhook-timestamp"] = str(timestamp)
             headers["webhook-signature"] = signature
         return headers, credentials
+
+    def _oidc_token(self, audience: str, ctx: CallContext) -> str:
+        if self._tokens is None:
+            raise _NotCalledError(_permanent("oidc: this deployment has no OIDC signing key"))
+        try:
+            return self._tokens.token(audience, ctx.tenant_id, ctx.job_id)
+        except TokenError as exc:
+            outcome: Outcome = "permanent" if exc.permanent else "retryable"
+            raise _NotCalledError(TargetResult(outcome, error=f"oidc: {exc}")) from None
 
     def _signing_key(self, spec: HttpSpec) -> tuple[str | None, str | None]:
         """The key that signs this request and its secret's name: the job's own, else the
@@ -362,13 +441,10 @@ def _secret_headers(name: str, value: str) -> dict[str, str]:
     if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
         raise _NotCalledError(_permanent(f"secret {name!r} is not a JSON object of header strings"))
     for header, text in data.items():
-        lower = header.lower()
-        if not _HEADER_NAME.match(header) or any(c in text for c in "\r\n\0"):
-            raise _NotCalledError(_permanent(f"secret {name!r} holds an invalid header {header!r}"))
-        if lower in _RESERVED_HEADERS or lower.startswith(_RESERVED_PREFIXES):
-            raise _NotCalledError(
-                _permanent(f"secret {name!r} sets {header!r}, which takt sets itself")
-            )
+        problem = header_problem(header, text)
+        if problem is not None:
+            # The problem names the header, never its value.
+            raise _NotCalledError(_permanent(f"secret {name!r}: {problem}"))
     return dict(data)
 
 

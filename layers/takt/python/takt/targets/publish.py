@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 EVENT_SOURCE = "takt"
 EVENT_DETAIL_TYPE = "takt.execution"
-_RETRYABLE_CODES = frozenset(
+RETRYABLE_CODES = frozenset(
     {
         "Throttling",
         "ThrottlingException",
@@ -51,6 +51,11 @@ _RETRYABLE_CODES = frozenset(
         "InternalError",
         "InternalErrorException",
         "ServiceUnavailable",
+        # Lambda: the function is being updated, or its VPC network is short of capacity.
+        "ResourceConflictException",
+        "EC2ThrottledException",
+        # Step Functions: the account's open executions are at their quota.
+        "ExecutionLimitExceeded",
     }
 )
 
@@ -82,27 +87,12 @@ class QueueTopicTarget:
                 failure = self._put_event(spec, ctx)
                 if failure is not None:
                     return TargetResult(
-                        "retryable" if failure[0] in _RETRYABLE_CODES else "permanent",
+                        "retryable" if failure[0] in RETRYABLE_CODES else "permanent",
                         error=f"{failure[0]}: {failure[1]}",
                         duration_ms=_elapsed(started),
                     )
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            code = str(error.get("Code", "Unknown"))
-            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
-            retryable = code in _RETRYABLE_CODES or status >= 500 or status == 429
-            return TargetResult(
-                "retryable" if retryable else "permanent",
-                status_code=status or None,
-                error=f"{code}: {error.get('Message', '')}".strip(),
-                duration_ms=_elapsed(started),
-            )
-        except BotoCoreError as exc:
-            return TargetResult(
-                "retryable",
-                error=f"connection failed: {exc.__class__.__name__}",
-                duration_ms=_elapsed(started),
-            )
+        except (ClientError, BotoCoreError) as exc:
+            return aws_error_result(exc, started)
         return TargetResult("success", duration_ms=_elapsed(started))
 
     def _send(self, spec: SqsSpec, ctx: CallContext) -> None:
@@ -143,13 +133,7 @@ class QueueTopicTarget:
 
     def _put_event(self, spec: EventBusSpec, ctx: CallContext) -> tuple[str, str] | None:
         """Put one event; (error code, message) when the bus refused the entry."""
-        detail = {
-            "job_id": ctx.job_id,
-            "execution_id": ctx.execution_id,
-            "attempt": ctx.attempt,
-            "scheduled_time": format_time(ctx.scheduled_time),
-            "payload": ctx.payload,
-        }
+        detail = envelope(ctx)
         resp = self._events.put_events(
             Entries=[
                 {
@@ -164,6 +148,39 @@ class QueueTopicTarget:
             return None
         entry = resp["Entries"][0]
         return entry.get("ErrorCode", "Unknown"), entry.get("ErrorMessage", "")
+
+
+def aws_error_result(exc: ClientError | BotoCoreError, started: float) -> TargetResult:
+    """The outcome of an AWS call that raised: throttling, 5xx and the network are retryable,
+    any other refusal (no such resource, access denied, a bad request) is permanent."""
+    if isinstance(exc, BotoCoreError):
+        return TargetResult(
+            "retryable",
+            error=f"connection failed: {exc.__class__.__name__}",
+            duration_ms=_elapsed(started),
+        )
+    error = exc.response.get("Error", {})
+    code = str(error.get("Code", "Unknown"))
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+    retryable = code in RETRYABLE_CODES or status >= 500 or status == 429
+    return TargetResult(
+        "retryable" if retryable else "permanent",
+        status_code=status or None,
+        error=f"{code}: {error.get('Message', '')}".strip(),
+        duration_ms=_elapsed(started),
+    )
+
+
+def envelope(ctx: CallContext) -> dict[str, Any]:
+    """The execution's identity beside its payload: what an EventBridge event's `detail`, a
+    Lambda function's event and a state machine's input hold, none of which carry attributes."""
+    return {
+        "job_id": ctx.job_id,
+        "execution_id": ctx.execution_id,
+        "attempt": ctx.attempt,
+        "scheduled_time": format_time(ctx.scheduled_time),
+        "payload": ctx.payload,
+    }
 
 
 def _body(ctx: CallContext) -> str:

@@ -6,8 +6,9 @@ from takt.handlers import Registry
 from takt.targets.base import CallContext, TargetResult
 from takt.targets.handler import HandlerTarget
 from takt.targets.http import HttpTarget
+from takt.targets.invoke import AwsInvokeTarget
 from takt.targets.publish import QueueTopicTarget
-from takt.targets.spec import HandlerSpec, HttpSpec, parse_target
+from takt.targets.spec import HandlerSpec, HttpSpec, LambdaSpec, StateMachineSpec, parse_target
 
 
 class TargetRouter:
@@ -15,10 +16,15 @@ class TargetRouter:
     executions wait for a worker that serves them."""
 
     def __init__(
-        self, http: HttpTarget, publisher: QueueTopicTarget, handlers: Registry | None = None
+        self,
+        http: HttpTarget,
+        publisher: QueueTopicTarget,
+        handlers: Registry | None = None,
+        invoker: AwsInvokeTarget | None = None,
     ) -> None:
         self._http = http
         self._publisher = publisher
+        self._invoker = invoker
         self._handlers = HandlerTarget(handlers or Registry())
 
     def serves(self, handler: str) -> bool:
@@ -33,4 +39,10 @@ class TargetRouter:
             return self._http.call(spec, ctx)
         if isinstance(spec, HandlerSpec):
             return self._handlers.call(spec.name, ctx)
+        if isinstance(spec, LambdaSpec | StateMachineSpec):
+            if self._invoker is None:
+                return TargetResult(
+                    "permanent", error="this worker calls no Lambda or Step Functions"
+                )
+            return self._invoker.call(spec, ctx)
         return self._publisher.call(spec, ctx)

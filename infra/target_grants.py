@@ -1,0 +1,101 @@
+"""What the workers may call beyond HTTP: the AWS resources a deployment names in its context.
+
+A worker's role holds no grant on any function, state machine or API by default; each target a
+deployment's jobs call is listed by ARN, and the workers (the function and the Fargate task) get
+exactly those, with no wildcard:
+
+- `lambdaTargets`: function ARNs (qualified to call a version or alias), for
+  `lambda:InvokeFunction`;
+- `stateMachineTargets`: state machine ARNs, for `states:StartExecution`;
+- `sigv4Targets`: API Gateway route ARNs (`arn:aws:execute-api:REGION:ACCOUNT:API/STAGE/METHOD/
+  PATH`), for `execute-api:Invoke`, and function ARNs, for `lambda:InvokeFunctionUrl` (their
+  function URLs).
+
+A list is comma-separated with `-c` (`-c lambdaTargets=arn1,arn2`) or a JSON list in cdk.json.
+An entry that is not such an ARN, or holds a `*`, stops the synth naming the knob.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from aws_cdk import aws_iam as iam
+
+from takt.targets.spec import LambdaSpec, StateMachineSpec, parse_target
+
+_EXECUTE_API = re.compile(
+    r"^arn:aws[a-z-]*:execute-api:[a-z]{2}(-[a-z]+)+-\d+:\d{12}:[a-z0-9]+/[^/\s]+/"
+    r"(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)/[^\s]*$"
+)
+
+
+class TargetGrantError(ValueError):
+    """A target grant in the context is not an ARN of its kind; the message names the knob."""
+
+
+@dataclass(frozen=True)
+class TargetGrants:
+    """The ARNs the workers may call, by what they may do with each."""
+
+    lambda_functions: tuple[str, ...] = ()
+    state_machines: tuple[str, ...] = ()
+    execute_api_routes: tuple[str, ...] = ()
+    function_urls: tuple[str, ...] = ()
+
+    @classmethod
+    def from_lists(
+        cls, lambdas: tuple[str, ...], machines: tuple[str, ...], signed: tuple[str, ...]
+    ) -> TargetGrants:
+        """Check each list's entries (TargetGrantError naming the knob and the entry)."""
+        for arn in (*lambdas, *machines, *signed):
+            if "*" in arn:
+                raise TargetGrantError(f"{_knob(arn, lambdas, machines)} {arn!r} holds a wildcard")
+        for arn in lambdas:
+            if not isinstance(_spec(arn), LambdaSpec):
+                raise TargetGrantError(f"context 'lambdaTargets' {arn!r} is not a function ARN")
+        for arn in machines:
+            if not isinstance(_spec(arn), StateMachineSpec):
+                raise TargetGrantError(
+                    f"context 'stateMachineTargets' {arn!r} is not a state machine ARN"
+                )
+        routes, urls = [], []
+        for arn in signed:
+            if _EXECUTE_API.match(arn):
+                routes.append(arn)
+            elif isinstance(_spec(arn), LambdaSpec):
+                urls.append(arn)
+            else:
+                raise TargetGrantError(
+                    f"context 'sigv4Targets' {arn!r} is neither an API Gateway route ARN "
+                    "(…:execute-api:REGION:ACCOUNT:API/STAGE/METHOD/PATH) nor a function ARN"
+                )
+        return cls(lambdas, machines, tuple(routes), tuple(urls))
+
+    def grant(self, grantee: iam.IGrantable) -> None:
+        """Give `grantee` exactly the listed calls (nothing when every list is empty)."""
+        for actions, arns in (
+            (["lambda:InvokeFunction"], self.lambda_functions),
+            (["states:StartExecution"], self.state_machines),
+            (["execute-api:Invoke"], self.execute_api_routes),
+            (["lambda:InvokeFunctionUrl"], self.function_urls),
+        ):
+            if arns:
+                iam.Grant.add_to_principal(
+                    grantee=grantee, actions=actions, resource_arns=list(arns)
+                )
+
+
+def _spec(arn: str) -> object:
+    try:
+        return parse_target(arn)
+    except ValueError:
+        return None
+
+
+def _knob(arn: str, lambdas: tuple[str, ...], machines: tuple[str, ...]) -> str:
+    if arn in lambdas:
+        return "context 'lambdaTargets'"
+    if arn in machines:
+        return "context 'stateMachineTargets'"
+    return "context 'sigv4Targets'"

@@ -1,0 +1,110 @@
+"""The AWS targets a deployment names in its context, and only those, may be called by the
+workers (the function and the Fargate task): no grant by default, no wildcard ever."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from aws_cdk import App
+
+from infra.context import ContextError, DeployConfig
+from infra.functions import SPECS, WORKER
+from tests.infra.conftest import TARGET_GRANTS_CONTEXT, LogicalId
+
+if TYPE_CHECKING:
+    from aws_cdk.assertions import Template
+
+    from infra.stateless import StatelessStack
+
+FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:report"
+ALIAS = "arn:aws:lambda:us-east-1:123456789012:function:report:live"
+MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:orders"
+ROUTE = "arn:aws:execute-api:us-east-1:123456789012:abc123/prod/POST/hooks/run"
+URL_FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:webhook"
+TARGET_ACTIONS = {
+    "lambda:InvokeFunction",
+    "states:StartExecution",
+    "execute-api:Invoke",
+    "lambda:InvokeFunctionUrl",
+}
+
+
+def _calls(template: Template, role_id: str) -> set[tuple[str, str]]:
+    """(action, ARN) pairs of the target actions a role's policies allow on literal ARNs: the
+    context's targets (takt's own functions, which the scheduler invokes, are references)."""
+    found = set()
+    for resource in template.to_json()["Resources"].values():
+        properties = resource["Properties"]
+        if resource["Type"] != "AWS::IAM::Policy" or {"Ref": role_id} not in properties["Roles"]:
+            continue
+        for statement in properties["PolicyDocument"]["Statement"]:
+            actions = statement["Action"]
+            resources = statement["Resource"]
+            for action in [actions] if isinstance(actions, str) else actions:
+                for arn in resources if isinstance(resources, list) else [resources]:
+                    if action in TARGET_ACTIONS and isinstance(arn, str):
+                        found.add((action, arn))
+    return found
+
+
+def _role_ids(stateless: StatelessStack, logical_id: LogicalId) -> dict[str, str]:
+    ids = {}
+    for spec in SPECS:
+        role = stateless.functions.functions[spec.name].role
+        assert role is not None
+        ids[spec.name] = logical_id(stateless, role)
+    if stateless.fargate_worker is not None:
+        task_role = stateless.fargate_worker.service.task_definition.task_role
+        ids["fargate"] = logical_id(stateless, task_role)
+    return ids
+
+
+def test_the_workers_may_call_exactly_the_listed_targets_and_nothing_else_may(
+    fargate_stateless: StatelessStack, fargate_template: Template, logical_id: LogicalId
+) -> None:
+    stateless, template = fargate_stateless, fargate_template
+    assert TARGET_GRANTS_CONTEXT["stateMachineTargets"] == [MACHINE]
+    expected = {
+        ("lambda:InvokeFunction", FUNCTION),
+        ("lambda:InvokeFunction", ALIAS),
+        ("states:StartExecution", MACHINE),
+        ("execute-api:Invoke", ROUTE),
+        ("lambda:InvokeFunctionUrl", URL_FUNCTION),
+    }
+
+    calls = {
+        name: _calls(template, role) for name, role in _role_ids(stateless, logical_id).items()
+    }
+
+    assert calls.pop(WORKER.name) == expected
+    assert calls.pop("fargate") == expected
+    assert all(not found for found in calls.values())
+
+
+def test_the_shipped_context_grants_no_target_call(
+    stateless: StatelessStack, stateless_template: Template, logical_id: LogicalId
+) -> None:
+    for role in _role_ids(stateless, logical_id).values():
+        assert _calls(stateless_template, role) == set()
+
+
+@pytest.mark.parametrize(
+    ("knob", "value", "message"),
+    [
+        ("lambdaTargets", "arn:aws:lambda:us-east-1:123456789012:function:*", "wildcard"),
+        ("lambdaTargets", MACHINE, "'lambdaTargets' .* is not a function ARN"),
+        ("stateMachineTargets", FUNCTION, "'stateMachineTargets' .* is not a state machine"),
+        (
+            "sigv4Targets",
+            "arn:aws:execute-api:us-east-1:123456789012:abc123/prod/*/hooks",
+            "'sigv4Targets' .* holds a wildcard",
+        ),
+        ("sigv4Targets", "arn:aws:execute-api:us-east-1:123456789012:abc123", "neither"),
+    ],
+)
+def test_a_bad_target_grant_stops_the_synth_naming_the_knob(
+    cdk_json_context: dict[str, Any], knob: str, value: str, message: str
+) -> None:
+    with pytest.raises(ContextError, match=message):
+        DeployConfig.from_context(App(context=cdk_json_context | {knob: value}).node)
