@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from pydantic import (
@@ -33,6 +33,17 @@ from takt.workflows.model import TaskIn, WorkflowError, validate_tasks
 
 Lane = Literal["high", "default", "low"]
 MIN_INTERVAL = timedelta(seconds=1)
+MAX_JITTER = timedelta(hours=24)
+MAX_CALENDARS = 10
+CalendarName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+JITTER_DESCRIPTION = (
+    "each occurrence fires at a point of [t, t + jitter) fixed by a hash of the job and t, "
+    'e.g. "15m" (docs/SCHEDULES.md)'
+)
+PAUSE_UNTIL_DESCRIPTION = (
+    "occurrences before this instant are not run and not recorded; the job then resumes by itself"
+)
+CALENDARS_DESCRIPTION = "names of calendars whose blackout windows skip occurrences (recorded)"
 
 
 class FieldError(ValueError):
@@ -62,6 +73,14 @@ class _Schedulable(BaseModel):
     def _duration(cls, value: str | None) -> str | None:
         if value is not None:
             parse_duration(value)
+        return value
+
+    @field_validator("jitter", check_fields=False)
+    @classmethod
+    def _jitter(cls, value: str | None) -> str | None:
+        # EventBridge Scheduler's flexible window goes up to 24 hours; so does takt's jitter.
+        if value is not None and not timedelta(0) < parse_duration(value) <= MAX_JITTER:
+            raise ValueError("jitter must be more than 0 and at most 24h")
         return value
 
     @field_validator("interval", check_fields=False)
@@ -106,6 +125,14 @@ class JobCreate(_Schedulable):
     catchup: CatchupPolicy = "once"
     catchup_window: str = "1h"
     overlap: OverlapPolicy = "allow"
+    jitter: str | None = Field(default=None, description=JITTER_DESCRIPTION)
+    status: Literal["active", "paused"] = Field(
+        default="active", description="create it paused to resume it later"
+    )
+    pause_until: AwareDatetime | None = Field(default=None, description=PAUSE_UNTIL_DESCRIPTION)
+    calendars: list[CalendarName] | None = Field(
+        default=None, max_length=MAX_CALENDARS, description=CALENDARS_DESCRIPTION
+    )
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
 
     @model_validator(mode="after")
@@ -147,6 +174,13 @@ class JobPatch(_Schedulable):
     catchup: CatchupPolicy | None = None
     catchup_window: str | None = None
     overlap: OverlapPolicy | None = None
+    jitter: str | None = Field(default=None, description=JITTER_DESCRIPTION + "; null removes it")
+    pause_until: AwareDatetime | None = Field(
+        default=None, description=PAUSE_UNTIL_DESCRIPTION + "; null resumes it now"
+    )
+    calendars: list[CalendarName] | None = Field(
+        default=None, max_length=MAX_CALENDARS, description=CALENDARS_DESCRIPTION
+    )
 
     @model_validator(mode="after")
     def _at_most_one_schedule(self) -> JobPatch:
@@ -188,6 +222,9 @@ class JobOut(BaseModel):
     catchup: str
     catchup_window: str
     overlap: str
+    jitter: str | None
+    pause_until: str | None
+    calendars: list[str] | None
     idempotency_key: str | None
     version: int
     next_run_time: str | None
@@ -219,6 +256,9 @@ class JobOut(BaseModel):
             catchup=job.catchup,
             catchup_window=job.catchup_window,
             overlap=job.overlap,
+            jitter=job.jitter,
+            pause_until=_t(job.pause_until),
+            calendars=job.calendars,
             idempotency_key=job.idempotency_key,
             version=job.version,
             next_run_time=_t(job.next_run_time),
@@ -336,8 +376,9 @@ def _t(value: datetime | None) -> str | None:
 
 
 class NextRunOut(BaseModel):
-    at: str = Field(description="the instant, RFC 3339 in UTC")
+    at: str = Field(description="the occurrence's instant, RFC 3339 in UTC")
     local: str = Field(description="the same instant in the job's time zone, with its offset")
+    fires_at: str = Field(description="when it fires: `at`, or later by the job's jitter")
 
 
 class PreviewOut(BaseModel):
@@ -366,6 +407,7 @@ class PreviewOut(BaseModel):
                     local=run.astimezone(zone).isoformat(
                         timespec="milliseconds" if run.microsecond else "seconds"
                     ),
+                    fires_at=format_time(job.fire_time(run)),
                 )
                 for run in runs
             ],

@@ -24,11 +24,11 @@ from takt.api.errors import (
 )
 from takt.api.models import JobCreate, JobPatch
 from takt.dispatch.lanes import Outgoing
-from takt.models.ids import execution_id, format_time, new_job_id, to_ms
+from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.schedule import ScheduleError, next_after, parse_cron, preview
 from takt.store.errors import ConflictError, NotFoundError
-from takt.store.executions import Transition, lease_fence, open_shard_of
+from takt.store.executions import Transition, open_shard_of
 from takt.store.idempotency import IdempotencyRecord
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import definition_problems
@@ -36,13 +36,23 @@ from takt.targets.spec import HttpSpec, parse_target
 from takt.tenants import JobLimitError, RateLimitedError
 from takt.tenants.limits import retry_after
 from takt.wiring import Services
-from takt.worker.overlap import after_terminal
+from takt.worker.overlap import after_terminal, stop
 from takt.workflows.engine import RunEngine
 
 # How many pages of the attention index one bulk re-run reads at most (200 executions each).
 BULK_RERUN_PAGES = 10
 
-SCHEDULE_FIELDS = {"schedule", "interval", "run_at", "time_zone", "dst", "start_at", "end_at"}
+SCHEDULE_FIELDS = {
+    "schedule",
+    "interval",
+    "run_at",
+    "time_zone",
+    "dst",
+    "start_at",
+    "end_at",
+    "pause_until",
+    "jitter",
+}
 
 
 def _too_many_jobs(exc: JobLimitError) -> TooManyRequestsError:
@@ -94,6 +104,10 @@ class JobService:
             catchup=body.catchup,
             catchup_window=body.catchup_window,
             overlap=body.overlap,
+            jitter=body.jitter,
+            status=JobStatus(body.status),
+            pause_until=body.pause_until,
+            calendars=body.calendars,
             idempotency_key=key,
             created_at=now,
             updated_at=now,
@@ -204,11 +218,14 @@ class JobService:
             ) from None
 
     def _first_run(self, job: JobRecord, now: datetime) -> datetime:
-        """The first occurrence from now on; a one-off in the past runs at once."""
+        """The first occurrence from now on; a one-off in the past runs at once (or when its
+        pause ends)."""
         if job.run_at is not None:
-            return job.run_at
+            return max(job.run_at, job.pause_until or job.run_at)
         try:
-            first = next_after(job.parsed_schedule(), now, start_at=job.start_at, end_at=job.end_at)
+            first = next_after(
+                job.parsed_schedule(), now, start_at=job.first_allowed, end_at=job.end_at
+            )
         except ScheduleError as exc:
             raise InvalidRequestError(
                 str(exc), [{"field": exc.field, "message": str(exc)}]
@@ -346,7 +363,7 @@ class JobService:
             job.parsed_schedule(),
             self._svc.clock.now(),
             count,
-            start_at=job.start_at,
+            start_at=job.first_allowed,
             end_at=job.end_at,
         )
         return job, runs
@@ -534,34 +551,16 @@ class JobService:
         raise ConflictingStateError(f"execution {exec_id} keeps changing; try again")
 
     def _cancel(self, record: ExecutionRecord) -> ExecutionRecord:
-        if record.state == ExecState.RUNNING:
-            return self._svc.executions.transition(
-                record.tenant_id,
-                record.execution_id,
-                Transition(
-                    expect=lease_fence(record),
-                    set={"cancel_requested": True, "reason": "cancel requested"},
-                ),
-            )
         now = self._svc.clock.now()
-        cancelled = self._svc.executions.transition(
-            record.tenant_id,
-            record.execution_id,
-            Transition(
-                expect={"state": record.state, "attempt": record.attempt},
-                set={
-                    "state": ExecState.CANCELLED,
-                    "finished_at": format_time(now),
-                    "reason": "cancelled before it ran",
-                },
-                remove=("open_shard", "check_at", "retry_at"),
-            ),
-        )
-        svc = self._svc
-        after_terminal(
-            svc.jobs, svc.executions, svc.lanes, svc.settings, cancelled, ExecState.CANCELLED, now
-        )
-        return cancelled
+        running = record.state == ExecState.RUNNING
+        reason = "cancel requested" if running else "cancelled before it ran"
+        stopped = stop(self._svc.executions, record, now, reason=reason)
+        if not running:
+            svc = self._svc
+            after_terminal(
+                svc.jobs, svc.executions, svc.lanes, svc.settings, stopped, ExecState.CANCELLED, now
+            )
+        return stopped
 
     def _check_target_region(self, job: JobRecord) -> None:
         """Queue-topic targets are published with this deployment's clients, in its region."""

@@ -26,6 +26,20 @@ def call(
     read_timeout: float = 30,
 ) -> tuple[Any, dict[str, str]]:
     """Send one request; returns (parsed JSON body or None, response headers)."""
+    _, parsed, response_headers = send(ctx, method, path, body, headers, query, read_timeout)
+    return parsed, response_headers
+
+
+def send(
+    ctx: CliContext,
+    method: str,
+    path: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    query: dict[str, Any] | None = None,
+    read_timeout: float = 30,
+) -> tuple[int, Any, dict[str, str]]:
+    """`call`, with the status too: `takt import` tells created (201) from replayed (200)."""
     all_headers = {"Accept": "application/json", **(headers or {})}
     data = None
     if body is not None:
@@ -58,4 +72,4 @@ def call(
         else:
             detail = text
         raise CliError(f"{resp.status} {detail}".strip())
-    return parsed, dict(resp.headers)
+    return resp.status, parsed, dict(resp.headers)

@@ -66,13 +66,27 @@ def _register() -> None:
     from takt.cli.executions import executions
     from takt.cli.jobs import jobs
     from takt.cli.local import local
+    from takt.cli.migrate import export, import_
     from takt.cli.runs import runs
     from takt.cli.schedule import schedule
     from takt.cli.tenants import tenants
     from takt.cli.top import top
     from takt.cli.worker import worker
 
-    commands = (jobs, executions, runs, schedule, local, worker, top, console, bench, tenants)
+    commands = (
+        jobs,
+        executions,
+        runs,
+        schedule,
+        local,
+        worker,
+        top,
+        console,
+        bench,
+        tenants,
+        import_,
+        export,
+    )
     for command in commands:
         cli.add_command(command)
 

@@ -39,13 +39,14 @@ from takt.config import Settings
 from takt.dispatch.lanes import LaneSender, Outgoing
 from takt.dispatch.plan import FiringPlan, plan_firing
 from takt.fairness.shares import fair_take
-from takt.models.ids import execution_id, to_ms
+from takt.models.ids import execution_id, format_time, to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.observability import logger
 from takt.store.due import DueItem, DueStore, FairRead
-from takt.store.errors import NotFoundError, is_condition_failure
+from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
 from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
+from takt.worker.overlap import after_terminal, stop
 from takt.workflows.engine import RunEngine
 
 T = TypeVar("T")
@@ -135,6 +136,8 @@ def _timed(action: Callable[[T], R], item: T) -> tuple[R, float]:
 class _Firing:
     item: DueItem
     job: JobRecord
+    # The occurrence's nominal instant, its identity; the due item holds its (jittered) firing.
+    nominal: datetime
     plan: FiringPlan
     run_ids: list[str] = field(default_factory=list)
     holder: str | None = None
@@ -183,12 +186,18 @@ class Claimer:
         stale: list[DueItem] = []
         for item in items:
             job = jobs.get((item.tenant_id, item.job_id))
-            if job is not None and job.status == JobStatus.ACTIVE and job.next_run_time == item.due:
-                plan = self._plan(job, item.due, now)
+            nominal = job.next_run_time if job is not None else None
+            if (
+                job is not None
+                and nominal is not None
+                and job.status == JobStatus.ACTIVE
+                and job.fire_time(nominal) == item.due
+            ):
+                plan = self._plan(job, nominal, now)
                 if plan is None:
                     result.left += 1
                 else:
-                    firings.append(_Firing(item, job, plan))
+                    firings.append(_Firing(item, job, nominal, plan))
             elif to_ms(now) - item.written_ms >= grace_ms:
                 stale.append(item)
             else:
@@ -233,12 +242,13 @@ class Claimer:
 
     def _index_next(self, firing: _Firing, now: datetime) -> None:
         if firing.plan.next_run is not None:
-            self._due.put(firing.job.tenant_id, firing.job.job_id, firing.plan.next_run, now)
+            job = firing.job
+            self._due.put(job.tenant_id, job.job_id, job.fire_time(firing.plan.next_run), now)
 
     def _advance(self, firing: _Firing) -> None:
         """Steps 4 and 5 of one item, in this order."""
         self._jobs.advance(
-            firing.job, firing.item.due, firing.plan.next_run, active_execution=firing.holder
+            firing.job, firing.nominal, firing.plan.next_run, active_execution=firing.holder
         )
         self._delete_stale(firing.item)
 
@@ -264,8 +274,18 @@ class Claimer:
             self._create(job, scheduled, now, ExecState.SKIPPED, reason)
             result.skipped += 1
         busy = self._slot_busy(job)
+        run = plan.run
+        if job.overlap == "replace" and run:
+            # Only the newest occurrence runs: each would replace the one before it at once.
+            for scheduled in run[:-1]:
+                self._create(job, scheduled, now, ExecState.SKIPPED, "overlap=replace")
+                result.skipped += 1
+            run = run[-1:]
+            if busy:
+                self._replace_holder(job, run[0], now)
+                busy = False
         outgoing = []
-        for index, scheduled in enumerate(plan.run):
+        for index, scheduled in enumerate(run):
             if busy and job.overlap == "skip":
                 self._create(job, scheduled, now, ExecState.SKIPPED, "overlap=skip")
                 result.skipped += 1
@@ -286,6 +306,42 @@ class Claimer:
             elif record.state == ExecState.PENDING:
                 outgoing.append(Outgoing.of(record))
         return outgoing
+
+    def _replace_holder(self, job: JobRecord, scheduled: datetime, now: datetime) -> None:
+        """`overlap: replace`: stop the job's open execution before its newer occurrence starts.
+
+        The one that is running is asked to stop (its worker cancels it at its next heartbeat, or
+        the watchdog when its lease expires); one still waiting is cancelled at once and frees
+        the slot. A retry of this claim after a crash finds it already stopped. A write that
+        loses a race with the worker reads it again, a few times, and then lets it be: the
+        newer occurrence runs either way, as `allow` would run it.
+        """
+        holder_id = job.active_execution
+        if holder_id is None or holder_id == execution_id(job.job_id, scheduled):
+            return
+        reason = f"replaced by the occurrence of {format_time(scheduled)} (overlap=replace)"
+        for _ in range(3):
+            try:
+                holder = self._executions.get(job.tenant_id, holder_id)
+            except NotFoundError:
+                return
+            if holder.state.terminal or holder.cancel_requested:
+                return
+            try:
+                stopped = stop(self._executions, holder, now, reason=reason)
+            except ConflictError:
+                continue
+            if stopped.state.terminal:
+                after_terminal(
+                    self._jobs,
+                    self._executions,
+                    self._lanes,
+                    self._settings,
+                    stopped,
+                    ExecState.CANCELLED,
+                    now,
+                )
+            return
 
     def _create(
         self,
@@ -318,7 +374,7 @@ class Claimer:
         return existing
 
     def _slot_busy(self, job: JobRecord) -> bool:
-        """Whether the job's previous run (for overlap skip/queue) is still open."""
+        """Whether the job's previous run (for overlap skip/queue/replace) is still open."""
         if job.overlap == "allow" or not job.active_execution:
             return False
         try:

@@ -9,7 +9,7 @@ the `indexer` function on the stream; `takt local` polls moto's stream in a thre
 Which changes it indexes:
 
 - a new job, or a change by the API (its `version` moved) that leaves the job active with a
-  `next_run_time` different from before, or makes it active again;
+  `next_run_time` or `jitter` different from before, or makes it active again;
 - not the claimer's advance (same `version`): the claimer puts the next due item itself before it
   moves the job there (its step 3 before step 4), so indexing it again would only rewrite it,
   and a late copy could outlive the occurrence it names;
@@ -31,12 +31,14 @@ from typing import Any
 from takt.clock import Clock
 from takt.models.ids import parse_time
 from takt.models.records import JobStatus
+from takt.schedule import jitter_offset, parse_duration
 from takt.store.due import DueStore
 
 
 @dataclass(frozen=True)
 class DueWrite:
-    """A due item to put: the job and the instant it is next due."""
+    """A due item to put: the job and the instant it next fires (its next occurrence, plus its
+    jitter offset)."""
 
     tenant_id: str
     job_id: str
@@ -67,12 +69,22 @@ def due_write(record: Mapping[str, Any]) -> DueWrite | None:
         was_active = _text(old, "status") == JobStatus.ACTIVE.value
         if was_active and _text(old, "version") == _text(new, "version"):
             return None  # the claimer's advance: it indexed the next occurrence itself
-        if was_active and _text(old, "next_run_time") == next_run:
+        if was_active and _when(old) == _when(new):
             return None  # an edit that moved nothing: the item is where it was
     tenant_id, job_id = _text(new, "tenant_id"), _text(new, "job_id")
     if tenant_id is None or job_id is None:
         return None
-    return DueWrite(tenant_id, job_id, parse_time(next_run))
+    nominal = parse_time(next_run)
+    jitter = _text(new, "jitter")
+    if jitter is not None:
+        # The item holds the jittered firing, so the claim finds it then (takt.schedule.jitter).
+        nominal += jitter_offset(job_id, nominal, parse_duration(jitter))
+    return DueWrite(tenant_id, job_id, nominal)
+
+
+def _when(image: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """What decides where an image's due item is: its next occurrence and its jitter."""
+    return _text(image, "next_run_time"), _text(image, "jitter")
 
 
 class DueIndexer:

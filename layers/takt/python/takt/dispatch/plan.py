@@ -55,7 +55,7 @@ def plan_firing(job: JobRecord, due: datetime, now: datetime) -> FiringPlan:
     running = set(run)
     skipped = [(t, f"catchup={job.catchup}") for t in [*first, *last] if t not in running]
     after = max(now, latest)
-    next_run = next_after(schedule, after, start_at=job.start_at, end_at=job.end_at)
+    next_run = next_after(schedule, after, start_at=job.first_allowed, end_at=job.end_at)
     return FiringPlan(run=run, skipped=skipped, next_run=next_run)
 
 
@@ -67,7 +67,7 @@ def _missed(
     walking on in bounded chunks. Without the walk, an outage longer than the bound would run an
     occurrence from hours ago as "the latest" (and miss the catch-up window altogether)."""
     limit = MAX_OCCURRENCES_PER_FIRING
-    window = {"start_at": job.start_at, "end_at": job.end_at}
+    window = {"start_at": job.first_allowed, "end_at": job.end_at}
     first = [due, *occurrences(schedule, due, now, limit=limit - 1, **window)]
     if len(first) < limit:
         return first, []

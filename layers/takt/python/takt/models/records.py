@@ -23,6 +23,7 @@ from takt.schedule import (
     IntervalSchedule,
     OneOffSchedule,
     Schedule,
+    jitter_offset,
     parse_duration,
 )
 
@@ -119,7 +120,8 @@ class Dst(BaseModel):
 
 
 CatchupPolicy = Literal["skip", "once", "all"]
-OverlapPolicy = Literal["allow", "skip", "queue"]
+OverlapPolicy = Literal["allow", "skip", "queue", "replace"]
+Trigger = Literal["schedule", "manual", "catchup", "backfill"]
 
 
 class JobRecord(BaseModel):
@@ -153,6 +155,13 @@ class JobRecord(BaseModel):
     catchup: CatchupPolicy = "once"
     catchup_window: str = "1h"
     overlap: OverlapPolicy = "allow"
+    # Each occurrence fires at a deterministic point of [t, t + jitter) (takt.schedule.jitter).
+    jitter: str | None = None
+    # Occurrences before this instant are passed over (not run, not recorded); the job then
+    # resumes by itself, as `next_run_time` already points past it.
+    pause_until: datetime | None = None
+    # Named calendars (takt.calendars) whose blackout windows skip occurrences.
+    calendars: list[str] | None = None
     idempotency_key: str | None = None
     version: int = 1
     next_run_time: datetime | None = None
@@ -179,6 +188,18 @@ class JobRecord(BaseModel):
     @property
     def recurring(self) -> bool:
         return self.run_at is None
+
+    @property
+    def first_allowed(self) -> datetime | None:
+        """The earliest instant an occurrence may have: `start_at`, or a pause's end if later."""
+        floors = [t for t in (self.start_at, self.pause_until) if t is not None]
+        return max(floors) if floors else None
+
+    def fire_time(self, nominal: datetime) -> datetime:
+        """When the occurrence `nominal` fires: itself, or later by its jitter offset."""
+        if self.jitter is None:
+            return nominal
+        return nominal + jitter_offset(self.job_id, nominal, parse_duration(self.jitter))
 
     def to_item(self) -> Item:
         data = self.model_dump(mode="python", exclude={"payload", "tasks"})
@@ -227,6 +248,7 @@ _TIME_FIELDS = {
     "started_at",
     "finished_at",
     "retry_at",
+    "pause_until",
 }
 
 
@@ -268,7 +290,7 @@ class ExecutionRecord(BaseModel):
     job_id: str
     execution_id: str
     scheduled_time: datetime
-    trigger: Literal["schedule", "manual", "catchup"] = "schedule"
+    trigger: Trigger = "schedule"
     state: ExecState
     attempt: int = 1
     max_attempts: int = 5
@@ -301,6 +323,8 @@ class ExecutionRecord(BaseModel):
     run_gen: int | None = None
     run_id: str | None = None
     task_id: str | None = None
+    # The backfill (takt.backfill) that created it, whose next occurrences start as it ends.
+    backfill_id: str | None = None
     created_at: datetime
 
     @classmethod
@@ -312,8 +336,9 @@ class ExecutionRecord(BaseModel):
         state: ExecState,
         created_at: datetime,
         *,
-        trigger: Literal["schedule", "manual", "catchup"] = "schedule",
+        trigger: Trigger = "schedule",
         reason: str | None = None,
+        backfill_id: str | None = None,
     ) -> ExecutionRecord:
         """A new execution of `job`, with the snapshot of what to run."""
         return cls(
@@ -333,6 +358,7 @@ class ExecutionRecord(BaseModel):
             overlap=job.overlap,
             reason=reason,
             run_tasks=len(job.tasks) if job.tasks else None,
+            backfill_id=backfill_id,
             created_at=created_at,
             finished_at=created_at if state.terminal else None,
         )

@@ -8,6 +8,7 @@ dialect and the DST rule.
 from takt.schedule.dst import DstPolicy
 from takt.schedule.durations import parse_duration
 from takt.schedule.exceptions import ScheduleError
+from takt.schedule.jitter import jitter_offset
 from takt.schedule.model import (
     CronSchedule,
     IntervalSchedule,
@@ -27,6 +28,7 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "describe",
+    "jitter_offset",
     "next_after",
     "occurrences",
     "parse_cron",

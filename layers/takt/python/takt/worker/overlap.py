@@ -1,4 +1,4 @@
-"""What follows an execution's terminal write, and `overlap: queue`.
+"""What follows an execution's terminal write, `overlap: queue`, and stopping an execution.
 
 When a job's running execution ends, the oldest queued one starts. The worker (and a cancel)
 calls this right after a terminal write; the watchdog calls it for queued executions it finds, so
@@ -12,10 +12,10 @@ from datetime import datetime, timedelta
 
 from takt.config import Settings
 from takt.dispatch.lanes import LaneSender, Outgoing
-from takt.models.ids import to_ms
+from takt.models.ids import format_time, to_ms
 from takt.models.records import ExecState, ExecutionRecord
 from takt.store.errors import ConflictError, NotFoundError
-from takt.store.executions import ExecutionStore, Transition
+from takt.store.executions import ExecutionStore, Transition, lease_fence
 from takt.store.jobs import JobStore
 
 
@@ -91,3 +91,34 @@ def release_queued(
     else:
         lanes.send([Outgoing.of(promoted)])
     return promoted.execution_id
+
+
+def stop(
+    executions: ExecutionStore, record: ExecutionRecord, now: datetime, *, reason: str
+) -> ExecutionRecord:
+    """Cancel `record`: at once if it waits, through its worker if it runs.
+
+    A waiting execution (pending, queued, retry_wait) becomes cancelled now; its message, if one
+    is in flight, then finds nothing to lease. A running one gets `cancel_requested`, which its
+    worker reads at its next heartbeat and the watchdog reads if the worker died; both then
+    complete it as cancelled. Both writes are conditional on the state read: ConflictError
+    means it changed meanwhile, and the caller reads it again. The cancel API and
+    `overlap: replace` stop executions this one way.
+    """
+    if record.state == ExecState.RUNNING:
+        return executions.transition(
+            record.tenant_id,
+            record.execution_id,
+            Transition(
+                expect=lease_fence(record), set={"cancel_requested": True, "reason": reason}
+            ),
+        )
+    return executions.transition(
+        record.tenant_id,
+        record.execution_id,
+        Transition(
+            expect={"state": record.state, "attempt": record.attempt},
+            set={"state": ExecState.CANCELLED, "finished_at": format_time(now), "reason": reason},
+            remove=("open_shard", "check_at", "retry_at"),
+        ),
+    )
