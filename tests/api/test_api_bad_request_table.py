@@ -48,6 +48,9 @@ BAD: dict[str, tuple[Any, int]] = {
     "catchup": ("sometimes", 400),
     "catchup_window": ("forever", 400),
     "overlap": ("maybe", 400),
+    "jitter": ("25h", 400),
+    "pause_until": ("next week", 400),
+    "calendars": (["no spaces allowed"], 400),
     "idempotency_key": ("", 400),
 }
 
@@ -78,7 +81,7 @@ def _body(path: str, value: Any, base: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-CREATE = sorted(p for p in BAD if p != "status")
+CREATE = sorted(BAD)
 PATCH = sorted(p for p in BAD if p != "idempotency_key")
 
 

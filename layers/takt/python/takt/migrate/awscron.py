@@ -58,7 +58,8 @@ def from_aws(text: str) -> TaktCron:
         )
     minute, hour, day, month, weekday, year = fields
     for name, value in (("minutes", minute), ("hours", hour), ("month", month)):
-        if re.search(r"[?LW#]", value, re.IGNORECASE):
+        # `?`, `#`, and L or W as items of their own (names such as JUL contain an L).
+        if re.search(r"[?#]|\b[0-9]*[LW][0-9]*\b", value, re.IGNORECASE):
             raise MappingError(f"cron({text}): {value!r} is not valid in the {name} field")
     day = _day_of_month(text, day)
     weekday, first_week = _day_of_week(text, weekday)

@@ -1,0 +1,149 @@
+"""`takt import` and `takt export` through the CLI's own client against the real API: a dry run
+creates nothing, an import creates each job once, and a re-import changes nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from takt.cli.main import main
+from tests.api.harness import Api, store_snapshot
+from tests.api.served import served
+
+TARGET = "https://runner.example/run"
+CRONJOBS = """\
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: reports}
+spec:
+  schedule: "30 2 * * *"
+  timeZone: America/New_York
+  concurrencyPolicy: Replace
+  suspend: true
+  jobTemplate:
+    spec:
+      backoffLimit: 2
+      template:
+        spec:
+          containers: [{name: report, image: "example/report:1"}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: broken}
+spec:
+  schedule: "0 6 */2 * 1"
+  jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}}
+"""
+SCHEDULES = {
+    "Schedules": [
+        {
+            "Name": "sync",
+            "ScheduleExpression": "cron(0 9 ? * MON-FRI *)",
+            "ScheduleExpressionTimezone": "Europe/London",
+            "FlexibleTimeWindow": {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 15},
+            "Target": {
+                "Arn": "arn:aws:sqs:us-east-1:123456789012:jobs",
+                "Input": '{"task": "sync"}',
+                "RetryPolicy": {"MaximumRetryAttempts": 2},
+            },
+        }
+    ]
+}
+
+
+@pytest.fixture
+def endpoint(api: Api) -> Iterator[str]:
+    with served(api) as url:
+        yield url
+
+
+def _run(
+    capsys: pytest.CaptureFixture[str], endpoint: str, *args: str
+) -> tuple[int, str, str]:
+    code = main(["--endpoint", endpoint, "-o", "json", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _file(tmp_path: Path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_dry_run_prints_the_bodies_and_creates_nothing(
+    api: Api, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = store_snapshot(api.svc)
+    file = _file(tmp_path, "cronjobs.yaml", CRONJOBS)
+
+    code, out, err = _run(capsys, endpoint, "import", "k8s", file, "--target", TARGET, "--dry-run")
+
+    assert code == 0
+    bodies = json.loads(out)
+    assert [b["name"] for b in bodies] == ["reports/nightly"]
+    assert (bodies[0]["overlap"], bodies[0]["status"]) == ("replace", "paused")
+    assert "refused: default/broken" in err
+    assert store_snapshot(api.svc) == before
+
+
+def test_an_import_creates_each_job_once_and_a_reimport_changes_nothing(
+    api: Api, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = _file(tmp_path, "schedules.json", json.dumps(SCHEDULES))
+
+    code, out, _ = _run(capsys, endpoint, "import", "eventbridge", file)
+    first = json.loads(out)
+    after_first = store_snapshot(api.svc)
+    code_again, out_again, _ = _run(capsys, endpoint, "import", "eventbridge", file)
+
+    assert (code, code_again) == (0, 0)
+    assert [row["result"] for row in first] == ["created"]
+    again = json.loads(out_again)
+    assert [(row["result"], row["job_id"]) for row in again] == [("unchanged", first[0]["job_id"])]
+    assert store_snapshot(api.svc) == after_first
+    job = api.request("GET", f"/v1/jobs/{first[0]['job_id']}").json
+    assert (job["schedule"], job["time_zone"], job["jitter"]) == (
+        "0 9 * * MON-FRI",
+        "Europe/London",
+        "15m",
+    )
+    assert job["retry"]["max_attempts"] == 3
+
+
+def test_a_changed_source_is_refused_and_the_import_exits_non_zero(
+    endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = _file(tmp_path, "schedules.json", json.dumps(SCHEDULES))
+    _run(capsys, endpoint, "import", "eventbridge", file)
+    changed: dict[str, Any] = json.loads(json.dumps(SCHEDULES))
+    changed["Schedules"][0]["ScheduleExpression"] = "cron(0 10 ? * MON-FRI *)"
+    _file(tmp_path, "schedules.json", json.dumps(changed))
+
+    code, out, err = _run(capsys, endpoint, "import", "eventbridge", file)
+
+    assert code == 1
+    (row,) = json.loads(out)
+    assert row["result"] == "refused"
+    assert "different definition" in row["reason"]
+    assert err.startswith("takt: error: 1 of 1 refused")
+
+
+def test_export_writes_what_imports_back_to_the_same_instants(
+    api: Api, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = _file(tmp_path, "schedules.json", json.dumps(SCHEDULES))
+    (row,) = json.loads(_run(capsys, endpoint, "import", "eventbridge", file)[1])
+
+    code, out, _ = _run(capsys, endpoint, "export", "eventbridge", "--job", row["job_id"])
+
+    assert code == 0
+    (schedule,) = json.loads(out)["Schedules"]
+    assert schedule["ScheduleExpression"] == "cron(0 9 ? * 2,3,4,5,6 *)"
+    assert schedule["ScheduleExpressionTimezone"] == "Europe/London"
+    assert schedule["FlexibleTimeWindow"]["MaximumWindowInMinutes"] == 15
+    assert schedule["Target"]["RetryPolicy"]["MaximumRetryAttempts"] == 2

@@ -1,0 +1,198 @@
+"""Kubernetes CronJobs to job bodies: every field of the mapping, and CronJobs back."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from itertools import islice
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+import yaml
+from croniter import croniter
+
+from takt.migrate import Imported, k8s
+from takt.schedule import CronSchedule, preview
+
+TARGET = "https://runner.example/run"
+AFTER = datetime(2026, 4, 1, tzinfo=UTC)
+
+
+def _cronjob(schedule: str, **spec: Any) -> dict[str, Any]:
+    job_spec = spec.pop("job_spec", {})
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": spec.pop("metadata", {"name": "report"}),
+        "spec": {
+            "schedule": schedule,
+            **spec,
+            "jobTemplate": {
+                "spec": {
+                    **job_spec,
+                    "template": {"spec": {"containers": [{"name": "r", "image": "ex/r:1"}]}},
+                }
+            },
+        },
+    }
+
+
+def _load(*manifests: dict[str, Any]) -> list[Imported]:
+    return k8s.load(yaml.safe_dump_all(manifests), TARGET)
+
+
+def _body(**kwargs: Any) -> dict[str, Any]:
+    schedule = str(kwargs.pop("schedule", "0 6 * * *"))
+    (item,) = _load(_cronjob(schedule, **kwargs))
+    assert item.body is not None, item.reason
+    return item.body
+
+
+def test_every_field_maps() -> None:
+    body = _body(
+        schedule="30 9 * * 1-5",
+        timeZone="Europe/Berlin",
+        suspend=True,
+        concurrencyPolicy="Forbid",
+        startingDeadlineSeconds=120,
+        metadata={"name": "nightly", "namespace": "reports"},
+        job_spec={"backoffLimit": 2, "activeDeadlineSeconds": 900},
+    )
+
+    assert body == {
+        "name": "reports/nightly",
+        "time_zone": "Europe/Berlin",
+        "schedule": "30 9 * * 1-5",
+        "status": "paused",
+        "overlap": "skip",
+        "catchup": "all",
+        "catchup_window": "120s",
+        "retry": {"max_attempts": 3},
+        "timeout_sec": 900,
+        "target": TARGET,
+        "payload": {"name": "r", "image": "ex/r:1"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("policy", "overlap"), [("Allow", "allow"), ("Forbid", "skip"), ("Replace", "replace")]
+)
+def test_concurrency_policy_becomes_the_overlap_rule(policy: str, overlap: str) -> None:
+    assert _body(concurrencyPolicy=policy)["overlap"] == overlap
+
+
+def test_defaults_are_kubernetes_own() -> None:
+    body = _body()
+    assert (body["overlap"], body["retry"], body["time_zone"], "status" in body) == (
+        "allow",
+        {"max_attempts": 7},
+        "UTC",
+        False,
+    )
+
+
+@pytest.mark.parametrize("prefix", ["CRON_TZ", "TZ"])
+def test_a_zone_prefix_becomes_the_time_zone(prefix: str) -> None:
+    body = _body(schedule=f"{prefix}=Asia/Tokyo 0 9 * * *")
+    assert (body["schedule"], body["time_zone"]) == ("0 9 * * *", "Asia/Tokyo")
+
+
+def test_a_prefix_and_a_time_zone_that_disagree_are_refused() -> None:
+    (item,) = _load(_cronjob("CRON_TZ=Asia/Tokyo 0 9 * * *", timeZone="UTC"))
+    assert item.body is None
+    assert "disagree" in (item.reason or "")
+
+
+def test_every_becomes_an_interval() -> None:
+    body = _body(schedule="@every 90m")
+    assert (body.get("interval"), "schedule" in body) == ("90m", False)
+
+
+def test_a_question_mark_day_is_any_day() -> None:
+    assert _body(schedule="0 6 ? * 1")["schedule"] == "0 6 * * 1"
+
+
+def test_a_star_step_day_beside_a_weekday_is_refused_as_the_readings_differ() -> None:
+    (item,) = _load(_cronjob("0 6 */2 * 1"))
+    assert item.body is None
+    assert "ORs" in (item.reason or "")
+
+
+def test_an_invalid_schedule_is_refused_with_the_apis_reason() -> None:
+    (item,) = _load(_cronjob("0 25 * * *"))
+    assert item.body is None
+    assert "hour" in (item.reason or "")
+
+
+def test_several_documents_and_lists_and_other_kinds() -> None:
+    listing: dict[str, Any] = {"apiVersion": "v1", "kind": "List", "items": [_cronjob("0 1 * * *")]}
+    other: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    items = _load(_cronjob("0 2 * * *"), other, listing)
+    assert [i.body and i.body["schedule"] for i in items] == ["0 2 * * *", "0 1 * * *"]
+
+
+def test_idempotency_keys_come_from_namespace_and_name() -> None:
+    first = _load(_cronjob("0 1 * * *", metadata={"name": "a", "namespace": "n"}))[0]
+    again = _load(_cronjob("0 1 * * *", metadata={"name": "a", "namespace": "n"}))[0]
+    other = _load(_cronjob("0 1 * * *", metadata={"name": "a"}))[0]
+    assert first.key == again.key == "import:k8s:n/a"
+    assert other.key == "import:k8s:default/a"
+
+
+@pytest.mark.parametrize(
+    ("schedule", "tz"),
+    [("*/20 8-18 * * 1-5", "America/New_York"), ("15 10 1,15 * *", "Europe/London")],
+)
+def test_the_job_fires_when_croniter_says_the_cronjob_does(schedule: str, tz: str) -> None:
+    body = _body(schedule=schedule, timeZone=tz)
+    expected = islice(croniter(schedule, AFTER.astimezone(ZoneInfo(tz))).all_next(datetime), 50)
+    takt = preview(CronSchedule(str(body["schedule"]), str(body["time_zone"])), AFTER, 50)
+    assert takt == [t.astimezone(UTC) for t in expected]
+
+
+def _job(**fields: object) -> dict[str, object]:
+    return {
+        "id": "job_1",
+        "name": "reports/nightly",
+        "status": "active",
+        "schedule": "30 9 * * 1-5",
+        "time_zone": "Europe/Berlin",
+        "overlap": "skip",
+        "retry": {"max_attempts": 3},
+        "timeout_sec": 900,
+        "catchup": "all",
+        "catchup_window": "120s",
+        "payload": {"name": "r", "image": "ex/r:1"},
+        "jitter": None,
+        **fields,
+    }
+
+
+def test_a_job_exports_as_a_cronjob_that_imports_as_the_same_job() -> None:
+    exported = k8s.export(_job())
+    assert exported.item is not None
+    (again,) = k8s.load(yaml.safe_dump(exported.item), TARGET)
+    assert again.body is not None
+    assert {k: again.body[k] for k in ("schedule", "time_zone", "overlap", "retry", "payload")} == {
+        "schedule": "30 9 * * 1-5",
+        "time_zone": "Europe/Berlin",
+        "overlap": "skip",
+        "retry": {"max_attempts": 3},
+        "payload": {"name": "r", "image": "ex/r:1"},
+    }
+    assert again.body["name"] == "reports/nightly"
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"schedule": None, "interval": "1h"}, "cron schedule"),
+        ({"payload": {"command": "x"}}, "container"),
+        ({"overlap": "queue"}, "concurrencyPolicy"),
+        ({"schedule": "0 0 L * *"}, "'L'"),
+    ],
+)
+def test_what_a_cronjob_cannot_say_is_not_exported(fields: dict[str, object], words: str) -> None:
+    exported = k8s.export(_job(**fields))
+    assert exported.item is None
+    assert words in (exported.reason or "")
