@@ -61,9 +61,7 @@ def endpoint(api: Api) -> Iterator[str]:
         yield url
 
 
-def _run(
-    capsys: pytest.CaptureFixture[str], endpoint: str, *args: str
-) -> tuple[int, str, str]:
+def _run(capsys: pytest.CaptureFixture[str], endpoint: str, *args: str) -> tuple[int, str, str]:
     code = main(["--endpoint", endpoint, "-o", "json", *args])
     out, err = capsys.readouterr()
     return code, out, err

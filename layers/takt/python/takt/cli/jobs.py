@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -118,6 +119,8 @@ def get(ctx: CliContext, job_id: str) -> None:
         return
     ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
     click.echo(f"\nschedule:  {preview['description']}")
+    for line in _extras(job):
+        click.echo(line)
     runs = preview["next_runs"]
     if not runs:
         click.echo("next runs: none")
@@ -125,7 +128,21 @@ def get(ctx: CliContext, job_id: str) -> None:
     heading = "next runs if resumed" if job["status"] == "paused" else "next runs"
     click.echo(f"{heading} ({job['time_zone']}):")
     for run in runs:
-        click.echo(f"  {run['at']}  {run['local']}")
+        fires = f"  fires {run['fires_at']}" if run.get("fires_at", run["at"]) != run["at"] else ""
+        click.echo(f"  {run['at']}  {run['local']}{fires}")
+
+
+def _extras(job: dict[str, Any]) -> list[str]:
+    """The lines `jobs get` adds for jitter, a pause's end and calendars, when the job has them."""
+    lines = []
+    if job.get("jitter"):
+        lines.append(f"jitter:    each run fires within {job['jitter']} after its time")
+    pause_until = job.get("pause_until")
+    if pause_until and pause_until > datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S"):
+        lines.append(f"paused until {pause_until}: earlier runs are not run")
+    if job.get("calendars"):
+        lines.append(f"calendars: {', '.join(job['calendars'])} (runs in their windows skip)")
+    return lines
 
 
 @jobs.command("list")
@@ -168,18 +185,27 @@ def _set_status(ctx: CliContext, job_id: str, status: str) -> None:
 
 @jobs.command("pause")
 @click.argument("job_id", shell_complete=complete_job_ids)
+@click.option(
+    "--until",
+    help="Resume by itself at this instant (RFC 3339); occurrences before it do not run.",
+)
 @click.pass_obj
-def pause(ctx: CliContext, job_id: str) -> None:
-    """Stop a job from firing until resumed."""
-    _set_status(ctx, job_id, "paused")
+def pause(ctx: CliContext, job_id: str, until: str | None) -> None:
+    """Stop a job from firing until resumed, or until an instant."""
+    if until is None:
+        _set_status(ctx, job_id, "paused")
+        return
+    job, _ = call(ctx, "PATCH", f"/v1/jobs/{job_id}", {"pause_until": until})
+    ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
 
 
 @jobs.command("resume")
 @click.argument("job_id", shell_complete=complete_job_ids)
 @click.pass_obj
 def resume(ctx: CliContext, job_id: str) -> None:
-    """Let a paused job fire again, from its next occurrence."""
-    _set_status(ctx, job_id, "active")
+    """Let a paused job fire again, from its next occurrence (ending a pause-until too)."""
+    job, _ = call(ctx, "PATCH", f"/v1/jobs/{job_id}", {"status": "active", "pause_until": None})
+    ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
 
 
 @jobs.command("delete")
