@@ -75,6 +75,9 @@ class FunctionSpec:
     # Set for the functions that call HTTP targets: they sign requests with the signing secret
     # and read the secrets targets name, under TARGET_SECRET_PREFIX.
     signs_requests: bool = False
+    # Set for the functions that derive tenants' webhook signing keys from the deployment's
+    # master signing secret: the worker (to sign) and the API (to show and rotate them).
+    reads_signing_master: bool = False
     # Set for the API, whose stats route reads takt's metrics and the lanes' depths.
     reads_stats: bool = False
     # The fairness settings the function reads (Settings fields); it gets each one set in the
@@ -100,6 +103,7 @@ API = FunctionSpec(
     tables=dict.fromkeys(TENANT_TABLES, "tenant"),
     sends_to_lanes=True,
     reads_stats=True,
+    reads_signing_master=True,
     # Creates are held to the tenant's limits; run-now's send takes its dispatch share.
     fairness=(*TENANT_LIMITS, *FAIR_DISPATCH),
 )
@@ -148,6 +152,7 @@ WORKER = FunctionSpec(
     tables={EXECUTIONS: "read_write", JOBS: "read_write", TENANTS: "read_write"},
     sends_to_lanes=True,
     signs_requests=True,
+    reads_signing_master=True,
     # Before a lease: the target host's rate and the tenant's running cap.
     fairness=(*TENANT_LIMITS, *FAIR_DISPATCH, "host_rate_limits"),
 )
@@ -302,14 +307,14 @@ class TaktFunctions(Construct):
             grant_data_access(spec, function, tables, lanes)
             if spec.signs_requests:
                 config.targets.grant(function)
-            if spec.signs_requests and config.signing_secret_name:
-                # By name: the worker reads the value from Secrets Manager when it calls (cached
+            if spec.reads_signing_master and config.signing_secret_name:
+                # By name: the value is read from Secrets Manager when a key is derived (cached
                 # briefly), so it is in neither the template nor the function's configuration.
                 function.add_environment(
                     settings_env_var("signing_secret_name"), config.signing_secret_name
                 )
                 secretsmanager.Secret.from_secret_name_v2(
-                    self, "SigningSecret", config.signing_secret_name
+                    self, f"SigningSecret{spec.name.capitalize()}", config.signing_secret_name
                 ).grant_read(function)
             self._suppress_findings(spec, function, role)
             self.functions[spec.name] = function

@@ -27,6 +27,9 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PATCH", "/v1/jobs/<job_id>"): {"name": "renamed"},
 }
 READ_METHODS = {"GET", "HEAD"}
+# Reads that need the write right on top of the method's: a tenant's webhook signing keys sign
+# what its receivers accept, which no read-only caller may be able to do (takt.api.webhook_keys).
+WRITE_RIGHT_READS = {("GET", "/v1/webhook-keys")}
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class Route:
 
     @property
     def reads(self) -> bool:
-        return self.method in READ_METHODS
+        return self.method in READ_METHODS and (self.method, self.path) not in WRITE_RIGHT_READS
 
     @property
     def params(self) -> list[str]:

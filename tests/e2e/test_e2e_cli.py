@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from takt.cli.main import main
+from takt.tenants.webhook_keys import verify
 from tests.e2e.harness import LocalTakt, poll
 from tests.e2e.receiver import Receiver, Reply
 
@@ -329,3 +330,31 @@ def test_executions_retry_of_a_succeeded_execution_is_one_409_error_line(cli: Cl
     line = cli.error("executions", "retry", execution_id)
 
     assert line.startswith("takt: error: 409 ")
+
+
+def test_the_local_tenants_webhook_key_is_shown_and_signs_its_requests(cli: Cli) -> None:
+    shown = cli.json("tenants", "webhook-key", "show", "local")
+    job = cli.new_job()
+
+    cli.json("jobs", "trigger", job["id"])
+    (hit,) = cli.receiver.wait_for(job["target"], 1, 30)
+    rotated = cli.json("tenants", "webhook-key", "rotate", "local", "--overlap", "1h")
+
+    keys = [key["secret"] for key in shown["keys"]]
+    assert shown["tenant"] == "local"
+    assert [key["generation"] for key in shown["keys"]] == [0]
+    assert verify(
+        keys,
+        hit.header("webhook-id") or "",
+        hit.header("webhook-timestamp") or "",
+        hit.body,
+        hit.header("webhook-signature") or "",
+    )
+    assert not verify(
+        [rotated["keys"][0]["secret"]],
+        hit.header("webhook-id") or "",
+        hit.header("webhook-timestamp") or "",
+        hit.body,
+        hit.header("webhook-signature") or "",
+    )
+    assert [key["secret"] for key in rotated["keys"]][1:] == keys

@@ -14,6 +14,7 @@ from constructs import IConstruct
 
 from infra.context import DeployConfig
 from infra.functions import (
+    API,
     SCHEDULER,
     SPECS,
     WORKER,
@@ -395,7 +396,7 @@ def test_no_function_gets_a_signing_secret_unless_one_is_named(
         assert "TAKT_SIGNING_SECRET" not in variables
 
 
-def test_named_signing_secret_reaches_only_the_worker_by_name(
+def test_named_signing_secret_reaches_only_the_worker_and_the_api_by_name(
     fargate_stateless: StatelessStack, fargate_template: Template, logical_id: LogicalId
 ) -> None:
     """The worker reads the value from Secrets Manager when it calls: neither the template nor
@@ -409,6 +410,8 @@ def test_named_signing_secret_reaches_only_the_worker_by_name(
     }
 
     assert variables.pop(WORKER.name)["TAKT_SIGNING_SECRET_NAME"] == "takt/signing"
+    # The API derives tenants' keys from it to show and rotate them.
+    assert variables.pop(API.name)["TAKT_SIGNING_SECRET_NAME"] == "takt/signing"
     assert all("TAKT_SIGNING_SECRET" not in v for v in variables.values())
     assert "resolve:secretsmanager" not in json.dumps(fargate_resources)
 

@@ -19,6 +19,7 @@ from takt.config import Settings
 from takt.models.records import ExecState
 from takt.targets.secrets import SecretError, SecretsManagerSource, name_problem
 from takt.targets.spec import HttpSpec, parse_target
+from takt.tenants.webhook_keys import derive
 from takt.wiring import Services, install
 from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, Api, store_snapshot
 from tests.integration.worker.conftest import runner_for, stored, submit_to
@@ -128,7 +129,7 @@ def test_a_jobs_signing_secret_signs_its_requests(
     assert call.header("webhook-signature") == signature(SIGNING_KEY, msg_id, timestamp, call.body)
 
 
-def test_the_deployments_signing_secret_is_read_by_name(
+def test_the_deployments_master_secret_is_read_by_name(
     make_svc: ServicesFactory,
     clock: ManualClock,
     receiver: Receiver,
@@ -141,8 +142,10 @@ def test_the_deployments_signing_secret_is_read_by_name(
 
     assert outcome.state == "succeeded"
     (call,) = receiver.calls
+    # The deployment's secret is the master each tenant's key is derived from, never a key.
+    tenant_key = derive(base64.b64decode(SIGNING_KEY), TENANT, 0).removeprefix("whsec_")
     assert call.header("webhook-signature") == signature(
-        SIGNING_KEY,
+        tenant_key,
         call.header("webhook-id") or "",
         call.header("webhook-timestamp") or "",
         call.body,

@@ -112,9 +112,10 @@ class Settings(BaseSettings):
     # A worker Lambda gives back an unfinished execution this long before its own timeout.
     give_back_margin_sec: float = Field(default=3.0, ge=0.0)
 
-    # Standard Webhooks signing secret (`whsec_...`) for HTTP targets; unset sends no signature.
-    # Deployed stacks name it instead (`signing_secret_name`, read from Secrets Manager at call
-    # time); the plain value is for local use. A job's own `signing_secret` overrides both.
+    # The master secret each tenant's Standard Webhooks signing key is derived from
+    # (takt.tenants.webhook_keys); unset sends no signature. Deployed stacks name it
+    # (`signing_secret_name`, read from Secrets Manager at call time); the plain value is for
+    # local use. A job's own `signing_secret` (a key, not a master) overrides the tenant's key.
     signing_secret: str | None = None
     signing_secret_name: str | None = None
     # Secrets a tenant's targets reference are named `<secret_prefix><tenant>/...`; the worker

@@ -49,6 +49,7 @@ from takt.targets.router import TargetRouter
 from takt.targets.secrets import SecretsManagerSource
 from takt.tenants import TenantLimiter
 from takt.tenants.sessions import TenantSessions
+from takt.tenants.webhook_keys import WebhookKeys
 from takt.watchdog.sweeper import Watchdog
 from takt.worker.runner import ExecutionRunner
 
@@ -201,6 +202,24 @@ class Services:
         )
 
     @cached_property
+    def webhook_keys(self) -> WebhookKeys:
+        """Each tenant's signing keys, derived from the deployment's master secret: by name from
+        Secrets Manager, else the plain value (local use), else none (nothing is signed)."""
+        settings = self.settings
+        source = SecretsManagerSource(
+            lambda: make_secrets_client(settings), settings.secret_cache_sec
+        )
+
+        def master() -> str | None:
+            if settings.signing_secret_name is not None:
+                return source.get(settings.signing_secret_name)
+            return settings.signing_secret
+
+        return WebhookKeys(
+            self.clients.dynamodb, settings.tenants_table, master, settings.secret_cache_sec
+        )
+
+    @cached_property
     def targets(self) -> TargetRouter:
         """Every target kind, with the handlers of `handler_modules` (imported here, once)."""
         load_modules(self.settings.handler_module_names)
@@ -211,8 +230,9 @@ class Services:
                 SecretsManagerSource(
                     lambda: make_secrets_client(settings), settings.secret_cache_sec
                 ),
-                signing_secret=settings.signing_secret,
-                signing_secret_name=settings.signing_secret_name,
+                tenant_keys=lambda tenant_id: self.webhook_keys.signing_keys(
+                    tenant_id, self.clock.now()
+                ),
                 secret_prefix=settings.secret_prefix,
                 credentials=credential_source(settings),
             ),

@@ -1,12 +1,15 @@
-"""`takt tenants`: an operator's upkeep of per-tenant limits, done on the tables themselves.
+"""`takt tenants`: an operator's upkeep of per-tenant limits and webhook signing keys.
 
-Unlike the job commands it does not call the API: it reads the same `TAKT_*` environment as
+`recount` does not call the API: it reads the same `TAKT_*` environment as
 `takt worker` and the functions (the table names, region, endpoint) and uses the caller's AWS
 credentials, which need `dynamodb:Query` on the jobs table and `GetItem`/`UpdateItem` on the
-tenants table.
+tenants table. `webhook-key` calls the API, as the job commands do: the API function holds the
+deployment's master signing secret, which the keys are derived from (docs/SECURITY.md).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import click
 from botocore.exceptions import BotoCoreError, ClientError
@@ -21,7 +24,7 @@ from takt.wiring import build_services
 
 @click.group()
 def tenants() -> None:
-    """Per-tenant upkeep on the tables (AWS credentials, not the API)."""
+    """Per-tenant upkeep: job counters (on the tables), webhook signing keys (the API)."""
 
 
 @tenants.command()
@@ -63,3 +66,64 @@ def _settings() -> Settings:
         first = exc.errors()[0]
         name = "TAKT_" + "_".join(str(part) for part in first["loc"]).upper()
         raise CliError(f"{name}: {first['msg']}") from exc
+
+
+@tenants.group("webhook-key")
+def webhook_key() -> None:
+    """A tenant's webhook signing keys, through the API (an admin may name any tenant)."""
+
+
+@webhook_key.command("show")
+@click.argument("tenant")
+@click.pass_obj
+def show_webhook_key(ctx: CliContext, tenant: str) -> None:
+    """Print TENANT's signing keys (`whsec_...`), current first; its receivers verify with them.
+
+    In `takt local` the tenant is `local` unless started with --tenant.
+    """
+    from takt.cli.client import call
+
+    answer, _ = call(ctx, "GET", "/v1/webhook-keys", headers={"Takt-Tenant": tenant})
+    _emit_keys(ctx, answer)
+
+
+@webhook_key.command("rotate")
+@click.argument("tenant")
+@click.option(
+    "--overlap",
+    default="24h",
+    show_default=True,
+    help="How long the replaced key still signs beside the new one (e.g. 30m, 24h, 7d; 0 "
+    "stops it at once, for a key that leaked).",
+)
+@click.pass_obj
+def rotate_webhook_key(ctx: CliContext, tenant: str, overlap: str) -> None:
+    """Give TENANT a new signing key; the old one keeps signing for --overlap."""
+    from takt.cli.client import call
+    from takt.schedule.durations import parse_duration
+
+    try:
+        seconds = 0.0 if overlap.strip() == "0" else parse_duration(overlap).total_seconds()
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--overlap'") from None
+    answer, _ = call(
+        ctx,
+        "POST",
+        "/v1/webhook-keys/rotate",
+        body={"overlap_sec": int(seconds)},
+        headers={"Takt-Tenant": tenant},
+    )
+    _emit_keys(ctx, answer)
+
+
+def _emit_keys(ctx: CliContext, answer: dict[str, Any]) -> None:
+    rows = [
+        {
+            "tenant": answer["tenant"],
+            "generation": key["generation"],
+            "secret": key["secret"],
+            "valid_until": key["valid_until"] or "current",
+        }
+        for key in answer["keys"]
+    ]
+    ctx.emit(answer, table=rows)

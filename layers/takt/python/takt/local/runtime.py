@@ -24,6 +24,7 @@ import json
 import logging
 import multiprocessing
 import os
+import secrets
 import socket
 import threading
 import time
@@ -178,6 +179,11 @@ class LocalRuntime:
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "takt")
         # Four shards are plenty on one machine; each costs a query per tick.
         os.environ.setdefault("TAKT_DUE_SHARDS", "4")
+        # Webhooks are signed locally too, each tenant with its key derived from this master
+        # (`takt tenants webhook-key show local`); a fixed TAKT_SIGNING_SECRET keeps the keys
+        # across restarts.
+        master = base64.b64encode(secrets.token_bytes(32)).decode()
+        os.environ.setdefault("TAKT_SIGNING_SECRET", "whsec_" + master)
         if not self.options.strict_egress:
             os.environ.setdefault("TAKT_EGRESS_ALLOW", json.dumps(LOCAL_EGRESS_ALLOW))
         get_settings.cache_clear()

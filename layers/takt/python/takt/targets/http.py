@@ -1,5 +1,5 @@
 """HTTP(S) targets: send the payload as JSON with the job's method and headers, signed per Standard
-Webhooks when configured, and with SigV4 or an OIDC token when the target asks.
+Webhooks with the tenant's key, and with SigV4 or an OIDC token when the target asks.
 
 POST, PUT and PATCH carry the payload as the body; GET and DELETE carry none (their webhook
 signature covers the empty body). 2xx succeeds; 408, 425, 429, 5xx, connection errors and
@@ -126,8 +126,7 @@ class HttpTarget:
         policy: EgressPolicy | None = None,
         secrets: SecretSource | None = None,
         *,
-        signing_secret: str | None = None,
-        signing_secret_name: str | None = None,
+        tenant_keys: Callable[[str], list[str]] | None = None,
         secret_prefix: str = "takt/",  # noqa: S107 - a name prefix, not a password
         pool_size: int = 32,
         ssl_context: ssl.SSLContext | None = None,
@@ -136,8 +135,7 @@ class HttpTarget:
     ) -> None:
         self._policy = policy or EgressPolicy()
         self._secrets = secrets
-        self._signing_secret = signing_secret
-        self._signing_secret_name = signing_secret_name
+        self._tenant_keys = tenant_keys
         self._secret_prefix = secret_prefix
         self._pool_size = pool_size
         self._ssl_context = ssl_context
@@ -360,18 +358,20 @@ class HttpTarget:
                 "Idempotency-Key": ctx.execution_id,
             }
         )
-        key, key_name = self._signing_key(spec)
-        if key is not None:
+        keys, key_name = self._signing_keys(spec, ctx)
+        if keys:
             timestamp = int(time.time())
             try:
-                signature = sign(key, ctx.execution_id, timestamp, body)
+                signatures = [sign(key, ctx.execution_id, timestamp, body) for key in keys]
             except binascii.Error:
                 raise _NotCalledError(
                     _permanent(f"signing secret {key_name or ''!r} is not a base64 whsec_ key")
                 ) from None
             headers["webhook-id"] = ctx.execution_id
             headers["webhook-timestamp"] = str(timestamp)
-            headers["webhook-signature"] = signature
+            # Standard Webhooks: several signatures, space-separated; a receiver accepts the
+            # request when any one verifies (during a rotation, the new key's and the old's).
+            headers["webhook-signature"] = " ".join(signatures)
         return headers, credentials
 
     def _oidc_token(self, audience: str, ctx: CallContext) -> str:
@@ -383,13 +383,18 @@ class HttpTarget:
             outcome: Outcome = "permanent" if exc.permanent else "retryable"
             raise _NotCalledError(TargetResult(outcome, error=f"oidc: {exc}")) from None
 
-    def _signing_key(self, spec: HttpSpec) -> tuple[str | None, str | None]:
-        """The key that signs this request and its secret's name: the job's own, else the
-        deployment's (from Secrets Manager by name, else the plain value set for local use)."""
-        name = spec.signing_secret or self._signing_secret_name
-        if name is not None:
-            return self._secret(name), name
-        return self._signing_secret, None
+    def _signing_keys(self, spec: HttpSpec, ctx: CallContext) -> tuple[list[str], str | None]:
+        """The keys that sign this request and the job's secret's name: the job's own key, else
+        its tenant's (takt.tenants.webhook_keys; two while a rotation overlaps)."""
+        if spec.signing_secret is not None:
+            return [self._secret(spec.signing_secret)], spec.signing_secret
+        if self._tenant_keys is None or not ctx.tenant_id:
+            return [], None
+        try:
+            return self._tenant_keys(ctx.tenant_id), None
+        except SecretError as exc:
+            outcome: Outcome = "permanent" if exc.permanent else "retryable"
+            raise _NotCalledError(TargetResult(outcome, error=str(exc))) from None
 
     def _secret(self, name: str) -> str:
         if self._secrets is None:

@@ -1,0 +1,105 @@
+"""The tenant's webhook signing keys: show them, rotate them (takt.tenants.webhook_keys).
+
+A tenant needs its key to verify takt's webhooks, and only its own: the routes act for the
+request's tenant (an admin names another with `Takt-Tenant`, as on every route). Reading a
+signing key is a write right, not a read one: whoever holds the key can sign webhooks the
+tenant's receivers accept, which no read-only caller should be able to do.
+`takt tenants webhook-key show|rotate TENANT` calls these routes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from pydantic import BaseModel, ConfigDict, Field
+
+from takt.api.access import RIGHTS, Caller
+from takt.api.errors import ConflictingStateError, ForbiddenError
+from takt.tenants.webhook_keys import DEFAULT_OVERLAP, MAX_OVERLAP, WebhookKey, WebhookKeyError
+from takt.wiring import Services
+
+
+class WebhookKeyOut(BaseModel):
+    generation: int = Field(description="0 for the tenant's first key, one more per rotation")
+    secret: str = Field(description="the Standard Webhooks key, `whsec_<base64>`")
+    valid_until: str | None = Field(
+        description="null for the current key; for the previous one, when it stops signing"
+    )
+
+
+class WebhookKeysOut(BaseModel):
+    tenant: str
+    keys: list[WebhookKeyOut] = Field(
+        description="current first; while a rotation overlaps, the previous key too: every "
+        "request carries a `v1,` signature by each"
+    )
+
+    @classmethod
+    def of(cls, tenant: str, keys: list[WebhookKey]) -> WebhookKeysOut:
+        return cls(tenant=tenant, keys=[WebhookKeyOut(**key.to_json()) for key in keys])
+
+
+class RotateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    overlap_sec: int = Field(
+        default=int(DEFAULT_OVERLAP.total_seconds()),
+        ge=0,
+        le=int(MAX_OVERLAP.total_seconds()),
+        strict=True,
+        description="how long the key being replaced still signs, beside the new one",
+    )
+
+
+def register(
+    app: APIGatewayHttpResolver,
+    caller: Callable[[], Caller],
+    services: Callable[[], Services],
+    responses: Callable[..., dict[int, Any]],
+) -> None:
+    def keys_caller() -> Caller:
+        who = caller()
+        role = who.identity.role
+        if role is None or "write" not in RIGHTS[role]:
+            raise ForbiddenError(f"the {role} role may not see or rotate signing keys")
+        return who
+
+    @app.get(
+        "/v1/webhook-keys",
+        responses=responses({200: "The tenant's signing keys, current first"}, 409),
+    )
+    def show_webhook_keys() -> Response[WebhookKeysOut]:
+        tenant = keys_caller().tenant
+        svc = services()
+        try:
+            keys = svc.webhook_keys.keys(tenant, svc.clock.now())
+        except WebhookKeyError as exc:
+            raise ConflictingStateError(str(exc)) from exc
+        return _json(WebhookKeysOut.of(tenant, keys))
+
+    @app.post(
+        "/v1/webhook-keys/rotate",
+        responses=responses(
+            {200: "The tenant's keys after the rotation: the new one, then the one it replaces"},
+            409,
+        ),
+    )
+    def rotate_webhook_key(
+        body: Annotated[RotateIn | None, Body()] = None,
+    ) -> Response[WebhookKeysOut]:
+        tenant = keys_caller().tenant
+        overlap = timedelta(seconds=(body or RotateIn()).overlap_sec)
+        svc = services()
+        try:
+            keys = svc.webhook_keys.rotate(tenant, svc.clock.now(), overlap)
+        except WebhookKeyError as exc:
+            raise ConflictingStateError(str(exc)) from exc
+        return _json(WebhookKeysOut.of(tenant, keys))
+
+
+def _json(model: BaseModel) -> Response[Any]:
+    return Response(status_code=200, content_type="application/json", body=model)

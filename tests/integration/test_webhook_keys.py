@@ -1,0 +1,190 @@
+"""Per-tenant webhook signing keys on the real worker path: each tenant's requests carry its own
+key's signature, which another tenant's receiver (a real loopback server verifying with its own
+key) refuses; a rotation signs with both keys for its overlap; the API shows and rotates them."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from takt.clock import ManualClock
+from takt.models.records import ExecState
+from takt.targets.spec import HttpSpec
+from takt.tenants.webhook_keys import derive, master_bytes, verify
+from takt.wiring import Services, install
+from tests.api.harness import OTHER_TENANT, Api
+from tests.integration.worker.conftest import runner_for, submit_to
+from tests.support.env import ServicesFactory
+from tests.support.jobs import TENANT
+
+MASTER = "whsec_" + "bWFzdGVyLXNlY3JldC1vZi10aGUtZGVwbG95bWVudA=="
+
+
+class VerifyingReceiver:
+    """A tenant's webhook receiver on 127.0.0.1: 204 when a signature verifies with one of its
+    keys, 401 otherwise, as a receiver following Standard Webhooks does."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
+        self.answers: list[int] = []
+        self.signatures: list[str] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                signatures = self.headers.get("webhook-signature", "")
+                ok = verify(
+                    receiver.keys,
+                    self.headers.get("webhook-id", ""),
+                    self.headers.get("webhook-timestamp", ""),
+                    body,
+                    signatures,
+                )
+                status = 204 if ok else 401
+                receiver.answers.append(status)
+                receiver.signatures.append(signatures)
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/hook"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def signed(make_svc: ServicesFactory) -> Services:
+    return make_svc(signing_secret=MASTER)
+
+
+@pytest.fixture
+def receivers() -> Iterator[list[VerifyingReceiver]]:
+    opened: list[VerifyingReceiver] = []
+    yield opened
+    for receiver in opened:
+        receiver.close()
+
+
+def receiver_of(opened: list[VerifyingReceiver], svc: Services, tenant: str) -> VerifyingReceiver:
+    keys = [key.secret for key in svc.webhook_keys.keys(tenant, svc.clock.now())]
+    receiver = VerifyingReceiver(keys)
+    opened.append(receiver)
+    return receiver
+
+
+def call_as(svc: Services, clock: ManualClock, tenant: str, url: str) -> ExecState:
+    record, message = submit_to(svc, clock, HttpSpec(url).text(), tenant_id=tenant)
+    runner_for(svc).process(message)
+    return svc.executions.get(tenant, record.execution_id).state
+
+
+def test_each_tenants_key_is_derived_apart_from_the_master_and_the_others() -> None:
+    master = master_bytes(MASTER)
+    mine, theirs, next_mine = (
+        derive(master, TENANT, 0),
+        derive(master, OTHER_TENANT, 0),
+        derive(master, TENANT, 1),
+    )
+
+    assert len({mine, theirs, next_mine, MASTER}) == 4
+    assert derive(master, TENANT, 0) == mine
+    assert mine.startswith("whsec_")
+
+
+def test_a_tenants_receiver_accepts_its_own_signature_and_refuses_another_tenants(
+    signed: Services, clock: ManualClock, receivers: list[VerifyingReceiver]
+) -> None:
+    receiver = receiver_of(receivers, signed, TENANT)
+
+    own = call_as(signed, clock, TENANT, receiver.url)
+    forged = call_as(signed, clock, OTHER_TENANT, receiver.url)
+
+    assert receiver.answers == [204, 401]
+    assert (own, forged) == (ExecState.SUCCEEDED, ExecState.FAILED)
+
+
+def test_a_rotation_signs_with_both_keys_for_its_overlap_then_only_the_new_one(
+    signed: Services, clock: ManualClock, receivers: list[VerifyingReceiver]
+) -> None:
+    old = receiver_of(receivers, signed, TENANT)
+    keys = signed.webhook_keys.rotate(TENANT, clock.now(), timedelta(hours=1))
+    new = receiver_of(receivers, signed, TENANT)
+    new.keys = [keys[0].secret]
+
+    during = [call_as(signed, clock, TENANT, r.url) for r in (old, new)]
+    clock.advance(3661)
+    after = [call_as(signed, clock, TENANT, r.url) for r in (old, new)]
+
+    assert [k.generation for k in keys] == [1, 0]
+    assert keys[1].valid_until == clock.now() - timedelta(seconds=61)
+    assert len(old.signatures[0].split(" ")) == 2
+    assert during == [ExecState.SUCCEEDED, ExecState.SUCCEEDED]
+    assert (old.answers, new.answers) == ([204, 401], [204, 204])
+    assert after[1] == ExecState.SUCCEEDED
+
+
+def test_a_deployment_without_a_master_secret_sends_no_signature(
+    svc: Services, clock: ManualClock, receivers: list[VerifyingReceiver]
+) -> None:
+    receiver = VerifyingReceiver([])
+    receivers.append(receiver)
+
+    call_as(svc, clock, TENANT, receiver.url)
+
+    assert receiver.signatures == [""]
+
+
+def test_the_api_shows_a_tenants_keys_and_rotates_them_for_itself_or_an_admin(
+    signed: Services,
+) -> None:
+    install(signed)
+    try:
+        api = Api(signed)
+        shown = api.request("GET", "/v1/webhook-keys")
+        reader = api.request("GET", "/v1/webhook-keys", role="read")
+        stranger = api.request("GET", "/v1/webhook-keys", headers={"Takt-Tenant": OTHER_TENANT})
+        rotated = api.request(
+            "POST",
+            "/v1/webhook-keys/rotate",
+            {"overlap_sec": 600},
+            headers={"Takt-Tenant": TENANT},
+            tenant="ops",
+            role="admin",
+        )
+        bad = api.request("POST", "/v1/webhook-keys/rotate", {"overlap_sec": "600"})
+    finally:
+        install(None)
+
+    master = master_bytes(MASTER)
+    assert shown.status == 200
+    assert shown.json == {
+        "tenant": TENANT,
+        "keys": [{"generation": 0, "secret": derive(master, TENANT, 0), "valid_until": None}],
+    }
+    assert (reader.status, stranger.status) == (403, 403)
+    assert rotated.status == 200
+    assert [k["secret"] for k in rotated.json["keys"]] == [
+        derive(master, TENANT, 1),
+        derive(master, TENANT, 0),
+    ]
+    assert bad.status == 400
+    assert bad.json["errors"][0]["field"] == "overlap_sec"
