@@ -8,11 +8,13 @@ import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from takt.clock import ManualClock
+from takt.local.runtime import _local_master
 from takt.models.records import ExecState
 from takt.targets.spec import HttpSpec
 from takt.tenants.webhook_keys import derive, master_bytes, verify
@@ -188,3 +190,13 @@ def test_the_api_shows_a_tenants_keys_and_rotates_them_for_itself_or_an_admin(
     ]
     assert bad.status == 400
     assert bad.json["errors"][0]["field"] == "overlap_sec"
+
+
+def test_takt_local_keeps_its_master_in_its_data_folder_for_the_owner_only(
+    tmp_path: Path,
+) -> None:
+    first, again = _local_master(tmp_path), _local_master(tmp_path)
+
+    assert first == again
+    assert master_bytes(first) != master_bytes(_local_master(None))
+    assert (tmp_path / "webhook-master").stat().st_mode & 0o777 == 0o600

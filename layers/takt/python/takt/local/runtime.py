@@ -111,6 +111,19 @@ LOCAL_EGRESS_ALLOW = (
 )
 
 
+def _local_master(folder: Path | None) -> str:
+    """The master secret tenants' webhook keys are derived from: kept in the data folder (owner
+    only), so the keys, like the tables, outlive a restart; a new one each run without it."""
+    made = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+    if folder is None:
+        return made
+    path = folder / "webhook-master"
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(made)
+    return path.read_text().strip()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -180,10 +193,10 @@ class LocalRuntime:
         # Four shards are plenty on one machine; each costs a query per tick.
         os.environ.setdefault("TAKT_DUE_SHARDS", "4")
         # Webhooks are signed locally too, each tenant with its key derived from this master
-        # (`takt tenants webhook-key show local`); a fixed TAKT_SIGNING_SECRET keeps the keys
-        # across restarts.
-        master = base64.b64encode(secrets.token_bytes(32)).decode()
-        os.environ.setdefault("TAKT_SIGNING_SECRET", "whsec_" + master)
+        # (`takt tenants webhook-key show local`).
+        os.environ.setdefault(
+            "TAKT_SIGNING_SECRET", _local_master(None if self.data is None else self.data.path)
+        )
         if not self.options.strict_egress:
             os.environ.setdefault("TAKT_EGRESS_ALLOW", json.dumps(LOCAL_EGRESS_ALLOW))
         get_settings.cache_clear()
