@@ -12,6 +12,7 @@ from constructs import IConstruct
 
 from infra.stateful import StatefulStack
 from takt.resources import QUEUES, TABLES, QueueSpec, TableSpec
+from tests.infra.conftest import LogicalId
 
 Find = Callable[[IConstruct], dict[str, Any]]
 
@@ -144,6 +145,29 @@ def test_lane_and_dlq_are_encrypted_and_tls_only(
         )
 
 
+def _account_alarms_condition() -> dict[str, Any]:
+    """The condition that limits CloudWatch to this account's alarms, as the template holds it."""
+    return {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {
+            "aws:SourceArn": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":cloudwatch:",
+                        {"Ref": "AWS::Region"},
+                        ":",
+                        {"Ref": "AWS::AccountId"},
+                        ":alarm:*",
+                    ],
+                ]
+            }
+        },
+    }
+
+
 def test_alarm_topic_is_encrypted_with_a_rotated_key_cloudwatch_may_use(
     stateful_template: Template,
 ) -> None:
@@ -157,17 +181,46 @@ def test_alarm_topic_is_encrypted_with_a_rotated_key_cloudwatch_may_use(
             "KeyPolicy": {
                 "Statement": Match.array_with(
                     [
-                        Match.object_like(
-                            {
-                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
-                                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
-                            }
-                        )
+                        {
+                            "Sid": "AlarmsOfThisAccountEncrypt",
+                            "Effect": "Allow",
+                            "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                            "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                            "Resource": "*",
+                            "Condition": _account_alarms_condition(),
+                        }
                     ]
                 )
             },
         },
     )
+
+
+def test_alarm_topic_policy_lets_this_accounts_alarms_publish(
+    stateful_template: Template, stateful: StatefulStack, logical_id: LogicalId
+) -> None:
+    """`enforce_ssl` replaces SNS's default policy, so without this Allow no alarm ever arrives."""
+    topic = logical_id(stateful, stateful.alarm_topic)
+    policies = stateful_template.find_resources("AWS::SNS::TopicPolicy")
+    statements = [
+        statement
+        for policy in policies.values()
+        if {"Ref": topic} in policy["Properties"]["Topics"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+    allows = [statement for statement in statements if statement["Effect"] == "Allow"]
+    assert allows == [
+        {
+            "Sid": "AlarmsOfThisAccountPublish",
+            "Effect": "Allow",
+            "Principal": {"Service": "cloudwatch.amazonaws.com"},
+            "Action": "sns:Publish",
+            "Resource": {"Ref": topic},
+            "Condition": _account_alarms_condition(),
+        }
+    ]
+    assert any(statement["Effect"] == "Deny" for statement in statements)
 
 
 def test_stateful_stack_is_termination_protected(stateful: StatefulStack) -> None:
