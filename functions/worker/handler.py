@@ -1,4 +1,5 @@
-"""The worker function: consumes the lanes, one execution per message, partial batch failures.
+"""The worker function: consumes the lanes, one execution per message, the batch's messages run
+at once, partial batch failures.
 
 A message whose processing raises (an AWS error, not a target failure) is reported as a batch item
 failure and comes back after its visibility timeout; target failures are outcomes, recorded on
@@ -14,17 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
+from aws_lambda_powertools.utilities.batch import EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from takt.dispatch.lanes import LaneMessage
 from takt.observability import MetricUnit, add_metric, log_keys, logger, metrics, tracer
 from takt.wiring import services
+from takt.worker.batch import ConcurrentBatchProcessor
 from takt.worker.deadline import HostDeadline
 
 
@@ -66,8 +64,11 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = Non
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> Any:
     # A processor per invocation: it keeps the batch's successes and failures on itself, and the
-    # local runtime calls this handler from several lane pollers at once.
-    processor = BatchProcessor(event_type=EventType.SQS)
+    # local runtime calls this handler from several lane pollers at once. The batch's messages
+    # run side by side, so none waits for another's call (takt.worker.batch).
+    processor = ConcurrentBatchProcessor(
+        event_type=EventType.SQS, concurrency=services().settings.worker_batch_concurrency
+    )
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

@@ -100,3 +100,21 @@ def wait_then_fail(args: Keyed, ctx: Context) -> None:
     gate(args.key).wait(30)
     _record(args.key, ctx, ctx.stop_reason)
     raise RuntimeError("failed after the cancel")
+
+
+_barriers: dict[str, threading.Barrier] = {}
+
+
+class Meeting(BaseModel):
+    key: str
+    parties: int
+
+
+@handler("it.rendezvous")
+def rendezvous(args: Meeting, ctx: Context) -> None:
+    """Returns only once `parties` calls with the same key are running at the same time: calls
+    run one after another break the barrier after its timeout and fail."""
+    with _lock:
+        barrier = _barriers.setdefault(args.key, threading.Barrier(args.parties, timeout=10))
+    barrier.wait()
+    _record(args.key, ctx)

@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     handler_modules: str = ""
     # A worker Lambda gives back an unfinished execution this long before its own timeout.
     give_back_margin_sec: float = Field(default=3.0, ge=0.0)
+    # How many of a batch's messages the worker Lambda runs at once (takt.worker.batch): a run
+    # mostly waits on its target, so a batch runs side by side rather than one after another.
+    worker_batch_concurrency: int = Field(default=10, ge=1, le=100)
 
     # The master secret each tenant's Standard Webhooks signing key is derived from
     # (takt.tenants.webhook_keys); unset sends no signature. Deployed stacks name it

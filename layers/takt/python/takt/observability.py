@@ -34,11 +34,15 @@ MetricListener = Callable[[str, MetricUnit, float], None]
 
 _listeners: list[MetricListener] = []
 _listeners_lock = threading.Lock()
+# The worker runs a batch's records in threads of its own (takt.worker.batch); Powertools' metric
+# set is a plain dict that flushes itself at 100 metrics, so adds are made one at a time.
+_metrics_lock = threading.Lock()
 
 
 def add_metric(name: str, unit: MetricUnit, value: float) -> None:
     """Record one value of a metric: as EMF through Powertools, and to every listener."""
-    metrics.add_metric(name=name, unit=unit, value=value)
+    with _metrics_lock:
+        metrics.add_metric(name=name, unit=unit, value=value)
     with _listeners_lock:
         listeners = tuple(_listeners)
     for listener in listeners:

@@ -56,6 +56,12 @@ def bench() -> None:
 @click.option("--pollers", default=4, show_default=True, help="Pollers per lane.")
 @click.option("--shards", default=4, show_default=True, help="Due index shards (N).")
 @click.option("--timeout", default=600.0, show_default=True, help="Give up after (s).")
+@click.option(
+    "--job-seconds",
+    default=0.0,
+    show_default=True,
+    help="How long the target takes to answer each call (s).",
+)
 @MOTO_OPTION
 @OUT_OPTION
 def local(
@@ -68,6 +74,7 @@ def local(
     pollers: int,
     shards: int,
     timeout: float,
+    job_seconds: float,
     moto: str,
     out: Path | None,
 ) -> None:
@@ -89,6 +96,7 @@ def local(
         pollers=pollers,
         due_shards=shards,
         timeout_sec=timeout,
+        job_seconds=job_seconds,
         moto_process=moto == "process",
     )
     report = Bench(workload, progress=lambda line: click.echo(line, err=True)).run()
@@ -96,7 +104,9 @@ def local(
     history = report["history"]
     click.echo(
         f"{report['executions']} executions, {report['executions_per_sec']}/s, start lag p99 "
-        f"{report['start_lag_ms']['p99']} ms, "
+        f"{report['start_lag_ms']['p99']} ms (at the target: p50 "
+        f"{report['target_start_lag_ms']['p50']} ms, max {report['target_start_lag_ms']['max']} "
+        "ms), "
         f"${report['cost_per_million_recurring']['usd_per_million_executions']}/M; history: "
         + ("ok" if history["ok"] else f"WRONG {history}"),
         err=True,

@@ -60,6 +60,9 @@ class Workload:
     due_shards: int = 4
     create_threads: int = 8
     timeout_sec: float = 600.0
+    # How long the receiver takes to answer each call: the seed's jobs take 10 s on average, and
+    # a run mostly waits on its target.
+    job_seconds: float = 0.0
     # moto's server in a child process; writes are then sized from the requests alone.
     moto_process: bool = False
 
@@ -97,11 +100,12 @@ class HistoryCheck:
 
 
 class Receiver:
-    """A loopback HTTP target that answers 200 at once and records, per execution id, how many
-    times it was called and when first (wall clock), with the path it was called on (so one
-    receiver can tell several workloads apart: `url_for("/a")`, `url_for("/b")`)."""
+    """A loopback HTTP target that answers 200 after `delay_sec` and records, per execution id,
+    how many times it was called and when first (wall clock, on arrival), with the path it was
+    called on (so one receiver can tell several workloads apart: `url_for("/a")`,
+    `url_for("/b")`). Each call is answered in a thread of its own, so slow answers overlap."""
 
-    def __init__(self) -> None:
+    def __init__(self, delay_sec: float = 0.0) -> None:
         self.calls: Counter[str] = Counter()
         self.first: dict[str, tuple[str, float]] = {}
         self._lock = threading.Lock()
@@ -116,6 +120,8 @@ class Receiver:
                 with receiver._lock:
                     receiver.calls[execution_id] += 1
                     receiver.first.setdefault(execution_id, (self.path, time.time()))
+                if delay_sec:
+                    time.sleep(delay_sec)
                 self.send_response(200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -142,6 +148,11 @@ class Receiver:
         """Executions of `path` first called in [begin, end) (epoch seconds)."""
         with self._lock:
             return sum(1 for p, at in self.first.values() if p == path and begin <= at < end)
+
+    def first_calls(self) -> dict[str, float]:
+        """When each execution id first reached the receiver (epoch seconds)."""
+        with self._lock:
+            return {execution_id: at for execution_id, (_, at) in self.first.items()}
 
     def called_twice(self) -> int:
         with self._lock:
@@ -224,7 +235,7 @@ class Bench:
         assert runtime.services is not None
         if not w.moto_process:
             self.meter.use_images(MotoImages(runtime.services.settings.region))
-        receiver = Receiver()
+        receiver = Receiver(delay_sec=w.job_seconds)
         try:
             with self._counting_logs():
                 return self._run(runtime, receiver)
@@ -310,6 +321,7 @@ class Bench:
         return self._report(
             planned,
             records,
+            receiver,
             check,
             run_usage,
             created_usage,
@@ -354,6 +366,7 @@ class Bench:
         self,
         planned: list[_Planned],
         records: dict[str, list[ExecutionRecord]],
+        receiver: Receiver,
         check: HistoryCheck,
         run_usage: Usage,
         created_usage: Usage,
@@ -369,6 +382,15 @@ class Bench:
         last = max((r.finished_at for r in finished if r.finished_at), default=None)
         span = (last - first_due).total_seconds() if first_due and last else 0.0
         lags = [float(r.lag_ms) for r in finished if r.lag_ms is not None]
+        arrivals = receiver.first_calls()
+        # The receiver's own clock against the occurrence's time: the start lag as the target
+        # saw it, measured outside the code under test.
+        target_lags = [
+            (arrivals[r.execution_id] - r.scheduled_time.timestamp()) * 1000
+            for rs in records.values()
+            for r in rs
+            if r.execution_id in arrivals
+        ]
         executions = len(finished)
         profile = profile_from_usage(
             run_usage,
@@ -395,6 +417,7 @@ class Bench:
                 "recurring_rate_per_sec": w.recurring_rate,
                 "recurring_duration_sec": w.duration_sec,
                 "pollers_per_lane": w.pollers,
+                "job_seconds": w.job_seconds,
                 "due_shards": runtime.services.settings.due_shards,
                 "dispatch_ahead_sec": runtime.services.settings.dispatch_ahead_sec,
                 "cpus": os.cpu_count(),
@@ -410,6 +433,7 @@ class Bench:
             "first_due_to_last_finish_sec": round(span, 2),
             "executions_per_sec": round(executions / span, 1) if span > 0 else None,
             "start_lag_ms": percentiles(lags),
+            "target_start_lag_ms": percentiles(target_lags, digits=1),
             "history": {
                 "expected": check.expected,
                 "executions": check.executions,

@@ -3,8 +3,10 @@ spec, and the real handlers driven as AWS drives them:
 
 - an HTTP server whose requests become API Gateway HTTP API events for the api handler;
 - a 1-second ticker that invokes the scheduler handler, aligned to whole seconds;
-- SQS pollers that hand batches of lane messages to the worker handler and delete what it
-  did not report as failed (the event source mapping's contract);
+- SQS pollers that hand batches of lane messages to worker invocations and delete what each
+  did not report as failed (the event source mapping's contract); a lane runs up to
+  `invocations` batches at once, and its pollers go on receiving while they run, as an event
+  source mapping scales its function up rather than waiting for one batch to finish;
 - a timer that invokes the watchdog handler every `watchdog_interval_sec`;
 - a reader of the jobs table's stream that hands its records to the indexer handler, which
   puts the due items of the jobs the API wrote (polled every `INDEX_POLL_SEC`, so a job due a
@@ -29,6 +31,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -85,6 +88,10 @@ class RuntimeOptions:
     tenant: str = "local"
     role: str = "admin"
     pollers: int = 4
+    # Worker invocations a lane may run at once (its event source mapping's maximum concurrency);
+    # each runs its batch's messages side by side (takt.worker.batch), so a lane runs up to ten
+    # times this many executions at once.
+    invocations: int = 16
     log_level: str = "WARNING"
     console_dir: Path | None = field(default_factory=default_console_dir)
     # Run moto's server in a child process (still `ThreadedMotoServer`) rather than in this one:
@@ -142,6 +149,7 @@ class LocalRuntime:
         self.meter = meter
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._invokers: list[ThreadPoolExecutor] = []
         self._moto: Any = None
         self._http: ThreadingHTTPServer | None = None
         self.services: Services | None = None
@@ -223,10 +231,20 @@ class LocalRuntime:
             # Fewer pollers on the low lane: it gets a smaller share of the worker capacity.
             # None at all with `pollers=0`: `takt worker` processes consume the lanes instead.
             count = self.options.pollers
+            invocations = self.options.invocations
             if lane == "low":
                 count = min(count, max(1, count // 2))
+                invocations = max(1, invocations // 2)
+            if count == 0:
+                continue
+            invoker = ThreadPoolExecutor(invocations, thread_name_prefix=f"worker-{lane}")
+            self._invokers.append(invoker)
+            slots = threading.BoundedSemaphore(invocations)
             for i in range(count):
-                self._spawn(f"poller-{lane}-{i}", functools.partial(self._poller_loop, lane))
+                self._spawn(
+                    f"poller-{lane}-{i}",
+                    functools.partial(self._poller_loop, lane, invoker, slots),
+                )
 
     def stop(self) -> None:
         self._stop.set()
@@ -235,6 +253,8 @@ class LocalRuntime:
             self._http.server_close()
         for thread in self._threads:
             thread.join(timeout=10)
+        for invoker in self._invokers:
+            invoker.shutdown(wait=False, cancel_futures=True)
         if self.data is not None:
             # A clean stop leaves one snapshot and an empty journal: the next start is quick.
             self.data.compact()
@@ -338,15 +358,24 @@ class LocalRuntime:
             except Exception:
                 log.exception("watchdog sweep failed")
 
-    def _poller_loop(self, lane: str) -> None:
-        """Long-poll one lane and hand each batch to the worker handler, as an event source
-        mapping does; every lane has its own pollers, so a busy low lane never delays high."""
+    def _poller_loop(
+        self, lane: str, invoker: ThreadPoolExecutor, slots: threading.BoundedSemaphore
+    ) -> None:
+        """Long-poll one lane and hand each batch to a worker invocation of its own, as an
+        event source mapping does; every lane has its own pollers, so a busy low lane never
+        delays high.
+
+        A poller receives only when its lane has a free invocation slot: a message received
+        with nowhere to run would sit invisible while it could wait visible in the lane.
+        """
         settings = self._settings()
         assert self.services is not None
         sqs = self.services.clients.sqs
         url = settings.lane_url(lane)
         arn = _queue_arn(url)
         while not self._stop.is_set():
+            if not slots.acquire(timeout=0.5):
+                continue
             try:
                 resp = sqs.receive_message(
                     QueueUrl=url,
@@ -355,11 +384,35 @@ class LocalRuntime:
                     MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
                 )
                 messages: list[Any] = list(resp.get("Messages", []))
-                if messages:
-                    self._deliver(url, arn, messages)
             except Exception:
+                slots.release()
                 log.exception("poller failed on lane %s", lane)
                 self._stop.wait(1)
+                continue
+            if not messages:
+                slots.release()
+                continue
+            try:
+                invoker.submit(self._run_batch, slots, url, arn, messages)
+            except RuntimeError:
+                # Stopping: the invoker takes no more work, and the messages come back to the
+                # lane after their visibility timeout.
+                slots.release()
+                return
+
+    def _run_batch(
+        self,
+        slots: threading.BoundedSemaphore,
+        url: str,
+        arn: str,
+        messages: list[dict[str, Any]],
+    ) -> None:
+        try:
+            self._deliver(url, arn, messages)
+        except Exception:
+            log.exception("worker invocation failed")
+        finally:
+            slots.release()
 
     def _deliver(self, url: str, arn: str, messages: list[dict[str, Any]]) -> None:
         assert self.services is not None
