@@ -228,23 +228,27 @@ class LocalRuntime:
         if self.data is not None:
             self._spawn("compactor", self._compactor_loop)
         for lane in LANES:
-            # Fewer pollers on the low lane: it gets a smaller share of the worker capacity.
-            # None at all with `pollers=0`: `takt worker` processes consume the lanes instead.
-            count = self.options.pollers
-            invocations = self.options.invocations
-            if lane == "low":
-                count = min(count, max(1, count // 2))
-                invocations = max(1, invocations // 2)
-            if count == 0:
-                continue
-            invoker = ThreadPoolExecutor(invocations, thread_name_prefix=f"worker-{lane}")
-            self._invokers.append(invoker)
-            slots = threading.BoundedSemaphore(invocations)
-            for i in range(count):
-                self._spawn(
-                    f"poller-{lane}-{i}",
-                    functools.partial(self._poller_loop, lane, invoker, slots),
-                )
+            self._start_lane(lane)
+
+    def _start_lane(self, lane: str) -> None:
+        """The lane's pollers and the invocations they hand batches to. Fewer of both on the
+        low lane: it gets a smaller share of the worker capacity. None at all with `pollers=0`:
+        `takt worker` processes consume the lanes instead."""
+        count = self.options.pollers
+        invocations = self.options.invocations
+        if lane == "low":
+            count = min(count, max(1, count // 2))
+            invocations = max(1, invocations // 2)
+        if count == 0:
+            return
+        invoker = ThreadPoolExecutor(invocations, thread_name_prefix=f"worker-{lane}")
+        self._invokers.append(invoker)
+        slots = threading.BoundedSemaphore(invocations)
+        for i in range(count):
+            self._spawn(
+                f"poller-{lane}-{i}",
+                functools.partial(self._poller_loop, lane, invoker, slots),
+            )
 
     def stop(self) -> None:
         self._stop.set()
