@@ -101,18 +101,31 @@ export function scheduleText(job) {
   return `once at ${job.run_at}`;
 }
 
-// Ask before acting; resolves true only when the user confirms.
-export function confirmAction({ title, message, action, danger = false }) {
+// What re-running an execution means (the API's default), and its variant, worded once for every
+// page that re-runs.
+export const RERUN = {
+  now: "It runs again with its job as it is now (target, payload, timeout, retry policy, priority), so a fix to the job applies, with a fresh budget of attempts.",
+  asWas: "As it ran: re-send its own snapshot (the target and payload it was made with)",
+};
+
+// Ask before acting; resolves false unless the user confirms, then {chosen}: whether the box
+// `choice` labels (a variant of the action, shown when given) was ticked.
+export function confirmAction({ title, message, action, danger = false, choice = null }) {
   const dialog = document.getElementById("confirm");
   document.getElementById("confirm-title").textContent = title;
   document.getElementById("confirm-message").textContent = message;
+  const option = document.getElementById("confirm-choice");
+  const box = option.querySelector("input");
+  option.hidden = !choice;
+  option.querySelector("span").textContent = choice || "";
+  box.checked = false;
   const ok = document.getElementById("confirm-ok");
   ok.textContent = action;
   ok.className = danger ? "danger" : "primary";
   dialog.returnValue = "";
   dialog.showModal();
   return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok"), { once: true });
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok" && { chosen: box.checked }), { once: true });
   });
 }
 

@@ -15,7 +15,7 @@ const DEFAULTS = {
   dst: { gap: "run", overlap: "once" }, start_at: null, end_at: null, target: null, tasks: null,
   payload: null, priority: "default", timeout_sec: 300,
   retry: { max_attempts: 5, backoff: "exponential", initial_interval: "5s", max_interval: "1h", jitter: "full" },
-  catchup: "once", catchup_window: "1h", overlap: "allow",
+  catchup: "once", catchup_window: "1h", overlap: "allow", jitter: null, pause_until: null, calendars: null,
 };
 
 const json = (value) => (value === null || value === undefined ? "" : JSON.stringify(value, null, 2));
@@ -50,8 +50,8 @@ function build(job, title, submit) {
   const kindSelect = h("select", { name: "kind" },
     options(Object.entries(KINDS).map(([k, [label]]) => [k, label]), kind));
   kindSelect.addEventListener("change", () => { when.placeholder = KINDS[kindSelect.value][1]; });
-  const target = field("Target", h("input", { name: "target", value: job.target || "", placeholder: "https://svc.example/hook" }),
-    "an http(s) URL, or handler:NAME, sqs:…, sns:…, events:…");
+  const target = field("Target", h("textarea", { name: "target", rows: 2, placeholder: "https://svc.example/hook" }, job.target || ""),
+    'an http(s) URL (POSTed to), handler:NAME, sqs:…, sns:…, events:…, or a JSON object such as {"type": "http", "url": …, "method": "PUT", "headers": {…}}');
   const tasks = field("Tasks (JSON)", h("textarea", { name: "tasks", rows: 6, placeholder: '[{"id": "extract", "target": "https://…"}]' }, json(job.tasks)),
     "a workflow: tasks with depends_on (docs/WORKFLOWS.md)");
   const runsSelect = h("select", { name: "runs" }, options([["target", "one target"], ["tasks", "a workflow"]], runs));
@@ -74,7 +74,12 @@ function build(job, title, submit) {
         field("Skipped hour (DST)", h("select", { name: "dst_gap" }, choose(["run", "skip"], job.dst.gap))),
         field("Repeated hour (DST)", h("select", { name: "dst_overlap" }, choose(["once", "twice"], job.dst.overlap))),
         field("Catch-up", h("select", { name: "catchup" }, choose(["skip", "once", "all"], job.catchup))),
-        field("Catch-up window", h("input", { name: "catchup_window", value: job.catchup_window })))),
+        field("Catch-up window", h("input", { name: "catchup_window", value: job.catchup_window }))),
+      h("div", { class: "row" },
+        field("Spread starts (jitter)", h("input", { name: "jitter", value: job.jitter || "", placeholder: "none, e.g. 15m" })),
+        field("Paused until", h("input", { name: "pause_until", value: job.pause_until || "", placeholder: "none" })),
+        field("Calendars", h("input", { name: "calendars", value: (job.calendars || []).join(", "), placeholder: "none" }),
+          "blackout calendars, comma-separated"))),
     h("fieldset", {}, h("legend", {}, "Work"),
       field("Runs", runsSelect), target, tasks,
       field("Payload (JSON)", h("textarea", { name: "payload", rows: 3, placeholder: '{"report": "daily"}' }, json(job.payload)))),
@@ -82,11 +87,11 @@ function build(job, title, submit) {
       h("div", { class: "row" },
         field("Priority", h("select", { name: "priority" }, choose(["high", "default", "low"], job.priority))),
         field("Timeout (s)", h("input", { name: "timeout_sec", type: "number", value: job.timeout_sec })),
-        field("Overlap", h("select", { name: "overlap" }, choose(["allow", "skip", "queue"], job.overlap)))),
+        field("Overlap", h("select", { name: "overlap" }, choose(["allow", "skip", "queue", "replace"], job.overlap)))),
       h("div", { class: "row" },
         field("Attempts", h("input", { name: "retry_max_attempts", type: "number", value: retry.max_attempts })),
         field("Backoff", h("select", { name: "retry_backoff" }, choose(["exponential", "fixed"], retry.backoff))),
-        field("Jitter", h("select", { name: "retry_jitter" }, choose(["full", "none"], retry.jitter)))),
+        field("Retry jitter", h("select", { name: "retry_jitter" }, choose(["full", "none"], retry.jitter)))),
       h("div", { class: "row" },
         field("First retry after", h("input", { name: "retry_initial_interval", value: retry.initial_interval })),
         field("Longest wait", h("input", { name: "retry_max_interval", value: retry.max_interval })))),
@@ -132,6 +137,9 @@ function read(form) {
     catchup: f.catchup.value,
     catchup_window: text("catchup_window"),
     overlap: f.overlap.value,
+    jitter: text("jitter") || null,
+    pause_until: text("pause_until") || null,
+    calendars: text("calendars") ? text("calendars").split(",").map((c) => c.trim()).filter(Boolean) : null,
   };
 }
 
@@ -144,12 +152,13 @@ function createBody(values) {
 
 // A PATCH body: only the fields the user changed; a cleared optional field is sent as null. A
 // schedule is sent whole (its kind and value together), as the API replaces it whole.
-function patchBody(values, job) {
+function patchBody(values, stored) {
+  const job = { ...stored, calendars: stored.calendars?.length ? stored.calendars : null };
   const body = {};
   const kind = ["schedule", "interval", "run_at"].find((k) => values[k] !== null);
   if (!same(values[kind], job[kind])) body[kind] = values[kind];
   for (const key of ["name", "time_zone", "dst", "start_at", "end_at", "payload", "priority",
-    "timeout_sec", "retry", "catchup", "catchup_window", "overlap"]) {
+    "timeout_sec", "retry", "catchup", "catchup_window", "overlap", "jitter", "pause_until", "calendars"]) {
     if (!same(values[key], job[key])) body[key] = values[key];
   }
   if (values.tasks !== null ? !same(values.tasks, job.tasks) : !same(values.target, job.target)) {

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -138,6 +139,7 @@ def test_retry_a_dead_execution_from_the_dead_letter_view(
 
     select.check()
     page.get_by_role("button", name="Re-run 1 selected").click()
+    expect(page.locator("#confirm")).to_contain_text("with the job as it is now")
     confirm(page, "Re-run")
 
     expect(page.get_by_role("status")).to_contain_text("Re-ran 1 of 1")
@@ -193,14 +195,17 @@ def test_edit_a_job_with_the_apis_errors_beside_each_field(
         form.get_by_label("Attempts"),
         form.get_by_label("Catch-up window"),
     )
+    calendars = form.get_by_label("Calendars")
     zone.fill("Mars/Olympus")
     attempts.fill("0")
     window.fill("soon")
+    calendars.fill("holidays, not a name!")
     form.get_by_role("button", name="Save changes").click()
     expect(zone).to_have_accessible_description(re.compile("unknown time zone 'Mars/Olympus'"))
     expect(attempts).to_have_accessible_description(re.compile("greater than or equal to 1"))
     expect(window).to_have_accessible_description(re.compile("invalid interval 'soon'"))
-    for control in (zone, attempts, window):
+    expect(calendars).to_have_accessible_description(re.compile("should match pattern"))
+    for control in (zone, attempts, window, calendars):
         expect(control).to_have_attribute("aria-invalid", "true")
     expect(form.get_by_label("Name")).not_to_have_attribute("aria-invalid", "true")
     screenshot(page, "job-edit-errors")
@@ -215,6 +220,8 @@ def test_edit_a_job_with_the_apis_errors_beside_each_field(
     form.get_by_label("Skipped hour (DST)").select_option("skip")
     form.get_by_label("Catch-up", exact=True).select_option("all")
     window.fill("2h")
+    calendars.fill("")
+    form.get_by_label("Spread starts (jitter)").fill("5m")
     form.get_by_label("Payload (JSON)").fill('{"b": [2]}')
     form.get_by_label("Priority").select_option("high")
     form.get_by_label("Timeout (s)").fill("60")
@@ -256,6 +263,7 @@ def test_edit_a_job_with_the_apis_errors_beside_each_field(
         "max_interval": "1h",
         "jitter": "full",
     }
+    assert (stored["jitter"], stored["calendars"]) == ("5m", None)
     assert (stored["target"], stored["version"]) == (job["target"], 2)
     screenshot(page, "job-edited")
 
@@ -332,3 +340,32 @@ def test_times_show_their_zone_and_switch_between_utc_and_local(
         expect(next_run).to_contain_text("2030-01-01 14:30:00 UTC+05:30")
         local = page.get_by_role("button", name="Local")
         expect(local).to_have_attribute("aria-pressed", "true")
+
+
+def test_fix_a_job_then_re_run_its_dead_executions_from_its_page(
+    page: Page, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    broken = receiver.path(then=Reply(500))
+    job = takt_local.create_job(
+        {"name": "fixable", "interval": "1d", "target": broken, "retry": {"max_attempts": 1}}
+    )
+    for _ in range(2):
+        run_id = takt_local.request("POST", f"/v1/jobs/{job['id']}/trigger").body["id"]
+        poll(partial(takt_local.execution, run_id), lambda e: e["state"] == "dead", 20, "dead")
+    fixed = receiver.path()
+    takt_local.request("PATCH", f"/v1/jobs/{job['id']}", {"target": fixed})
+
+    page.goto(f"/#/jobs/{job['id']}")
+    page.get_by_role("group", name="Job actions").get_by_role(
+        "button", name="Re-run dead executions"
+    ).click()
+    dialog = page.locator("#confirm")
+    expect(dialog).to_contain_text("with its job as it is now")
+    expect(dialog.get_by_role("checkbox", name=re.compile("^As it ran"))).not_to_be_checked()
+    confirm(page, "Re-run dead executions")
+
+    expect(page.get_by_role("status")).to_contain_text("Re-ran 2")
+    badges = page.get_by_role("region", name="Executions").locator("tbody .badge")
+    expect(badges.filter(has_text="succeeded")).to_have_count(2, timeout=20_000)
+    assert len(receiver.hits(fixed)) == 2
+    assert len(receiver.hits(broken)) == 2  # one attempt each before the fix, none after

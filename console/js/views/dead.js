@@ -1,7 +1,7 @@
 // Dead letters: the executions that need a person (dead: every attempt failed; failed: the
 // target ruled out a retry), with a bulk re-run.
 import { get, post, query } from "../api.js";
-import { act, confirmAction, h, labelCells, table, toast, when } from "../dom.js";
+import { RERUN, act, confirmAction, h, labelCells, table, toast, when } from "../dom.js";
 import { jobLink, jobNames } from "../names.js";
 
 const COLUMNS = ["", "execution", "job", "finished", "attempts", "last error"];
@@ -53,11 +53,13 @@ export async function deadLetters(main, state = "dead") {
     const ids = selected();
     const ok = await confirmAction({
       title: `Re-run ${ids.length} execution${ids.length > 1 ? "s" : ""}?`,
-      message: "Each goes back to pending with a fresh budget of attempts.",
+      message: RERUN.now.replace("It runs", "Each runs").replace("its job", "the job"),
       action: "Re-run",
+      choice: RERUN.asWas,
     });
     if (!ok) return;
-    const results = await Promise.allSettled(ids.map((id) => post(`/v1/executions/${id}/retry`)));
+    const body = ok.chosen ? { as_was: true } : undefined;
+    const results = await Promise.allSettled(ids.map((id) => post(`/v1/executions/${id}/retry`, body)));
     const failed = results.filter((r) => r.status === "rejected");
     toast(`Re-ran ${ids.length - failed.length} of ${ids.length}` +
       (failed.length ? `: ${failed[0].reason.message}` : ""), failed.length ? "error" : "info");

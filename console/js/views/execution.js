@@ -1,6 +1,6 @@
 // One execution: what happened on each attempt, and retry or cancel where its state allows.
 import { get, post } from "../api.js";
-import { act, badge, confirmAction, fill, h, ms, table, toast, when } from "../dom.js";
+import { RERUN, act, badge, confirmAction, fill, h, ms, table, toast, when } from "../dom.js";
 import { jobLink, jobNames } from "../names.js";
 
 const RETRYABLE = ["dead", "failed", "cancelled"];
@@ -9,7 +9,8 @@ const TERMINAL = ["succeeded", "failed", "dead", "skipped", "cancelled"];
 
 function button(label, confirm, work, danger = false) {
   const el = h("button", { class: danger ? "danger" : "primary", onclick: () => act(el, async () => {
-    if (await confirmAction({ ...confirm, action: label, danger })) await work();
+    const ok = await confirmAction({ ...confirm, action: label, danger });
+    if (ok) await work(ok.chosen);
   }) }, label);
   return el;
 }
@@ -25,8 +26,12 @@ export async function execution(main, id) {
     state = e.state;
     const actions = h("div", { class: "actions", role: "group", "aria-label": "Execution actions" },
       RETRYABLE.includes(e.state) && button("Retry",
-        { title: "Run this execution again?", message: `It goes back to pending with a fresh budget of attempts (it has used ${e.attempt}).` },
-        async () => { await post(`/v1/executions/${id}/retry`); toast("Re-run requested"); await redraw(); }),
+        { title: "Run this execution again?", message: `${RERUN.now} It has used ${e.attempt}.`, choice: RERUN.asWas },
+        async (asWas) => {
+          await post(`/v1/executions/${id}/retry`, asWas ? { as_was: true } : undefined);
+          toast("Re-run requested");
+          await redraw();
+        }),
       CANCELLABLE.includes(e.state) && button("Cancel",
         { title: "Cancel this execution?", message: "It will not start again; a running attempt is asked to stop." },
         async () => { await post(`/v1/executions/${id}/cancel`); toast("Cancel requested"); await redraw(); }, true));

@@ -1,7 +1,7 @@
 // One job: its schedule in words with the next runs, its settings (editable), the actions, a
 // workflow's graph, and its executions, a page at a time (newest first) with a timeline.
 import { del, get, patch, post, query } from "../api.js";
-import { act, badge, confirmAction, fill, formatTime, h, ms, relative, scheduleText, table, toast, when, zoneMode } from "../dom.js";
+import { RERUN, act, badge, confirmAction, fill, formatTime, h, ms, relative, scheduleText, table, toast, when, zoneMode } from "../dom.js";
 import { editJob } from "../jobform.js";
 import { graph } from "./run.js";
 
@@ -11,10 +11,12 @@ function actions(job, redraw) {
   const name = job.name || job.id;
   const button = (label, confirm, work, danger = false) => {
     const el = h("button", { class: danger ? "danger" : "", onclick: () => act(el, async () => {
-      if (await confirmAction({ ...confirm, action: label, danger })) await work();
+      const ok = await confirmAction({ ...confirm, action: label, danger });
+      if (ok) await work(ok.chosen);
     }) }, label);
     return el;
   };
+  const failing = ["dead", "failed"].includes(job.last_outcome);
   const paused = job.status === "paused";
   return h("div", { class: "actions", role: "group", "aria-label": "Job actions" },
     h("button", { class: "primary", onclick: () => editJob(job, redraw) }, "Edit"),
@@ -25,6 +27,15 @@ function actions(job, redraw) {
       async () => {
         await patch(`/v1/jobs/${job.id}`, { status: paused ? "active" : "paused" });
         toast(`${name} ${paused ? "resumed" : "paused"}`);
+        await redraw();
+      }),
+    failing && button(`Re-run ${job.last_outcome} executions`,
+      { title: `Re-run every ${job.last_outcome} execution of ${name}?`, message: RERUN.now.replace("It runs", "Each runs"), choice: RERUN.asWas },
+      async (asWas) => {
+        const answer = await post(`/v1/jobs/${job.id}/executions/retry`, { state: job.last_outcome, as_was: asWas });
+        const refused = answer.refused.length ? `, ${answer.refused.length} refused: ${answer.refused[0].detail}` : "";
+        toast(`Re-ran ${answer.items.length}${refused}${answer.more ? "; more remain, re-run again" : ""}`,
+          answer.refused.length ? "error" : "info");
         await redraw();
       }),
     button("Trigger now", { title: `Run ${name} now?`, message: "One extra execution starts now, outside the schedule." },
