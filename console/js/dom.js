@@ -98,7 +98,13 @@ export function ms(value) {
 export function scheduleText(job) {
   if (job.schedule) return job.schedule;
   if (job.interval) return `every ${job.interval}`;
-  return `once at ${job.run_at}`;
+  return `once at ${formatTime(job.run_at)}`;
+}
+
+// The API's words for a schedule may hold an instant ("every 1 hour from 2026-12-01T14:05:09Z"):
+// written the console's one way, like every other time on the page.
+export function timesIn(text) {
+  return text.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)/g, (iso) => formatTime(iso));
 }
 
 // What re-running an execution means (the API's default), and its variant, worded once for every

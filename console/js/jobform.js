@@ -25,7 +25,7 @@ const choose = (values, chosen) => options(values.map((v) => [v]), chosen);
 
 // The control that shows an error the API reports for `field` ("retry.max_attempts", "interval").
 function controlFor(field) {
-  const [top, sub] = field.split(".");
+  const [top, sub] = field.replace(/\[\d+\]/g, "").split(".");
   if (top in KINDS) return "when";
   if (top === "name") return "job_name";
   if (top === "retry") return `retry_${RETRY.includes(sub) ? sub : "max_attempts"}`;

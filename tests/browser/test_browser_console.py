@@ -239,6 +239,7 @@ def test_edit_a_job_with_the_apis_errors_beside_each_field(
     expect(page.get_by_role("region", name="Settings")).to_contain_text(
         "3 attempts, fixed backoff from 10s to 1h"
     )
+    expect(page.get_by_role("region", name="Settings")).to_contain_text("spread over 5m")
     stored = takt_local.request("GET", f"/v1/jobs/{job['id']}").body
     assert (stored["name"], stored["schedule"], stored["interval"]) == (
         renamed,
@@ -328,6 +329,9 @@ def test_times_show_their_zone_and_switch_between_utc_and_local(
         expect(times.first).to_be_visible()
         for text in times.all_inner_texts():
             assert re.fullmatch(IN_UTC + RELATIVE, text), text
+        schedule = page.get_by_role("region", name="Schedule")
+        expect(schedule).to_contain_text("once at 2030-01-01 09:00:00 UTC")
+        expect(schedule).not_to_contain_text("T09:00")  # no ISO 8601 beside the one format
 
         page.get_by_role("group", name="Show times in").get_by_role("button", name="Local").click()
         expect(next_run).to_contain_text("2030-01-01 14:30:00 UTC+05:30")

@@ -4,6 +4,8 @@ definition before the first run and of its last run after."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import TYPE_CHECKING
 
 import pytest
@@ -90,3 +92,32 @@ def test_a_workflow_jobs_page_draws_its_graph_then_its_last_run(
         "href", f"#/runs/{run_id}"
     )
     screenshot(page, "job-workflow-graph")
+
+
+def test_create_a_workflow_from_the_new_job_dialog(page: Page, receiver: Receiver) -> None:
+    page.goto("/#/jobs")
+    page.get_by_role("button", name="New job").click()
+    form = page.get_by_role("dialog", name="New job")
+    form.get_by_label("Name").fill("two-step")
+    form.get_by_label("Schedule").select_option("interval")
+    form.get_by_label("When").fill("1d")
+    form.get_by_label("Runs").select_option("tasks")
+    expect(form.get_by_label("Target", exact=True)).to_be_hidden()
+    tasks = form.get_by_label("Tasks (JSON)")
+    create = form.get_by_role("button", name="Create job")
+    target = receiver.path()
+
+    tasks.fill("[{")
+    create.click()
+    expect(tasks).to_have_accessible_description(re.compile("not valid JSON"))
+    fetch = {"id": "fetch", "target": target}
+    tasks.fill(json.dumps([fetch, {"id": "load", "target": target, "depends_on": ["missing"]}]))
+    create.click()
+    expect(tasks).to_have_accessible_description(re.compile("missing"))
+    expect(tasks).to_have_attribute("aria-invalid", "true")
+
+    tasks.fill(json.dumps([fetch, {"id": "load", "target": target, "depends_on": ["fetch"]}]))
+    create.click()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("two-step")
+    graph = page.get_by_role("img", name="Workflow graph: 2 tasks")
+    expect(graph.locator("g.node")).to_have_count(2)

@@ -1,7 +1,7 @@
 // One job: its schedule in words with the next runs, its settings (editable), the actions, a
 // workflow's graph, and its executions, a page at a time (newest first) with a timeline.
 import { del, get, patch, post, query } from "../api.js";
-import { RERUN, act, badge, confirmAction, fill, formatTime, h, ms, relative, scheduleText, table, toast, when, zoneMode } from "../dom.js";
+import { RERUN, act, badge, confirmAction, fill, formatTime, h, ms, relative, scheduleText, table, timesIn, toast, when, zoneMode } from "../dom.js";
 import { editJob } from "../jobform.js";
 import { graph } from "./run.js";
 
@@ -55,7 +55,7 @@ function actions(job, redraw) {
 function schedule(job, preview) {
   return h("section", { class: "panel", "aria-label": "Schedule" },
     h("h2", {}, "Schedule"),
-    h("p", { class: "words" }, preview.description),
+    h("p", { class: "words" }, timesIn(preview.description)),
     h("p", {}, h("code", {}, scheduleText(job)), " · time zone ", h("strong", {}, job.time_zone)),
     h("h3", {}, job.status === "paused" ? "Next runs if resumed now" : "Next runs"),
     preview.next_runs.length
@@ -85,6 +85,9 @@ function settings(job) {
     ["daylight saving", `skipped hour: ${job.dst.gap}, repeated hour: ${job.dst.overlap}`],
     ["runs from", job.start_at ? when(job.start_at) : null],
     ["runs until", job.end_at ? when(job.end_at) : null],
+    ["jitter", job.jitter ? `each start spread over ${job.jitter}` : null],
+    ["paused until", job.pause_until ? when(job.pause_until) : null],
+    ["calendars", job.calendars?.length ? job.calendars.join(", ") : null],
     ["payload", h("code", {}, JSON.stringify(job.payload))],
     ["created", when(job.created_at)],
     ["changed", job.updated_at !== job.created_at ? when(job.updated_at) : null],
