@@ -10,6 +10,7 @@ from typing import Any, cast
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api.handler import handler
+from takt.api.ratelimit import REQUEST_BUCKET
 from takt.local.events import LocalContext, LocalIdentity, http_api_event
 from takt.resources import TABLES
 from takt.wiring import Services
@@ -80,7 +81,8 @@ class Api:
 
 
 def store_snapshot(svc: Services) -> dict[str, Any]:
-    """Every item of the tables and the message count of every lane (tests may scan)."""
+    """Every item of the tables but the request-rate buckets, and the message count of every
+    lane (tests may scan)."""
     db = svc.clients.dynamodb
     snapshot: dict[str, Any] = {}
     settings = svc.settings
@@ -90,7 +92,12 @@ def store_snapshot(svc: Services) -> dict[str, Any]:
         while True:
             page = db.scan(**kwargs)
             # default=repr: a workflow job's tasks are a binary attribute (bytes).
-            items.extend(json.dumps(i, sort_keys=True, default=repr) for i in page.get("Items", []))
+            items.extend(
+                json.dumps(i, sort_keys=True, default=repr)
+                for i in page.get("Items", [])
+                # Every request takes a token, refused or not: the rate's bookkeeping, not data.
+                if i.get("counter") != {"S": REQUEST_BUCKET}
+            )
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from takt.api.errors import TooManyRequestsError
 from takt.api.models import JobCreate
 from takt.api.service import JobService
 from takt.clock import ManualClock
@@ -187,9 +188,19 @@ def test_a_try_whose_twin_took_the_last_slot_after_its_lookup_gets_the_twins_job
 
 def test_racing_creates_never_both_take_the_last_slot(limited: Limited) -> None:
     api = limited(max_jobs=1)
+    # Racing as API instances do, each its own process: one resolver serves one request at a
+    # time (a Lambda instance, takt local's API lock), so the race is the service's.
+    service = JobService(api.svc)
+
+    def create(i: int) -> int:
+        try:
+            service.create(TENANT, JobCreate.model_validate(job(f"j{i}")), None)
+        except TooManyRequestsError:
+            return 429
+        return 201
 
     with ThreadPoolExecutor(4) as pool:
-        statuses = sorted(pool.map(lambda i: api.create(job(f"j{i}")).status, range(4)))
+        statuses = sorted(pool.map(create, range(4)))
 
     assert statuses == [201, 429, 429, 429]
     assert api.svc.limiter.job_count(TENANT) == 1

@@ -10,6 +10,7 @@ from aws_cdk.assertions import Template
 
 from infra.api import JobApi
 from infra.context import DeployConfig
+from takt.config import TenantLimits
 
 ISSUER = "https://issuer.example/"
 
@@ -40,3 +41,15 @@ def test_jwt_context_puts_a_jwt_authorizer_on_every_route(
     }
     assert len(routes) == 2
     assert all(route["Properties"]["AuthorizationType"] == "JWT" for route in routes)
+
+
+def test_the_stage_throttle_holds_ten_tenants_at_their_request_rate(
+    cdk_json_context: dict[str, Any],
+) -> None:
+    """The stage's throttle is one budget for every tenant; each tenant's own rate (checked in
+    the function, takt.api.ratelimit) must leave most of it to the others."""
+    tenant = TenantLimits()
+    assert tenant.api_per_sec is not None
+
+    assert cdk_json_context["apiRateLimit"] >= 10 * tenant.api_per_sec
+    assert cdk_json_context["apiBurstLimit"] >= 10 * tenant.api_burst

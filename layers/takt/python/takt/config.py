@@ -30,6 +30,10 @@ class TenantLimits(BaseModel):
     # Job creations per second (token bucket, `create_burst` deep); more answer 429.
     create_per_sec: float | None = Field(default=50.0, gt=0)
     create_burst: int = Field(default=100, ge=1)
+    # API requests per second on every route (token bucket, `api_burst` deep), shared by every
+    # API function instance; more answer 429 with Retry-After (takt.api.ratelimit).
+    api_per_sec: float | None = Field(default=50.0, gt=0)
+    api_burst: int = Field(default=100, ge=1)
     # Size of a job's payload (JSON); larger answers 413.
     max_payload_bytes: int = Field(default=256 * 1024, ge=1)
     # Executions running (leased) at once; more wait, pending, until a slot frees.

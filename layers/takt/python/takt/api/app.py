@@ -45,6 +45,7 @@ from takt.api.models import (
     RerunRefused,
     StatsOut,
 )
+from takt.api.ratelimit import take_request_token
 from takt.api.service import JobService
 from takt.api.stats import StatsService
 from takt.observability import logger
@@ -66,7 +67,8 @@ _PROBLEMS: dict[int, str] = {
     413: "Payload or request body too large",
     415: "The body is not application/json",
     422: "Idempotency key reused with a different body",
-    429: "A limit of the tenant is reached (jobs stored, creation rate); see Retry-After",
+    429: "A limit of the tenant is reached (request rate, jobs stored, creation rate); see "
+    "Retry-After",
 }
 
 
@@ -75,7 +77,8 @@ def _responses(success: dict[int, str], *problems: int) -> dict[int, Any]:
     problem+json errors. Every route lists its success codes: once `responses` is given,
     Powertools documents no success answer by itself."""
     documented: dict[int, Any] = {code: {"description": text} for code, text in success.items()}
-    for code in (400, 401, 403, *problems):
+    # Every route: the access check, then the tenant's request rate (429), come first.
+    for code in (400, 401, 403, 429, *problems):
         documented[code] = {
             "description": _PROBLEMS[code],
             "content": {PROBLEM_JSON: {"model": Problem}},
@@ -99,6 +102,7 @@ def _check_access(resolver: APIGatewayHttpResolver) -> None:
         identity, resolver.current_event.http_method, resolver.current_event.headers or {}
     )
     resolver.context["caller"] = caller
+    take_request_token(services().for_tenant(caller.identity.tenant), caller)
 
 
 def _access(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
@@ -429,7 +433,7 @@ def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response[An
         _check_access(app)
         _require_json()
     except ApiError as refused:
-        return problem(refused.status, refused.title, refused.detail, refused.errors)
+        return _problem_of(refused)
     return problem(415, UnsupportedMediaTypeError.title, "send the body as application/json")
 
 
