@@ -353,11 +353,21 @@ def test_fix_a_job_then_re_run_its_dead_executions_from_its_page(
     job = takt_local.create_job(
         {"name": "fixable", "interval": "1d", "target": broken, "retry": {"max_attempts": 1}}
     )
-    for _ in range(2):
-        run_id = takt_local.request("POST", f"/v1/jobs/{job['id']}/trigger").body["id"]
-        poll(partial(takt_local.execution, run_id), lambda e: e["state"] == "dead", 20, "dead")
+    runs = [takt_local.request("POST", f"/v1/jobs/{job['id']}/trigger").body for _ in range(2)]
+    for run in runs:
+        poll(partial(takt_local.execution, run["id"]), lambda e: e["state"] == "dead", 20, "dead")
     fixed = receiver.path()
     takt_local.request("PATCH", f"/v1/jobs/{job['id']}", {"target": fixed})
+
+    # "As it ran" re-sends the snapshot: the old, broken target again.
+    page.goto(f"/#/executions/{runs[0]['id']}")
+    page.get_by_role("group", name="Execution actions").get_by_role("button", name="Retry").click()
+    page.locator("#confirm").get_by_role("checkbox", name=re.compile("^As it ran")).check()
+    confirm(page, "Retry")
+    expect(page.get_by_role("region", name="Attempts").locator("tbody tr")).to_have_count(
+        2, timeout=20_000
+    )
+    assert len(receiver.hits(broken)) == 3
 
     page.goto(f"/#/jobs/{job['id']}")
     page.get_by_role("group", name="Job actions").get_by_role(
@@ -372,4 +382,4 @@ def test_fix_a_job_then_re_run_its_dead_executions_from_its_page(
     badges = page.get_by_role("region", name="Executions").locator("tbody .badge")
     expect(badges.filter(has_text="succeeded")).to_have_count(2, timeout=20_000)
     assert len(receiver.hits(fixed)) == 2
-    assert len(receiver.hits(broken)) == 2  # one attempt each before the fix, none after
+    assert len(receiver.hits(broken)) == 3  # none since the default re-run

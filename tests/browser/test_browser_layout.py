@@ -89,7 +89,12 @@ def test_every_page_fits_a_phone(
                 f"/#/executions/{run['id']}",
                 page.get_by_role("region", name="Attempts").locator("tbody tr"),
             ),
-            ("/", page.get_by_role("img", name="Runs per minute")),
+            (
+                "/",
+                page.locator("section", has_text="Failing jobs").get_by_role(
+                    "link", name="always-failing"
+                ),
+            ),
         ]:
             page.goto(path)
             expect(ready.first).to_be_visible()
