@@ -35,7 +35,7 @@ def served(api: Api) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(data)
 
-        do_GET = do_POST = do_PATCH = do_DELETE = _answer  # noqa: N815
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer  # noqa: N815
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: the tests read the CLI's output."""

@@ -1,17 +1,20 @@
-"""Jitter, pause-until and overlap=replace through the API service, the indexer and the claimer,
-across DST changes; croniter (in UTC, where the zone's rule is plain) gives the nominal instants.
-"""
+"""Jitter, pause-until, calendars and overlap=replace through the API service, the indexer and
+the claimer, across DST changes; croniter (in UTC, where the zone's rule is plain) gives the
+nominal instants."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from itertools import islice
 from zoneinfo import ZoneInfo
 
+import pytest
 from croniter import croniter
 
+from takt.api.errors import InvalidRequestError
 from takt.api.models import JobCreate, JobPatch
 from takt.api.service import JobService
+from takt.calendars import CalendarBody, DailyWindow
 from takt.clock import ManualClock
 from takt.models.ids import execution_id
 from takt.models.records import ExecState, JobRecord
@@ -162,3 +165,35 @@ def test_overlap_replace_cancels_a_waiting_run_and_stops_a_running_one(
     third_id = execution_id(job.job_id, first + timedelta(minutes=2))
     assert svc.executions.get(TENANT, third_id).state == ExecState.PENDING
     assert svc.jobs.get(TENANT, job.job_id).active_execution == third_id
+
+
+def test_occurrences_in_a_calendars_window_are_recorded_as_skipped_across_dst(
+    svc: Services, clock: ManualClock
+) -> None:
+    svc.calendars.put(
+        TENANT,
+        "nights",
+        CalendarBody(
+            time_zone="America/New_York", daily=[DailyWindow(start=time(0, 0), end=time(4, 0))]
+        ),
+        clock.now(),
+    )
+    clock.set(datetime(2026, 11, 1, 3, 30, tzinfo=UTC))
+    job = _create(svc, schedule="0 * * * *", time_zone="America/New_York", calendars=["nights"])
+    index_due(svc)
+    nominal = list(islice(croniter("0 * * * *", clock.now()).all_next(datetime), 7))
+    for t in nominal:
+        clock.set(t)
+        svc.ticker.tick(clock.now())
+
+    history = _history(svc, job.job_id)
+    assert [h[0] for h in history] == nominal
+    # 00:00 EDT, 01:00 EDT, 01:00 EST, 02:00 EST and 03:00 EST are inside; 04:00 and 05:00 EST not.
+    assert [h[1] for h in history] == [ExecState.SKIPPED] * 5 + [ExecState.PENDING] * 2
+    assert history[0][2] == "calendar nights: daily window 00:00-04:00"
+
+
+def test_a_job_naming_a_missing_calendar_is_refused(svc: Services, clock: ManualClock) -> None:
+    with pytest.raises(InvalidRequestError) as refused:
+        _create(svc, interval="1h", calendars=["nope"])
+    assert [e["field"] for e in refused.value.errors or []] == ["calendars"]

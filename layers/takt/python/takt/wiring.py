@@ -24,6 +24,7 @@ from takt.aws import (
     make_states_client,
     make_sts_client,
 )
+from takt.calendars import CalendarStore
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
 from takt.dispatch.claimer import Claimer, ClaimResult
@@ -171,8 +172,14 @@ class Services:
         return DueIndexer(self.due, self.clock)
 
     @cached_property
+    def calendars(self) -> CalendarStore:
+        return CalendarStore(self.clients.dynamodb, self.settings.tenants_table)
+
+    @cached_property
     def claimer(self) -> Claimer:
-        return Claimer(self.settings, self.jobs, self.due, self.executions, self.lanes)
+        return Claimer(
+            self.settings, self.jobs, self.due, self.executions, self.lanes, self.calendars
+        )
 
     @cached_property
     def fanout(self) -> Fanout:

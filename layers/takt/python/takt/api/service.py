@@ -113,6 +113,7 @@ class JobService:
             updated_at=now,
         )
         job.next_run_time = self._first_run(job, now)
+        self._check_calendars(tenant_id, job.calendars)
         self._check_payload(job)
         self._check_target_region(job)
         self._check_http_target(job)
@@ -296,6 +297,8 @@ class JobService:
             updated.status = JobStatus.ACTIVE
         if updated.schedule is not None:
             self._validate_cron(updated)
+        if "calendars" in given:
+            self._check_calendars(tenant_id, updated.calendars)
         if (
             current.status == JobStatus.COMPLETED
             and updated.status == JobStatus.ACTIVE
@@ -334,6 +337,17 @@ class JobService:
         except NotFoundError:
             raise JobNotFoundError(f"job {job_id} not found") from None
         return self.get(tenant_id, job_id)
+
+    def _check_calendars(self, tenant_id: str, names: list[str] | None) -> None:
+        """Refuse (400, naming `calendars`) a job that names a calendar the tenant lacks."""
+        for name in names or []:
+            try:
+                self._svc.calendars.get(tenant_id, name)
+            except NotFoundError:
+                message = f"no calendar named {name!r}: create it with PUT /v1/calendars/{name}"
+                raise InvalidRequestError(
+                    message, [{"field": "calendars", "message": message}]
+                ) from None
 
     def _validate_cron(self, job: JobRecord) -> None:
         try:

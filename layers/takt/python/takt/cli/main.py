@@ -62,6 +62,7 @@ def cli(
 
 def _register() -> None:
     from takt.cli.bench import bench
+    from takt.cli.calendars import calendars
     from takt.cli.console import console
     from takt.cli.executions import executions
     from takt.cli.jobs import jobs
@@ -86,6 +87,7 @@ def _register() -> None:
         tenants,
         import_,
         export,
+        calendars,
     )
     for command in commands:
         cli.add_command(command)

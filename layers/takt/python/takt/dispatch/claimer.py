@@ -35,6 +35,7 @@ from typing import TypeVar
 
 from botocore.exceptions import ClientError
 
+from takt.calendars import Calendar, CalendarStore, blackout
 from takt.config import Settings
 from takt.dispatch.lanes import LaneSender, Outgoing
 from takt.dispatch.plan import FiringPlan, plan_firing
@@ -154,8 +155,10 @@ class Claimer:
         due: DueStore,
         executions: ExecutionStore,
         lanes: LaneSender,
+        calendars: CalendarStore | None = None,
     ) -> None:
         self._settings = settings
+        self._calendars = calendars
         self._jobs = jobs
         self._due = due
         self._executions = executions
@@ -275,6 +278,8 @@ class Claimer:
             result.skipped += 1
         busy = self._slot_busy(job)
         run = plan.run
+        if job.calendars and run:
+            run = self._outside_calendars(job, run, now, result)
         if job.overlap == "replace" and run:
             # Only the newest occurrence runs: each would replace the one before it at once.
             for scheduled in run[:-1]:
@@ -306,6 +311,36 @@ class Claimer:
             elif record.state == ExecState.PENDING:
                 outgoing.append(Outgoing.of(record))
         return outgoing
+
+    def _outside_calendars(
+        self, job: JobRecord, run: list[datetime], now: datetime, result: ClaimResult
+    ) -> list[datetime]:
+        """The occurrences of `run` outside the job's calendars' windows; those inside are
+        recorded as skipped, naming the calendar and the window. An occurrence is judged by its
+        nominal instant, not its jittered firing. A calendar deleted since the job named it
+        blacks out nothing (logged): its windows are gone, and the job keeps running."""
+        found = []
+        for name in job.calendars or []:
+            try:
+                found.append(self._calendar(job.tenant_id, name))
+            except NotFoundError:
+                logger.warning("job names a missing calendar", job_id=job.job_id, calendar=name)
+        outside = []
+        for scheduled in run:
+            reasons = [(c.name, blackout(c, scheduled)) for c in found]
+            inside = next(((n, why) for n, why in reasons if why is not None), None)
+            if inside is None:
+                outside.append(scheduled)
+                continue
+            reason = f"calendar {inside[0]}: {inside[1]}"
+            self._create(job, scheduled, now, ExecState.SKIPPED, reason)
+            result.skipped += 1
+        return outside
+
+    def _calendar(self, tenant_id: str, name: str) -> Calendar:
+        if self._calendars is None:
+            raise NotFoundError(name)
+        return self._calendars.get(tenant_id, name)
 
     def _replace_holder(self, job: JobRecord, scheduled: datetime, now: datetime) -> None:
         """`overlap: replace`: stop the job's open execution before its newer occurrence starts.
