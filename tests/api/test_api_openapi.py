@@ -67,6 +67,10 @@ def test_openapi_document_lists_every_route_with_its_success_answer() -> None:
         ("POST", "/v1/runs/{run_id}/retry", "202"),
         ("GET", "/v1/webhook-keys", "200"),
         ("POST", "/v1/webhook-keys/rotate", "200"),
+        ("PUT", "/v1/calendars/{name}", "200"),
+        ("GET", "/v1/calendars", "200"),
+        ("GET", "/v1/calendars/{name}", "200"),
+        ("DELETE", "/v1/calendars/{name}", "204"),
     }
 
 
