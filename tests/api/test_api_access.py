@@ -94,7 +94,9 @@ def world(api: Api) -> World:
     job = api.created_job(JOB_BODY)
     triggered = api.request("POST", f"/v1/jobs/{job['id']}/trigger")
     assert triggered.status == 202, triggered.text
-    return World(api, {"job_id": job["id"], "execution_id": triggered.json["id"]})
+    calendar = api.request("POST", "/v1/calendars", {"name": "nights"})
+    assert calendar.status == 201, calendar.text
+    return World(api, {"job_id": job["id"], "execution_id": triggered.json["id"], "name": "nights"})
 
 
 def anonymous(route: Route, world: World) -> dict[str, Any]:

@@ -14,10 +14,13 @@ NIGHTS = {"time_zone": "Europe/Berlin", "daily": [{"start": "22:00", "end": "06:
 
 
 def test_put_creates_then_replaces_and_get_list_delete_follow(api: Api) -> None:
-    first = api.request("PUT", "/v1/calendars/nights", NIGHTS)
+    missing = api.request("PUT", "/v1/calendars/nights", NIGHTS)
+    first = api.request("POST", "/v1/calendars", {**NIGHTS, "name": "nights"})
+    twice = api.request("POST", "/v1/calendars", {**NIGHTS, "name": "nights"})
     second = api.request("PUT", "/v1/calendars/nights", {**NIGHTS, "holidays": ["2026-12-25"]})
 
-    assert (first.status, first.json["version"]) == (200, 1)
+    assert (missing.status, twice.status) == (404, 409)
+    assert (first.status, first.json["version"]) == (201, 1)
     assert (second.status, second.json["version"], second.json["holidays"]) == (
         200,
         2,
@@ -48,7 +51,7 @@ def test_a_bad_calendar_is_refused_naming_the_field_and_stores_nothing(
     api: Api, body: dict[str, object], field: str
 ) -> None:
     before = store_snapshot(api.svc)
-    resp = api.request("PUT", "/v1/calendars/bad", body)
+    resp = api.request("POST", "/v1/calendars", {**body, "name": "bad"})
     assert (resp.status, resp.content_type) == (400, PROBLEM_JSON)
     assert any(e["field"].startswith(field) for e in resp.json["errors"]), resp.json
     assert store_snapshot(api.svc) == before
@@ -59,7 +62,7 @@ def test_a_job_may_name_only_calendars_that_exist(api: Api) -> None:
     refused = api.create(job)
     assert refused.status == 400
     assert [e["field"] for e in refused.json["errors"]] == ["calendars"]
-    api.request("PUT", "/v1/calendars/nights", NIGHTS)
+    api.request("POST", "/v1/calendars", {**NIGHTS, "name": "nights"})
     assert api.create(job).json["calendars"] == ["nights"]
 
 

@@ -68,6 +68,7 @@ def test_openapi_document_lists_every_route_with_its_success_answer() -> None:
         ("GET", "/v1/webhook-keys", "200"),
         ("POST", "/v1/webhook-keys/rotate", "200"),
         ("PUT", "/v1/calendars/{name}", "200"),
+        ("POST", "/v1/calendars", "201"),
         ("GET", "/v1/calendars", "200"),
         ("GET", "/v1/calendars/{name}", "200"),
         ("DELETE", "/v1/calendars/{name}", "204"),

@@ -177,6 +177,7 @@ def test_occurrences_in_a_calendars_window_are_recorded_as_skipped_across_dst(
             time_zone="America/New_York", daily=[DailyWindow(start=time(0, 0), end=time(4, 0))]
         ),
         clock.now(),
+        create=True,
     )
     clock.set(datetime(2026, 11, 1, 3, 30, tzinfo=UTC))
     job = _create(svc, schedule="0 * * * *", time_zone="America/New_York", calendars=["nights"])

@@ -1,8 +1,8 @@
 """The calendar routes: a tenant's named calendars of blackout windows and holidays.
 
-`PUT /v1/calendars/{name}` creates or replaces one; jobs name calendars in `calendars`, and the
-claimer records each occurrence inside a window as skipped (takt.calendars). `register` adds the
-routes with the API's own helpers, as takt.api.runs does.
+`POST /v1/calendars` creates one, `PUT /v1/calendars/{name}` replaces it; jobs name calendars in
+`calendars`, and the claimer records each occurrence inside a window as skipped (takt.calendars).
+`register` adds the routes with the API's own helpers, as takt.api.runs does.
 """
 
 from __future__ import annotations
@@ -11,16 +11,14 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel
 
-from takt.api.errors import InvalidRequestError, JobNotFoundError
-from takt.calendars import Calendar, CalendarBody
+from takt.api.errors import ConflictingStateError, InvalidRequestError, JobNotFoundError
+from takt.calendars import Calendar, CalendarBody, CalendarCreate
 from takt.calendars.store import MAX_CALENDARS
-from takt.store.errors import NotFoundError
+from takt.store.errors import ConflictError, NotFoundError
 from takt.wiring import Services
-
-NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 
 
 class CalendarPage(BaseModel):
@@ -36,20 +34,38 @@ def register(
 ) -> None:
     """Add the calendar routes to `app`."""
 
-    @app.put(
-        "/v1/calendars/<name>",
-        responses=responses({200: "The calendar as stored, its version counting writes"}, 413, 415),
+    @app.post(
+        "/v1/calendars",
+        responses=responses({201: "The calendar as stored"}, 409, 413, 415),
     )
-    def put_calendar(
-        name: Annotated[str, Path(pattern=NAME_PATTERN)], body: Annotated[CalendarBody, Body()]
-    ) -> Response[Calendar]:
+    def create_calendar(body: Annotated[CalendarCreate, Body()]) -> Response[Calendar]:
         require_json()
         svc, tenant_id = services(), tenant()
-        known = {c.name for c in svc.calendars.list(tenant_id)}
-        if name not in known and len(known) >= MAX_CALENDARS:
+        if len(svc.calendars.list(tenant_id)) >= MAX_CALENDARS:
             message = f"a tenant has at most {MAX_CALENDARS} calendars"
             raise InvalidRequestError(message, [{"field": "name", "message": message}])
-        stored = svc.calendars.put(tenant_id, name, body, svc.clock.now())
+        content = CalendarBody.model_validate(body.model_dump(exclude={"name"}))
+        try:
+            stored = svc.calendars.put(tenant_id, body.name, content, svc.clock.now(), create=True)
+        except ConflictError:
+            raise ConflictingStateError(
+                f"calendar {body.name} exists; replace it with PUT /v1/calendars/{body.name}"
+            ) from None
+        return Response(status_code=201, content_type="application/json", body=stored)
+
+    @app.put(
+        "/v1/calendars/<name>",
+        responses=responses(
+            {200: "The calendar as stored, its version counting writes"}, 404, 413, 415
+        ),
+    )
+    def replace_calendar(name: str, body: Annotated[CalendarBody, Body()]) -> Response[Calendar]:
+        require_json()
+        svc = services()
+        try:
+            stored = svc.calendars.put(tenant(), name, body, svc.clock.now(), create=False)
+        except NotFoundError:
+            raise JobNotFoundError(f"calendar {name} not found") from None
         return Response(status_code=200, content_type="application/json", body=stored)
 
     @app.get("/v1/calendars", responses=responses({200: "The tenant's calendars by name"}))

@@ -344,7 +344,7 @@ class JobService:
             try:
                 self._svc.calendars.get(tenant_id, name)
             except NotFoundError:
-                message = f"no calendar named {name!r}: create it with PUT /v1/calendars/{name}"
+                message = f"no calendar named {name!r}: create it with POST /v1/calendars"
                 raise InvalidRequestError(
                     message, [{"field": "calendars", "message": message}]
                 ) from None

@@ -5,7 +5,22 @@ with the calendar and the window as the reason, instead of run. `model` holds th
 `store` keeps calendars in the tenants table, under the tenant's own partition key.
 """
 
-from takt.calendars.model import Calendar, CalendarBody, DailyWindow, Window, blackout
+from takt.calendars.model import (
+    Calendar,
+    CalendarBody,
+    CalendarCreate,
+    DailyWindow,
+    Window,
+    blackout,
+)
 from takt.calendars.store import CalendarStore
 
-__all__ = ["Calendar", "CalendarBody", "CalendarStore", "DailyWindow", "Window", "blackout"]
+__all__ = [
+    "Calendar",
+    "CalendarBody",
+    "CalendarCreate",
+    "CalendarStore",
+    "DailyWindow",
+    "Window",
+    "blackout",
+]

@@ -83,6 +83,12 @@ class CalendarBody(BaseModel):
         return validate_time_zone(value)
 
 
+class CalendarCreate(CalendarBody):
+    """A new calendar: its name and what it holds."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+
+
 class Calendar(CalendarBody):
     """A stored calendar: its name, body and version."""
 

@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 
 from takt.calendars.model import Calendar, CalendarBody
 from takt.models.ids import format_time, parse_time
-from takt.store.errors import NotFoundError, is_condition_failure
+from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -25,19 +25,29 @@ class CalendarStore:
         self._db = client
         self._table = table
 
-    def put(self, tenant_id: str, name: str, body: CalendarBody, now: datetime) -> Calendar:
-        """Create or replace a calendar; its version counts the writes."""
-        resp = self._db.update_item(
-            TableName=self._table,
-            Key=_key(tenant_id, name),
-            UpdateExpression="SET body_json = :b, updated_at = :t ADD version :one",
-            ExpressionAttributeValues={
-                ":b": {"S": body.model_dump_json()},
-                ":t": {"S": format_time(now)},
-                ":one": {"N": "1"},
-            },
-            ReturnValues="ALL_NEW",
-        )
+    def put(
+        self, tenant_id: str, name: str, body: CalendarBody, now: datetime, *, create: bool
+    ) -> Calendar:
+        """Create a calendar (ConflictError if it exists) or replace one (NotFoundError if it
+        does not); its version counts the writes."""
+        condition = "attribute_not_exists(body_json)" if create else "attribute_exists(body_json)"
+        try:
+            resp = self._db.update_item(
+                TableName=self._table,
+                Key=_key(tenant_id, name),
+                UpdateExpression="SET body_json = :b, updated_at = :t ADD version :one",
+                ConditionExpression=condition,
+                ExpressionAttributeValues={
+                    ":b": {"S": body.model_dump_json()},
+                    ":t": {"S": format_time(now)},
+                    ":one": {"N": "1"},
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+            raise (ConflictError(name) if create else NotFoundError(name)) from exc
         return _calendar(name, resp["Attributes"])
 
     def get(self, tenant_id: str, name: str) -> Calendar:

@@ -64,7 +64,12 @@ def put(
         if not sep:
             raise CliError(f"--window {text!r}: expected START/END in RFC 3339")
         calendar.setdefault("windows", []).append({"start": start, "end": end})
-    stored, _ = call(ctx, "PUT", f"/v1/calendars/{name}", calendar)
+    try:
+        stored, _ = call(ctx, "PUT", f"/v1/calendars/{name}", calendar)
+    except CliError as exc:
+        if not exc.message.startswith("404"):
+            raise
+        stored, _ = call(ctx, "POST", "/v1/calendars", {**calendar, "name": name})
     ctx.emit(stored, [_row(stored)], COLUMNS)
 
 
