@@ -383,3 +383,20 @@ def test_fix_a_job_then_re_run_its_dead_executions_from_its_page(
     expect(badges.filter(has_text="succeeded")).to_have_count(2, timeout=20_000)
     assert len(receiver.hits(fixed)) == 2
     assert len(receiver.hits(broken)) == 3  # none since the default re-run
+
+
+def test_an_edit_never_overwrites_a_change_made_meanwhile(
+    page: Page, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    job = takt_local.create_job({"name": "contested", "interval": "1h", "target": receiver.path()})
+    page.goto(f"/#/jobs/{job['id']}")
+    page.get_by_role("group", name="Job actions").get_by_role("button", name="Edit").click()
+    form = page.get_by_role("dialog", name="Edit job")
+    form.get_by_label("When").fill("2h")
+    takt_local.request("PATCH", f"/v1/jobs/{job['id']}", {"priority": "low"})
+
+    form.get_by_role("button", name="Save changes").click()
+
+    expect(form.get_by_role("alert")).to_contain_text("version 2, not 1")
+    stored = takt_local.request("GET", f"/v1/jobs/{job['id']}").body
+    assert (stored["interval"], stored["priority"]) == ("1h", "low")
