@@ -16,28 +16,37 @@ SERVICE = "takt"
 SERVICE_DIMENSION = "service"
 
 
+# The code paths that serve a role: each must emit every metric of its role, since only one of
+# them runs in a given deployment (tests/integration/worker/test_metric_paths.py runs each).
+DISPATCH_PATHS = ("inline scheduler", "claimer")  # claimerMode inline / Lambda fan-out
+WORKER_PATHS = ("worker function", "takt worker")  # the lanes' Lambda consumer / Fargate
+WATCHDOG_PATHS = ("watchdog",)
+
+
 @dataclass(frozen=True)
 class MetricName:
-    """One metric: its name, the Powertools `MetricUnit` it is emitted with, and its emitter."""
+    """One metric: its name, the Powertools `MetricUnit` it is emitted with, its emitter as
+    docs/DEPLOY.md names it, and the code paths that must emit it."""
 
     name: str
     unit: str
     emitted_by: str
+    paths: tuple[str, ...]
 
 
-SCHEDULE_LAG = MetricName("ScheduleLag", "Milliseconds", "worker")
-DISPATCH_LAG = MetricName("DispatchLag", "Milliseconds", "scheduler")
-DISPATCHED = MetricName("Dispatched", "Count", "claimer")
-SKIPPED = MetricName("Skipped", "Count", "claimer")
-SUCCEEDED = MetricName("Succeeded", "Count", "worker")
-FAILED = MetricName("Failed", "Count", "worker")
+SCHEDULE_LAG = MetricName("ScheduleLag", "Milliseconds", "worker", WORKER_PATHS)
+DISPATCH_LAG = MetricName("DispatchLag", "Milliseconds", "claimer", DISPATCH_PATHS)
+DISPATCHED = MetricName("Dispatched", "Count", "claimer", DISPATCH_PATHS)
+SKIPPED = MetricName("Skipped", "Count", "claimer", DISPATCH_PATHS)
+SUCCEEDED = MetricName("Succeeded", "Count", "worker", WORKER_PATHS)
+FAILED = MetricName("Failed", "Count", "worker", WORKER_PATHS)
 # The watchdog counts the executions whose lease expired on their last attempt.
-DEAD = MetricName("Dead", "Count", "worker, watchdog")
-RETRIED = MetricName("Retried", "Count", "worker")
-STALE_REPORT_FENCED = MetricName("StaleReportFenced", "Count", "worker")
-LEASE_EXPIRED = MetricName("LeaseExpired", "Count", "watchdog")
-PENDING_RESENT = MetricName("PendingResent", "Count", "watchdog")
-RETRIES_RELEASED = MetricName("RetriesReleased", "Count", "watchdog")
+DEAD = MetricName("Dead", "Count", "worker, watchdog", WORKER_PATHS + WATCHDOG_PATHS)
+RETRIED = MetricName("Retried", "Count", "worker", WORKER_PATHS)
+STALE_REPORT_FENCED = MetricName("StaleReportFenced", "Count", "worker", WORKER_PATHS)
+LEASE_EXPIRED = MetricName("LeaseExpired", "Count", "watchdog", WATCHDOG_PATHS)
+PENDING_RESENT = MetricName("PendingResent", "Count", "watchdog", WATCHDOG_PATHS)
+RETRIES_RELEASED = MetricName("RetriesReleased", "Count", "watchdog", WATCHDOG_PATHS)
 
 ALL: tuple[MetricName, ...] = (
     SCHEDULE_LAG,

@@ -16,11 +16,13 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
 
+from infra import metric_names
 from infra.context import DeployConfig, FargateWorkerConfig, settings_env_var
 from infra.functions import LOG_RETENTION, WORKER, grant_data_access, target_secrets_suppression
 from infra.lanes import Lanes
@@ -125,6 +127,15 @@ class FargateWorker(Construct):
         config.targets.grant(task.task_role)
         for lane in worker.lanes:
             lanes.lanes[lane].queue.grant_consume_messages(task.task_role)
+        # `takt worker` sends its metrics with PutMetricData (takt.worker.metrics): awslogs marks
+        # no log event as EMF, so none would be extracted from its output.
+        task.task_role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringEquals": {"cloudwatch:namespace": metric_names.NAMESPACE}},
+            )
+        )
 
         secrets: dict[str, ecs.Secret] = {}
         if config.signing_secret_name:
@@ -273,6 +284,14 @@ class FargateWorker(Construct):
                         "without a scan, as the worker function does."
                     ),
                     applies_to=[RegexAppliesTo(regex="/^Resource::.*\\/index\\/\\*$/g")],
+                ),
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason=(
+                        "PutMetricData has no resource-level permission; the statement's "
+                        "cloudwatch:namespace condition limits the worker to takt's namespace."
+                    ),
+                    applies_to=["Resource::*"],
                 ),
                 target_secrets_suppression(),
             ],

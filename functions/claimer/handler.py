@@ -37,4 +37,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         )
     add_metric("Dispatched", MetricUnit.Count, result.dispatched)
     add_metric("Skipped", MetricUnit.Count, result.skipped)
+    if result.lags_ms:
+        # In Lambda fan-out mode the claimer alone sees the lag (the scheduler only invokes it);
+        # one value per claim, as the inline scheduler records one per tick.
+        add_metric("DispatchLag", MetricUnit.Milliseconds, max(result.lags_ms))
     return {"due": result.due, "dispatched": result.dispatched, "left": result.left}

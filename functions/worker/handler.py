@@ -20,10 +20,11 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from takt.dispatch.lanes import LaneMessage
-from takt.observability import MetricUnit, add_metric, log_keys, logger, metrics, tracer
+from takt.observability import add_metric, log_keys, logger, metrics, tracer
 from takt.wiring import services
 from takt.worker.batch import ConcurrentBatchProcessor
 from takt.worker.deadline import HostDeadline
+from takt.worker.metrics import record_outcome
 
 
 def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = None) -> str:
@@ -40,22 +41,7 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = Non
     ):
         outcome = svc.runner.process(message, host=host)
         logger.info("execution processed", state=outcome.state, detail=outcome.detail)
-    if outcome.lag_ms is not None and outcome.state in (
-        "succeeded",
-        "failed",
-        "dead",
-        "retry_wait",
-    ):
-        add_metric("ScheduleLag", MetricUnit.Milliseconds, outcome.lag_ms)
-    metric = {
-        "succeeded": "Succeeded",
-        "failed": "Failed",
-        "dead": "Dead",
-        "retry_wait": "Retried",
-        "fenced": "StaleReportFenced",
-    }.get(outcome.state)
-    if metric:
-        add_metric(metric, MetricUnit.Count, 1)
+    record_outcome(outcome, add_metric)
     return outcome.state
 
 

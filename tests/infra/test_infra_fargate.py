@@ -141,9 +141,10 @@ def test_task_role_holds_the_worker_functions_grants_and_consumes_its_lanes(
     assert WORKER.tables and data(task) == data(worker)
     assert {target for action, target in task if action == "sqs:ReceiveMessage"} == lanes
     assert {target for action, target in task if action == "sqs:DeleteMessage"} == lanes
-    # And the secrets HTTP targets name, as the worker function reads them, and the AWS targets
-    # the context lists (test_infra_target_grants.py).
+    # And the secrets HTTP targets name, as the worker function reads them, the AWS targets
+    # the context lists (test_infra_target_grants.py), and its own metrics (PutMetricData).
     assert {action.split(":")[0] for action, _ in task} == {
+        "cloudwatch",
         "dynamodb",
         "sqs",
         "secretsmanager",
@@ -151,6 +152,31 @@ def test_task_role_holds_the_worker_functions_grants_and_consumes_its_lanes(
         "states",
         "execute-api",
     }
+
+
+def test_task_role_may_put_metrics_in_takts_namespace_only(
+    fargate_template: Template, fargate_stateless: StatelessStack, logical_id: LogicalId
+) -> None:
+    """`takt worker` publishes ScheduleLag and the outcome counts itself (takt.worker.metrics)."""
+    service = fargate_stateless.fargate_worker
+    assert service is not None
+    role = logical_id(fargate_stateless, service.service.task_definition.task_role)
+    statements = [
+        statement
+        for policy in fargate_template.find_resources("AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Action"] == "cloudwatch:PutMetricData"
+    ]
+
+    assert statements == [
+        {
+            "Action": "cloudwatch:PutMetricData",
+            "Condition": {"StringEquals": {"cloudwatch:namespace": "takt"}},
+            "Effect": "Allow",
+            "Resource": "*",
+        }
+    ]
 
 
 def test_only_the_execution_role_may_read_the_signing_secret(

@@ -18,10 +18,12 @@ from types import FrameType
 
 import click
 
+from takt.aws import make_cloudwatch_client
 from takt.cli.context import CliError
 from takt.config import LANES, get_settings
 from takt.handlers import load_modules
 from takt.wiring import build_services
+from takt.worker.metrics import FLUSH_INTERVAL_SEC, MetricPublisher
 from takt.worker.process import WorkerOptions, WorkerProcess
 
 
@@ -62,6 +64,14 @@ from takt.worker.process import WorkerOptions, WorkerProcess
     "(keep it under the container's stop timeout: 30 s by default on ECS).",
 )
 @click.option(
+    "--metrics-flush-sec",
+    "flush_sec",
+    default=FLUSH_INTERVAL_SEC,
+    show_default=True,
+    type=click.FloatRange(1, 3600),
+    help="How often the worker sends its metrics (ScheduleLag, Succeeded, ...) to CloudWatch.",
+)
+@click.option(
     "--log-level",
     default="INFO",
     show_default=True,
@@ -73,6 +83,7 @@ def worker(
     concurrency: int,
     tenant: str | None,
     grace_sec: float,
+    flush_sec: float,
     log_level: str,
 ) -> None:
     """Run executions from the lanes until SIGTERM or Ctrl-C."""
@@ -94,11 +105,13 @@ def worker(
         known = ", ".join(settings.lane_urls) or "none: set TAKT_LANE_URLS"
         raise CliError(f"unknown lanes {missing or [lanes]}; configured lanes: {known}")
     svc = build_services(settings)
+    publisher = MetricPublisher(make_cloudwatch_client(settings), settings.metrics_namespace)
     process = WorkerProcess(
         settings,
         svc.clients.sqs,
         svc.runner,
         WorkerOptions(lanes=chosen, concurrency=concurrency, grace_sec=grace_sec),
+        emit=publisher.add,
     )
     signals: list[int] = []
 
@@ -110,6 +123,11 @@ def worker(
     signal.signal(signal.SIGINT, _note)
     polling = threading.Thread(target=process.run, name="poll")
     polling.start()
+    publishing_stop = threading.Event()
+    publishing = threading.Thread(
+        target=publisher.run, args=(publishing_stop, flush_sec), name="metrics"
+    )
+    publishing.start()
     details = {
         "worker_id": svc.runner.worker_id,
         "pid": os.getpid(),
@@ -124,4 +142,7 @@ def worker(
         if signals and not process.stopping:
             click.echo(f"takt worker stopping: {grace_sec:g}s for running executions", err=True)
             process.stop()
+    # The last flush sends what the final executions recorded.
+    publishing_stop.set()
+    publishing.join()
     click.echo(f"takt worker stopped after {process.processed} messages", err=True)

@@ -41,6 +41,7 @@ from takt.config import LANES, Settings
 from takt.dispatch.lanes import LaneMessage
 from takt.observability import logger
 from takt.worker.deadline import HostDeadline
+from takt.worker.metrics import Emit, record_outcome
 from takt.worker.runner import ExecutionRunner
 
 if TYPE_CHECKING:
@@ -90,8 +91,13 @@ class WorkerProcess:
         sqs: SQSClient,
         runner: ExecutionRunner,
         options: WorkerOptions,
+        emit: Emit | None = None,
     ) -> None:
+        """`emit` receives each processed message's metrics (`record_outcome`); `takt worker`
+        passes a `MetricPublisher`'s, so the Fargate service reports what the worker function
+        does."""
         self._settings = settings
+        self._emit = emit
         self._sqs = sqs
         self._runner = runner
         self._options = options
@@ -195,6 +201,8 @@ class WorkerProcess:
             state=outcome.state,
             detail=outcome.detail,
         )
+        if self._emit is not None:
+            record_outcome(outcome, self._emit)
         try:
             self._sqs.delete_message(QueueUrl=self._urls[lane], ReceiptHandle=receipt)
         except (ClientError, BotoCoreError):

@@ -1,0 +1,109 @@
+"""The metrics one processed message yields, and how a long-running worker publishes them.
+
+The worker function and `takt worker` (the Fargate service) both serve the lanes, so both must
+emit what the dashboard and the alarms read (ScheduleLag, Succeeded, Failed, ...): `record_outcome`
+is the one mapping from an outcome to metric values, whoever emits them.
+
+In Lambda the values go out as EMF through Powertools, flushed at the end of each invocation. A
+long-running process has no such end, and on Fargate its standard output reaches CloudWatch Logs
+through the `awslogs` driver, which does not mark the events as EMF, so no metric would be
+extracted from them. `MetricPublisher` therefore collects the values and sends them with
+PutMetricData, once a flush interval, under the same namespace and `service` dimension.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from takt.observability import SERVICE, MetricUnit, logger
+
+if TYPE_CHECKING:
+    from mypy_boto3_cloudwatch import CloudWatchClient
+    from mypy_boto3_cloudwatch.type_defs import MetricDatumTypeDef
+
+    from takt.worker.runner import RunOutcome
+
+Emit = Callable[[str, MetricUnit, float], None]
+
+# The execution states after which the start lag is known and final for this attempt.
+_LAGGED_STATES = frozenset({"succeeded", "failed", "dead", "retry_wait"})
+_STATE_COUNTS = {
+    "succeeded": "Succeeded",
+    "failed": "Failed",
+    "dead": "Dead",
+    "retry_wait": "Retried",
+    "fenced": "StaleReportFenced",
+}
+# PutMetricData takes at most 150 distinct values per datum and 1,000 data per request.
+MAX_VALUES_PER_DATUM = 150
+MAX_DATA_PER_REQUEST = 1000
+FLUSH_INTERVAL_SEC = 60.0
+
+
+def record_outcome(outcome: RunOutcome, emit: Emit) -> None:
+    """Emit the metrics of one processed message: its start lag and its outcome's count."""
+    if outcome.lag_ms is not None and outcome.state in _LAGGED_STATES:
+        emit("ScheduleLag", MetricUnit.Milliseconds, outcome.lag_ms)
+    name = _STATE_COUNTS.get(outcome.state)
+    if name:
+        emit(name, MetricUnit.Count, 1)
+
+
+class MetricPublisher:
+    """Collects metric values in memory and sends them to CloudWatch with PutMetricData.
+
+    Values are kept as (value, count) per metric, so a percentile alarm on ScheduleLag sees the
+    same distribution as from EMF. A failed send is logged and its values are dropped: metrics
+    must never stop a worker, and the next interval carries on.
+    """
+
+    def __init__(self, client: CloudWatchClient, namespace: str) -> None:
+        self._client = client
+        self._namespace = namespace
+        self._lock = threading.Lock()
+        self._values: dict[tuple[str, MetricUnit], Counter[float]] = {}
+
+    def add(self, name: str, unit: MetricUnit, value: float) -> None:
+        with self._lock:
+            self._values.setdefault((name, unit), Counter())[float(value)] += 1
+
+    def flush(self) -> int:
+        """Send what was collected since the last flush; returns how many data were sent."""
+        with self._lock:
+            collected, self._values = self._values, {}
+        data = list(_data(collected))
+        for start in range(0, len(data), MAX_DATA_PER_REQUEST):
+            try:
+                self._client.put_metric_data(
+                    Namespace=self._namespace,
+                    MetricData=data[start : start + MAX_DATA_PER_REQUEST],
+                )
+            except (ClientError, BotoCoreError):
+                logger.exception("metrics not published", data=len(data))
+                return start
+        return len(data)
+
+    def run(self, stop: threading.Event, interval_sec: float = FLUSH_INTERVAL_SEC) -> None:
+        """Flush every `interval_sec` until `stop` is set, then once more."""
+        while not stop.wait(interval_sec):
+            self.flush()
+        self.flush()
+
+
+def _data(collected: dict[tuple[str, MetricUnit], Counter[float]]) -> Iterator[MetricDatumTypeDef]:
+    for (name, unit), counts in collected.items():
+        pairs = sorted(counts.items())
+        for start in range(0, len(pairs), MAX_VALUES_PER_DATUM):
+            chunk = pairs[start : start + MAX_VALUES_PER_DATUM]
+            yield {
+                "MetricName": name,
+                "Dimensions": [{"Name": "service", "Value": SERVICE}],
+                "Unit": unit.value,
+                "Values": [value for value, _ in chunk],
+                "Counts": [float(count) for _, count in chunk],
+            }
