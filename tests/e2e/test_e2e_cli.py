@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -149,9 +151,84 @@ def test_jobs_get_table_lists_the_next_five_runs_in_the_jobs_zone(cli: Cli) -> N
     assert code == 0, err
     lines = out.splitlines()
     assert "schedule:  at 06:00 on Monday to Friday (Europe/Berlin)" in lines
-    runs = lines[lines.index("next runs (Europe/Berlin):") + 1 :]
+    runs = [line.split() for line in lines[lines.index("next runs:") + 1 :]]
     assert len(runs) == 5
-    assert all(run.split()[1][11:19] == "06:00:00" for run in runs)
+    # Each run once, in UTC: 06:00 in Berlin.
+    berlin = ZoneInfo("Europe/Berlin")
+    for (at,) in runs:
+        assert at.endswith("Z")
+        assert datetime.fromisoformat(at).astimezone(berlin).strftime("%H:%M") == "06:00"
+
+
+def test_jobs_are_found_by_name_where_ids_are_taken(cli: Cli) -> None:
+    name = f"named-{uuid.uuid4().hex[:8]}"
+    job = cli.new_job(name=name)
+    execution = cli.json("jobs", "trigger", name)
+
+    shown = cli.json("jobs", "get", name)
+    listed = cli.json("executions", "list", name)
+
+    assert shown["id"] == job["id"]
+    assert [e["id"] for e in listed["items"]] == [execution["id"]]
+    assert cli.error("jobs", "get", "no-such-name") == (
+        "takt: error: no job named 'no-such-name' (and it is not a job id)"
+    )
+
+
+def test_jobs_create_has_a_flag_for_each_common_field(cli: Cli) -> None:
+    job = cli.json(
+        *("jobs", "create", "--cron", "0 6 * * *", "--target", cli.receiver.path()),
+        *("--tz", "Europe/Berlin", "--payload", '{"a": 1}', "--priority", "high"),
+        *("--timeout", "30", "--max-attempts", "3", "--backoff", "fixed"),
+        *("--retry-initial", "2s", "--retry-max", "10s", "--retry-jitter", "none"),
+        *("--overlap", "skip", "--catchup", "all", "--catchup-window", "2h"),
+        *("--dst-gap", "skip", "--dst-overlap", "twice"),
+    )
+
+    assert (job["time_zone"], job["payload"], job["priority"]) == (
+        "Europe/Berlin",
+        {"a": 1},
+        "high",
+    )
+    assert job["timeout_sec"] == 30
+    assert job["retry"] == {
+        "max_attempts": 3,
+        "backoff": "fixed",
+        "initial_interval": "2s",
+        "max_interval": "10s",
+        "jitter": "none",
+    }
+    assert (job["overlap"], job["catchup"], job["catchup_window"]) == ("skip", "all", "2h")
+    assert job["dst"] == {"gap": "skip", "overlap": "twice"}
+
+
+def test_jobs_update_flags_change_only_what_they_name(cli: Cli) -> None:
+    job = cli.new_job("--backoff", "fixed", "--max-attempts", "4")
+
+    updated = cli.json("jobs", "update", job["id"], "--max-attempts", "2", "--timeout", "9")
+
+    assert updated["retry"] == {**job["retry"], "max_attempts": 2}
+    assert (updated["timeout_sec"], updated["target"]) == (9, job["target"])
+
+
+def test_jobs_update_without_a_change_is_one_error_line(cli: Cli) -> None:
+    job = cli.new_job()
+
+    assert cli.error("jobs", "update", job["id"]).startswith("takt: error: nothing to change")
+
+
+def test_executions_get_table_lists_each_attempt(cli: Cli) -> None:
+    job = cli.new_job("--max-attempts", "2", "--retry-initial", "1s", "--retry-jitter", "none")
+    failing = cli.receiver.path(first=[Reply(500)], then=Reply(200))
+    cli.json("jobs", "update", job["id"], "--target", failing)
+    execution_id = cli.json("jobs", "trigger", job["id"])["id"]
+    cli.wait_for_state(execution_id, "succeeded")
+
+    rows = cli.table("executions", "get", execution_id)
+
+    attempts = rows[rows.index(["attempts:"]) + 1 :]
+    assert attempts[0][:3] == ["ATTEMPT", "OUTCOME", "STATUS_CODE"]
+    assert [row[:3] for row in attempts[1:]] == [["1", "retry", "500"], ["2", "succeeded", "200"]]
 
 
 def test_jobs_get_table_has_headers(cli: Cli) -> None:

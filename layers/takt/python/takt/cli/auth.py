@@ -14,11 +14,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-import boto3
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.exceptions import BotoCoreError
-
 from takt.cli.errors import CliError
 
 if TYPE_CHECKING:
@@ -70,6 +65,11 @@ class SigV4Signer:
 
     @cached_property
     def _signing(self) -> tuple[Credentials, str]:
+        # Imported here: boto3 takes most of a second to import, which every command that does
+        # not sign (and `takt --help`) would otherwise pay.
+        import boto3
+        from botocore.exceptions import BotoCoreError
+
         try:
             session = boto3.session.Session(profile_name=self._profile)
             credentials = session.get_credentials()
@@ -88,6 +88,9 @@ class SigV4Signer:
     def apply(
         self, method: str, url: str, body: bytes | None, headers: dict[str, str]
     ) -> dict[str, str]:
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
         credentials, region = self._signing
         request = AWSRequest(method=method, url=url, data=body or b"", headers=headers)
         SigV4Auth(credentials, "execute-api", region).add_auth(request)

@@ -5,10 +5,19 @@ from __future__ import annotations
 import click
 
 from takt.cli.client import call
-from takt.cli.context import CliContext
-from takt.cli.jobs import complete_job_ids
+from takt.cli.context import CliContext, render_table
+from takt.cli.jobs import job_argument
 
 COLUMNS = ["id", "state", "attempt", "scheduled_time", "lag_ms", "error"]
+ATTEMPT_COLUMNS = [
+    "attempt",
+    "outcome",
+    "status_code",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+    "error",
+]
 
 
 @click.group()
@@ -17,7 +26,7 @@ def executions() -> None:
 
 
 @executions.command("list")
-@click.argument("job_id", shell_complete=complete_job_ids)
+@job_argument
 @click.option("--limit", default=50, show_default=True)
 @click.option("--cursor")
 @click.pass_obj
@@ -39,6 +48,12 @@ def get(ctx: CliContext, execution_id: str) -> None:
     """One execution with its attempts."""
     execution, _ = call(ctx, "GET", f"/v1/executions/{execution_id}")
     ctx.emit(execution, [execution], COLUMNS)
+    if ctx.output == "table":
+        click.echo("\nattempts:")
+        if execution["attempts"]:
+            click.echo(render_table(execution["attempts"], ATTEMPT_COLUMNS))
+        else:
+            click.echo("none yet")
 
 
 @executions.command("cancel")
@@ -69,7 +84,7 @@ def retry(ctx: CliContext, execution_id: str, as_was: bool) -> None:
 
 
 @executions.command("retry-dead")
-@click.argument("job_id", shell_complete=complete_job_ids)
+@job_argument
 @click.option(
     "--state",
     type=click.Choice(["dead", "failed"]),

@@ -10,14 +10,77 @@ job ids.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
-from takt.cli.context import CliError, context_of
+from takt.cli.errors import CliError
+
+# Each command: the module that defines it (`module:attribute` when the function is not named
+# as the command) and its one-line help. `takt --help` prints these
+# without importing any command, so it costs only click's own start-up; a test checks each line
+# against the command's own short help, so the two cannot drift apart.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "jobs": ("takt.cli.jobs", "Create, list, change and run jobs."),
+    "executions": ("takt.cli.executions", "Inspect, re-run and cancel executions."),
+    "runs": ("takt.cli.runs", "Inspect and re-run workflow runs."),
+    "schedule": ("takt.cli.schedule", "Inspect schedules locally, without a takt server."),
+    "local": (
+        "takt.cli.local",
+        "Run the API, scheduler, workers and watchdog locally on moto, keeping the data.",
+    ),
+    "receive": (
+        "takt.cli.receive",
+        "Receive takt's calls: print each one, verify its signature, answer --status.",
+    ),
+    "worker": ("takt.cli.worker", "Run executions from the lanes until SIGTERM or Ctrl-C."),
+    "top": ("takt.cli.top", "Live throughput, lag and queue depth (Ctrl-C to quit)."),
+    "console": (
+        "takt.cli.console",
+        "Serve the web console here, calling the API at --endpoint as you (Ctrl-C to stop).",
+    ),
+    "bench": ("takt.cli.bench", "Benchmark, price and capacity-plan takt."),
+    "tenants": (
+        "takt.cli.tenants",
+        "Per-tenant upkeep on the tables (AWS credentials, not the API).",
+    ),
+    "import": (
+        "takt.cli.migrate:import_",
+        "Create jobs from Kubernetes CronJobs, EventBridge schedules or a crontab.",
+    ),
+    "calendars": (
+        "takt.cli.calendars",
+        "Named calendars: jobs that name one skip (and record) occurrences in its windows.",
+    ),
+    "export": (
+        "takt.cli.migrate",
+        "Write jobs as EventBridge schedules or Kubernetes CronJobs, where they map back.",
+    ),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A group that imports a command's module only when that command runs (or its own help
+    or completion is asked for): most commands need boto3 or pydantic, `takt --help` none."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, _, attribute = COMMANDS[cmd_name][0].partition(":")
+        command = getattr(importlib.import_module(module), attribute or cmd_name)
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, summary) for name, (_, summary) in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--endpoint",
     envvar="TAKT_ENDPOINT",
@@ -57,43 +120,9 @@ def cli(
     token: str | None,
 ) -> None:
     """takt: a distributed job scheduler for AWS."""
+    from takt.cli.context import context_of
+
     ctx.obj = context_of(ctx.params)
-
-
-def _register() -> None:
-    from takt.cli.bench import bench
-    from takt.cli.calendars import calendars
-    from takt.cli.console import console
-    from takt.cli.executions import executions
-    from takt.cli.jobs import jobs
-    from takt.cli.local import local
-    from takt.cli.migrate import export, import_
-    from takt.cli.runs import runs
-    from takt.cli.schedule import schedule
-    from takt.cli.tenants import tenants
-    from takt.cli.top import top
-    from takt.cli.worker import worker
-
-    commands = (
-        jobs,
-        executions,
-        runs,
-        schedule,
-        local,
-        worker,
-        top,
-        console,
-        bench,
-        tenants,
-        import_,
-        export,
-        calendars,
-    )
-    for command in commands:
-        cli.add_command(command)
-
-
-_register()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ import click
 
 from takt.cli.client import call
 from takt.cli.context import CliContext
-from takt.cli.jobs import complete_job_ids
+from takt.cli.jobs import job_argument
 from takt.models.ids import parse_time
 
 COLUMNS = ["id", "state", "generation", "tasks_total", "started_at", "finished_at", "error"]
@@ -20,7 +20,7 @@ def runs() -> None:
 
 
 @runs.command("list")
-@click.argument("job_id", shell_complete=complete_job_ids)
+@job_argument
 @click.option("--limit", default=50, show_default=True)
 @click.option("--cursor")
 @click.pass_obj
