@@ -114,18 +114,15 @@ def local(
         kept = "in memory (--in-memory): everything is gone when it stops"
     else:
         kept = f"{folder} ({runtime.items_loaded} items loaded)"
-    settings = runtime.services.settings
-    if runtime.signing_key_file is not None:
-        signed = f"signed with the key in {runtime.signing_key_file} (takt receive checks it)"
-    elif settings.signing_secret or settings.signing_secret_name:
-        signed = "signed with TAKT_SIGNING_SECRET(_NAME)"
+    if folder is None:
+        signed = "signed with each tenant's key, from a master made anew at each start"
     else:
-        signed = "unsigned (--in-memory keeps no key; TAKT_SIGNING_SECRET sets one)"
+        signed = f"signed with each tenant's key, from the master in {folder / 'webhook-master'}"
     console = f"console {runtime.url}/, " if runtime.console is not None else ""
     click.echo(
         f"takt local on {runtime.url}: {console}API {runtime.url}/v1 (Ctrl-C to stop)\n"
         f"  data: {kept}\n"
-        f"  webhooks: {signed}\n"
+        f"  webhooks: {signed} (takt receive fetches the key)\n"
         f"  aws: moto at {runtime.moto_endpoint} (its DynamoDB tables are what the data keeps)\n"
         f"  {describe_egress(runtime.services.settings)}",
         err=True,

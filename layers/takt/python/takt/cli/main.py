@@ -43,7 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("takt.cli.bench", "Benchmark, price and capacity-plan takt."),
     "tenants": (
         "takt.cli.tenants",
-        "Per-tenant upkeep on the tables (AWS credentials, not the API).",
+        "Per-tenant upkeep: job counters (on the tables), webhook signing keys (the API).",
     ),
     "import": (
         "takt.cli.migrate:import_",

@@ -1,48 +1,71 @@
 """`takt receive`: a target to point a first job at, which shows what takt sends.
 
 It prints every call it gets (method, path, takt's headers, the body), checks the Standard
-Webhooks signature with the key `takt local` signs with (the `signing-key` file in its data
-folder) or `--secret`, and answers `--status` (200 by default; 500 or 429 to watch retries, 404
-to see a call fail for good). A call whose signature does not verify is answered 401.
+Webhooks signature with the caller's tenant's keys, fetched from the API at `--endpoint`
+(`GET /v1/webhook-keys`: `takt local` signs each tenant's calls with that tenant's key) or given
+with `--secret`, and answers `--status` (200 by default; 500 or 429 to watch retries, 404 to see
+a call fail for good). A call whose signature does not verify is answered 401; before that the
+keys are fetched again, at most every `REFETCH_SEC`, so a rotation is followed.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import sys
 import threading
 import time
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import click
 
-from takt.cli.local import DEFAULT_DATA_DIR
+from takt.cli.context import CliContext
+from takt.cli.errors import CliError
 
 # Standard Webhooks: a receiver refuses a timestamp further than this from its own clock.
 TOLERANCE_SEC = 300
 # How much of a body is printed.
 BODY_PRINT_CHARS = 2000
+# How often at most the keys are fetched again when a call does not verify.
+REFETCH_SEC = 10.0
 SHOWN_HEADERS = ("takt-job-id", "takt-execution-id", "takt-attempt", "takt-scheduled-time")
 
 
-def signing_key(secret: str | None, data_dir: Path) -> tuple[str | None, str]:
-    """The key to verify with and where it came from: --secret (or TAKT_SIGNING_SECRET), else
-    the key `takt local` keeps in its data folder, else none."""
-    if secret:
-        return secret, "--secret"
-    path = data_dir / "signing-key"
-    if path.is_file():
-        return path.read_text().strip(), str(path)
-    return None, "no key"
+class Keys:
+    """The keys calls are verified with: `--secret`, else the tenant's from the API."""
+
+    def __init__(self, ctx: CliContext, secret: str | None) -> None:
+        self._ctx = ctx
+        self._fixed = secret
+        self._lock = threading.Lock()
+        self._fetched_at = -REFETCH_SEC
+        self.secrets: list[str] = [secret] if secret else []
+        self.source = "--secret"
+        if not secret:
+            self.refresh()
+
+    def refresh(self) -> bool:
+        """Fetch the tenant's keys again (not more than every REFETCH_SEC); whether it did."""
+        from takt.cli.client import call
+
+        with self._lock:
+            if self._fixed or time.monotonic() - self._fetched_at < REFETCH_SEC:
+                return False
+            self._fetched_at = time.monotonic()
+            try:
+                answer, _ = call(self._ctx, "GET", "/v1/webhook-keys", read_timeout=5)
+            except CliError as exc:
+                self.source = f"nothing: no keys from {self._ctx.endpoint} ({exc.message})"
+                return False
+            self.secrets = [key["secret"] for key in answer["keys"]]
+            self.source = f"tenant {answer['tenant']}'s keys from {self._ctx.endpoint}"
+            return True
 
 
-def verify(key: str, headers: dict[str, str], body: bytes, now: float) -> str | None:
-    """Why the call's signature does not verify, or None when it does."""
-    from takt.targets.http import sign
+def problem_of(secrets: list[str], headers: dict[str, str], body: bytes, now: float) -> str | None:
+    """Why the call's signature does not verify with any of `secrets`, or None when it does."""
+    from takt.tenants.webhook_keys import verify
 
     msg_id = headers.get("webhook-id")
     stamp = headers.get("webhook-timestamp", "")
@@ -51,10 +74,9 @@ def verify(key: str, headers: dict[str, str], body: bytes, now: float) -> str | 
         return "unsigned (no webhook-id, webhook-timestamp or webhook-signature)"
     if abs(now - int(stamp)) > TOLERANCE_SEC:
         return f"timestamp {stamp} more than {TOLERANCE_SEC}s from this clock"
-    expected = sign(key, msg_id, int(stamp), body)
-    if any(hmac.compare_digest(expected, s) for s in given.split()):
+    if verify(secrets, msg_id, stamp, body, given):
         return None
-    return "signature does not match the key"
+    return "signature does not match the keys"
 
 
 @click.command()
@@ -69,22 +91,18 @@ def verify(key: str, headers: dict[str, str], body: bytes, now: float) -> str | 
 )
 @click.option(
     "--secret",
-    envvar="TAKT_SIGNING_SECRET",
-    help="Standard Webhooks key (whsec_...) to verify with (env TAKT_SIGNING_SECRET). "
-    "[default: the signing-key file in takt local's data folder]",
+    envvar="TAKT_RECEIVE_SECRET",
+    help="Standard Webhooks key (whsec_...) to verify with (env TAKT_RECEIVE_SECRET). "
+    "[default: your tenant's keys, from the API at --endpoint]",
 )
-@click.option(
-    "--data",
-    "data_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_DATA_DIR,
-    show_default=True,
-    envvar="TAKT_LOCAL_DATA",
-    help="takt local's data folder, whose signing key is used.",
-)
-def receive(host: str, port: int, status: int, secret: str | None, data_dir: Path) -> None:
+@click.pass_obj
+def receive(ctx: CliContext, host: str, port: int, status: int, secret: str | None) -> None:
     """Receive takt's calls: print each one, verify its signature, answer --status."""
-    key, source = signing_key(secret, data_dir)
+    # Imported now, not at the first call: it pulls in botocore, and a call that waits on that
+    # import may time out at the worker.
+    import takt.tenants.webhook_keys  # noqa: F401
+
+    keys = Keys(ctx, secret)
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -94,13 +112,16 @@ def receive(host: str, port: int, status: int, secret: str | None, data_dir: Pat
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
-            if key is None:
-                problem, answer = None, status
-                check = "signature not checked (no key)"
-            else:
-                problem = verify(key, headers, body, time.time())
-                answer = 401 if problem else status
+            problem = None
+            if keys.secrets:
+                now = time.time()
+                problem = problem_of(keys.secrets, headers, body, now)
+                if problem and keys.refresh():
+                    problem = problem_of(keys.secrets, headers, body, now)
                 check = f"signature {'INVALID: ' + problem if problem else 'ok'}"
+            else:
+                check = "signature not checked (no key)"
+            answer = 401 if problem else status
             self._print(headers, body, answer, check)
             reply = json.dumps({"status": answer, "signature": problem or "ok"}).encode()
             self.send_response(answer)
@@ -130,8 +151,8 @@ def receive(host: str, port: int, status: int, secret: str | None, data_dir: Pat
     server.daemon_threads = True
     bound = f"http://{host}:{server.server_address[1]}/"
     click.echo(
-        f"takt receive on {bound}: answers {status}; verifying signatures with "
-        f"{source if key else 'nothing (no --secret, no takt local data folder)'} (Ctrl-C to stop)",
+        f"takt receive on {bound}: answers {status}; verifying signatures with {keys.source} "
+        "(Ctrl-C to stop)",
         err=True,
     )
     try:

@@ -24,13 +24,11 @@ a snapshot, as DynamoDB would delete them (moto never does).
 
 from __future__ import annotations
 
-import base64
 import fcntl
 import io
 import json
 import os
 import re
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -80,17 +78,6 @@ class DataStore:
         except BlockingIOError:
             self._lock_file.close()
             raise DataDirInUseError(f"{path} is in use by another takt local") from None
-
-    def signing_key(self) -> str:
-        """The Standard Webhooks key `takt local` signs its HTTP calls with, made on first use
-        and kept here (readable by this user only), so `takt receive` can verify them."""
-        path = self.path / "signing-key"
-        if not path.exists():
-            key = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as out:
-                out.write(key + "\n")
-        return path.read_text().strip()
 
     # The server side: every accepted write goes to the journal before its answer is sent.
 

@@ -160,8 +160,6 @@ class LocalRuntime:
         self.data = data
         # How many items the tables held when loaded from the data folder.
         self.items_loaded = 0
-        # The data folder's key file, when HTTP calls are signed with it.
-        self.signing_key_file: Path | None = None
 
     @property
     def url(self) -> str:
@@ -191,13 +189,6 @@ class LocalRuntime:
         self.moto_endpoint = f"http://{self.options.host}:{moto_port}"
         for key, value in FAKE_CREDENTIALS.items():
             os.environ.setdefault(key, value)
-        if self.data is not None and not (
-            os.environ.get("TAKT_SIGNING_SECRET") or os.environ.get("TAKT_SIGNING_SECRET_NAME")
-        ):
-            # HTTP targets get signed calls, as from a deployment, with a key `takt receive`
-            # finds in the same folder.
-            os.environ["TAKT_SIGNING_SECRET"] = self.data.signing_key()
-            self.signing_key_file = self.data.path / "signing-key"
         os.environ["TAKT_AWS_ENDPOINT_URL"] = self.moto_endpoint
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", self.options.log_level)
