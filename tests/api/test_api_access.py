@@ -25,6 +25,10 @@ JOB_BODY = {"name": "nightly", "schedule": "0 3 * * *", "target": "https://svc.e
 BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/v1/jobs"): JOB_BODY,
     ("PATCH", "/v1/jobs/<job_id>"): {"name": "renamed"},
+    ("POST", "/v1/jobs/<job_id>/backfill"): {
+        "from": "2026-03-03T00:00:00Z",
+        "to": "2026-03-04T00:00:00Z",
+    },
 }
 READ_METHODS = {"GET", "HEAD"}
 # Reads that need the write right on top of the method's: a tenant's webhook signing keys sign

@@ -72,6 +72,10 @@ def test_openapi_document_lists_every_route_with_its_success_answer() -> None:
         ("GET", "/v1/calendars", "200"),
         ("GET", "/v1/calendars/{name}", "200"),
         ("DELETE", "/v1/calendars/{name}", "204"),
+        ("POST", "/v1/jobs/{job_id}/backfill", "202"),
+        ("GET", "/v1/jobs/{job_id}/backfills", "200"),
+        ("GET", "/v1/jobs/{job_id}/backfills/{backfill_id}", "200"),
+        ("DELETE", "/v1/jobs/{job_id}/backfills/{backfill_id}", "200"),
     }
 
 

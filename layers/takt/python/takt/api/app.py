@@ -19,7 +19,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 )
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
-from takt.api import calendars, runs, webhook_keys
+from takt.api import backfills, calendars, runs, webhook_keys
 from takt.api.access import Caller, authorize
 from takt.api.errors import (
     ApiError,
@@ -375,6 +375,7 @@ def cancel_execution(execution_id: str) -> Response[ExecutionOut]:
 runs.register(app, _tenant, _services, _responses)
 webhook_keys.register(app, _caller, _services, _responses)
 calendars.register(app, _tenant, _services, _responses, _require_json)
+backfills.register(app, _tenant, _services, _responses, _require_json)
 
 
 @app.get("/v1/openapi.json", include_in_schema=False)

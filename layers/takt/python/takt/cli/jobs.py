@@ -243,16 +243,19 @@ def create(ctx: CliContext, /, body: str | None, idempotency_key: str | None, **
 def get(ctx: CliContext, job_id: str) -> None:
     """Show one job, its schedule in plain words and its next runs.
 
-    As JSON: the job, with `schedule_description` and `next_runs` added.
+    As JSON: the job, with `schedule_description`, `next_runs` and `backfills_running` added.
     """
     job, _ = call(ctx, "GET", f"/v1/jobs/{job_id}")
     preview, _ = call(ctx, "GET", f"/v1/jobs/{job_id}/preview", query={"count": NEXT_RUNS})
+    found, _ = call(ctx, "GET", f"/v1/jobs/{job_id}/backfills")
+    running = [b for b in found["items"] if b["state"] == "running"]
     if ctx.output == "json":
         ctx.emit(
             {
                 **job,
                 "schedule_description": preview["description"],
                 "next_runs": preview["next_runs"],
+                "backfills_running": running,
             }
         )
         return
@@ -260,6 +263,12 @@ def get(ctx: CliContext, job_id: str) -> None:
     click.echo(f"\nschedule:  {preview['description']}")
     for line in _extras(job):
         click.echo(line)
+    for b in running:
+        done = b["started"] + b["existing"] - b["running"]
+        click.echo(
+            f"backfill:  {b['id']} {b['from']} to {b['to']}: {done} of {b['total']} done, "
+            f"{b['running']} running"
+        )
     runs = preview["next_runs"]
     if not runs:
         click.echo("next runs: none")
@@ -378,3 +387,33 @@ def trigger(ctx: CliContext, job_id: str) -> None:
     """Run a job once, now."""
     execution, _ = call(ctx, "POST", f"/v1/jobs/{job_id}/trigger")
     ctx.emit(execution, [execution], ["id", "state", "scheduled_time"])
+
+
+BACKFILL_COLUMNS = ["id", "state", "from", "to", "total", "started", "existing", "running"]
+
+
+@jobs.command("backfill")
+@click.argument("job_id", shell_complete=complete_job_ids)
+@click.option("--from", "start", required=True, help="First instant of the range (RFC 3339).")
+@click.option("--to", "end", required=True, help="Last instant of the range (RFC 3339).")
+@click.option("--max-parallel", type=int, default=1, show_default=True)
+@click.pass_obj
+def backfill(ctx: CliContext, job_id: str, start: str, end: str, max_parallel: int) -> None:
+    """Run every occurrence of a range (once: occurrences that ran already are not re-run)."""
+    body = {"from": start, "to": end, "max_parallel": max_parallel}
+    started, _ = call(ctx, "POST", f"/v1/jobs/{job_id}/backfill", body)
+    ctx.emit(started, [started], BACKFILL_COLUMNS)
+
+
+@jobs.command("backfills")
+@click.argument("job_id", shell_complete=complete_job_ids)
+@click.option("--cancel", "cancel_id", help="Cancel this backfill of the job.")
+@click.pass_obj
+def backfills(ctx: CliContext, job_id: str, cancel_id: str | None) -> None:
+    """List a job's backfills with their progress, or cancel one."""
+    if cancel_id is not None:
+        cancelled, _ = call(ctx, "DELETE", f"/v1/jobs/{job_id}/backfills/{cancel_id}")
+        ctx.emit(cancelled, [cancelled], BACKFILL_COLUMNS)
+        return
+    page, _ = call(ctx, "GET", f"/v1/jobs/{job_id}/backfills")
+    ctx.emit(page, page["items"], BACKFILL_COLUMNS)

@@ -1,4 +1,5 @@
-"""What follows an execution's terminal write, `overlap: queue`, and stopping an execution.
+"""What follows an execution's terminal write (the job's outcome, its overlap slot, `overlap:
+queue`, a backfill's next occurrences), and stopping an execution.
 
 When a job's running execution ends, the oldest queued one starts. The worker (and a cancel)
 calls this right after a terminal write; the watchdog calls it for queued executions it finds, so
@@ -43,6 +44,14 @@ def after_terminal(
         jobs.release_slot(record.tenant_id, record.job_id, record.execution_id)
     if record.overlap == "queue":
         release_queued(jobs, executions, lanes, settings, record.tenant_id, record.job_id, now)
+    if record.backfill_id is not None:
+        # A backfill's execution ended: its next occurrences may start (takt.backfill).
+        from takt.backfill import Backfiller, BackfillStore
+
+        store = BackfillStore(executions.client, settings.tenants_table)
+        Backfiller(settings, jobs, executions, lanes, store).pump(
+            record.tenant_id, record.job_id, record.backfill_id, now
+        )
 
 
 def release_queued(
