@@ -1,7 +1,8 @@
 """The estimated fixed monthly cost of an idle takt deployment, from its synthesized templates.
 
-Idle means no jobs: what a deployment costs by merely running. The scheduler and the watchdog
-loop all the time, so their compute and the DynamoDB reads of their polling are the bulk of it;
+Idle means no jobs: what a deployment costs by merely running. The scheduler's drivers and the
+watchdog loop all the time, so their compute and the DynamoDB reads of their polling are the bulk
+of it;
 then come alarms, the dashboard and the KMS key, and the Fargate worker when it is on. The reads
 are not estimated by hand: the library's own ticker and watchdog are driven through idle minutes
 against a DynamoDB stand-in that bills each call as DynamoDB does, so a change to how they poll
@@ -23,10 +24,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from botocore.exceptions import ClientError
+
+from infra.driver import DRIVER_LIFE_SEC, DRIVERS
 from infra.functions import SCHEDULER
 from takt.aws import make_clients
 from takt.clock import SystemClock
 from takt.config import Settings
+from takt.dispatch.driver import Driver
 from takt.wiring import Services
 from takt.worker.process import IDLE_WAIT_SEC
 
@@ -123,12 +128,13 @@ class _IdleTables:
 
     Each call is billed as DynamoDB bills it: a read of up to 4 KB costs one read unit when
     strongly consistent and half of one otherwise, even when it finds nothing; a small write
-    costs one write unit. The only item an idle deployment writes is the ticker's watermark.
+    costs one write unit, even when its condition fails. The only item an idle deployment
+    writes is the drivers' meta item (watermark, claimed second), each attribute only forward.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._watermark: dict[str, Any] | None = None
+        self._meta: dict[str, Any] = {}
         self.read_units = 0.0
         self.write_units = 0.0
 
@@ -143,21 +149,36 @@ class _IdleTables:
     def get_item(self, **request: Any) -> dict[str, Any]:
         self._read(request)
         with self._lock:
-            return {"Item": self._watermark} if self._watermark else {}
+            return {"Item": dict(self._meta)} if self._meta else {}
 
-    def put_item(self, **request: Any) -> dict[str, Any]:
+    def update_item(self, **request: Any) -> dict[str, Any]:
+        """`SET #a = :v` if the attribute is absent or below `:v` (`DueStore._advance`)."""
+        (name,) = request["ExpressionAttributeNames"].values()
+        value = request["ExpressionAttributeValues"][":v"]
         with self._lock:
             self.write_units += 1.0
-            self._watermark = request["Item"]
-        return {}
+            old = self._meta.get(name)
+            if old is not None and _ordered(old) >= _ordered(value):
+                raise ClientError(
+                    {"Error": {"Code": "ConditionalCheckFailedException", "Message": ""}},
+                    "UpdateItem",
+                )
+            self._meta[name] = value
+            return {"Attributes": dict(self._meta)}
+
+
+def _ordered(value: Mapping[str, str]) -> str:
+    """A DynamoDB attribute value as the condition `<` compares it (the numbers written here are
+    whole seconds, so padding them orders them as numbers)."""
+    return value["N"].zfill(20) if "N" in value else value["S"]
 
 
 def idle_units(due_shards: int, open_shards: int) -> IdleUnits:
-    """Drive the real ticker and watchdog through an idle minute and count what it costs.
+    """Drive the real drivers and watchdog through an idle minute and count what it costs.
 
-    The ticker ticks on every second, as the scheduler function does, from the steady state of an
-    idle deployment: the watermark three minutes back, where the previous minute left it. The
-    watchdog's invocation is its six sweeps.
+    `DRIVERS` drivers step on every second, as the scheduler's invocations do, from the steady
+    state of an idle deployment: the watermark three minutes back, where the previous minute left
+    it, and one driver leading. The watchdog's invocation is its six sweeps.
     """
     tables = _IdleTables()
     # `model_construct` rather than the constructor, which would also read this shell's TAKT_*
@@ -175,9 +196,14 @@ def idle_units(due_shards: int, open_shards: int) -> IdleUnits:
     services = Services(settings=settings, clients=clients, clock=SystemClock())
     start = datetime(2030, 1, 1, tzinfo=UTC)
     services.due.advance_watermark(start - timedelta(minutes=3))
+    drivers = [Driver(services.due, services.ticker, services.clock) for _ in range(DRIVERS)]
+    drivers[0].leading = True
     reads, writes = tables.read_units, tables.write_units
     for second in range(60):
-        services.ticker.tick(start + timedelta(seconds=second))
+        for driver in drivers:
+            driver.step(start + timedelta(seconds=second))
+    # Each minute's new driver claims its start.
+    services.due.claim_start(start)
     scheduler_reads, scheduler_writes = tables.read_units - reads, tables.write_units - writes
     reads = tables.read_units
     for sweep in range(WATCHDOG_SWEEPS):
@@ -275,7 +301,7 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
     )
     receives = mappings * ESM_RECEIVES_PER_MINUTE * MINUTES_PER_MONTH
     return [
-        _loop_compute("scheduler", int(scheduler["MemorySize"]), 60),
+        _loop_compute("scheduler", int(scheduler["MemorySize"]), DRIVER_LIFE_SEC),
         _loop_compute(
             "watchdog", int(watchdog["MemorySize"]), min((WATCHDOG_SWEEPS - 1) * interval, 60)
         ),
@@ -288,7 +314,7 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
         _reads(f"scheduler's probes of the due index (N = {due_shards})", units.scheduler_reads),
         _reads(f"watchdog's sweeps of the open index ({open_shards} shards)", units.watchdog_reads),
         _count(
-            "ticker watermark writes",
+            "drivers' claims of each second and start, watermark writes",
             units.scheduler_writes * MINUTES_PER_MONTH / 1e6,
             f" M ({units.scheduler_writes:g} WRU/min)",
             "write_unit",
@@ -410,7 +436,7 @@ def shard_count_table(shard_counts: tuple[int, ...]) -> str:
     ]
     for shards in shard_counts:
         memory_mb = SCHEDULER.memory_for(shards)
-        compute = _loop_compute("scheduler", memory_mb, 60).usd
+        compute = _loop_compute("scheduler", memory_mb, DRIVER_LIFE_SEC).usd
         reads = _reads("probes", idle_units(shards, 1).scheduler_reads).usd
         rows.append(
             f"| {shards} | {memory_mb} MB | {_usd(compute)} | {_usd(reads)} "

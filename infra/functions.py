@@ -23,6 +23,7 @@ from constructs import Construct
 
 from infra import metric_names
 from infra.context import DeployConfig, settings_env_var
+from infra.driver import DRIVER_CONCURRENCY, DRIVER_TIMEOUT_SEC
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
@@ -36,7 +37,8 @@ LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 # The worker's timeout bounds one batch; the lanes' visibility timeout (QueueSpec, 360 s) must be
 # at least six times this, so Lambda can retry a throttled batch before the message reappears.
 WORKER_TIMEOUT_SEC = 60
-# The scheduler and the watchdog loop for about 60 s inside one invocation per minute.
+# The watchdog loops for about 60 s inside one invocation per minute (the scheduler's drivers
+# live longer: infra/driver.py).
 LOOP_TIMEOUT_SEC = 70
 # Lambda's memory at which a function gets one full vCPU; Python's GIL cannot use more.
 ONE_VCPU_MEMORY_MB = 1769
@@ -64,7 +66,7 @@ class FunctionSpec:
     timeout_sec: int
     tables: dict[TableSpec, Access]
     sends_to_lanes: bool = False
-    # Set for the functions invoked once a minute, so an overlap of two minutes is allowed but a
+    # Set for the functions invoked once a minute, so their planned overlap is allowed but a
     # pile-up of late invocations is not.
     reserved_concurrency: int | None = None
     # Set for the asynchronously invoked functions: the next tick (a second or a minute later)
@@ -109,18 +111,21 @@ API = FunctionSpec(
 )
 SCHEDULER = FunctionSpec(
     name="scheduler",
-    description="takt per-second driver: fans out claimers for about a minute",
+    description="takt per-second driver: fans out claimers for two minutes, beside another",
     memory_mb=256,
-    timeout_sec=LOOP_TIMEOUT_SEC,
-    # The ticker keeps its watermark in the due table and checks old buckets are empty.
+    timeout_sec=DRIVER_TIMEOUT_SEC,
+    # The ticker keeps its watermark in the due table and checks old buckets are empty; the
+    # drivers claim their seconds and starts there (infra/driver.py).
     tables={DUE: "read_write"},
-    reserved_concurrency=2,
+    reserved_concurrency=DRIVER_CONCURRENCY,
     async_retries=0,
     # Every second the ticker probes each shard of two or three minute buckets, about 2.1 queries
-    # per shard and second, and botocore spends about 1.3 ms of CPU on each (measured, X-Ray's
-    # subsegment included): 16 MB per shard buys about 9 ms of CPU per second, so a tick ends
-    # well inside its second even in the busiest second of a minute (4 buckets).
-    memory_mb_per_due_shard=16,
+    # per shard and second (4 in the busiest second), and botocore spends about 1.3 ms of CPU on
+    # each (measured, X-Ray's subsegment included). Only one of the two drivers sweeps a second,
+    # so each is sized for the load once: 8 MB per shard buys about 4.5 ms of CPU per second,
+    # 1.6 times an average tick's need, and the busiest ticks run over their second by a few
+    # tenths (docs/DEPLOY.md).
+    memory_mb_per_due_shard=8,
 )
 CLAIMER = FunctionSpec(
     name="claimer",

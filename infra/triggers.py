@@ -1,4 +1,4 @@
-"""What starts the functions: a one-minute schedule for the loops, the lanes for the worker."""
+"""What starts the functions: one-minute schedules for the loops, the lanes for the worker."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
 from infra.context import DeployConfig
+from infra.driver import SchedulerDriver
 from infra.functions import TaktFunctions
 from infra.lanes import Lanes
 from infra.tables import Tables
@@ -26,12 +27,13 @@ INDEXER_RETRIES = 10
 
 
 class Triggers(Construct):
-    """EventBridge rules for the scheduler and the watchdog, SQS event sources for the worker on
-    every lane the Fargate worker does not serve.
+    """EventBridge rules for the scheduler (`infra.driver`) and the watchdog, SQS event sources for
+    the worker on every lane the Fargate worker does not serve.
 
-    EventBridge fires at most once a minute, so the scheduler and the watchdog each run for about
-    a minute per invocation and tick inside it. A delivery that EventBridge cannot make within a
-    minute is dropped: the next minute's invocation does the same work.
+    EventBridge fires at most once a minute, so the watchdog runs for about a minute per
+    invocation and sweeps inside it; the scheduler's drivers live longer and overlap. A delivery
+    that EventBridge cannot make within a minute is dropped: the next minute's invocation does
+    the same work.
     """
 
     def __init__(
@@ -46,17 +48,14 @@ class Triggers(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.index_failures = self._indexer(functions.indexer, tables)
-        for name, function in (
-            ("Scheduler", functions.scheduler),
-            ("Watchdog", functions.watchdog),
-        ):
-            events.Rule(
-                self,
-                f"{name}EveryMinute",
-                description=f"Starts takt's {name.lower()} loop once a minute",
-                schedule=events.Schedule.rate(Duration.minutes(1)),
-                targets=[targets.LambdaFunction(function, max_event_age=Duration.minutes(1))],
-            )
+        SchedulerDriver(self, "SchedulerDriver", scheduler=functions.scheduler)
+        events.Rule(
+            self,
+            "WatchdogEveryMinute",
+            description="Starts takt's watchdog loop once a minute",
+            schedule=events.Schedule.rate(Duration.minutes(1)),
+            targets=[targets.LambdaFunction(functions.watchdog, max_event_age=Duration.minutes(1))],
+        )
         fargate_lanes = config.fargate.lanes if config.fargate else ()
         for lane, pair in lanes.lanes.items():
             if lane in fargate_lanes:

@@ -1,22 +1,41 @@
 """The per-second scheduler driver.
 
-EventBridge invokes it once a minute; it ticks once per second inside the invocation until the
-minute is over (or `ticks` is reached), fanning out one claim per (minute bucket, shard).
+EventBridge starts one driver a minute, and each runs for about two minutes (its timeout, set by
+`infra/driver.py`), so two drivers are always running, a minute apart; each claims every second
+and only the winner ticks (`takt.dispatch.driver`). A second delivery of a minute's event (the
+rule delivers at least once) finds its start already claimed and returns at once.
 The local runtime invokes it every second with `{"ticks": 1}`.
 """
 
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from takt.dispatch.driver import STOP_BEFORE_END_SEC
+from takt.dispatch.ticker import TickResult
 from takt.observability import MetricUnit, add_metric, logger, metrics, tracer
 from takt.wiring import services
 
-# Leave the last seconds of a minute-long invocation to the next one.
-STOP_BEFORE_END_MS = 3000
+STOP_BEFORE_END_MS = STOP_BEFORE_END_SEC * 1000
+
+
+def _record(tick: TickResult) -> None:
+    if tick.total.due:
+        logger.info(
+            "tick",
+            due=tick.total.due,
+            dispatched=tick.total.dispatched,
+            skipped=tick.total.skipped,
+        )
+    add_metric("Dispatched", MetricUnit.Count, tick.total.dispatched)
+    add_metric("Skipped", MetricUnit.Count, tick.total.skipped)
+    if tick.total.lags_ms:
+        # One value per tick: a burst of a million would otherwise be a million values.
+        add_metric("DispatchLag", MetricUnit.Milliseconds, max(tick.total.lags_ms))
 
 
 @logger.inject_lambda_context
@@ -24,27 +43,15 @@ STOP_BEFORE_END_MS = 3000
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     svc = services()
-    ticks = int(event.get("ticks", 60))
-    done = 0
-    dispatched = 0
-    while done < ticks:
-        result = svc.ticker.tick(svc.clock.now())
-        done += 1
-        dispatched += result.total.dispatched
-        if result.total.due:
-            logger.info(
-                "tick",
-                due=result.total.due,
-                dispatched=result.total.dispatched,
-                skipped=result.total.skipped,
-            )
-        add_metric("Dispatched", MetricUnit.Count, result.total.dispatched)
-        add_metric("Skipped", MetricUnit.Count, result.total.skipped)
-        if result.total.lags_ms:
-            # One value per tick: a burst of a million would otherwise be a million values.
-            add_metric("DispatchLag", MetricUnit.Milliseconds, max(result.total.lags_ms))
-        if done >= ticks or context.get_remaining_time_in_millis() < STOP_BEFORE_END_MS:
-            break
-        # Sleep to the next whole second, so ticks stay aligned with due times.
-        time.sleep(1 - (time.time() % 1))
-    return {"ticks": done, "dispatched": dispatched}
+    scheduled = event.get("time")
+    if scheduled is not None and not svc.due.claim_start(datetime.fromisoformat(scheduled)):
+        logger.info("a driver already started for this event", scheduled=scheduled)
+        return {"seconds": 0, "ticks": 0, "dispatched": 0}
+    ticks = event.get("ticks")
+    result = svc.driver.run(
+        keep_going=lambda: context.get_remaining_time_in_millis() >= STOP_BEFORE_END_MS,
+        wait=time.sleep,
+        ticks=None if ticks is None else int(ticks),
+        on_tick=_record,
+    )
+    return {"seconds": result.seconds, "ticks": result.ticks, "dispatched": result.dispatched}

@@ -13,6 +13,7 @@ from aws_cdk.assertions import Template
 from constructs import IConstruct
 
 from infra.context import DeployConfig
+from infra.driver import DRIVER_CONCURRENCY, DRIVER_TIMEOUT_SEC
 from infra.functions import (
     API,
     SCHEDULER,
@@ -151,9 +152,14 @@ def test_http_api_stage_throttles_and_writes_access_logs(
     assert "Fn::GetAtt" in stage["AccessLogSettings"]["DestinationArn"]
 
 
-@pytest.mark.parametrize("name", ["scheduler", "watchdog"])
+@pytest.mark.parametrize(
+    ("name", "timeout", "concurrency"),
+    [("scheduler", DRIVER_TIMEOUT_SEC, DRIVER_CONCURRENCY), ("watchdog", 70, 2)],
+)
 def test_loop_function_runs_every_minute_without_piling_up(
     name: str,
+    timeout: int,
+    concurrency: int,
     stateless: StatelessStack,
     stateless_template: Template,
     resources: dict[str, Any],
@@ -169,8 +175,8 @@ def test_loop_function_runs_every_minute_without_piling_up(
     function = resources[function_id]["Properties"]
 
     assert [rule["ScheduleExpression"] for rule in rules] == ["rate(1 minute)"]
-    assert function["Timeout"] == 70
-    assert function["ReservedConcurrentExecutions"] == 2
+    assert function["Timeout"] == timeout
+    assert function["ReservedConcurrentExecutions"] == concurrency
     stateless_template.has_resource_properties(
         "AWS::Lambda::EventInvokeConfig",
         {"FunctionName": {"Ref": function_id}, "MaximumRetryAttempts": 0},
@@ -383,8 +389,8 @@ def test_scheduler_memory_grows_with_the_shard_count_up_to_one_vcpu(
 ) -> None:
     scheduler = _function(SCHEDULER, stateless, resources, logical_id)
 
-    assert scheduler["MemorySize"] == 1024
-    assert [SCHEDULER.memory_for(shards) for shards in (1, 16, 32, 128)] == [256, 256, 512, 1769]
+    assert scheduler["MemorySize"] == 512
+    assert [SCHEDULER.memory_for(shards) for shards in (1, 32, 64, 128)] == [256, 256, 512, 1024]
     assert WORKER.memory_for(128) == WORKER.memory_mb
 
 

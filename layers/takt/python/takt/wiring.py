@@ -28,6 +28,7 @@ from takt.calendars import CalendarStore
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
 from takt.dispatch.claimer import Claimer, ClaimResult
+from takt.dispatch.driver import Driver
 from takt.dispatch.indexer import DueIndexer
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
@@ -225,6 +226,10 @@ class Services:
         return WebhookKeys(
             self.clients.dynamodb, settings.tenants_table, master, settings.secret_cache_sec
         )
+
+    @cached_property
+    def driver(self) -> Driver:
+        return Driver(self.due, self.ticker, self.clock)
 
     @cached_property
     def targets(self) -> TargetRouter:

@@ -8,7 +8,9 @@ one are swept every `BACKLOG_EVERY_SEC`, and a partition of theirs found with so
 swept on every tick after that until it is empty.
 
 Claims are disjoint by construction: there is no leader, and two tickers that overlap only
-duplicate work that the claimer's conditional writes make harmless.
+duplicate work that the claimer's conditional writes make harmless. The deployed drivers
+(`takt.dispatch.driver`) still tick only in the seconds they claimed, so they sweep once a second
+between them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from takt.dispatch.claimer import ClaimResult
 from takt.models.ids import format_time
-from takt.store.due import DueStore, minute_of, minutes_between
+from takt.store.due import DueStore, SecondClaim, minute_of, minutes_between
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
@@ -124,10 +126,12 @@ class Ticker:
         # takes a slice of a tick) drains at the claim rate, not one sweep every few seconds.
         self._behind: set[tuple[datetime, int]] = set()
 
-    def tick(self, now: datetime) -> TickResult:
+    def tick(self, now: datetime, claim: SecondClaim | None = None) -> TickResult:
+        """Sweep what is due at `now`. A driver passes the claim it won for this second, which
+        carries the watermark (read in the claim's own write); without one it is read here."""
         current = minute_of(now)
         oldest = current - WATERMARK_LAG
-        watermark = self._due.watermark()
+        watermark = claim.watermark if claim is not None else self._due.watermark()
         if watermark is None:
             # First tick of a new deployment: look back as far as one tick may, so jobs created
             # before the scheduler first ran are found.
@@ -154,8 +158,8 @@ class Ticker:
         tasks = [ClaimTask(m, s, now) for m, s in sorted(partitions)]
         result = TickResult(claims=len(tasks), watermark=watermark)
         found = self._fanout.run(tasks)
-        for claim in found.values():
-            result.total.add(claim)
+        for found_claim in found.values():
+            result.total.add(found_claim)
         recent = current - timedelta(minutes=1)
         self._behind = {(t.minute, t.shard) for t in found if t.minute < recent}
         if watermark < oldest and all(

@@ -7,11 +7,17 @@ range query per partition.
 
 An item for an instant already past is written to the current minute's bucket (the sort key keeps
 the real due time), because the ticker only sweeps buckets from its watermark forward.
+
+One more item, `meta#watermark`, holds what the per-second drivers share (docs/ARCHITECTURE.md,
+"The per-second drivers"): the watermark, the last second a driver claimed, and the scheduled
+time of the last minute rule event a driver started for. Each is moved forward only, by a
+conditional update of its own attribute, so the three never overwrite one another.
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -24,7 +30,10 @@ from takt.store.errors import is_condition_failure
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-_WATERMARK_KEY = {"bucket": {"S": "meta#watermark"}, "due_key": {"S": "-"}}
+_META_KEY = {"bucket": {"S": "meta#watermark"}, "due_key": {"S": "-"}}
+_WATERMARK = "minute"
+_TICK = "tick"
+_STARTED = "started"
 
 
 def minute_of(instant: datetime) -> datetime:
@@ -59,6 +68,15 @@ class DueItem:
             due=from_ms(int(due_ms)),
             written_ms=int(item.get("written_ms", {"N": "0"})["N"]),
         )
+
+
+@dataclass(frozen=True)
+class SecondClaim:
+    """What a driver's claim of one second found: whether it won the second, and, when it did,
+    the watermark, read in the same write (so a tick needs no read of its own for it)."""
+
+    won: bool
+    watermark: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -201,25 +219,78 @@ class DueStore:
 
     def watermark(self) -> datetime | None:
         """The oldest minute bucket that may still hold items (None: never written)."""
-        resp = self._db.get_item(TableName=self._table, Key=_WATERMARK_KEY, ConsistentRead=True)
-        if "Item" not in resp:
-            return None
-        return datetime.strptime(resp["Item"]["minute"]["S"], "%Y%m%d%H%M").replace(tzinfo=UTC)
+        resp = self._db.get_item(TableName=self._table, Key=_META_KEY, ConsistentRead=True)
+        return _watermark_of(resp.get("Item", {}))
 
     def advance_watermark(self, to_minute: datetime) -> None:
         """Move the watermark forward only; a slower ticker can never move it back."""
-        value = bucket_name(to_minute)
         try:
-            self._db.put_item(
-                TableName=self._table,
-                Item={**_WATERMARK_KEY, "minute": {"S": value}},
-                ConditionExpression="attribute_not_exists(#m) OR #m < :m",
-                ExpressionAttributeNames={"#m": "minute"},
-                ExpressionAttributeValues={":m": {"S": value}},
-            )
+            self._advance(_WATERMARK, {"S": bucket_name(to_minute)})
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise
+
+    def claim_second(self, second: datetime) -> SecondClaim:
+        """Claim the whole second `second` falls in for one driver's tick: exactly one claim of
+        a second wins, and none of a second before the last one won.
+
+        Every driver claims every second and only the winner ticks, so two drivers cost one
+        sweep of the due index a second, and while either lives every second is swept. A driver
+        whose clock runs behind the others' loses until they stop, which is what it should do.
+        """
+        epoch_sec = to_ms(second) // 1000
+        try:
+            resp = self._advance(_TICK, {"N": str(epoch_sec)}, returns=True)
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+            return SecondClaim(won=False)
+        return SecondClaim(won=True, watermark=_watermark_of(resp.get("Attributes", {})))
+
+    def second_claimed(self, second: datetime) -> bool:
+        """Whether some driver has claimed `second` (or a later one): a follower's look before
+        it claims, at half a read unit where a lost claim costs a write unit."""
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key=_META_KEY,
+            ProjectionExpression="#t",
+            ExpressionAttributeNames={"#t": _TICK},
+        )
+        claimed = resp.get("Item", {}).get(_TICK)
+        return claimed is not None and int(claimed["N"]) >= to_ms(second) // 1000
+
+    def claim_start(self, scheduled: datetime) -> bool:
+        """Claim the start of the driver for the minute rule's event scheduled at `scheduled`:
+        False for a second delivery of the same event (EventBridge delivers at least once) or a
+        late one older than an event already started, whose driver should not run."""
+        try:
+            self._advance(_STARTED, {"S": scheduled.astimezone(UTC).strftime("%Y%m%dT%H%M%S")})
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+            return False
+        return True
+
+    def _advance(
+        self, attribute: str, value: dict[str, str], *, returns: bool = False
+    ) -> dict[str, Any]:
+        """Set one attribute of the meta item, only forward (raises the condition failure)."""
+        resp = self._db.update_item(
+            TableName=self._table,
+            Key=_META_KEY,
+            UpdateExpression="SET #a = :v",
+            ConditionExpression="attribute_not_exists(#a) OR #a < :v",
+            ExpressionAttributeNames={"#a": attribute},
+            ExpressionAttributeValues={":v": value},
+            ReturnValues="ALL_NEW" if returns else "NONE",
+        )
+        return dict(resp)
+
+
+def _watermark_of(item: Mapping[str, Any]) -> datetime | None:
+    if _WATERMARK not in item:
+        return None
+    return datetime.strptime(item[_WATERMARK]["S"], "%Y%m%d%H%M").replace(tzinfo=UTC)
 
 
 def _by_due_key(item: DueItem) -> str:
