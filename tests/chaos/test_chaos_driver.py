@@ -56,16 +56,16 @@ PERIOD_SEC = 15.0  # the full form's "minute": a new driver every period
 # loaded machine here), or a driver killed while the other is about to end leaves a gap.
 OVERLAP_SEC = 8.0
 KILL_AFTER_SEC = 0.02  # into the chosen second: after the leader's claim, before its sweep ends
-READY_WITHIN_SEC = 30.0
+READY_WITHIN_SEC = 120.0  # every process's imports, all at once on a loaded machine
 SETTLED_SEC = 2.0  # a driver this long past its imports is stepping
 
 
 class DriverProcess:
-    """One driver process, with its output in a log file."""
+    """One driver process, with its output in a log file; `invoke_at` starts its handler."""
 
     def __init__(self, env: dict[str, str], log: Path, life_sec: float, event_time: str | None):
         self.log = log
-        self.ready_at: float | None = None
+        self.start_at = math.inf
         with log.open("wb") as sink:
             self.process = subprocess.Popen(
                 [
@@ -74,22 +74,26 @@ class DriverProcess:
                 ],
                 cwd=ROOT,
                 env=env,
+                stdin=subprocess.PIPE,
                 stdout=sink,
                 stderr=subprocess.STDOUT,
             )
+
+    def invoke_at(self, instant: float) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{instant}\n".encode())
+        self.process.stdin.close()
+        self.start_at = instant
 
     def lines(self) -> list[str]:
         return self.log.read_text(errors="replace").splitlines()
 
     def wait_ready(self) -> None:
         poll(self.lines, lambda lines: "ready" in lines, READY_WITHIN_SEC, f"ready in {self.log}")
-        self.ready_at = time.time()
 
     def running_since(self, instant: float) -> bool:
-        """Whether the driver was alive and past its imports at `instant` (and still is)."""
-        if self.ready_at is None and "ready" in self.lines():
-            self.ready_at = time.time()
-        return self.alive and self.ready_at is not None and self.ready_at <= instant
+        """Whether the driver was started by `instant` and is still alive."""
+        return self.alive and self.start_at <= instant
 
     def ticks(self) -> list[datetime]:
         """When this driver swept a second with something due (the handler's `tick` lines)."""
@@ -205,16 +209,22 @@ def _run(
     env = _env(settings)
     svc.due.advance_watermark(datetime.now(UTC) - timedelta(minutes=2))
     period = PERIOD_SEC if plan.rolling else 3600.0
-
-    def start(life_sec: float, event_time: str | None) -> DriverProcess:
-        driver = DriverProcess(env, logs / f"driver-{len(drivers)}.log", life_sec, event_time)
-        drivers.append(driver)
-        return driver
-
-    # The steady state: two drivers, one a period older than the other.
-    first = [start(period + OVERLAP_SEC, None), start(2 * period + OVERLAP_SEC, None)]
-    for driver in first:
+    lives: list[tuple[float, float, str | None]] = []  # (life, invoked after, event time)
+    # The steady state, two drivers a period apart in age, then a new one every period until
+    # the end; every process is started (and imported) before the first is invoked.
+    lives += [(period + OVERLAP_SEC, 0.0, None), (2 * period + OVERLAP_SEC, 0.0, None)]
+    while plan.rolling and len(lives) * period < plan.seconds + 2 * period:
+        # The minute rule's event time, a new one for each start (only forward is accepted).
+        scheduled = f"2030-01-01T00:{len(lives):02d}:00Z"
+        lives.append((2 * period + OVERLAP_SEC, (len(lives) - 1) * period, scheduled))
+    for life, _, event_time in lives:
+        log = logs / f"driver-{len(drivers)}.log"
+        drivers.append(DriverProcess(env, log, life, event_time))
+    for driver in drivers:
         driver.wait_ready()
+    begin = time.time()
+    for driver, (_, after, _) in zip(drivers, lives, strict=True):
+        driver.invoke_at(begin + after)
     observer = LaneObserver(svc)
     start_due = math.ceil(time.time()) + 2
     due = {n: datetime.fromtimestamp(start_due + n, UTC) for n in range(plan.seconds)}
@@ -225,7 +235,6 @@ def _run(
         jobs[job.job_id] = n
     kills = iter(sorted(plan.kills))
     next_kill = next(kills, None)
-    next_start = time.time() + period
     end = start_due + plan.seconds
     while time.time() < end:
         running = [d for d in drivers if d.running_since(time.time() - SETTLED_SEC)]
@@ -241,11 +250,6 @@ def _run(
             victim.signal(signal.SIGKILL)
             plan.killed.append({"second": next_kill, "seconds_swept": len(victim.ticks())})
             next_kill = next(kills, None)
-        elif plan.rolling and time.time() >= next_start:
-            event_time = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            # Not waited for: a driver takes a while to start, as a cold Lambda does.
-            start(2 * period + OVERLAP_SEC, event_time)
-            next_start += period
         else:
             time.sleep(0.05)
     poll(
