@@ -22,6 +22,7 @@ from takt.schedule import (
     IntervalSchedule,
     Schedule,
     ScheduleError,
+    jitter_offset,
     parse_cron,
     parse_duration,
     preview,
@@ -63,6 +64,12 @@ def schedule() -> None:
     help="A fixed-time job whose local time repeats at DST's end: run once, or twice.",
 )
 @click.option(
+    "--jitter",
+    metavar="DURATION",
+    help="Show each instant's jitter window; with --job-id, the instant that job fires at.",
+)
+@click.option("--job-id", help="The job whose jitter offsets to show (they hash its id).")
+@click.option(
     "--batch",
     is_flag=True,
     help='Read JSON Lines {"cron"|"every", "tz", "after", "count", "gap", "overlap"} from stdin '
@@ -78,6 +85,8 @@ def preview_command(
     count: int,
     gap: GapRule,
     overlap: OverlapRule,
+    jitter: str | None,
+    job_id: str | None,
     batch: bool,
 ) -> None:
     """Print the next instants a cron expression or an interval fires at, in UTC.
@@ -102,7 +111,19 @@ def preview_command(
     except ScheduleError as exc:
         raise CliError(str(exc)) from exc
     rows = [{"utc": _rfc3339(instant), "local": _local(instant, zone)} for instant in instants]
-    obj.emit([row["utc"] for row in rows], table=rows, columns=["utc", "local"])
+    if jitter is None:
+        obj.emit([row["utc"] for row in rows], table=rows, columns=["utc", "local"])
+        return
+    try:
+        window = parse_duration(jitter)
+    except ScheduleError as exc:
+        raise CliError(f"--jitter: {exc}") from exc
+    key = "fires_at" if job_id is not None else "fires_by"
+    for row, instant in zip(rows, instants, strict=True):
+        offset = window if job_id is None else jitter_offset(job_id, instant, window)
+        row[key] = _rfc3339(instant + offset)
+    data = [{"at": row["utc"], key: row[key]} for row in rows]
+    obj.emit(data, table=rows, columns=["utc", "local", key])
 
 
 def _run_batch(lines: Iterable[str], now: datetime) -> None:
