@@ -26,7 +26,8 @@ warnings.filterwarnings("ignore", message="No application metrics to publish")
 SERVICE = "takt"
 """The `service` dimension of every metric, and the service name in every log line."""
 
-logger = Logger(service=SERVICE)
+# Timestamps in RFC 3339, UTC, with `Z`: the one time format the API, the CLI and the logs share.
+logger = Logger(service=SERVICE, utc=True, datefmt="%Y-%m-%dT%H:%M:%S.%FZ")
 metrics = Metrics(namespace="takt", service=SERVICE)
 tracer = Tracer(service=SERVICE)
 

@@ -10,6 +10,7 @@ import logging
 import shlex
 import signal
 import sys
+import time
 from pathlib import Path
 from types import FrameType
 
@@ -89,7 +90,14 @@ def local(
         raise click.ClickException(f"{exc} (--data DIR for another folder)") from None
     from takt.local.runtime import LocalRuntime, RuntimeOptions, describe_egress, worker_env
 
-    logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # Other libraries' lines, with the time as takt's own JSON lines write it (RFC 3339, UTC).
+    plain = logging.Formatter(
+        "%(asctime)s.%(msecs)03dZ %(name)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%S"
+    )
+    plain.converter = time.gmtime
+    stream = logging.StreamHandler()
+    stream.setFormatter(plain)
+    logging.basicConfig(level=log_level, handlers=[stream])
     runtime = LocalRuntime(
         RuntimeOptions(
             host=host,

@@ -131,6 +131,10 @@ def _local_master(folder: Path | None) -> str:
     return path.read_text().strip()
 
 
+def _level(name: str) -> int:
+    return logging.getLevelNamesMapping()[name]
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -192,11 +196,15 @@ class LocalRuntime:
         os.environ["TAKT_AWS_ENDPOINT_URL"] = self.moto_endpoint
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", self.options.log_level)
-        # moto's server (werkzeug) logs every AWS call at INFO, and takt's logger took its level
-        # at import, before the options were known: without these a quiet run prints a line
-        # per call.
-        for name in ("werkzeug", "takt"):
-            logging.getLogger(name).setLevel(self.options.log_level)
+        # takt's logger took its level at import, before the options were known. It writes its
+        # own JSON lines (Powertools), so it does not hand its records on to the root logger
+        # too: that printed every event twice. moto's server (werkzeug) logs each AWS call and
+        # botocore its credential lookups: neither is an event of takt's, at any level.
+        takt_logger = logging.getLogger("takt")
+        takt_logger.setLevel(self.options.log_level)
+        takt_logger.propagate = False
+        for name in ("werkzeug", "botocore"):
+            logging.getLogger(name).setLevel(max(logging.WARNING, _level(self.options.log_level)))
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "takt")
         # Four shards are plenty on one machine; each costs a query per tick.
         os.environ.setdefault("TAKT_DUE_SHARDS", "4")
