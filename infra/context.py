@@ -228,6 +228,7 @@ def _target_grants(node: Node) -> TargetGrants:
             _string_list(node, "lambdaTargets"),
             _string_list(node, "stateMachineTargets"),
             _string_list(node, "sigv4Targets"),
+            _string_list(node, "publishTargets"),
         )
     except TargetGrantError as exc:
         raise ContextError(str(exc)) from None

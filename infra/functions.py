@@ -312,6 +312,9 @@ class TaktFunctions(Construct):
             grant_data_access(spec, function, tables, lanes)
             if spec.signs_requests:
                 config.targets.grant(function)
+            elif spec is WATCHDOG:
+                # It ends executions whose worker died, and so may open an incident.
+                config.targets.grant_notify(function)
             if spec.reads_signing_master and config.signing_secret_name:
                 # By name: the value is read from Secrets Manager when a key is derived (cached
                 # briefly), so it is in neither the template nor the function's configuration.

@@ -9,7 +9,11 @@ exactly those, with no wildcard:
 - `stateMachineTargets`: state machine ARNs, for `states:StartExecution`;
 - `sigv4Targets`: API Gateway route ARNs (`arn:aws:execute-api:REGION:ACCOUNT:API/STAGE/METHOD/
   PATH`), for `execute-api:Invoke`, and function ARNs, for `lambda:InvokeFunctionUrl` (their
-  function URLs).
+  function URLs);
+- `publishTargets`: SQS queue ARNs (`sqs:SendMessage`, `sqs:GetQueueUrl`), SNS topic ARNs
+  (`sns:Publish`) and EventBridge bus ARNs (`events:PutEvents`) that queue-topic targets and
+  notifications publish to. The watchdog, which also ends executions (and so notifies), gets the
+  topics and buses.
 
 A list is comma-separated with `-c` (`-c lambdaTargets=arn1,arn2`) or a JSON list in cdk.json.
 An entry that is not such an ARN, or holds a `*`, stops the synth naming the knob.
@@ -22,7 +26,14 @@ from dataclasses import dataclass
 
 from aws_cdk import aws_iam as iam
 
-from takt.targets.spec import LambdaSpec, StateMachineSpec, parse_target
+from takt.targets.spec import (
+    EventBusSpec,
+    LambdaSpec,
+    SnsSpec,
+    SqsSpec,
+    StateMachineSpec,
+    parse_target,
+)
 
 _EXECUTE_API = re.compile(
     r"^arn:aws[a-z-]*:execute-api:[a-z]{2}(-[a-z]+)+-\d+:\d{12}:[a-z0-9]+/[^/\s]+/"
@@ -42,15 +53,38 @@ class TargetGrants:
     state_machines: tuple[str, ...] = ()
     execute_api_routes: tuple[str, ...] = ()
     function_urls: tuple[str, ...] = ()
+    queues: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    buses: tuple[str, ...] = ()
 
     @classmethod
     def from_lists(
-        cls, lambdas: tuple[str, ...], machines: tuple[str, ...], signed: tuple[str, ...]
+        cls,
+        lambdas: tuple[str, ...],
+        machines: tuple[str, ...],
+        signed: tuple[str, ...],
+        published: tuple[str, ...] = (),
     ) -> TargetGrants:
         """Check each list's entries (TargetGrantError naming the knob and the entry)."""
-        for arn in (*lambdas, *machines, *signed):
-            if "*" in arn:
-                raise TargetGrantError(f"{_knob(arn, lambdas, machines)} {arn!r} holds a wildcard")
+        knobs = {
+            "lambdaTargets": lambdas,
+            "stateMachineTargets": machines,
+            "sigv4Targets": signed,
+            "publishTargets": published,
+        }
+        for knob, arns in knobs.items():
+            for arn in arns:
+                if "*" in arn:
+                    raise TargetGrantError(f"context {knob!r} {arn!r} holds a wildcard")
+        by_kind: dict[type, list[str]] = {SqsSpec: [], SnsSpec: [], EventBusSpec: []}
+        for arn in published:
+            kind = type(_spec(arn))
+            if kind not in by_kind or not arn.startswith("arn:"):
+                raise TargetGrantError(
+                    f"context 'publishTargets' {arn!r} is not an SQS queue, SNS topic or "
+                    "EventBridge bus ARN"
+                )
+            by_kind[kind].append(arn)
         for arn in lambdas:
             if not isinstance(_spec(arn), LambdaSpec):
                 raise TargetGrantError(f"context 'lambdaTargets' {arn!r} is not a function ARN")
@@ -70,7 +104,15 @@ class TargetGrants:
                     f"context 'sigv4Targets' {arn!r} is neither an API Gateway route ARN "
                     "(…:execute-api:REGION:ACCOUNT:API/STAGE/METHOD/PATH) nor a function ARN"
                 )
-        return cls(lambdas, machines, tuple(routes), tuple(urls))
+        return cls(
+            lambdas,
+            machines,
+            tuple(routes),
+            tuple(urls),
+            tuple(by_kind[SqsSpec]),
+            tuple(by_kind[SnsSpec]),
+            tuple(by_kind[EventBusSpec]),
+        )
 
     def grant(self, grantee: iam.IGrantable) -> None:
         """Give `grantee` exactly the listed calls (nothing when every list is empty)."""
@@ -79,7 +121,17 @@ class TargetGrants:
             (["states:StartExecution"], self.state_machines),
             (["execute-api:Invoke"], self.execute_api_routes),
             (["lambda:InvokeFunctionUrl"], self.function_urls),
+            (["sqs:SendMessage", "sqs:GetQueueUrl"], self.queues),
         ):
+            if arns:
+                iam.Grant.add_to_principal(
+                    grantee=grantee, actions=actions, resource_arns=list(arns)
+                )
+        self.grant_notify(grantee)
+
+    def grant_notify(self, grantee: iam.IGrantable) -> None:
+        """What sending notifications needs: publishing to the listed topics and buses."""
+        for actions, arns in ((["sns:Publish"], self.topics), (["events:PutEvents"], self.buses)):
             if arns:
                 iam.Grant.add_to_principal(
                     grantee=grantee, actions=actions, resource_arns=list(arns)
@@ -91,11 +143,3 @@ def _spec(arn: str) -> object:
         return parse_target(arn)
     except ValueError:
         return None
-
-
-def _knob(arn: str, lambdas: tuple[str, ...], machines: tuple[str, ...]) -> str:
-    if arn in lambdas:
-        return "context 'lambdaTargets'"
-    if arn in machines:
-        return "context 'stateMachineTargets'"
-    return "context 'sigv4Targets'"

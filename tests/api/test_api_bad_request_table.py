@@ -51,6 +51,10 @@ BAD: dict[str, tuple[Any, int]] = {
     "jitter": ("25h", 400),
     "pause_until": ("next week", 400),
     "calendars": (["no spaces allowed"], 400),
+    "notify": ("loudly", 400),
+    "notify.to": ("handler:page_me", 400),
+    "notify.on": (["late"], 400),
+    "notify.after_failures": (0, 400),
     "idempotency_key": ("", 400),
 }
 

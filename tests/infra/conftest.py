@@ -79,6 +79,8 @@ TARGET_GRANTS_CONTEXT = {
     "stateMachineTargets": ["arn:aws:states:us-east-1:123456789012:stateMachine:orders"],
     "sigv4Targets": "arn:aws:execute-api:us-east-1:123456789012:abc123/prod/POST/hooks/run,"
     "arn:aws:lambda:us-east-1:123456789012:function:webhook",
+    "publishTargets": "arn:aws:sqs:us-east-1:123456789012:jobs,"
+    "arn:aws:sns:us-east-1:123456789012:ops,arn:aws:events:us-east-1:123456789012:event-bus/ops",
 }
 # The context the `fargate_*` fixtures add to cdk.json's.
 FARGATE_CONTEXT = {

@@ -151,6 +151,8 @@ def test_task_role_holds_the_worker_functions_grants_and_consumes_its_lanes(
         "lambda",
         "states",
         "execute-api",
+        "sns",
+        "events",
     }
 
 

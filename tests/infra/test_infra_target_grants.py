@@ -1,5 +1,6 @@
-"""The AWS targets a deployment names in its context, and only those, may be called by the
-workers (the function and the Fargate task): no grant by default, no wildcard ever."""
+"""The AWS targets and notification destinations a deployment names in its context, and only
+those, may be called by the workers (the function and the Fargate task) and, for notifications,
+the watchdog: no grant by default, no wildcard ever."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from aws_cdk import App
 
 from infra.context import ContextError, DeployConfig
-from infra.functions import SPECS, WORKER
+from infra.functions import SPECS, WATCHDOG, WORKER
 from tests.infra.conftest import TARGET_GRANTS_CONTEXT, LogicalId
 
 if TYPE_CHECKING:
@@ -22,11 +23,18 @@ ALIAS = "arn:aws:lambda:us-east-1:123456789012:function:report:live"
 MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:orders"
 ROUTE = "arn:aws:execute-api:us-east-1:123456789012:abc123/prod/POST/hooks/run"
 URL_FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:webhook"
+QUEUE = "arn:aws:sqs:us-east-1:123456789012:jobs"
+TOPIC = "arn:aws:sns:us-east-1:123456789012:ops"
+BUS = "arn:aws:events:us-east-1:123456789012:event-bus/ops"
 TARGET_ACTIONS = {
     "lambda:InvokeFunction",
     "states:StartExecution",
     "execute-api:Invoke",
     "lambda:InvokeFunctionUrl",
+    "sqs:SendMessage",
+    "sqs:GetQueueUrl",
+    "sns:Publish",
+    "events:PutEvents",
 }
 
 
@@ -71,6 +79,10 @@ def test_the_workers_may_call_exactly_the_listed_targets_and_nothing_else_may(
         ("states:StartExecution", MACHINE),
         ("execute-api:Invoke", ROUTE),
         ("lambda:InvokeFunctionUrl", URL_FUNCTION),
+        ("sqs:SendMessage", QUEUE),
+        ("sqs:GetQueueUrl", QUEUE),
+        ("sns:Publish", TOPIC),
+        ("events:PutEvents", BUS),
     }
 
     calls = {
@@ -79,6 +91,8 @@ def test_the_workers_may_call_exactly_the_listed_targets_and_nothing_else_may(
 
     assert calls.pop(WORKER.name) == expected
     assert calls.pop("fargate") == expected
+    # The watchdog ends executions whose worker died, and notifies as the worker would.
+    assert calls.pop(WATCHDOG.name) == {("sns:Publish", TOPIC), ("events:PutEvents", BUS)}
     assert all(not found for found in calls.values())
 
 
@@ -101,6 +115,8 @@ def test_the_shipped_context_grants_no_target_call(
             "'sigv4Targets' .* holds a wildcard",
         ),
         ("sigv4Targets", "arn:aws:execute-api:us-east-1:123456789012:abc123", "neither"),
+        ("publishTargets", FUNCTION, "'publishTargets' .* is not an SQS queue, SNS topic"),
+        ("publishTargets", "arn:aws:sns:us-east-1:123456789012:*", "holds a wildcard"),
     ],
 )
 def test_a_bad_target_grant_stops_the_synth_naming_the_knob(

@@ -53,6 +53,7 @@ def runner_for(svc: Services, worker_id: str = "w-1") -> ExecutionRunner:
         svc.targets,
         svc.clock,
         worker_id=worker_id,
+        notifier=svc.notifier,
     )
 
 

@@ -121,3 +121,45 @@ def test_an_allow_listed_address_is_accepted(make_svc: ServicesFactory) -> None:
 
     assert (private["target"], local["target"]) == ("http://10.1.2.3:8080/x", "http://localhost/x")
     assert refused.status == 400
+
+
+@pytest.mark.parametrize(
+    ("notify", "message"),
+    [
+        ({"to": "http://169.254.169.254/latest"}, "egress refused: 169.254.169.254 is link-local"),
+        ({"to": "handler:page_me"}, "a notification goes to an SNS topic ARN"),
+        ({"to": "arn:aws:sns:eu-west-1:123456789012:ops"}, "target is in eu-west-1"),
+        ({"to": "https://ops.example/hook", "on": ["late"]}, "Input should be 'dead' or"),
+        ({"to": "https://ops.example/hook", "after_failures": 0}, "greater than or equal to 1"),
+    ],
+)
+def test_a_bad_notification_policy_is_a_400_naming_notify_that_stores_nothing(
+    api: Api, strict: Services, notify: dict[str, object], message: str
+) -> None:
+    before = store_snapshot(strict)
+
+    answer = api.create({"interval": "1h", "target": "https://hooks.example/x", "notify": notify})
+
+    assert answer.status == 400
+    [error] = answer.json["errors"]
+    assert error["field"].startswith("notify")
+    assert message in error["message"]
+    assert store_snapshot(strict) == before
+
+
+def test_a_notification_policy_is_stored_and_a_patch_of_null_clears_it(api: Api) -> None:
+    job = api.created_job(
+        {
+            "interval": "1h",
+            "target": "https://hooks.example/x",
+            "notify": {"to": "arn:aws:sns:us-east-1:123456789012:ops", "on": ["stopped"]},
+        }
+    )
+    cleared = api.request("PATCH", f"/v1/jobs/{job['id']}", {"notify": None})
+
+    assert job["notify"] == {
+        "to": "arn:aws:sns:us-east-1:123456789012:ops",
+        "on": ["stopped"],
+        "after_failures": 3,
+    }
+    assert cleared.json["notify"] is None

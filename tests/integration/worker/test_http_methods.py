@@ -49,7 +49,7 @@ def worker(certificate: tuple[Path, Path], *, credentials: bool = True) -> HttpT
     return HttpTarget(
         EgressPolicy(["127.0.0.1/32"], resolve),
         ssl_context=client_context(certificate[0]),
-        signing_secret=SIGNING,
+        tenant_keys=lambda tenant: [SIGNING],
         credentials=(lambda: KEY) if credentials else None,
     )
 
@@ -62,6 +62,7 @@ def ctx(payload: object = None) -> CallContext:
         scheduled_time=datetime(2026, 3, 2, 12, tzinfo=UTC),
         payload=payload,
         timeout_sec=5.0,
+        tenant_id="acme",
     )
 
 

@@ -8,8 +8,10 @@ from takt.targets.spec import (
     EventBusSpec,
     HandlerSpec,
     HttpSpec,
+    LambdaSpec,
     SnsSpec,
     SqsSpec,
+    StateMachineSpec,
     TargetSpec,
     handler_name,
     parse_target,
@@ -58,6 +60,20 @@ ACCOUNT = "123456789012"
                 region="ap-southeast-2",
             ),
         ),
+        (
+            f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:report",
+            LambdaSpec(f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:report", "us-east-1"),
+        ),
+        (
+            f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:report:$LATEST",
+            LambdaSpec(f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:report:$LATEST", "us-east-1"),
+        ),
+        (
+            f"arn:aws:states:eu-west-1:{ACCOUNT}:stateMachine:orders",
+            StateMachineSpec(
+                f"arn:aws:states:eu-west-1:{ACCOUNT}:stateMachine:orders", "eu-west-1"
+            ),
+        ),
     ],
 )
 def test_each_string_form_names_its_kind_of_target(text: str, expected: TargetSpec) -> None:
@@ -74,7 +90,9 @@ def test_each_string_form_names_its_kind_of_target(text: str, expected: TargetSp
         "handler:9starts_with_a_digit",
         "handler:has space",
         "handler:" + "x" * 129,
-        f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:f",
+        f"arn:aws:lambda:us-east-1:{ACCOUNT}:layer:f",
+        f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:has.dot",
+        f"arn:aws:states:us-east-1:{ACCOUNT}:execution:m:run-1",
         f"arn:aws:sqs:us-east-1:{ACCOUNT}:bad/name",
         f"arn:aws:sns:us-east-1:{ACCOUNT}:topic:0f2c-subscription",
         f"arn:aws:events:us-east-1:{ACCOUNT}:rule/nightly",

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from takt.notify.policy import NotifyPolicy
 from takt.targets.egress import AllowList
 
 LANES: tuple[str, ...] = ("high", "default", "low")
@@ -171,6 +172,9 @@ class Settings(BaseSettings):
     claim_read_pages: int = Field(default=4, ge=1, le=64)
     # How long a message waits before it is offered again when its tenant's running cap is full.
     running_cap_retry_sec: int = Field(default=2, ge=1, le=900)
+    # Each tenant's default notification policy (takt.notify), for its jobs that set none
+    # (JSON in the environment): {"acme": {"to": "arn:aws:sns:...", "on": ["dead"]}}.
+    notify_defaults: dict[str, NotifyPolicy] = Field(default_factory=dict)
     # Rate limits by target host (lower case), shared by every worker (JSON in the environment):
     # {"api.example.com": {"per_sec": 5, "burst": 10}}.
     host_rate_limits: dict[str, RateLimit] = Field(default_factory=dict)

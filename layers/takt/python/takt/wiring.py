@@ -38,6 +38,7 @@ from takt.fairness.running import RunningSlots
 from takt.fairness.shares import DispatchShares
 from takt.handlers import load_modules, registry
 from takt.metering import Meter
+from takt.notify.notifier import Notifier
 from takt.stats import CloudWatchMetricsReader, MetricsReader
 from takt.store.due import DueStore
 from takt.store.executions import ExecutionStore
@@ -232,22 +233,30 @@ class Services:
         return Driver(self.due, self.ticker, self.clock)
 
     @cached_property
+    def http(self) -> HttpTarget:
+        """HTTP targets and webhook notifications: the egress policy, secrets and signing."""
+        settings = self.settings
+        return HttpTarget(
+            EgressPolicy(settings.egress_allow),
+            SecretsManagerSource(lambda: make_secrets_client(settings), settings.secret_cache_sec),
+            tenant_keys=lambda tenant_id: self.webhook_keys.signing_keys(
+                tenant_id, self.clock.now()
+            ),
+            secret_prefix=settings.secret_prefix,
+            credentials=credential_source(settings),
+        )
+
+    @cached_property
+    def notifier(self) -> Notifier:
+        return Notifier(self.settings, self.jobs, self.http, self.clients.sns, self.clients.events)
+
+    @cached_property
     def targets(self) -> TargetRouter:
         """Every target kind, with the handlers of `handler_modules` (imported here, once)."""
         load_modules(self.settings.handler_module_names)
         settings = self.settings
         return TargetRouter(
-            HttpTarget(
-                EgressPolicy(settings.egress_allow),
-                SecretsManagerSource(
-                    lambda: make_secrets_client(settings), settings.secret_cache_sec
-                ),
-                tenant_keys=lambda tenant_id: self.webhook_keys.signing_keys(
-                    tenant_id, self.clock.now()
-                ),
-                secret_prefix=settings.secret_prefix,
-                credentials=credential_source(settings),
-            ),
+            self.http,
             QueueTopicTarget(
                 self.clients.sqs, self.clients.sns, self.clients.events, self.settings.region
             ),
@@ -269,12 +278,18 @@ class Services:
             self.targets,
             self.clock,
             gate=self.gate,
+            notifier=self.notifier,
         )
 
     @cached_property
     def watchdog(self) -> Watchdog:
         return Watchdog(
-            self.settings, self.jobs, self.executions, self.lanes, release_slot=self.gate.release
+            self.settings,
+            self.jobs,
+            self.executions,
+            self.lanes,
+            release_slot=self.gate.release,
+            notifier=self.notifier,
         )
 
 

@@ -28,6 +28,7 @@ from takt.models.records import (
     RetryPolicy,
     TaskSpec,
 )
+from takt.notify.policy import NotifyPolicy
 from takt.schedule import describe, parse_cron, parse_duration, validate_time_zone
 from takt.workflows.model import TaskIn, WorkflowError, validate_tasks
 
@@ -133,6 +134,11 @@ class JobCreate(_Schedulable):
     calendars: list[CalendarName] | None = Field(
         default=None, max_length=MAX_CALENDARS, description=CALENDARS_DESCRIPTION
     )
+    notify: NotifyPolicy | None = Field(
+        default=None,
+        description="whom to tell when executions die or the job keeps failing; the tenant's "
+        "default when absent (docs/OPERATIONS.md)",
+    )
     idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
 
     @model_validator(mode="after")
@@ -181,6 +187,9 @@ class JobPatch(_Schedulable):
     calendars: list[CalendarName] | None = Field(
         default=None, max_length=MAX_CALENDARS, description=CALENDARS_DESCRIPTION
     )
+    notify: NotifyPolicy | None = Field(
+        default=None, description="null falls back to the tenant's default"
+    )
 
     @model_validator(mode="after")
     def _at_most_one_schedule(self) -> JobPatch:
@@ -225,6 +234,7 @@ class JobOut(BaseModel):
     jitter: str | None
     pause_until: str | None
     calendars: list[str] | None
+    notify: NotifyPolicy | None
     idempotency_key: str | None
     version: int
     next_run_time: str | None
@@ -259,6 +269,7 @@ class JobOut(BaseModel):
             jitter=job.jitter,
             pause_until=_t(job.pause_until),
             calendars=job.calendars,
+            notify=job.notify,
             idempotency_key=job.idempotency_key,
             version=job.version,
             next_run_time=_t(job.next_run_time),

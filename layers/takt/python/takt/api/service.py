@@ -108,6 +108,7 @@ class JobService:
             status=JobStatus(body.status),
             pause_until=body.pause_until,
             calendars=body.calendars,
+            notify=body.notify,
             idempotency_key=key,
             created_at=now,
             updated_at=now,
@@ -287,7 +288,7 @@ class JobService:
                 changes.setdefault(kind, None)
         now = self._svc.clock.now()
         updated = current.model_copy(update=changes)
-        if patch.target is not None or patch.tasks is not None:
+        if patch.target is not None or patch.tasks is not None or patch.notify is not None:
             self._check_target_region(updated)
             self._check_http_target(updated)
         if "status" in given and patch.status is not None:
@@ -581,6 +582,8 @@ class JobService:
         targets = [("target", job.target)]
         if job.tasks:
             targets = [(f"tasks[{i}].target", t.target) for i, t in enumerate(job.tasks)]
+        if job.notify is not None:
+            targets.append(("notify.to", job.notify.to))
         for field, target in targets:
             region = getattr(parse_target(target), "region", None)
             if region is not None and region != self._svc.settings.region:
@@ -603,6 +606,12 @@ class JobService:
             if isinstance(spec, HttpSpec):
                 found = definition_problems(spec, job.tenant_id, policy, settings.secret_prefix)
                 problems.extend((prefix + field, text) for field, text in found)
+        if job.notify is not None:
+            spec = parse_target(job.notify.to)
+            if isinstance(spec, HttpSpec):
+                found = definition_problems(spec, job.tenant_id, policy, settings.secret_prefix)
+                # A webhook's own fields are `notify.to`, whichever part of it is wrong.
+                problems.extend(("notify.to", text) for _, text in found)
         if problems:
             raise InvalidRequestError(
                 problems[0][1], [{"field": field, "message": text} for field, text in problems]

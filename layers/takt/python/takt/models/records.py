@@ -17,6 +17,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from takt.models.ids import execution_key, format_time, parse_time
+from takt.notify.policy import NotifyPolicy
 from takt.schedule import (
     CronSchedule,
     DstPolicy,
@@ -162,6 +163,8 @@ class JobRecord(BaseModel):
     pause_until: datetime | None = None
     # Named calendars (takt.calendars) whose blackout windows skip occurrences.
     calendars: list[str] | None = None
+    # None: the tenant's default (`Settings.notify_defaults`), if any.
+    notify: NotifyPolicy | None = None
     idempotency_key: str | None = None
     version: int = 1
     next_run_time: datetime | None = None

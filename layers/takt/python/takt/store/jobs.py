@@ -6,7 +6,7 @@ import base64
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
@@ -53,6 +53,24 @@ class JobOutline:
     last_outcome: str | None
     last_run_at: str | None
     last_execution_id: str | None
+
+
+# The job's attribute holding the id of its open incident of each kind (takt.notify).
+INCIDENT_ATTRS = {"dead": "incident_dead", "stopped": "incident_stopped"}
+# The outcomes that lengthen a job's failure streak.
+FAILED_OUTCOMES = frozenset({"dead", "failed"})
+
+
+@dataclass(frozen=True)
+class OutcomeNote:
+    """What noting an outcome found: after a dead or failed execution, the job as it is now
+    (`job`) and its streak of such executions; after a succeeded one, no job and the streak
+    ended. `incidents` are the job's open incidents (kind -> id): before a success, which it
+    closed; after a failure, which are open still."""
+
+    job: JobRecord | None
+    failure_streak: int
+    incidents: dict[str, str]
 
 
 # Fields whose stored attribute has another name (JobRecord.to_item).
@@ -201,24 +219,89 @@ class JobStore:
 
     def record_outcome(
         self, tenant_id: str, job_id: str, execution_id: str, outcome: str, at: datetime
-    ) -> None:
-        """Note a finished execution on its job, for listings; only ever moves forward in time."""
+    ) -> OutcomeNote | None:
+        """Note a finished execution on its job, for listings and notifications; only ever moves
+        forward in time (None when a later execution was noted already, or the job is gone).
+
+        The same write keeps the job's failure streak: a succeeded execution ends it and closes
+        the job's open incidents (returned, for their resolved notices), a dead or failed one
+        lengthens it (and the job as it now is returned, for its notification policy). Neither
+        costs a second write; a cancelled execution touches neither.
+        """
+        values: dict[str, Any] = {
+            ":x": {"S": execution_id},
+            ":o": {"S": outcome},
+            ":at": {"S": format_time(at)},
+        }
+        update = "SET last_execution_id = :x, last_outcome = :o, last_run_at = :at"
+        returns: Literal["NONE", "UPDATED_OLD", "ALL_NEW"] = "NONE"
+        if outcome == "succeeded":
+            update += " REMOVE failure_streak, " + ", ".join(INCIDENT_ATTRS.values())
+            returns = "UPDATED_OLD"
+        elif outcome in FAILED_OUTCOMES:
+            update += " ADD failure_streak :one"
+            values[":one"] = {"N": "1"}
+            returns = "ALL_NEW"
         try:
-            self._db.update_item(
+            resp = self._db.update_item(
                 TableName=self._table,
                 Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
-                UpdateExpression=(
-                    "SET last_execution_id = :x, last_outcome = :o, last_run_at = :at"
-                ),
+                UpdateExpression=update,
                 ConditionExpression=(
                     "attribute_exists(job_id) AND "
                     "(attribute_not_exists(last_execution_id) OR last_execution_id <= :x)"
                 ),
-                ExpressionAttributeValues={
-                    ":x": {"S": execution_id},
-                    ":o": {"S": outcome},
-                    ":at": {"S": format_time(at)},
-                },
+                ExpressionAttributeValues=values,
+                ReturnValues=returns,
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+            return None
+        item: dict[str, Any] = dict(resp.get("Attributes", {}))
+        incidents = {
+            kind: str(item[attr]["S"]) for kind, attr in INCIDENT_ATTRS.items() if attr in item
+        }
+        if outcome == "succeeded":
+            return OutcomeNote(job=None, failure_streak=0, incidents=incidents)
+        if outcome in FAILED_OUTCOMES:
+            return OutcomeNote(
+                job=JobRecord.from_item(item),
+                failure_streak=int(item.get("failure_streak", {}).get("N", "1")),
+                incidents=incidents,
+            )
+        return None
+
+    def open_incident(self, tenant_id: str, job_id: str, kind: str, incident_id: str) -> bool:
+        """Record an incident of `kind` on the job unless one is open: True for the one writer
+        that opened it, whose notification it then is (once per incident, however many workers
+        note failures at once)."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+                UpdateExpression="SET #i = :i",
+                ConditionExpression="attribute_exists(job_id) AND attribute_not_exists(#i)",
+                ExpressionAttributeNames={"#i": INCIDENT_ATTRS[kind]},
+                ExpressionAttributeValues={":i": {"S": incident_id}},
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def drop_incident(self, tenant_id: str, job_id: str, kind: str, incident_id: str) -> None:
+        """Forget an incident whose notification could not be sent, so the next failure opens
+        (and notifies) it again; a newer incident of that kind is left alone."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+                UpdateExpression="REMOVE #i",
+                ConditionExpression="#i = :i",
+                ExpressionAttributeNames={"#i": INCIDENT_ATTRS[kind]},
+                ExpressionAttributeValues={":i": {"S": incident_id}},
             )
         except ClientError as exc:
             if not is_condition_failure(exc):

@@ -23,6 +23,7 @@ from takt.config import Settings
 from takt.dispatch.lanes import LaneSender, Outgoing
 from takt.models.ids import format_time, to_ms
 from takt.models.records import ExecState, ExecutionRecord
+from takt.notify.notifier import Notifier
 from takt.observability import log_keys, logger
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import NOT_CANCEL_REQUESTED, ExecutionStore, Transition, lease_fence
@@ -51,12 +52,14 @@ class Watchdog:
         executions: ExecutionStore,
         lanes: LaneSender,
         release_slot: Callable[[str, str], None] | None = None,
+        notifier: Notifier | None = None,
     ) -> None:
         self._settings = settings
         self._jobs = jobs
         self._executions = executions
         self._lanes = lanes
         self._release_slot = release_slot
+        self._notifier = notifier
 
     def sweep(self, now: datetime) -> SweepResult:
         result = SweepResult()
@@ -249,7 +252,15 @@ class Watchdog:
             ),
         )
         after_terminal(
-            self._jobs, self._executions, self._lanes, self._settings, record, state, now
+            self._jobs,
+            self._executions,
+            self._lanes,
+            self._settings,
+            record,
+            state,
+            now,
+            notifier=self._notifier,
+            error=error,
         )
 
     def _send(self, record: ExecutionRecord, attempt: int) -> None:

@@ -10,6 +10,7 @@ and never loses it.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from takt.config import Settings
 from takt.dispatch.lanes import LaneSender, Outgoing
@@ -18,6 +19,9 @@ from takt.models.records import ExecState, ExecutionRecord
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import ExecutionStore, Transition, lease_fence
 from takt.store.jobs import JobStore
+
+if TYPE_CHECKING:
+    from takt.notify.notifier import Notifier
 
 
 def after_terminal(
@@ -28,8 +32,12 @@ def after_terminal(
     record: ExecutionRecord,
     state: ExecState,
     now: datetime,
+    *,
+    notifier: Notifier | None = None,
+    error: str | None = None,
 ) -> None:
-    """Note the outcome on the job, free its overlap slot, and start its next queued run.
+    """Note the outcome on the job, free its overlap slot, start its next queued run, and
+    (with a `notifier`) open or close the job's incidents, `error` being the execution's last.
 
     A workflow task's execution advances its run instead: the run, not the task, holds the slot.
     """
@@ -39,7 +47,9 @@ def after_terminal(
 
         RunEngine(settings, jobs, executions, lanes).task_ended(record, state, now)
         return
-    jobs.record_outcome(record.tenant_id, record.job_id, record.execution_id, state.value, now)
+    note = jobs.record_outcome(
+        record.tenant_id, record.job_id, record.execution_id, state.value, now
+    )
     if record.overlap != "allow":
         jobs.release_slot(record.tenant_id, record.job_id, record.execution_id)
     if record.overlap == "queue":
@@ -52,6 +62,8 @@ def after_terminal(
         Backfiller(settings, jobs, executions, lanes, store).pump(
             record.tenant_id, record.job_id, record.backfill_id, now
         )
+    if notifier is not None and note is not None:
+        notifier.noted(record, state, note, now, error)
 
 
 def release_queued(

@@ -57,6 +57,7 @@ from takt.dispatch.lanes import LaneMessage, LaneSender, Outgoing
 from takt.fairness.gate import WorkerGate
 from takt.models.ids import format_time, to_ms
 from takt.models.records import ExecState, ExecutionRecord
+from takt.notify.notifier import Notifier
 from takt.observability import logger
 from takt.retry import backoff_delay
 from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
@@ -111,6 +112,7 @@ class ExecutionRunner:
         sleep: Callable[[float], None] = time.sleep,
         unserved_delay_sec: int = UNSERVED_DELAY_SEC,
         gate: WorkerGate | None = None,
+        notifier: Notifier | None = None,
     ) -> None:
         self._settings = settings
         self._jobs = jobs
@@ -121,6 +123,7 @@ class ExecutionRunner:
         self._sleep = sleep
         self._unserved_delay_sec = unserved_delay_sec
         self._gate = gate
+        self._notifier = notifier
         self.worker_id = (
             worker_id or settings.worker_id or f"w-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         )
@@ -396,7 +399,7 @@ class ExecutionRunner:
         except ConflictError as exc:
             if not _applied_by_us(exc, record, state):
                 return self._fenced(record)
-        self._after_terminal(record, state, now)
+        self._after_terminal(record, state, now, error)
         return RunOutcome(record.execution_id, state.value, error or "", record.lag_ms)
 
     def _cancel(self, record: ExecutionRecord) -> RunOutcome:
@@ -423,9 +426,19 @@ class ExecutionRunner:
         self._after_terminal(record, ExecState.CANCELLED, now)
         return RunOutcome(record.execution_id, ExecState.CANCELLED.value, error, record.lag_ms)
 
-    def _after_terminal(self, record: ExecutionRecord, state: ExecState, now: datetime) -> None:
+    def _after_terminal(
+        self, record: ExecutionRecord, state: ExecState, now: datetime, error: str | None = None
+    ) -> None:
         after_terminal(
-            self._jobs, self._executions, self._lanes, self._settings, record, state, now
+            self._jobs,
+            self._executions,
+            self._lanes,
+            self._settings,
+            record,
+            state,
+            now,
+            notifier=self._notifier,
+            error=error,
         )
 
     def _retry(self, record: ExecutionRecord, result: TargetResult) -> RunOutcome:
