@@ -190,6 +190,42 @@ def test_sunday_is_zero_or_seven() -> None:
 def test_sunday_closes_a_named_range() -> None:
     assert parse_expression("0 0 * * mon-sun").weekdays.values == set(range(7))
     assert parse_expression("0 0 * * 5-7").weekdays.values == {5, 6, 0}
+    assert parse_expression("0 0 * * sat-sun").weekdays.values == {6, 0}
+
+
+# A range that starts at Sunday and is closed by the name `sun` is Sunday alone: Vixie cron reads
+# the name as 0, and the `mon-sun` rule (Sunday as 7) is for ranges that start after Sunday.
+# croniter 6.2 makes each of these the whole week (and `0-0` too), so these vectors are ours.
+SUNDAY_RANGES = {
+    "0 0 * * sun-sun": ["2026-01-04 00:00:00 Sun", "2026-01-11 00:00:00 Sun"],
+    "0 0 * * 0-sun": ["2026-01-04 00:00:00 Sun", "2026-01-11 00:00:00 Sun"],
+    "0 0 * * Sunday-SUN": ["2026-01-04 00:00:00 Sun", "2026-01-11 00:00:00 Sun"],
+    "0 0 * * sun-0": ["2026-01-04 00:00:00 Sun", "2026-01-11 00:00:00 Sun"],
+    "0 0 * * sun-sun/2": ["2026-01-04 00:00:00 Sun", "2026-01-11 00:00:00 Sun"],
+    "0 0 * * fri-sun": [
+        "2026-01-02 00:00:00 Fri",
+        "2026-01-03 00:00:00 Sat",
+        "2026-01-04 00:00:00 Sun",
+        "2026-01-09 00:00:00 Fri",
+    ],
+    "0 0 * * sun-mon": [
+        "2026-01-04 00:00:00 Sun",
+        "2026-01-05 00:00:00 Mon",
+        "2026-01-11 00:00:00 Sun",
+        "2026-01-12 00:00:00 Mon",
+    ],
+}
+
+
+@pytest.mark.parametrize(("expr", "expected"), SUNDAY_RANGES.items())
+def test_a_range_from_sunday_to_sun_is_sunday(expr: str, expected: list[str]) -> None:
+    assert _first(expr, len(expected)) == expected
+
+
+def test_sunday_to_sun_is_not_the_whole_week() -> None:
+    assert parse_expression("0 0 * * sun-sun").weekdays.values == {0}
+    assert parse_expression("0 0 * * 0-sun").weekdays.values == {0}
+    assert parse_expression("0 0 * * 0-7").weekdays.values == set(range(7))
 
 
 def test_names_are_case_insensitive_and_may_be_whole_words() -> None:

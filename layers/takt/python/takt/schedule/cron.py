@@ -289,8 +289,8 @@ def _parse_item(item: str, spec: _Field, expression: str) -> Iterable[int]:
         low, high = spec.low, spec.high
     elif "-" in base:
         first, _, last = base.partition("-")
-        low = _parse_value(first, spec, expression, range_end=False)
-        high = _parse_value(last, spec, expression, range_end=True)
+        low = _parse_value(first, spec, expression)
+        high = _parse_value(last, spec, expression, range_from=low)
         if low > high:
             raise _invalid(
                 expression,
@@ -298,7 +298,7 @@ def _parse_item(item: str, spec: _Field, expression: str) -> Iterable[int]:
                 f"order or as a list",
             )
     else:
-        low = _parse_value(base, spec, expression, range_end=False)
+        low = _parse_value(base, spec, expression)
         high = spec.high if slash else low
     return range(low, high + 1, step)
 
@@ -311,7 +311,10 @@ def _parse_step(text: str, spec: _Field, expression: str) -> int:
     return int(text)
 
 
-def _parse_value(text: str, spec: _Field, expression: str, *, range_end: bool) -> int:
+def _parse_value(
+    text: str, spec: _Field, expression: str, *, range_from: int | None = None
+) -> int:
+    """One value of a field; `range_from` is the start of the range it closes, if it does."""
     if _NUMBER.fullmatch(text):
         value = int(text)
         if not spec.low <= value <= spec.high:
@@ -323,8 +326,10 @@ def _parse_value(text: str, spec: _Field, expression: str, *, range_end: bool) -
     named = spec.names.get(text.lower())
     if named is None:
         raise _unknown_value(text, spec, expression)
-    if spec is _WEEKDAY and range_end and named == 0:
-        # "mon-sun": Sunday closing a range is day 7, so the range does not run backwards.
+    if spec is _WEEKDAY and named == 0 and range_from is not None and range_from > 0:
+        # "mon-sun": Sunday closing a range that starts after Sunday is day 7, so the range does
+        # not run backwards. A range starting at Sunday ("sun-sun", "0-sun") stays at day 0:
+        # read as 7 it would become the whole week.
         return 7
     return named
 
