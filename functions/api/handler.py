@@ -12,7 +12,7 @@ from typing import Any
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from takt.api.app import app
+from takt.api.app import handle
 from takt.observability import log_keys, logger, tracer
 
 _JOB = re.compile(r"^/v1/jobs/(?P<job>job_[^/]+)")
@@ -34,7 +34,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     method = event.get("requestContext", {}).get("http", {}).get("method", "")
     path = event.get("rawPath", "")
     with log_keys(**ids_in(path)):
-        answer = app.resolve(event, context)
+        answer = handle(event, context)
         if method != "GET":
             logger.info("api change", method=method, path=path, status=answer.get("statusCode"))
         return answer

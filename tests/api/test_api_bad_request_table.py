@@ -56,6 +56,7 @@ BAD: dict[str, tuple[Any, int]] = {
     "notify.on": (["late"], 400),
     "notify.after_failures": (0, 400),
     "idempotency_key": ("", 400),
+    "run_late": ("yes", 400),
 }
 
 

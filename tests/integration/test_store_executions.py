@@ -174,16 +174,23 @@ def test_list_for_job_pages_newest_first(svc: Services, clock: ManualClock, job:
     assert seen == sorted(times, reverse=True)
 
 
-def test_list_for_job_rejects_a_cursor_of_another_job(
+def test_a_cursor_of_another_job_reads_only_this_jobs_history(
     svc: Services, clock: ManualClock, job: JobRecord
 ) -> None:
     other = make_job(now=clock.now(), next_run_time=T0)
     for t in (T0, T0 + timedelta(minutes=1)):
         svc.executions.create(make_execution(other, t, clock.now()), check_at_ms=None)
     _, cursor = svc.executions.list_for_job(TENANT, other.job_id, limit=1, cursor=None)
+    assert cursor is not None
 
+    page, _ = svc.executions.list_for_job(TENANT, job.job_id, limit=10, cursor=cursor)
+
+    assert all(record.job_id == job.job_id for record in page)
+
+
+def test_a_cursor_that_is_not_an_occurrence_is_malformed(svc: Services, job: JobRecord) -> None:
     with pytest.raises(ValueError, match="malformed cursor"):
-        svc.executions.list_for_job(TENANT, job.job_id, limit=1, cursor=cursor)
+        svc.executions.list_for_job(TENANT, job.job_id, limit=1, cursor="e30")
 
 
 def test_an_open_execution_is_a_candidate_once_its_check_time_passes(

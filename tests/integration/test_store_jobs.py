@@ -61,12 +61,21 @@ def test_list_pages_through_every_job_in_id_order(svc: Services, clock: ManualCl
     assert pages == 3
 
 
-def test_list_rejects_a_cursor_from_another_tenant(svc: Services, clock: ManualClock) -> None:
+def test_a_cursor_from_another_tenant_reads_only_the_callers_jobs(
+    svc: Services, clock: ManualClock
+) -> None:
     for _ in range(2):
         svc.jobs.create(make_job(now=clock.now(), next_run_time=T0, tenant_id="tenant-b"))
     _, cursor = svc.jobs.list("tenant-b", limit=1, cursor=None)
     assert cursor is not None
 
+    page, _ = svc.jobs.list(TENANT, limit=10, cursor=cursor)
+
+    assert page == []
+
+
+@pytest.mark.parametrize("cursor", ["s", "eyJhIjogMX0", "job_" + "Z" * 26, "job_1"])
+def test_a_cursor_that_is_not_a_job_id_is_malformed(svc: Services, cursor: str) -> None:
     with pytest.raises(ValueError, match="malformed cursor"):
         svc.jobs.list(TENANT, limit=1, cursor=cursor)
 

@@ -28,6 +28,10 @@ SERVICE = "takt"
 
 # Timestamps in RFC 3339, UTC, with `Z`: the one time format the API, the CLI and the logs share.
 logger = Logger(service=SERVICE, utc=True, datefmt="%Y-%m-%dT%H:%M:%S.%FZ")
+# Audit lines (an admin acting for another tenant) are written at CRITICAL through a child of
+# `logger`: same handler and format, but above every level a deployment may set (`logLevel` goes
+# up to ERROR, and Lambda's log-level filter reads the line's level), so no setting drops them.
+audit_logger = Logger(service=SERVICE, child=True)
 metrics = Metrics(namespace="takt", service=SERVICE)
 tracer = Tracer(service=SERVICE)
 
@@ -83,6 +87,7 @@ __all__ = [
     "MetricListener",
     "MetricUnit",
     "add_metric",
+    "audit_logger",
     "listen",
     "log_keys",
     "logger",

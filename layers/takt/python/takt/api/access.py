@@ -3,8 +3,9 @@
 The check is by method, not by route, so a route added later is covered without doing anything:
 GET and HEAD need the right to read, every other method the right to write. Which tenant a call
 acts for is decided here too: the caller's own, or, for an admin only, the tenant named by the
-`Takt-Tenant` header (each such call is logged as an audit line). The stores then answer another
-tenant's ids as absent (404), because every key they read starts with the acting tenant.
+`Takt-Tenant` header (each such call is logged once as an audit line, by `audit`). The stores
+then answer another tenant's ids as absent (404), because every key they read starts with the
+acting tenant.
 
 | role | read (GET, HEAD) | write (other methods) | act for another tenant |
 |---|---|---|---|
@@ -23,7 +24,7 @@ from typing import Literal
 from takt.api.errors import ForbiddenError, InvalidRequestError
 from takt.api.identity import Identity, is_tenant_id
 from takt.config import Role
-from takt.observability import logger
+from takt.observability import audit_logger
 
 Right = Literal["read", "write", "act_for_tenant"]
 
@@ -76,13 +77,17 @@ def authorize(identity: Identity, method: str, headers: Mapping[str, str]) -> Ca
             "Takt-Tenant must name a tenant",
             [{"field": "Takt-Tenant", "message": "not a tenant id"}],
         )
-    caller = Caller(identity, named)
-    logger.info(
-        "admin acting for another tenant",
-        audit=True,
-        principal=identity.principal,
-        own_tenant=identity.tenant,
-        acting_for=named,
-        method=method.upper(),
-    )
-    return caller
+    return Caller(identity, named)
+
+
+def audit(caller: Caller, method: str) -> None:
+    """The audit line of a call made for another tenant, at a level no log setting drops."""
+    if caller.acting_for_other:
+        audit_logger.critical(
+            "admin acting for another tenant",
+            audit=True,
+            principal=caller.identity.principal,
+            own_tenant=caller.identity.tenant,
+            acting_for=caller.tenant,
+            method=method.upper(),
+        )

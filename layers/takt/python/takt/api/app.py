@@ -7,7 +7,9 @@ which also generate the OpenAPI document (`docs/openapi.json`, checked for drift
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -18,16 +20,26 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
     RequestValidationError,
 )
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BaseModel
 
 from takt.api import backfills, calendars, runs, webhook_keys
-from takt.api.access import Caller, authorize
+from takt.api.access import Caller, audit, authorize
+from takt.api.backfills import BackfillIn
 from takt.api.errors import (
     ApiError,
-    InvalidRequestError,
-    PayloadTooLargeError,
     TooManyRequestsError,
     UnauthenticatedError,
     UnsupportedMediaTypeError,
+)
+from takt.api.gate import (
+    IDEMPOTENCY_KEY_PATTERN,
+    IF_MATCH_PATTERN,
+    check_body,
+    check_headers,
+    if_match_version,
+    model_errors,
 )
 from takt.api.identity import IdentityMapping, identity_of
 from takt.api.models import (
@@ -48,12 +60,13 @@ from takt.api.models import (
 from takt.api.ratelimit import take_request_token
 from takt.api.service import JobService
 from takt.api.stats import StatsService
+from takt.api.webhook_keys import RotateIn
+from takt.calendars import CalendarBody, CalendarCreate
 from takt.observability import logger
+from takt.store.jobs import ATTENTION_CURSOR, EXECUTION_CURSOR, JOB_CURSOR
 from takt.wiring import Services, services
 
 PROBLEM_JSON = "application/problem+json"
-# Slightly above the payload limit: the envelope (target, schedule, ...) comes on top.
-MAX_BODY_BYTES = 300 * 1024
 
 app = APIGatewayHttpResolver(enable_validation=True)
 
@@ -63,6 +76,7 @@ _PROBLEMS: dict[int, str] = {
     403: "The caller's role does not allow this method (read: GET only; worker: nothing)",
     404: "No such job or execution for this caller",
     409: "The execution is not in a state that allows this",
+    410: "The idempotency key's job was created and has since been deleted",
     412: "If-Match names an older version of the job",
     413: "Payload or request body too large",
     415: "The body is not application/json",
@@ -102,13 +116,10 @@ def _check_access(resolver: APIGatewayHttpResolver) -> None:
         identity, resolver.current_event.http_method, resolver.current_event.headers or {}
     )
     resolver.context["caller"] = caller
-    take_request_token(services().for_tenant(caller.identity.tenant), caller)
 
 
 def _access(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response[Any]:
-    """Every route's access check, before the route runs. Powertools validates the request
-    before any middleware, so the validation error handlers run the check too: a caller
-    without the right gets 401 or 403 whatever its body, never a 400 about its fields."""
+    """The caller, for the route (`admit` has already refused a caller without the right)."""
     _check_access(resolver)
     return next_middleware(resolver)
 
@@ -128,42 +139,12 @@ def _tenant() -> str:
     return _caller().tenant
 
 
-def _require_json() -> None:
-    """Refuse a body that is not JSON (415) or far too large (413).
-
-    Called by the routes and again when body validation fails: Powertools validates the body
-    before any route or middleware runs, and would otherwise answer a form-encoded or oversized
-    body with a 400 about its fields instead of naming the real problem.
-    """
-    content_type = (app.current_event.headers or {}).get("content-type", "")
-    if not content_type.split(";")[0].strip().lower() == "application/json":
-        raise UnsupportedMediaTypeError(
-            f"send the body as application/json, not {content_type or 'no content type'}",
-            [{"field": "Content-Type", "message": "must be application/json"}],
-        )
-    body = app.current_event.body or ""
-    if len(body.encode()) > MAX_BODY_BYTES:
-        raise PayloadTooLargeError(
-            f"request body over {MAX_BODY_BYTES} bytes",
-            [{"field": "body", "message": f"over {MAX_BODY_BYTES} bytes"}],
-        )
-
-
 def _etag(version: int) -> str:
     return f'"{version}"'
 
 
 def _if_match() -> int | None:
-    value = (app.current_event.headers or {}).get("if-match")
-    if value is None or value.strip() == "*":  # RFC 9110: "*" matches any current version
-        return None
-    text = value.strip().removeprefix("W/").strip('"')
-    if not text.isdigit():
-        raise InvalidRequestError(
-            "If-Match must be an ETag returned by this API",
-            [{"field": "If-Match", "message": "not an ETag of this API"}],
-        )
-    return int(text)
+    return if_match_version(app.current_event.headers or {})
 
 
 def _job_response(job: JobOut, status: int) -> Response[Any]:
@@ -186,6 +167,7 @@ def _json(model: Any, status: int = 200) -> Response[Any]:
     "/v1/jobs",
     responses=_responses(
         {201: "Created", 200: "The job created earlier with this idempotency key"},
+        410,
         413,
         415,
         422,
@@ -193,7 +175,6 @@ def _json(model: Any, status: int = 200) -> Response[Any]:
     ),
 )
 def create_job(body: Annotated[JobCreate, Body()]) -> Response[JobOut]:
-    _require_json()
     key = (app.current_event.headers or {}).get("idempotency-key")
     job, created = _service().create(_tenant(), body, key)
     return _job_response(JobOut.of(job), 201 if created else 200)
@@ -202,7 +183,7 @@ def create_job(body: Annotated[JobCreate, Body()]) -> Response[JobOut]:
 @app.get("/v1/jobs", responses=_responses({200: "A page of jobs, oldest first"}))
 def list_jobs(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[str | None, Query()] = None,
+    cursor: Annotated[str | None, Query(pattern=JOB_CURSOR)] = None,
     status: Annotated[str | None, Query(pattern="^(active|paused|completed)$")] = None,
     name: Annotated[str | None, Query(description="name prefix")] = None,
 ) -> Response[JobPage]:
@@ -220,7 +201,6 @@ def get_job(job_id: str) -> Response[JobOut]:
     responses=_responses({200: "The changed job"}, 404, 412, 413, 415),
 )
 def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOut]:
-    _require_json()
     job = _service().update(_tenant(), job_id, body, _if_match())
     return _job_response(JobOut.of(job), 200)
 
@@ -261,7 +241,7 @@ def trigger_job(job_id: str) -> Response[ExecutionOut]:
 def list_executions(
     job_id: str,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[str | None, Query()] = None,
+    cursor: Annotated[str | None, Query(pattern=EXECUTION_CURSOR)] = None,
 ) -> Response[ExecutionPage]:
     service, tenant = _service(), _tenant()
     records, next_cursor = service.executions(tenant, job_id, limit, cursor)
@@ -295,7 +275,7 @@ def list_executions_by_state(
         ),
     ],
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[str | None, Query()] = None,
+    cursor: Annotated[str | None, Query(pattern=ATTENTION_CURSOR)] = None,
 ) -> Response[ExecutionPage]:
     records, next_cursor = _service().needing_attention(_tenant(), state, limit, cursor)
     return _json(
@@ -314,8 +294,6 @@ def retry_execution(
 ) -> Response[ExecutionOut]:
     """Re-run a dead, failed or cancelled execution: with the job as it is now, or with
     `{"as_was": true}` as it ran (its snapshot). The body is optional."""
-    if app.current_event.body:
-        _require_json()
     as_was = body.as_was if body is not None else False
     record = _service().retry_execution(_tenant(), execution_id, as_was=as_was)
     return _json(ExecutionOut.of(record), 202)
@@ -332,8 +310,6 @@ def retry_job_executions(
 ) -> Response[BulkRerunOut]:
     """Re-run a job's dead (or failed) executions at once, at most `limit` per call. The body
     is optional."""
-    if app.current_event.body:
-        _require_json()
     ask = body if body is not None else BulkRerunIn()
     done, refused, more = _service().retry_dead_of_job(
         _tenant(), job_id, state=ask.state, as_was=ask.as_was, limit=ask.limit
@@ -374,8 +350,8 @@ def cancel_execution(execution_id: str) -> Response[ExecutionOut]:
 
 runs.register(app, _tenant, _services, _responses)
 webhook_keys.register(app, _caller, _services, _responses)
-calendars.register(app, _tenant, _services, _responses, _require_json)
-backfills.register(app, _tenant, _services, _responses, _require_json)
+calendars.register(app, _tenant, _services, _responses)
+backfills.register(app, _tenant, _services, _responses)
 
 
 @app.get("/v1/openapi.json", include_in_schema=False)
@@ -398,12 +374,48 @@ def openapi_json() -> str:
             answer = operation.get("responses", {}).get("422", {})
             if "HTTPValidationError" in json.dumps(answer):
                 del operation["responses"]["422"]
+    _document_request_rules(document.get("paths", {}))
     schemas = document.get("components", {}).get("schemas", {})
     for name in ("HTTPValidationError", "ResponseValidationError", "ValidationError"):
         rest = {k: v for k, v in schemas.items() if k != name}
         if f"#/components/schemas/{name}" not in json.dumps([document.get("paths"), rest]):
             schemas.pop(name, None)
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def _document_request_rules(paths: dict[str, dict[str, Any]]) -> None:
+    """What `admit` checks that Powertools does not document: a body is required where a route
+    takes one, and the headers the routes read, with their patterns."""
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            if "requestBody" in operation:
+                operation["requestBody"]["required"] = (method, path, True) in {
+                    (m, p, required) for m, p, _, required in BODY_ROUTES
+                }
+            headers = []
+            if (method, path) == ("post", "/v1/jobs"):
+                headers.append(
+                    {
+                        "name": "Idempotency-Key",
+                        "in": "header",
+                        "required": False,
+                        "description": "a retry with the same key and body answers the first "
+                        "try's job (docs/API.md)",
+                        "schema": {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN},
+                    }
+                )
+            if method == "patch":
+                headers.append(
+                    {
+                        "name": "If-Match",
+                        "in": "header",
+                        "required": False,
+                        "description": "the ETag read; 412 when the job changed since",
+                        "schema": {"type": "string", "pattern": IF_MATCH_PATTERN},
+                    }
+                )
+            if headers:
+                operation["parameters"] = [*operation.get("parameters", []), *headers]
 
 
 def problem(
@@ -431,45 +443,122 @@ def _problem_of(exc: ApiError) -> Response[Any]:
 
 @app.exception_handler(RequestUnsupportedContentType)  # type: ignore[untyped-decorator]
 def _unsupported_content_type(exc: RequestUnsupportedContentType) -> Response[Any]:
-    try:
-        _check_access(app)
-        _require_json()
-    except ApiError as refused:
-        return _problem_of(refused)
     return problem(415, UnsupportedMediaTypeError.title, "send the body as application/json")
 
 
 @app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]
 def _validation_error(exc: RequestValidationError) -> Response[Any]:
-    try:
-        _check_access(app)
-    except ApiError as refused:
-        return _problem_of(refused)
-    if app.current_event.body:
-        try:
-            _require_json()
-        except ApiError as refused:
-            return problem(refused.status, refused.title, refused.detail, refused.errors)
-    errors = []
-    for error in exc.errors():
-        loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
-        # A model-level check names no location; the error it raised may name the field.
-        named = getattr((error.get("ctx") or {}).get("error"), "field", None)
-        field = ".".join(loc) or (named if isinstance(named, str) else "body")
-        message = str(error.get("msg", "invalid"))
-        if error.get("type") == "json_invalid":
-            field, message = "body", "malformed JSON"
-        errors.append({"field": field, "message": message.removeprefix("Value error, ")})
+    """A query or path parameter Powertools refused (bodies were checked by `admit`)."""
+    errors = model_errors(exc.errors())
     detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
     return problem(400, "Invalid request", detail, errors)
 
 
 @app.not_found
 def _not_found(exc: RouteNotFoundError) -> Response[Any]:
-    return problem(404, "Not Found", f"no route for {app.current_event.path}")
+    """No route for this method and path: 405 with `Allow` when the path has routes for other
+    methods (OPTIONS: 204 with `Allow`), else 404."""
+    path = app.current_event.path
+    allowed = methods_of(path)
+    if not allowed:
+        return problem(404, "Not Found", f"no route for {path}")
+    allow = ", ".join(allowed)
+    if app.current_event.http_method.upper() == "OPTIONS":
+        return Response(status_code=204, body="", headers={"Allow": allow})
+    answer = problem(405, "Method Not Allowed", f"{path} takes {allow}")
+    answer.headers["Allow"] = allow
+    return answer
+
+
+@functools.cache
+def _route_patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    """Each documented path as a pattern, with the methods it takes (from the OpenAPI
+    document, so the answer follows the routes)."""
+    paths: dict[str, dict[str, Any]] = json.loads(openapi_json())["paths"]
+    found = [
+        (path_pattern(path), tuple(sorted(method.upper() for method in operations)))
+        for path, operations in paths.items()
+    ]
+    found.append((re.compile("^/v1/openapi\\.json$"), ("GET",)))
+    return tuple(found)
+
+
+def methods_of(path: str) -> tuple[str, ...]:
+    """The methods the API takes on `path` (none: no such path)."""
+    for pattern, methods in _route_patterns():
+        if pattern.match(path):
+            return methods
+    return ()
 
 
 @app.exception_handler(Exception)  # type: ignore[untyped-decorator]
 def _unexpected(exc: Exception) -> Response[Any]:
     logger.exception("unhandled error")
     return problem(500, "Internal Server Error", "an unexpected error occurred")
+
+
+# The routes that take a body: (method, path as documented, model, whether a body is required).
+# `admit` validates the body before Powertools does; a test checks that every documented body
+# is here.
+BODY_ROUTES: tuple[tuple[str, str, type[BaseModel], bool], ...] = (
+    ("post", "/v1/jobs", JobCreate, True),
+    ("patch", "/v1/jobs/{job_id}", JobPatch, True),
+    ("post", "/v1/executions/{execution_id}/retry", RerunIn, False),
+    ("post", "/v1/jobs/{job_id}/executions/retry", BulkRerunIn, False),
+    ("post", "/v1/webhook-keys/rotate", RotateIn, False),
+    ("post", "/v1/jobs/{job_id}/backfill", BackfillIn, True),
+    ("post", "/v1/calendars", CalendarCreate, True),
+    ("put", "/v1/calendars/{name}", CalendarBody, True),
+)
+
+
+def path_pattern(documented: str) -> re.Pattern[str]:
+    """A documented path (`/v1/jobs/{job_id}`) as a pattern of request paths."""
+    return re.compile("^" + re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(documented)) + "/?$")
+
+
+_BODY_PATTERNS = tuple(
+    (method.upper(), path_pattern(path), model, required)
+    for method, path, model, required in BODY_ROUTES
+)
+
+
+def body_model(method: str, path: str) -> tuple[type[BaseModel], bool] | None:
+    """The body model of a request's route, and whether the body is required."""
+    for route_method, pattern, model, required in _BODY_PATTERNS:
+        if method.upper() == route_method and pattern.match(path):
+            return model, required
+    return None
+
+
+def admit(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The refusal of a request that must not reach its route, as the answer API Gateway
+    sends, or None to let it through (`takt.api.gate` says in which order it checks)."""
+    request = APIGatewayProxyEventV2(event)
+    headers = request.headers or {}
+    try:
+        identity = identity_of(request, IdentityMapping.of(services().settings))
+        caller = authorize(identity, request.http_method, headers)
+        audit(caller, request.http_method)
+        take_request_token(services().for_tenant(caller.identity.tenant), caller)
+        check_headers(headers)
+        route = body_model(request.http_method, request.path)
+        body = request.decoded_body or ""
+        if route is not None and (body or route[1]):
+            check_body(headers, body, route[0])
+        else:
+            check_body(headers, body, None)
+    except ApiError as refused:
+        answer = _problem_of(refused)
+        return {
+            "statusCode": answer.status_code,
+            "headers": {"Content-Type": PROBLEM_JSON, **answer.headers},
+            "body": answer.body,
+            "isBase64Encoded": False,
+        }
+    return None
+
+
+def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Answer one API Gateway event: `admit`, then the route."""
+    return admit(event) or app.resolve(event, context)

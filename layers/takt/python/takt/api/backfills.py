@@ -86,7 +86,6 @@ def register(
     tenant: Callable[[], str],
     services: Callable[[], Services],
     responses: Callable[..., dict[int, Any]],
-    require_json: Callable[[], None],
 ) -> None:
     """Add the backfill routes to `app`."""
 
@@ -95,7 +94,6 @@ def register(
         responses=responses({202: "The backfill, running its first occurrences"}, 404, 415),
     )
     def start_backfill(job_id: str, body: Annotated[BackfillIn, Body()]) -> Response[BackfillOut]:
-        require_json()
         svc, tenant_id = services(), tenant()
         job = JobService(svc).get(tenant_id, job_id)
         try:

@@ -30,7 +30,6 @@ def register(
     tenant: Callable[[], str],
     services: Callable[[], Services],
     responses: Callable[..., dict[int, Any]],
-    require_json: Callable[[], None],
 ) -> None:
     """Add the calendar routes to `app`."""
 
@@ -39,7 +38,6 @@ def register(
         responses=responses({201: "The calendar as stored"}, 409, 413, 415),
     )
     def create_calendar(body: Annotated[CalendarCreate, Body()]) -> Response[Calendar]:
-        require_json()
         svc, tenant_id = services(), tenant()
         if len(svc.calendars.list(tenant_id)) >= MAX_CALENDARS:
             message = f"a tenant has at most {MAX_CALENDARS} calendars"
@@ -60,7 +58,6 @@ def register(
         ),
     )
     def replace_calendar(name: str, body: Annotated[CalendarBody, Body()]) -> Response[Calendar]:
-        require_json()
         svc = services()
         try:
             stored = svc.calendars.put(tenant(), name, body, svc.clock.now(), create=False)

@@ -30,6 +30,13 @@ class ConflictingStateError(ApiError):
     title = "Conflict"
 
 
+class GoneError(ApiError):
+    """The idempotency key names a job that was created and has since been deleted."""
+
+    status = 410
+    title = "Gone"
+
+
 class PreconditionFailedError(ApiError):
     status = 412
     title = "Precondition Failed"

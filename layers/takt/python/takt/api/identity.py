@@ -34,9 +34,13 @@ ROLE_ORDER: tuple[Role, ...] = ("admin", "write", "read", "worker")
 _ASSUMED_ROLE = re.compile(
     r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d+):assumed-role/(?P<role>[^/]+)/"
 )
-# Keys of the tenant tables are `<tenant>#...`: a tenant id with `#` could read as another's
-# prefix, and IAM's LeadingKeys condition matches on that prefix.
-_TENANT = re.compile(r"^[^#\s]{1,128}$")
+# A tenant id is what an IAM session tag value may hold (letters, digits and `_.:/=+-@`), as the
+# deployed API scopes each request's DynamoDB session to its tenant with such a tag, less the
+# characters IAM's `StringLike` reads as wildcards or policy variables (`*`, `?`, `$`, `{`), none
+# of which the tag allows anyway, and `#`, which separates the tenant from the rest of each key
+# (`<tenant>#...`) and so could make one tenant's id a prefix of another's keys.
+TENANT_PATTERN = r"^[A-Za-z0-9_.:/=+@-]{1,128}$"
+_TENANT = re.compile(TENANT_PATTERN)
 
 
 @dataclass(frozen=True)

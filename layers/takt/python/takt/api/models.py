@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal
-from zoneinfo import ZoneInfo
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, ClassVar, Literal
+from zoneinfo import ZoneInfo, available_timezones
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
     JsonValue,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -30,7 +32,7 @@ from takt.models.records import (
 )
 from takt.notify.policy import NotifyPolicy
 from takt.schedule import describe, parse_cron, parse_duration, validate_time_zone
-from takt.workflows.model import TaskIn, WorkflowError, validate_tasks
+from takt.workflows.model import MAX_TASKS, TaskIn, WorkflowError, validate_tasks
 
 Lane = Literal["high", "default", "low"]
 MIN_INTERVAL = timedelta(seconds=1)
@@ -45,6 +47,43 @@ PAUSE_UNTIL_DESCRIPTION = (
     "occurrences before this instant are not run and not recorded; the job then resumes by itself"
 )
 CALENDARS_DESCRIPTION = "names of calendars whose blackout windows skip occurrences (recorded)"
+# Every instant is stored and answered as RFC 3339 in UTC, whose year has four digits: an instant
+# outside these years could not be written back as it reads, nor be indexed.
+FIRST_YEAR, LAST_YEAR = 1000, 9999
+
+
+def _in_range(value: datetime) -> datetime:
+    """The instant in UTC, refused when it falls outside years FIRST_YEAR-LAST_YEAR there (an
+    offset can push `9999-12-31T23:59-23:59` past year 9999, which no datetime holds)."""
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"the instant in UTC is outside years {FIRST_YEAR}-{LAST_YEAR}") from None
+    if not FIRST_YEAR <= utc.year <= LAST_YEAR:
+        raise ValueError(f"the instant in UTC is outside years {FIRST_YEAR}-{LAST_YEAR}")
+    return utc
+
+
+Instant = Annotated[
+    AwareDatetime,
+    AfterValidator(_in_range),
+    Field(
+        description=f"RFC 3339 with an offset; in UTC, between the years {FIRST_YEAR} and "
+        f"{LAST_YEAR}",
+        json_schema_extra={"pattern": "^[1-9][0-9]{3}-"},
+    ),
+]
+# Text a person reads (names, keys): no control characters, no bidi controls (takt.api.gate).
+TEXT_PATTERN = (
+    "^[^\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]*$"
+)
+# The IANA zones a job may name: every zone of the zone database but the host's own copy.
+TIME_ZONES = tuple(sorted(available_timezones() - {"localtime"}))
+TimeZone = Annotated[
+    str,
+    Field(description="IANA time zone the schedule is evaluated in"),
+    WithJsonSchema({"type": "string", "enum": list(TIME_ZONES)}),
+]
 
 
 class FieldError(ValueError):
@@ -59,15 +98,58 @@ class FieldError(ValueError):
         self.field = field
 
 
+def _without_null(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """Document the fields of `model` that refuse null as refusing it (pydantic writes an
+    optional field as `anyOf: [..., {"type": "null"}]` whether null is allowed or not)."""
+    not_null: frozenset[str] = getattr(model, "NOT_NULL", frozenset())
+    for name, field in schema.get("properties", {}).items():
+        options = field.get("anyOf")
+        if name in not_null and isinstance(options, list):
+            kept = [o for o in options if o != {"type": "null"}]
+            field.pop("anyOf")
+            if len(kept) == 1:
+                field.update(kept[0])
+            else:
+                field["anyOf"] = kept
+
+
+_SCHEDULE_KINDS = ("schedule", "run_at", "interval")
+
+
+def _create_schema(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """A create's schema: exactly one kind of schedule, and a target or tasks."""
+    _without_null(schema, model)
+    schema["allOf"] = [
+        {"oneOf": [{"required": [kind]} for kind in _SCHEDULE_KINDS]},
+        {"oneOf": [{"required": ["target"]}, {"required": ["tasks"]}]},
+    ]
+
+
+def _patch_schema(schema: dict[str, Any], model: type[BaseModel]) -> None:
+    """An update's schema: at most one kind of schedule, not both a target and tasks."""
+    _without_null(schema, model)
+    pairs = [
+        *([a, b] for i, a in enumerate(_SCHEDULE_KINDS) for b in _SCHEDULE_KINDS[i + 1 :]),
+        ["target", "tasks"],
+    ]
+    schema["allOf"] = [{"not": {"required": pair}} for pair in pairs]
+
+
 class _Schedulable(BaseModel):
     """Fields shared by create and update, validated the same way in both."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_without_null)
+    # Fields that may be left out but not given as null (null would mean nothing sensible); the
+    # API refuses such a null before validating the model (`takt.api.gate.check_body`).
+    NOT_NULL: ClassVar[frozenset[str]] = frozenset()
 
     @field_validator("time_zone", check_fields=False)
     @classmethod
     def _zone(cls, value: str | None) -> str | None:
-        return None if value is None else validate_time_zone(value)
+        if value is not None and value not in TIME_ZONES:
+            validate_time_zone(value)
+            raise ValueError(f"{value!r} is not a zone of the IANA zone database")
+        return value
 
     @field_validator("catchup_window", check_fields=False)
     @classmethod
@@ -106,17 +188,30 @@ class _Schedulable(BaseModel):
 class JobCreate(_Schedulable):
     """A new job: exactly one of `schedule` (cron), `run_at` (one-off) or `interval`."""
 
-    name: str | None = Field(default=None, max_length=200)
-    time_zone: str = Field(default="UTC", description="IANA zone the cron is evaluated in")
+    NOT_NULL = frozenset({"schedule", "run_at", "interval", "target", "tasks"})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=_create_schema,
+    )
+
+    name: str | None = Field(default=None, max_length=200, pattern=TEXT_PATTERN)
+    time_zone: TimeZone = "UTC"
     dst: Dst = Dst()
     schedule: str | None = Field(default=None, description="cron: 5 fields, optional seconds")
-    run_at: AwareDatetime | None = None
+    run_at: Instant | None = None
+    run_late: bool = Field(
+        default=False,
+        description="run a `run_at` older than the catch-up window at once; without it such a "
+        "`run_at` is refused",
+    )
     interval: str | None = Field(default=None, description='fixed interval, e.g. "90s", "1h"')
-    start_at: AwareDatetime | None = None
-    end_at: AwareDatetime | None = None
+    start_at: Instant | None = None
+    end_at: Instant | None = None
     target: TargetField | None = None
     tasks: list[TaskIn] | None = Field(
         default=None,
+        min_length=1,
+        max_length=MAX_TASKS,
         description="a workflow instead of one target: tasks with `depends_on` (docs/WORKFLOWS.md)",
     )
     payload: JsonValue = None
@@ -130,7 +225,7 @@ class JobCreate(_Schedulable):
     status: Literal["active", "paused"] = Field(
         default="active", description="create it paused to resume it later"
     )
-    pause_until: AwareDatetime | None = Field(default=None, description=PAUSE_UNTIL_DESCRIPTION)
+    pause_until: Instant | None = Field(default=None, description=PAUSE_UNTIL_DESCRIPTION)
     calendars: list[CalendarName] | None = Field(
         default=None, max_length=MAX_CALENDARS, description=CALENDARS_DESCRIPTION
     )
@@ -139,7 +234,9 @@ class JobCreate(_Schedulable):
         description="whom to tell when executions die or the job keeps failing; the tenant's "
         "default when absent (docs/OPERATIONS.md)",
     )
-    idempotency_key: str | None = Field(default=None, min_length=1, max_length=256)
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=256, pattern=TEXT_PATTERN
+    )
 
     @model_validator(mode="after")
     def _one_schedule(self) -> JobCreate:
@@ -160,19 +257,52 @@ class JobCreate(_Schedulable):
 
 
 class JobPatch(_Schedulable):
-    """A partial update; fields not given keep their value. `status` pauses or resumes."""
+    """A partial update; fields not given keep their value. `status` pauses or resumes.
 
-    name: str | None = Field(default=None, max_length=200)
+    Only `name`, `start_at`, `end_at`, `payload`, `jitter`, `pause_until`, `calendars` and
+    `notify` may be null, which clears them; null for any other field is refused (docs/API.md,
+    "Changing a job").
+    """
+
+    NOT_NULL = frozenset(
+        {
+            "status",
+            "time_zone",
+            "dst",
+            "schedule",
+            "run_at",
+            "run_late",
+            "interval",
+            "target",
+            "tasks",
+            "retry",
+            "timeout_sec",
+            "priority",
+            "catchup",
+            "catchup_window",
+            "overlap",
+        }
+    )
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=_patch_schema,
+    )
+
+    name: str | None = Field(default=None, max_length=200, pattern=TEXT_PATTERN)
     status: Literal["active", "paused"] | None = None
-    time_zone: str | None = None
+    time_zone: TimeZone | None = None
     dst: Dst | None = None
     schedule: str | None = None
-    run_at: AwareDatetime | None = None
+    run_at: Instant | None = None
+    run_late: bool = Field(
+        default=False, description="as in a create: accept a `run_at` older than the window"
+    )
     interval: str | None = None
-    start_at: AwareDatetime | None = None
-    end_at: AwareDatetime | None = None
+    start_at: Instant | None = None
+    end_at: Instant | None = None
     target: TargetField | None = None
-    tasks: list[TaskIn] | None = None
+    tasks: list[TaskIn] | None = Field(default=None, min_length=1, max_length=MAX_TASKS)
     payload: JsonValue = None
     retry: RetryPolicy | None = None
     timeout_sec: int | None = Field(default=None, ge=1, le=86400)
@@ -181,7 +311,7 @@ class JobPatch(_Schedulable):
     catchup_window: str | None = None
     overlap: OverlapPolicy | None = None
     jitter: str | None = Field(default=None, description=JITTER_DESCRIPTION + "; null removes it")
-    pause_until: AwareDatetime | None = Field(
+    pause_until: Instant | None = Field(
         default=None, description=PAUSE_UNTIL_DESCRIPTION + "; null resumes it now"
     )
     calendars: list[CalendarName] | None = Field(

@@ -19,6 +19,7 @@ from takt.api.service import JobService
 from takt.models.ids import format_time
 from takt.models.records import ExecutionRecord
 from takt.store.errors import NotFoundError
+from takt.store.jobs import EXECUTION_CURSOR
 from takt.wiring import Services
 from takt.workflows.engine import RunEngine, RunStateError, RunView
 from takt.workflows.model import depths
@@ -129,7 +130,7 @@ def register(
     def list_runs(
         job_id: str,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
-        cursor: Annotated[str | None, Query()] = None,
+        cursor: Annotated[str | None, Query(pattern=EXECUTION_CURSOR)] = None,
     ) -> Response[RunPage]:
         service, tenant_id = JobService(services()), tenant()
         records, next_cursor = service.executions(tenant_id, job_id, limit, cursor)

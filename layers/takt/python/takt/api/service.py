@@ -15,6 +15,7 @@ from typing import Any
 
 from takt.api.errors import (
     ConflictingStateError,
+    GoneError,
     IdempotencyMismatchError,
     InvalidRequestError,
     JobNotFoundError,
@@ -26,7 +27,7 @@ from takt.api.models import JobCreate, JobPatch
 from takt.dispatch.lanes import Outgoing
 from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, JobRecord, JobStatus
-from takt.schedule import ScheduleError, next_after, parse_cron, preview
+from takt.schedule import ScheduleError, next_after, parse_cron, parse_duration, preview
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import Transition, open_shard_of
 from takt.store.idempotency import IdempotencyRecord
@@ -113,13 +114,17 @@ class JobService:
             created_at=now,
             updated_at=now,
         )
+        if not body.run_late:
+            self._check_not_late(job, now)
         job.next_run_time = self._first_run(job, now)
         self._check_calendars(tenant_id, job.calendars)
         self._check_payload(job)
         self._check_target_region(job)
         self._check_http_target(job)
         if key:
-            digest = body_hash(body.model_dump(mode="json", exclude={"idempotency_key"}))
+            digest = body_hash(
+                body.model_dump(mode="json", exclude={"idempotency_key", "run_late"})
+            )
             return self._create_keyed(job, key, digest, now)
         self._within_limits(tenant_id, now)
         self._store(job, None)
@@ -168,22 +173,56 @@ class JobService:
         return job, True
 
     def _store(self, job: JobRecord, key: str | None) -> None:
-        """Write and count the job; 429 at the job limit, giving back `key`, claimed for it, so
-        the refused create leaves nothing behind."""
+        """Write and count the job, and mark `key` done with it; 429 at the job limit, giving
+        back `key`, claimed for it, so the refused create leaves nothing behind.
+
+        Any other failure gives the key back too when the job is not stored, so a create that
+        failed (500) does not hold its key for a different, corrected body. When the failure
+        hides a write that happened (a lost answer), the key stays, and a retry finds the job.
+        """
+        idempotency = self._svc.idempotency
+        done = idempotency.done_item(job.tenant_id, key, job.job_id) if key else None
         try:
-            self._svc.limiter.create_job(job)
+            self._svc.limiter.create_job(job, done)
         except JobLimitError as exc:
             if key:
-                self._svc.idempotency.release(job.tenant_id, key, job.job_id)
+                idempotency.release(job.tenant_id, key, job.job_id)
             raise _too_many_jobs(exc) from None
+        except ConflictError:
+            raise
+        except Exception:
+            if key and not self._stored(job):
+                idempotency.release(job.tenant_id, key, job.job_id)
+            raise
+
+    def _stored(self, job: JobRecord) -> bool:
+        try:
+            self._svc.jobs.get(job.tenant_id, job.job_id)
+        except NotFoundError:
+            return False
+        return True
+
+    def _check_not_late(self, job: JobRecord, now: datetime) -> None:
+        """Refuse a `run_at` older than the job's catch-up window: it would run at once, which
+        a date years in the past almost never means (`run_late` asks for it explicitly)."""
+        if job.run_at is None:
+            return
+        window = parse_duration(job.catchup_window)
+        if job.run_at < now - window:
+            message = (
+                f"run_at is more than the catch-up window ({job.catchup_window}) in the past; "
+                "send run_late: true to run it now anyway"
+            )
+            raise InvalidRequestError(message, [{"field": "run_at", "message": message}])
 
     def _replay(
         self, tenant_id: str, key: str, digest: str, earlier: IdempotencyRecord
     ) -> JobRecord | None:
         """The job an earlier create under `key` made; 422 when that create had another body.
 
-        None when no such job is stored (the earlier try crashed before writing it, is still
-        writing it, or the job was deleted since): this create then writes it under that id.
+        None when no such job is stored yet (the earlier try crashed before writing it, or is
+        still writing it): this create then writes it under that id. 410 when the job was
+        stored and has been deleted since: the key does not bring it back.
         """
         if earlier.body_hash != digest:
             raise IdempotencyMismatchError(
@@ -193,6 +232,16 @@ class JobService:
         try:
             return self._svc.jobs.get(tenant_id, earlier.job_id)
         except NotFoundError:
+            if earlier.done:
+                raise GoneError(
+                    f"job {earlier.job_id}, created with idempotency key {key!r}, was deleted",
+                    [
+                        {
+                            "field": "idempotency_key",
+                            "message": f"its job {earlier.job_id} was deleted",
+                        }
+                    ],
+                ) from None
             return None
 
     def _replay_stored(
@@ -232,6 +281,12 @@ class JobService:
             raise InvalidRequestError(
                 str(exc), [{"field": exc.field, "message": str(exc)}]
             ) from exc
+        except OverflowError:
+            first = None
+        if first is None and job.end_at is None:
+            field = "start_at" if job.start_at else "schedule"
+            message = "the schedule never fires before the end of the year 9999"
+            raise InvalidRequestError(message, [{"field": field, "message": message}])
         if first is None:
             raise InvalidRequestError(
                 "the schedule never fires between start_at and end_at",
@@ -277,7 +332,7 @@ class JobService:
             raise PreconditionFailedError(
                 f"job {job_id} is at version {current.version}, not {if_match}"
             )
-        given = set(patch.model_fields_set)
+        given = set(patch.model_fields_set) - {"run_late"}
         changes: dict[str, Any] = {f: getattr(patch, f) for f in given if f != "status"}
         if patch.tasks is not None:  # a job runs one target or a workflow, never both
             changes["target"] = WORKFLOW_TARGET
@@ -318,6 +373,8 @@ class JobService:
         )
         if "status" in given:
             written.add("status")
+        if "run_at" in given and not patch.run_late:
+            self._check_not_late(updated, now)
         if reschedule and updated.status == JobStatus.ACTIVE:
             if "interval" in given or "start_at" in given:
                 updated.anchor = updated.start_at or now

@@ -8,7 +8,9 @@ target whichever form the caller used.
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
 
@@ -250,8 +252,28 @@ def target_text(value: Any) -> Any:
     return spec.text() if isinstance(spec, HttpSpec | LambdaSpec) else text
 
 
+# Long enough for any queue URL, ARN or webhook URL; a target is stored in every job item.
+MAX_TARGET_CHARS = 4096
+
+
 def check_target(value: str) -> str:
     """Accept a string target only if a worker can call it (ValueError names the forms); an
-    object in a string is stored in its canonical form, as an object-form target is."""
+    object in a string is stored in its canonical form, as an object-form target is.
+
+    An URL is parsed strictly: whitespace or a control character anywhere in it (which
+    `urlsplit` would strip or keep, and an HTTP client would send on as a header break) and a
+    port that is not a number of 0-65535 are refused here rather than found by the worker.
+    """
+    if len(value) > MAX_TARGET_CHARS:
+        raise ValueError(f"a target has at most {MAX_TARGET_CHARS} characters")
     spec = parse_target(value)
+    # An object in a string (JSON) may hold spaces in its header values: the URL may not.
+    text = spec.url if isinstance(spec, HttpSpec) else ("" if value.startswith("{") else value)
+    if any(char.isspace() or unicodedata.category(char) in ("Cc", "Cf") for char in text):
+        raise ValueError("a target URL may not hold spaces or control characters")
+    if isinstance(spec, HttpSpec):
+        try:
+            urlsplit(spec.url).port  # noqa: B018 - reading it is the check
+        except ValueError:
+            raise ValueError("the target URL's port is not a number of 0-65535") from None
     return spec.text() if isinstance(spec, HttpSpec | LambdaSpec) else value

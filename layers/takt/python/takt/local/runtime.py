@@ -34,7 +34,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +52,7 @@ from takt.local.events import (
 )
 from takt.local.persistence import DataStore, WsgiApp
 from takt.local.provision import provision
+from takt.local.server import ApiServer, Reply, problem, reply_of
 from takt.local.streams import StreamReader
 from takt.metering import Meter
 from takt.observability import listen, metrics
@@ -155,7 +155,7 @@ class LocalRuntime:
         self._threads: list[threading.Thread] = []
         self._invokers: list[ThreadPoolExecutor] = []
         self._moto: Any = None
-        self._http: ThreadingHTTPServer | None = None
+        self._http: ApiServer | None = None
         self.services: Services | None = None
         self.moto_endpoint = ""
         self.metrics_window = MetricsWindow(SystemClock())
@@ -457,77 +457,30 @@ class LocalRuntime:
     # The API
 
     def _start_http(self) -> None:
-        runtime = self
-
-        class RequestHandler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _handle(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                if self.path == "/healthz":
-                    self._reply(200, {"content-type": "application/json"}, b'{"ok":true}')
-                    return
-                if self.command == "GET" and not self.path.startswith("/v1/"):
-                    self._console()
-                    return
-                event = http_api_event(
-                    self.command,
-                    self.path,
-                    dict(self.headers.items()),
-                    body,
-                    runtime.identity,
-                    self.client_address[0],
-                )
-                try:
-                    result = runtime._invoke("api", event, timeout_ms=29_000)
-                except Exception:
-                    log.exception("api handler failed")
-                    self._reply(
-                        502,
-                        {"content-type": "application/problem+json"},
-                        b'{"title":"Bad Gateway","status":502}',
-                    )
-                    return
-                payload = result.get("body") or ""
-                raw = (
-                    base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
-                )
-                headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
-                for name, values in (result.get("multiValueHeaders") or {}).items():
-                    headers[name.lower()] = ", ".join(values)
-                self._reply(int(result.get("statusCode", 200)), headers, raw)
-
-            def _console(self) -> None:
-                found = runtime.console.get(self.path) if runtime.console else None
-                if found is None:
-                    self._reply(
-                        404,
-                        {"content-type": "application/problem+json"},
-                        b'{"title":"Not Found","status":404}',
-                    )
-                    return
-                # no-cache: a console edited while takt local runs shows on the next reload.
-                headers = {"content-type": found.content_type, "cache-control": "no-cache"}
-                self._reply(200, headers, found.body)
-
-            def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
-                self.send_response(status)
-                for name, value in headers.items():
-                    if name != "content-length":
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle  # noqa: N815
-
-            def log_message(self, format: str, *args: Any) -> None:
-                log.debug("%s " + format, self.address_string(), *args)
-
-        self._http = ThreadingHTTPServer((self.options.host, self.options.port), RequestHandler)
-        self._http.daemon_threads = True
+        self._http = ApiServer((self.options.host, self.options.port), self._respond)
         self._spawn("http", self._http.serve_forever)
+
+    def _respond(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, client: str
+    ) -> Reply:
+        """One HTTP request: the health check, the console's files, or the API's handler."""
+        if path == "/healthz":
+            return Reply(200, {"content-type": "application/json"}, b'{"ok":true}')
+        if method == "GET" and not path.startswith("/v1/"):
+            found = self.console.get(path) if self.console else None
+            if found is None:
+                return problem(404, "Not Found", f"no file for {path}")
+            # no-cache: a console edited while takt local runs shows on the next reload.
+            return Reply(
+                200, {"content-type": found.content_type, "cache-control": "no-cache"}, found.body
+            )
+        event = http_api_event(method, path, headers, body, self.identity, client)
+        try:
+            result = self._invoke("api", event, timeout_ms=29_000)
+        except Exception:
+            log.exception("api handler failed")
+            return problem(502, "Bad Gateway", "the API handler failed")
+        return reply_of(result)
 
 
 class MotoProcess:

@@ -80,9 +80,12 @@ def parse_time(text: str) -> datetime:
 def format_time(instant: datetime) -> str:
     """RFC 3339 in UTC with a Z and millisecond precision when it has any."""
     utc = instant.astimezone(UTC)
+    # The year zero-padded by hand: strftime's %Y writes year 1 as "1" on Linux, which no
+    # RFC 3339 parser (nor `parse_time`) reads back.
+    text = f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}"
     if utc.microsecond:
-        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
-    return utc.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return f"{text}.{utc.microsecond // 1000:03d}Z"
+    return f"{text}Z"
 
 
 def to_ms(instant: datetime) -> int:

@@ -311,9 +311,7 @@ def _parse_step(text: str, spec: _Field, expression: str) -> int:
     return int(text)
 
 
-def _parse_value(
-    text: str, spec: _Field, expression: str, *, range_from: int | None = None
-) -> int:
+def _parse_value(text: str, spec: _Field, expression: str, *, range_from: int | None = None) -> int:
     """One value of a field; `range_from` is the start of the range it closes, if it does."""
     if _NUMBER.fullmatch(text):
         value = int(text)

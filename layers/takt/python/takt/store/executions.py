@@ -29,7 +29,7 @@ from takt.store.errors import (
     condition_failure_item,
     is_condition_failure,
 )
-from takt.store.jobs import decode_cursor, encode_cursor
+from takt.store.jobs import ATTENTION_CURSOR, EXECUTION_CURSOR, checked_cursor
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -237,7 +237,7 @@ class ExecutionStore:
         merged; the cursor is the sort key of the last execution returned. The index is
         eventually consistent, so an execution re-run a moment ago may still be listed.
         """
-        before = _decode_attention_cursor(cursor)
+        before = checked_cursor(cursor, ATTENTION_CURSOR)
         found: list[dict[str, Any]] = []
         more = False
         for shard in range(self.open_shards):
@@ -260,7 +260,7 @@ class ExecutionStore:
         page = found[:limit]
         next_cursor = None
         if page and (more or len(found) > limit):
-            next_cursor = _encode_attention_cursor(page[-1]["attention_at"]["S"])
+            next_cursor = page[-1]["attention_at"]["S"]
         return [ExecutionRecord.from_item(item) for item in page], next_cursor
 
     def count_needing_attention(self, tenant_id: str, state: ExecState) -> int:
@@ -304,14 +304,13 @@ class ExecutionStore:
             "ScanIndexForward": False,
             "Limit": limit,
         }
-        start = decode_cursor(cursor)
+        start = checked_cursor(cursor, EXECUTION_CURSOR)
         if start:
-            if start.get("job_key", {}).get("S") != pk:
-                raise ValueError("malformed cursor")
-            kwargs["ExclusiveStartKey"] = start
+            kwargs["ExclusiveStartKey"] = {"job_key": {"S": pk}, "sk": {"S": start}}
         resp = self._db.query(**kwargs)
         records = [ExecutionRecord.from_item(i) for i in resp.get("Items", [])]
-        return records, encode_cursor(resp.get("LastEvaluatedKey"))
+        last = resp.get("LastEvaluatedKey")
+        return records, (last["sk"]["S"] if last else None)
 
     def first_queued(self, tenant_id: str, job_id: str) -> ExecutionRecord | None:
         """The oldest execution of a job waiting for its overlap slot."""
@@ -356,21 +355,6 @@ def _scheduled(execution_id: str) -> datetime:
     token = split_execution_id(execution_id)[1][:19]
     # %f reads "000" as milliseconds: it pads a short fraction on the right.
     return datetime.strptime(token, "%Y%m%dT%H%M%S%fZ").replace(tzinfo=UTC)
-
-
-def _encode_attention_cursor(sort_key: str) -> str:
-    return encode_cursor({"attention_at": sort_key}) or ""
-
-
-def _decode_attention_cursor(cursor: str | None) -> str | None:
-    """The sort key a page starts below; ValueError when the cursor is not one of ours."""
-    value = decode_cursor(cursor)
-    if value is None:
-        return None
-    sort_key = value.get("attention_at")
-    if not isinstance(sort_key, str):
-        raise ValueError("malformed cursor")  # noqa: TRY004 - a bad cursor is a bad value
-    return sort_key
 
 
 def _plain_value(value: Any) -> Any:

@@ -1,7 +1,9 @@
 """Idempotency records for job creation (DESIGN invariant 6).
 
 The record is written first, with the job id chosen up front, so a client retry after a crash
-finds the record and finishes creating the same job instead of making a second one. A create
+finds the record and finishes creating the same job instead of making a second one. The
+transaction that stores the job marks the record `done` (`done_item`), so a record outlives its
+job: a retry after the job was deleted is told so (410) instead of bringing the job back. A create
 reads the record (`find`) before it takes any tenant limit, so a retry of a create that succeeded
 is answered as the first try was, whatever the limits say now (docs/SECURITY.md).
 """
@@ -9,7 +11,7 @@ is answered as the first try was, whatever the limits say now (docs/SECURITY.md)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -21,8 +23,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class IdempotencyRecord:
+    """A claimed key: the job it is for, the body it came with, and whether the job was
+    stored (False: the create that claimed it has not finished, or crashed)."""
+
     job_id: str
     body_hash: str
+    done: bool = False
+
+
+def _record(item: dict[str, Any]) -> IdempotencyRecord:
+    return IdempotencyRecord(
+        item["job_id"]["S"], item["body_hash"]["S"], bool(item.get("done", {}).get("BOOL"))
+    )
 
 
 class IdempotencyStore:
@@ -42,7 +54,20 @@ class IdempotencyStore:
         item = resp.get("Item")
         if not item or int(item["expires_at"]["N"]) < now_epoch:
             return None
-        return IdempotencyRecord(item["job_id"]["S"], item["body_hash"]["S"])
+        return _record(dict(item))
+
+    def done_item(self, tenant_id: str, key: str, job_id: str) -> dict[str, Any]:
+        """The transaction item that marks `key` done, written with the job it is for; its
+        condition fails when the key no longer names that job."""
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": {"id": {"S": f"{tenant_id}#{key}"}},
+                "UpdateExpression": "SET done = :done",
+                "ConditionExpression": "job_id = :job",
+                "ExpressionAttributeValues": {":done": {"BOOL": True}, ":job": {"S": job_id}},
+            }
+        }
 
     def release(self, tenant_id: str, key: str, job_id: str) -> None:
         """Give back `key`, claimed for `job_id` by a create that was then refused (a tenant
@@ -81,6 +106,5 @@ class IdempotencyStore:
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise
-            old = condition_failure_item(exc) or {}
-            return IdempotencyRecord(old["job_id"]["S"], old["body_hash"]["S"])
+            return _record(dict(condition_failure_item(exc) or {}))
         return None

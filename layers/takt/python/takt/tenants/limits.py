@@ -172,11 +172,12 @@ class TenantLimiter:
         if limit is not None and self.job_count(tenant_id) >= limit:
             raise JobLimitError(limit)
 
-    def create_job(self, job: JobRecord) -> None:
-        """Store a new job and count it, in one transaction.
+    def create_job(self, job: JobRecord, also: dict[str, Any] | None = None) -> None:
+        """Store a new job and count it, in one transaction, with `also` (one more transaction
+        item: the create's idempotency record marked done) when given.
 
-        ConflictError when the job id is taken, JobLimitError when the tenant is at its limit;
-        either way nothing is written.
+        ConflictError when the job id is taken or `also`'s condition fails, JobLimitError when
+        the tenant is at its limit; either way nothing is written.
         """
         limit = self._settings.limits_for(job.tenant_id).max_jobs
         count: dict[str, Any] = {
@@ -198,10 +199,11 @@ class TenantLimiter:
                     }
                 },
                 {"Update": count},
+                *([also] if also else []),
             ]
         )
-        if reasons[0]:
-            raise ConflictError(f"job {job.job_id} exists")
+        if reasons[0] or any(reasons[2:]):
+            raise ConflictError(f"job {job.job_id} exists, or its idempotency key moved on")
         if reasons[1]:
             assert limit is not None
             raise JobLimitError(limit)

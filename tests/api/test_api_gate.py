@@ -1,0 +1,168 @@
+"""The one validation path (`takt.api.gate`): the access check before anything of the request is
+read, bounded headers, a create that failed after claiming its key, the audit line's level, and
+the tenant id rule; through the api handler, on moto."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, cast
+
+import pytest
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import ClientError
+
+from functions.api.handler import handler
+from takt.api.app import BODY_ROUTES, openapi_json
+from takt.api.gate import MAX_DEPTH, depth_of, parse_json
+from takt.api.identity import is_tenant_id
+from takt.local.events import LocalContext, LocalIdentity, http_api_event
+from takt.observability import logger
+from tests.api.harness import PROBLEM_JSON, Api, ApiResponse
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+BASE = {"interval": "1h", "target": "https://svc/hook"}
+
+
+def _anonymous(method: str, path: str, body: bytes) -> ApiResponse:
+    """A request that carries no caller identity (no authorizer ran)."""
+    event = http_api_event(
+        method, path, {"content-type": "application/json"}, body, LocalIdentity()
+    )
+    event["requestContext"].pop("authorizer")
+    result = handler(event, cast(LambdaContext, LocalContext(function_name="takt-api")))
+    return ApiResponse(int(result["statusCode"]), {}, result["body"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 5000 + b"]" * 5000, b'{"payload": ' + b"9" * 5000 + b"}", b"{nope", b"NaN"],
+)
+def test_a_caller_without_identity_gets_401_whatever_its_body(api: Api, body: bytes) -> None:
+    assert _anonymous("POST", "/v1/jobs", body).status == 401
+
+
+def test_a_reader_is_refused_before_its_body_is_read(api: Api) -> None:
+    resp = api.request("POST", "/v1/jobs", raw=b"[" * 5000, role="read")
+
+    assert resp.status == 403
+
+
+def test_json_depth_counts_brackets_outside_strings_only() -> None:
+    assert depth_of('{"a": "[[[[{{{{", "b": [[1]]}') == 3
+    assert depth_of('["\\"[[["]') == 1
+    assert parse_json("[" * MAX_DEPTH + "]" * MAX_DEPTH) is not None
+
+
+@pytest.mark.parametrize(
+    ("if_match", "status"),
+    [('"1"', 200), ('W/"1"', 200), ("*", 200), ('"\u00b2"', 400), ('"' + "1" * 19 + '"', 400)],
+)
+def test_if_match_takes_ascii_digits_of_bounded_length(
+    api: Api, if_match: str, status: int
+) -> None:
+    job = api.created_job(BASE)
+
+    resp = api.request(
+        "PATCH", f"/v1/jobs/{job['id']}", {"name": "n"}, headers={"If-Match": if_match}
+    )
+
+    assert resp.status == status, resp.text
+    if status == 400:
+        assert resp.json["errors"][0]["field"] == "If-Match"
+
+
+@pytest.mark.parametrize("key", ["k" * 257, "a key", "caf\u00e9"])
+def test_an_idempotency_key_header_is_bounded(api: Api, key: str) -> None:
+    resp = api.create(BASE, headers={"Idempotency-Key": key})
+
+    assert (resp.status, resp.content_type) == (400, PROBLEM_JSON)
+    assert resp.json["errors"][0]["field"] == "Idempotency-Key"
+
+
+def test_a_create_that_failed_after_claiming_its_key_gives_the_key_back(api: Api) -> None:
+    """DynamoDB fails the job's write (500): the key is released, so the caller's next try under
+    the same key, even with a corrected body, creates the job instead of getting 422."""
+    events = api.svc.clients.dynamodb.meta.events
+
+    def fail(**_: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": "InternalServerError", "Message": "injected"}},
+            "TransactWriteItems",
+        )
+
+    events.register_first("before-call.dynamodb.TransactWriteItems", fail)
+    try:
+        failed = api.create({**BASE, "name": "first"}, headers={"Idempotency-Key": "k-500"})
+    finally:
+        events.unregister("before-call.dynamodb.TransactWriteItems", fail)
+
+    retried = api.create({**BASE, "name": "second"}, headers={"Idempotency-Key": "k-500"})
+
+    assert failed.status == 500
+    assert retried.status == 201, retried.text
+    assert retried.json["name"] == "second"
+
+
+def test_the_audit_line_survives_a_log_level_of_error(
+    api: Api, log_lines: Callable[[], list[dict[str, Any]]]
+) -> None:
+    logging.getLogger(logger.name).setLevel(logging.ERROR)
+
+    resp = api.request(
+        "GET", "/v1/jobs", tenant="ops", role="admin", headers={"Takt-Tenant": "tenant-a"}
+    )
+
+    assert resp.status == 200
+    [audit] = [line for line in log_lines() if line.get("audit")]
+    assert (audit["level"], audit["acting_for"], audit["own_tenant"]) == (
+        "CRITICAL",
+        "tenant-a",
+        "ops",
+    )
+
+
+@pytest.mark.parametrize(
+    ("tenant", "valid"),
+    [
+        ("acme", True),
+        ("111122223333", True),
+        ("org:acme/eu=1+x@y-z_.", True),
+        ("a*", False),
+        ("a?", False),
+        ("${aws:username}", False),
+        ("a{b}", False),
+        ("a#b", False),
+        ("a b", False),
+        ("caf\u00e9", False),
+        ("", False),
+        ("a" * 129, False),
+    ],
+)
+def test_a_tenant_id_is_what_a_session_tag_holds_without_wildcards(
+    tenant: str, valid: bool
+) -> None:
+    assert is_tenant_id(tenant) is valid
+
+
+def test_a_caller_whose_tenant_has_a_wildcard_is_unauthenticated(api: Api) -> None:
+    resp = api.request("GET", "/v1/jobs", tenant="acme*")
+
+    assert resp.status == 401
+    assert json.loads(resp.text)["status"] == 401
+
+
+def test_every_documented_request_body_is_validated_by_the_gate() -> None:
+    """A route added with a body must be listed in BODY_ROUTES, or its body would reach
+    Powertools' parser unchecked."""
+    paths: dict[str, dict[str, Any]] = json.loads(openapi_json())["paths"]
+    documented = {
+        (method, path)
+        for path, operations in paths.items()
+        for method, operation in operations.items()
+        if "requestBody" in operation
+    }
+
+    assert documented == {(method, path) for method, path, _, _ in BODY_ROUTES}

@@ -1,0 +1,459 @@
+"""Hostile requests against a real `takt local`: each answered with a problem+json 4xx naming the
+field, within seconds, with nothing stored; malformed HTTP framing answered, never hung on; and
+jobs with extreme dates offered beside ordinary ones that must still run on time.
+
+Every case here was a 500, a hang or stored garbage before the API gained its one validation
+path (`takt.api.gate`) and the local runtime its own HTTP server (`takt.local.server`).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from takt.models.ids import format_time, parse_time
+from tests.e2e.harness import LocalTakt, poll
+from tests.e2e.receiver import Receiver
+
+pytestmark = pytest.mark.e2e
+
+Record = Callable[[str, object], None]
+TARGET = "http://127.0.0.1:9/hook"
+BASE: dict[str, Any] = {"interval": "1h", "target": TARGET}
+# Seconds any refusal may take: far above what one takes, far below a hang.
+ANSWER_WITHIN_SEC = 5.0
+
+
+def _raw(payload: str, **fields: str) -> bytes:
+    """A create body with `payload` written as raw JSON text (to send what json.dumps won't)."""
+    rest = json.dumps({"interval": "1h", "target": TARGET, **fields})[1:]
+    return ('{"payload":' + payload + "," + rest).encode()
+
+
+def _cursor(value: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+DEEP = b"[" * 2000 + b"]" * 2000
+
+# name -> (method, path, body (bytes: raw JSON; else json.dumps), headers, status, field)
+HOSTILE: dict[str, tuple[str, str, Any, dict[str, str], int, str]] = {
+    "json nested 2,000 deep": ("POST", "/v1/jobs", DEEP, {}, 400, "body"),
+    "payload nested 1,000 deep": (
+        "POST",
+        "/v1/jobs",
+        _raw("[" * 1000 + "]" * 1000),
+        {},
+        400,
+        "body",
+    ),
+    "integer of 5,000 digits": ("POST", "/v1/jobs", _raw("1" * 5000), {}, 400, "payload"),
+    "NaN": ("POST", "/v1/jobs", _raw("NaN"), {}, 400, "payload"),
+    "Infinity": ("POST", "/v1/jobs", _raw('{"a": -Infinity}'), {}, 400, "payload.a"),
+    "1e400": ("POST", "/v1/jobs", _raw("[1e400]"), {}, 400, "payload[0]"),
+    "lone surrogate": ("POST", "/v1/jobs", _raw('"\\ud800"'), {}, 400, "payload"),
+    "lone surrogate in a key": ("POST", "/v1/jobs", _raw('{"\\udc00": 1}'), {}, 400, "payload"),
+    "If-Match of non-ASCII digits": (
+        "PATCH",
+        "/v1/jobs/{job}",
+        {"name": "x"},
+        {"If-Match": '"\u00b2"'},
+        400,
+        "If-Match",
+    ),
+    "If-Match of 5,000 digits": (
+        "PATCH",
+        "/v1/jobs/{job}",
+        {"name": "x"},
+        {"If-Match": '"' + "9" * 5000 + '"'},
+        400,
+        "If-Match",
+    ),
+    "Idempotency-Key of 3,000 characters": (
+        "POST",
+        "/v1/jobs",
+        BASE,
+        {"Idempotency-Key": "k" * 3000},
+        400,
+        "Idempotency-Key",
+    ),
+    "run_at pushed past 9999 by its offset": (
+        "POST",
+        "/v1/jobs",
+        {"run_at": "9999-12-31T23:59:59.999999-23:59", "target": TARGET},
+        {},
+        400,
+        "run_at",
+    ),
+    "run_at pushed before year 1 by its offset": (
+        "POST",
+        "/v1/jobs",
+        {"run_at": "0001-01-01T00:00:00+00:01", "target": TARGET},
+        {},
+        400,
+        "run_at",
+    ),
+    "run_at in year 1": (
+        "POST",
+        "/v1/jobs",
+        {"run_at": "0001-01-01T00:00:00Z", "target": TARGET},
+        {},
+        400,
+        "run_at",
+    ),
+    "cron starting in year 500": (
+        "POST",
+        "/v1/jobs",
+        {"schedule": "* * * * *", "start_at": "0500-01-01T00:00:00Z", "target": TARGET},
+        {},
+        400,
+        "start_at",
+    ),
+    "run_at years in the past": (
+        "POST",
+        "/v1/jobs",
+        {"run_at": "2001-01-01T00:00:00Z", "target": TARGET},
+        {},
+        400,
+        "run_at",
+    ),
+    "cursor of a bare map": ("GET", "/v1/jobs?cursor=" + _cursor({}), None, {}, 400, "cursor"),
+    "cursor of deep brackets": (
+        "GET",
+        "/v1/jobs?cursor=" + base64.urlsafe_b64encode(DEEP).decode(),
+        None,
+        {},
+        400,
+        "cursor",
+    ),
+    "cursor of the wrong keys": (
+        "GET",
+        "/v1/jobs/{job}/executions?cursor=" + _cursor({"tenant_id": {"S": "local"}}),
+        None,
+        {},
+        400,
+        "cursor",
+    ),
+    "cursor of a list": (
+        "GET",
+        "/v1/executions?state=dead&cursor=" + _cursor([1]),
+        None,
+        {},
+        400,
+        "cursor",
+    ),
+    "target URL with CR/LF": (
+        "POST",
+        "/v1/jobs",
+        {"interval": "1h", "target": TARGET + "\r\nX-Injected: 1"},
+        {},
+        400,
+        "target",
+    ),
+    "target URL with NUL": (
+        "POST",
+        "/v1/jobs",
+        {**BASE, "target": TARGET + "\x00"},
+        {},
+        400,
+        "target",
+    ),
+    "target URL with a space": (
+        "POST",
+        "/v1/jobs",
+        {**BASE, "target": TARGET + " x"},
+        {},
+        400,
+        "target",
+    ),
+    "target URL with a bad port": (
+        "POST",
+        "/v1/jobs",
+        {**BASE, "target": "http://127.0.0.1:99999/hook"},
+        {},
+        400,
+        "target",
+    ),
+    "name with NUL": ("POST", "/v1/jobs", {**BASE, "name": "a\x00b"}, {}, 400, "name"),
+    "name with a bidi override": (
+        "POST",
+        "/v1/jobs",
+        {**BASE, "name": "a\u202eb"},
+        {},
+        400,
+        "name",
+    ),
+    "task id with a newline": (
+        "POST",
+        "/v1/jobs",
+        {"interval": "1h", "tasks": [{"id": "a\n", "target": TARGET}]},
+        {},
+        400,
+        "tasks[0].id",
+    ),
+    "timeout_sec true": ("POST", "/v1/jobs", {**BASE, "timeout_sec": True}, {}, 400, "timeout_sec"),
+    "timeout_sec as a string": (
+        "POST",
+        "/v1/jobs",
+        {**BASE, "timeout_sec": "5"},
+        {},
+        400,
+        "timeout_sec",
+    ),
+    "retry.max_attempts 2.0": (
+        "POST",
+        "/v1/jobs",
+        {**BASE, "retry": {"max_attempts": 2.0}},
+        {},
+        400,
+        "retry.max_attempts",
+    ),
+    "tasks null": ("POST", "/v1/jobs", {**BASE, "tasks": None}, {}, 400, "tasks"),
+    "Takt-Tenant with a wildcard": (
+        "GET",
+        "/v1/jobs",
+        None,
+        {"Takt-Tenant": "a*"},
+        400,
+        "Takt-Tenant",
+    ),
+    "Takt-Tenant with a policy variable": (
+        "GET",
+        "/v1/jobs",
+        None,
+        {"Takt-Tenant": "${aws:username}"},
+        400,
+        "Takt-Tenant",
+    ),
+    **{
+        f"PATCH {field} null": ("PATCH", "/v1/jobs/{job}", {field: None}, {}, 400, field)
+        for field in ("schedule", "time_zone", "run_at", "interval", "dst", "target", "tasks")
+    },
+}
+
+
+def _send(takt: LocalTakt, method: str, path: str, body: Any, headers: dict[str, str]) -> Any:
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    sent = {"Content-Type": "application/json", **headers} if data is not None else headers
+    return takt._http.request(method, takt.url + path, body=data, headers=sent)
+
+
+def _job_ids(takt: LocalTakt) -> list[str]:
+    ids: list[str] = []
+    path = "/v1/jobs?limit=200"
+    while True:
+        answer = takt.request("GET", path)
+        assert answer.status == 200, answer.body
+        ids.extend(job["id"] for job in answer.body["items"])
+        if not answer.body["next_cursor"]:
+            return ids
+        path = f"/v1/jobs?limit=200&cursor={answer.body['next_cursor']}"
+
+
+@pytest.fixture(scope="module")
+def job(takt_local: LocalTakt) -> Iterator[dict[str, Any]]:
+    created = takt_local.create_job({**BASE, "name": "kept"})
+    yield created
+    takt_local.delete_job(created["id"])
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_a_hostile_request_gets_a_problem_naming_the_field(
+    takt_local: LocalTakt, job: dict[str, Any], case: str
+) -> None:
+    method, path, body, headers, status, field = HOSTILE[case]
+    before = _job_ids(takt_local)
+    started = time.monotonic()
+
+    resp = _send(takt_local, method, path.format(job=job["id"]), body, headers)
+
+    took = time.monotonic() - started
+    assert took < ANSWER_WITHIN_SEC, f"{case}: answered after {took:.1f}s"
+    assert resp.status == status, resp.data[:300]
+    assert resp.headers["content-type"] == "application/problem+json"
+    problem = json.loads(resp.data)
+    assert problem["status"] == status
+    assert field in [error["field"] for error in problem.get("errors", [])], problem
+    assert _job_ids(takt_local) == before
+    assert takt_local.request("GET", f"/v1/jobs/{job['id']}").body == job
+
+
+def test_patch_clears_a_nullable_field_and_only_those(
+    takt_local: LocalTakt, job: dict[str, Any]
+) -> None:
+    named = takt_local.create_job({**BASE, "name": "to clear", "end_at": "2999-01-01T00:00:00Z"})
+
+    cleared = takt_local.request("PATCH", f"/v1/jobs/{named['id']}", {"name": None, "end_at": None})
+
+    assert cleared.status == 200, cleared.body
+    assert (cleared.body["name"], cleared.body["end_at"]) == (None, None)
+    takt_local.delete_job(named["id"])
+
+
+def test_a_create_replayed_after_its_job_was_deleted_is_gone(takt_local: LocalTakt) -> None:
+    key = {"Idempotency-Key": f"replay-{time.time_ns()}"}
+    first = takt_local.request("POST", "/v1/jobs", BASE, key)
+    assert first.status == 201, first.body
+    takt_local.delete_job(first.body["id"])
+
+    replay = takt_local.request("POST", "/v1/jobs", BASE, key)
+
+    assert replay.status == 410, replay.body
+    assert replay.headers["content-type"] == "application/problem+json"
+    assert first.body["id"] in replay.body["detail"]
+    assert first.body["id"] not in _job_ids(takt_local)
+    assert takt_local.request("GET", f"/v1/jobs/{first.body['id']}").status == 404
+
+
+def test_a_refused_create_leaves_its_idempotency_key_free(takt_local: LocalTakt) -> None:
+    key = {"Idempotency-Key": f"refused-{time.time_ns()}"}
+    refused = takt_local.request("POST", "/v1/jobs", {**BASE, "timeout_sec": True}, key)
+
+    created = takt_local.request("POST", "/v1/jobs", {**BASE, "timeout_sec": 5}, key)
+
+    assert (refused.status, created.status) == (400, 201)
+    takt_local.delete_job(created.body["id"])
+
+
+def _exchange(takt: LocalTakt, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes on a fresh connection; the status, headers and body of the answer."""
+    host, port = takt.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=ANSWER_WITHIN_SEC) as conn:
+        conn.sendall(request)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {
+            name.strip().lower(): value.strip()
+            for name, _, value in (line.partition(":") for line in lines[1:])
+        }
+        length = int(headers.get("content-length", "0"))
+        while len(body) < length and not request.startswith(b"HEAD"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    return int(lines[0].split()[1]), headers, body
+
+
+@pytest.mark.parametrize("length", ["-1", "abc", "1e3", "\u00b2", "99999999999999"])
+def test_a_malformed_content_length_is_refused_at_once(takt_local: LocalTakt, length: str) -> None:
+    request = f"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}"
+
+    status, headers, body = _exchange(takt_local, request.encode("utf-8"))
+
+    assert status in (400, 413)
+    assert headers["content-type"] == "application/problem+json"
+    assert json.loads(body)["status"] == status
+
+
+def test_head_answers_as_get_without_a_body(takt_local: LocalTakt) -> None:
+    get = _exchange(takt_local, b"GET /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
+    head = _exchange(takt_local, b"HEAD /v1/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
+
+    assert (head[0], head[1]["content-length"], head[2]) == (200, str(len(get[2])), b"")
+    assert head[1]["content-type"] == "application/json"
+
+
+def test_options_and_an_unknown_method_get_the_paths_methods(
+    takt_local: LocalTakt,
+) -> None:
+    options = _exchange(takt_local, b"OPTIONS /v1/jobs/job_1 HTTP/1.1\r\nHost: x\r\n\r\n")
+    unknown = _exchange(takt_local, b"BREW /v1/jobs HTTP/1.1\r\nHost: x\r\n\r\n")
+
+    assert (options[0], options[1]["allow"]) == (204, "DELETE, GET, PATCH")
+    assert (unknown[0], unknown[1]["allow"]) == (405, "GET, POST")
+    assert unknown[1]["content-type"] == "application/problem+json"
+
+
+def test_a_burst_of_connections_is_served_not_reset(takt_local: LocalTakt) -> None:
+    """40 connections opened at once, beyond the standard library's backlog of 5."""
+    host, port = takt_local.url.removeprefix("http://").split(":")
+    connections = [socket.create_connection((host, int(port)), timeout=30) for _ in range(40)]
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def ask(conn: socket.socket) -> None:
+        with conn:
+            conn.sendall(b"GET /v1/jobs?limit=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            first = conn.recv(64)
+        with lock:
+            statuses.append(int(first.split()[1]))
+
+    threads = [threading.Thread(target=ask, args=(conn,)) for conn in connections]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+
+    assert statuses == [200] * 40
+
+
+def test_extreme_dates_beside_ordinary_jobs_leave_them_on_time(
+    takt_local: LocalTakt, receiver: Receiver, record_property: Record
+) -> None:
+    """20 ordinary one-off jobs due at one instant, and before them every extreme date a
+    caller can offer: those outside years 1000-9999 (or whose first run would be) refused, the
+    rest (the very first and last instants allowed) stored; the 20 all run on time, and the
+    listing still reads every job."""
+    due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=6)
+    target = receiver.path()
+    extremes = [
+        {"run_at": "0001-01-01T00:00:00Z", "target": TARGET},
+        {"run_at": "9999-12-31T23:59:59.999999-23:59", "target": TARGET},
+        {"schedule": "* * * * *", "start_at": "0500-01-01T00:00:00Z", "target": TARGET},
+        {"run_at": "1000-01-01T00:00:00Z", "run_late": True, "target": TARGET, "priority": "low"},
+        {"run_at": "9999-12-31T23:59:59Z", "target": TARGET},
+        {"schedule": "* * * * *", "start_at": "1000-01-01T00:00:00Z", "target": TARGET},
+        {"schedule": "0 0 31 12 *", "start_at": "9999-12-31T00:00:01Z", "target": TARGET},
+        {"interval": "1h", "end_at": "9999-12-31T23:59:59Z", "target": TARGET},
+    ]
+    answers = [takt_local.request("POST", "/v1/jobs", body) for body in extremes]
+    ordinary = [
+        takt_local.create_job(
+            {"name": f"ordinary-{i}", "run_at": format_time(due), "target": target}
+        )
+        for i in range(20)
+    ]
+
+    hits = receiver.wait_for(target, 20, timeout=60)
+
+    # The cron's first occurrence after 9999-12-31T00:00:01Z would be in year 10000.
+    assert [a.status for a in answers] == [400, 400, 400, 201, 201, 201, 400, 201]
+    assert answers[6].body["errors"][0]["field"] == "start_at"
+    assert len(hits) == 20
+    lags = []
+    for job in ordinary:
+        execution = poll(
+            functools.partial(takt_local.executions, job["id"]),
+            bool,
+            30,
+            f"the execution of {job['id']}",
+        )[-1]
+        assert parse_time(execution["scheduled_time"]) == due
+        lags.append(execution["lag_ms"])
+    record_property("lag_ms_max_of_20_beside_extremes", max(lags))
+    # DESIGN: local mode starts 60 jobs due at one instant within 3 s.
+    assert max(lags) <= 3000, lags
+    listed = _job_ids(takt_local)
+    assert {job["id"] for job in ordinary} <= set(listed)
+    for answer in (a for a in answers if a.status == 201):
+        assert answer.body["id"] in listed
+        read = takt_local.request("GET", f"/v1/jobs/{answer.body['id']}").body
+        for instant in ("run_at", "start_at", "end_at"):
+            assert read[instant] == answer.body[instant]
+        takt_local.delete_job(answer.body["id"])
