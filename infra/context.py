@@ -181,6 +181,8 @@ class DeployConfig:
     egress_allow: tuple[str, ...] = ()
     # The Lambda functions, state machines and SigV4-signed APIs the workers may call.
     targets: TargetGrants = dataclasses.field(default_factory=TargetGrants)
+    # The `iss` of takt's OIDC tokens (with `oidcKeyArn`); Settings' default when None.
+    oidc_issuer: str | None = None
 
     @classmethod
     def from_context(cls, node: Node) -> DeployConfig:
@@ -219,6 +221,7 @@ class DeployConfig:
             fairness=_fairness(node),
             egress_allow=_egress_allow(node),
             targets=_target_grants(node),
+            oidc_issuer=_optional_str(node, "oidcIssuer"),
         )
 
 
@@ -229,6 +232,7 @@ def _target_grants(node: Node) -> TargetGrants:
             _string_list(node, "stateMachineTargets"),
             _string_list(node, "sigv4Targets"),
             _string_list(node, "publishTargets"),
+            _optional_str(node, "oidcKeyArn"),
         )
     except TargetGrantError as exc:
         raise ContextError(str(exc)) from None

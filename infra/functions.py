@@ -209,6 +209,18 @@ def takt_environment(
             if config.egress_allow
             else {}
         ),
+        **(
+            {
+                settings_env_var("oidc_key_id"): config.targets.oidc_key,
+                **(
+                    {settings_env_var("oidc_issuer"): config.oidc_issuer}
+                    if config.oidc_issuer
+                    else {}
+                ),
+            }
+            if config.targets.oidc_key
+            else {}
+        ),
         "POWERTOOLS_SERVICE_NAME": metric_names.SERVICE,
         "POWERTOOLS_METRICS_NAMESPACE": metric_names.NAMESPACE,
         "LOG_LEVEL": config.log_level,
@@ -315,6 +327,8 @@ class TaktFunctions(Construct):
             elif spec is WATCHDOG:
                 # It ends executions whose worker died, and so may open an incident.
                 config.targets.grant_notify(function)
+            elif spec is API:
+                config.targets.grant_jwks(function)
             if spec.reads_signing_master and config.signing_secret_name:
                 # By name: the value is read from Secrets Manager when a key is derived (cached
                 # briefly), so it is in neither the template nor the function's configuration.

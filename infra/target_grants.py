@@ -13,7 +13,10 @@ exactly those, with no wildcard:
 - `publishTargets`: SQS queue ARNs (`sqs:SendMessage`, `sqs:GetQueueUrl`), SNS topic ARNs
   (`sns:Publish`) and EventBridge bus ARNs (`events:PutEvents`) that queue-topic targets and
   notifications publish to. The watchdog, which also ends executions (and so notifies), gets the
-  topics and buses.
+  topics and buses;
+- `oidcKeyArn`: the KMS RSA key (`arn:aws:kms:REGION:ACCOUNT:key/ID`, `RSA_2048`, `SIGN_VERIFY`)
+  that signs OIDC tokens: `kms:Sign` and `kms:GetPublicKey` for the workers, `kms:GetPublicKey`
+  for the API (its JWKS route).
 
 A list is comma-separated with `-c` (`-c lambdaTargets=arn1,arn2`) or a JSON list in cdk.json.
 An entry that is not such an ARN, or holds a `*`, stops the synth naming the knob.
@@ -35,6 +38,7 @@ from takt.targets.spec import (
     parse_target,
 )
 
+_KMS_KEY = re.compile(r"^arn:aws[a-z-]*:kms:[a-z]{2}(-[a-z]+)+-\d+:\d{12}:key/[A-Za-z0-9-]{1,64}$")
 _EXECUTE_API = re.compile(
     r"^arn:aws[a-z-]*:execute-api:[a-z]{2}(-[a-z]+)+-\d+:\d{12}:[a-z0-9]+/[^/\s]+/"
     r"(GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS)/[^\s]*$"
@@ -56,6 +60,7 @@ class TargetGrants:
     queues: tuple[str, ...] = ()
     topics: tuple[str, ...] = ()
     buses: tuple[str, ...] = ()
+    oidc_key: str | None = None
 
     @classmethod
     def from_lists(
@@ -64,6 +69,7 @@ class TargetGrants:
         machines: tuple[str, ...],
         signed: tuple[str, ...],
         published: tuple[str, ...] = (),
+        oidc_key: str | None = None,
     ) -> TargetGrants:
         """Check each list's entries (TargetGrantError naming the knob and the entry)."""
         knobs = {
@@ -76,6 +82,11 @@ class TargetGrants:
             for arn in arns:
                 if "*" in arn:
                     raise TargetGrantError(f"context {knob!r} {arn!r} holds a wildcard")
+        if oidc_key is not None and not _KMS_KEY.match(oidc_key):
+            raise TargetGrantError(
+                f"context 'oidcKeyArn' {oidc_key!r} is not a KMS key ARN (…:kms:REGION:ACCOUNT:"
+                "key/ID; an alias cannot be granted)"
+            )
         by_kind: dict[type, list[str]] = {SqsSpec: [], SnsSpec: [], EventBusSpec: []}
         for arn in published:
             kind = type(_spec(arn))
@@ -112,6 +123,7 @@ class TargetGrants:
             tuple(by_kind[SqsSpec]),
             tuple(by_kind[SnsSpec]),
             tuple(by_kind[EventBusSpec]),
+            oidc_key,
         )
 
     def grant(self, grantee: iam.IGrantable) -> None:
@@ -122,12 +134,20 @@ class TargetGrants:
             (["execute-api:Invoke"], self.execute_api_routes),
             (["lambda:InvokeFunctionUrl"], self.function_urls),
             (["sqs:SendMessage", "sqs:GetQueueUrl"], self.queues),
+            (["kms:Sign", "kms:GetPublicKey"], (self.oidc_key,) if self.oidc_key else ()),
         ):
             if arns:
                 iam.Grant.add_to_principal(
                     grantee=grantee, actions=actions, resource_arns=list(arns)
                 )
         self.grant_notify(grantee)
+
+    def grant_jwks(self, grantee: iam.IGrantable) -> None:
+        """What serving the OIDC JWKS needs: reading the key's public half."""
+        if self.oidc_key:
+            iam.Grant.add_to_principal(
+                grantee=grantee, actions=["kms:GetPublicKey"], resource_arns=[self.oidc_key]
+            )
 
     def grant_notify(self, grantee: iam.IGrantable) -> None:
         """What sending notifications needs: publishing to the listed topics and buses."""

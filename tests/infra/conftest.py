@@ -81,6 +81,8 @@ TARGET_GRANTS_CONTEXT = {
     "arn:aws:lambda:us-east-1:123456789012:function:webhook",
     "publishTargets": "arn:aws:sqs:us-east-1:123456789012:jobs,"
     "arn:aws:sns:us-east-1:123456789012:ops,arn:aws:events:us-east-1:123456789012:event-bus/ops",
+    "oidcKeyArn": "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+    "oidcIssuer": "https://takt.example",
 }
 # The context the `fargate_*` fixtures add to cdk.json's.
 FARGATE_CONTEXT = {

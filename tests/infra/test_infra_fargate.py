@@ -153,6 +153,7 @@ def test_task_role_holds_the_worker_functions_grants_and_consumes_its_lanes(
         "execute-api",
         "sns",
         "events",
+        "kms",
     }
 
 

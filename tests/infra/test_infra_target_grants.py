@@ -10,7 +10,7 @@ import pytest
 from aws_cdk import App
 
 from infra.context import ContextError, DeployConfig
-from infra.functions import SPECS, WATCHDOG, WORKER
+from infra.functions import API, SPECS, WATCHDOG, WORKER
 from tests.infra.conftest import TARGET_GRANTS_CONTEXT, LogicalId
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ URL_FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:webhook"
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:jobs"
 TOPIC = "arn:aws:sns:us-east-1:123456789012:ops"
 BUS = "arn:aws:events:us-east-1:123456789012:event-bus/ops"
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 TARGET_ACTIONS = {
     "lambda:InvokeFunction",
     "states:StartExecution",
@@ -35,6 +36,8 @@ TARGET_ACTIONS = {
     "sqs:GetQueueUrl",
     "sns:Publish",
     "events:PutEvents",
+    "kms:Sign",
+    "kms:GetPublicKey",
 }
 
 
@@ -83,6 +86,8 @@ def test_the_workers_may_call_exactly_the_listed_targets_and_nothing_else_may(
         ("sqs:GetQueueUrl", QUEUE),
         ("sns:Publish", TOPIC),
         ("events:PutEvents", BUS),
+        ("kms:Sign", KEY),
+        ("kms:GetPublicKey", KEY),
     }
 
     calls = {
@@ -93,6 +98,8 @@ def test_the_workers_may_call_exactly_the_listed_targets_and_nothing_else_may(
     assert calls.pop("fargate") == expected
     # The watchdog ends executions whose worker died, and notifies as the worker would.
     assert calls.pop(WATCHDOG.name) == {("sns:Publish", TOPIC), ("events:PutEvents", BUS)}
+    # The API serves the JWKS: the key's public half, never a signature.
+    assert calls.pop(API.name) == {("kms:GetPublicKey", KEY)}
     assert all(not found for found in calls.values())
 
 
@@ -117,6 +124,7 @@ def test_the_shipped_context_grants_no_target_call(
         ("sigv4Targets", "arn:aws:execute-api:us-east-1:123456789012:abc123", "neither"),
         ("publishTargets", FUNCTION, "'publishTargets' .* is not an SQS queue, SNS topic"),
         ("publishTargets", "arn:aws:sns:us-east-1:123456789012:*", "holds a wildcard"),
+        ("oidcKeyArn", "arn:aws:kms:us-east-1:123456789012:alias/takt", "not a KMS key ARN"),
     ],
 )
 def test_a_bad_target_grant_stops_the_synth_naming_the_knob(
@@ -124,3 +132,16 @@ def test_a_bad_target_grant_stops_the_synth_naming_the_knob(
 ) -> None:
     with pytest.raises(ContextError, match=message):
         DeployConfig.from_context(App(context=cdk_json_context | {knob: value}).node)
+
+
+def test_the_workers_and_the_api_are_told_the_oidc_key_and_issuer(
+    fargate_stateless: StatelessStack, fargate_template: Template, logical_id: LogicalId
+) -> None:
+    resources = fargate_template.to_json()["Resources"]
+    for spec in (WORKER, API):
+        function = fargate_stateless.functions.functions[spec.name]
+        variables = resources[logical_id(fargate_stateless, function)]["Properties"]["Environment"][
+            "Variables"
+        ]
+        assert variables["TAKT_OIDC_KEY_ID"] == KEY
+        assert variables["TAKT_OIDC_ISSUER"] == "https://takt.example"

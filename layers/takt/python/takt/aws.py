@@ -119,6 +119,13 @@ def make_states_client(settings: Settings) -> Any:
     )
 
 
+def make_kms_client(settings: Settings) -> Any:
+    """A KMS client for signing OIDC tokens, made on the first token. (Typed `Any`: the project
+    carries no KMS stubs.)"""
+    session = boto3.session.Session(region_name=settings.region)
+    return session.client("kms", endpoint_url=settings.aws_endpoint_url, config=client_config(4))
+
+
 def make_cloudwatch_client(settings: Settings) -> CloudWatchClient:
     """A CloudWatch client, made apart from `make_clients`: only the API's stats route reads
     metrics, so the other functions never pay for creating it."""

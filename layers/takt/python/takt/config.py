@@ -172,6 +172,10 @@ class Settings(BaseSettings):
     claim_read_pages: int = Field(default=4, ge=1, le=64)
     # How long a message waits before it is offered again when its tenant's running cap is full.
     running_cap_retry_sec: int = Field(default=2, ge=1, le=900)
+    # The KMS RSA key (id, ARN or alias) that signs OIDC tokens for HTTP targets with
+    # `auth.oidc` (takt.targets.oidc), and the `iss` those tokens name; unset, such targets fail.
+    oidc_key_id: str | None = None
+    oidc_issuer: str = "takt"
     # Each tenant's default notification policy (takt.notify), for its jobs that set none
     # (JSON in the environment): {"acme": {"to": "arn:aws:sns:...", "on": ["dead"]}}.
     notify_defaults: dict[str, NotifyPolicy] = Field(default_factory=dict)

@@ -19,6 +19,7 @@ from takt.aws import (
     credential_source,
     make_clients,
     make_cloudwatch_client,
+    make_kms_client,
     make_lambda_client,
     make_secrets_client,
     make_states_client,
@@ -47,6 +48,7 @@ from takt.store.jobs import JobStore
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import HttpTarget
 from takt.targets.invoke import AwsInvokeTarget
+from takt.targets.oidc import OidcSigner
 from takt.targets.publish import QueueTopicTarget
 from takt.targets.router import TargetRouter
 from takt.targets.secrets import SecretsManagerSource
@@ -244,6 +246,17 @@ class Services:
             ),
             secret_prefix=settings.secret_prefix,
             credentials=credential_source(settings),
+            tokens=self.oidc,
+        )
+
+    @cached_property
+    def oidc(self) -> OidcSigner | None:
+        """The OIDC token signer, when the deployment names a KMS key for it."""
+        settings = self.settings
+        if settings.oidc_key_id is None:
+            return None
+        return OidcSigner(
+            lambda: make_kms_client(settings), settings.oidc_key_id, settings.oidc_issuer
         )
 
     @cached_property

@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from takt.api import backfills, calendars, runs, webhook_keys
+from takt.api import backfills, calendars, oidc, runs, webhook_keys
 from takt.api.access import Caller, audit, authorize
 from takt.api.backfills import BackfillIn
 from takt.api.errors import (
@@ -350,6 +350,7 @@ def cancel_execution(execution_id: str) -> Response[ExecutionOut]:
 
 runs.register(app, _tenant, _services, _responses)
 webhook_keys.register(app, _caller, _services, _responses)
+oidc.register(app, _services, _responses)
 calendars.register(app, _tenant, _services, _responses)
 backfills.register(app, _tenant, _services, _responses)
 
