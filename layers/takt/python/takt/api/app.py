@@ -75,7 +75,8 @@ _PROBLEMS: dict[int, str] = {
     401: "No caller identity, or no tenant claim in it",
     403: "The caller's role does not allow this method (read: GET only; worker: nothing)",
     404: "No such job or execution for this caller",
-    409: "The execution is not in a state that allows this",
+    409: "Conflict: the execution's state does not allow this, or the job name is taken "
+    "(names are unique among a tenant's jobs)",
     410: "The idempotency key's job was created and has since been deleted",
     412: "If-Match names an older version of the job",
     413: "Payload or request body too large",
@@ -167,6 +168,7 @@ def _json(model: Any, status: int = 200) -> Response[Any]:
     "/v1/jobs",
     responses=_responses(
         {201: "Created", 200: "The job created earlier with this idempotency key"},
+        409,
         410,
         413,
         415,
@@ -198,7 +200,7 @@ def get_job(job_id: str) -> Response[JobOut]:
 
 @app.patch(
     "/v1/jobs/<job_id>",
-    responses=_responses({200: "The changed job"}, 404, 412, 413, 415),
+    responses=_responses({200: "The changed job"}, 404, 409, 412, 413, 415),
 )
 def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOut]:
     job = _service().update(_tenant(), job_id, body, _if_match())

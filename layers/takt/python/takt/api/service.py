@@ -31,6 +31,7 @@ from takt.schedule import ScheduleError, next_after, parse_cron, parse_duration,
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import Transition, open_shard_of
 from takt.store.idempotency import IdempotencyRecord
+from takt.store.names import JobNames, NameTakenError
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import definition_problems
 from takt.targets.spec import HttpSpec, parse_target
@@ -130,6 +131,28 @@ class JobService:
         self._store(job, None)
         return job, True
 
+    def _names(self) -> JobNames:
+        return JobNames(self._svc.clients.dynamodb, self._svc.settings.tenants_table)
+
+    def _claim_name(self, job: JobRecord, now: datetime) -> None:
+        """Claim the job's name for it (409 when another job of the tenant has it)."""
+        if job.name is None:
+            return
+
+        def holds(holder: str) -> bool:
+            try:
+                return self._svc.jobs.get(job.tenant_id, holder).name == job.name
+            except NotFoundError:
+                return False
+
+        try:
+            self._names().claim(job.tenant_id, job.name, job.job_id, to_ms(now), holds)
+        except NameTakenError as exc:
+            raise ConflictingStateError(
+                f"{exc}: names are unique among a tenant's jobs",
+                [{"field": "name", "message": f"taken by job {exc.holder}"}],
+            ) from None
+
     def _create_keyed(
         self, job: JobRecord, key: str, digest: str, now: datetime
     ) -> tuple[JobRecord, bool]:
@@ -182,17 +205,21 @@ class JobService:
         """
         idempotency = self._svc.idempotency
         done = idempotency.done_item(job.tenant_id, key, job.job_id) if key else None
+        self._claim_name(job, job.created_at)
         try:
             self._svc.limiter.create_job(job, done)
         except JobLimitError as exc:
             if key:
                 idempotency.release(job.tenant_id, key, job.job_id)
+            self._release_name(job.tenant_id, job.name, job.job_id)
             raise _too_many_jobs(exc) from None
         except ConflictError:
             raise
         except Exception:
-            if key and not self._stored(job):
-                idempotency.release(job.tenant_id, key, job.job_id)
+            if not self._stored(job):
+                if key:
+                    idempotency.release(job.tenant_id, key, job.job_id)
+                self._release_name(job.tenant_id, job.name, job.job_id)
             raise
 
     def _stored(self, job: JobRecord) -> bool:
@@ -214,6 +241,10 @@ class JobService:
                 "send run_late: true to run it now anyway"
             )
             raise InvalidRequestError(message, [{"field": "run_at", "message": message}])
+
+    def _release_name(self, tenant_id: str, name: str | None, job_id: str) -> None:
+        if name is not None:
+            self._names().release(tenant_id, name, job_id)
 
     def _replay(
         self, tenant_id: str, key: str, digest: str, earlier: IdempotencyRecord
@@ -386,15 +417,29 @@ class JobService:
         updated.updated_at = now
         if given & {"schedule", "interval", "run_at"}:
             written |= {"schedule", "interval", "run_at"}
+        self._write_update(current, updated, written, now)
+        return self.get(tenant_id, job_id)
+
+    def _write_update(
+        self, current: JobRecord, updated: JobRecord, written: set[str], now: datetime
+    ) -> None:
+        """Write an update; a new name is claimed first and the old one given back after."""
+        tenant_id, job_id = current.tenant_id, current.job_id
+        renamed = updated.name != current.name
+        if renamed:
+            self._claim_name(updated, now)
         try:
             self._svc.jobs.update_definition(updated, current.version, written)
-        except ConflictError:
+        except (ConflictError, NotFoundError) as exc:
+            if renamed:
+                self._release_name(tenant_id, updated.name, job_id)
+            if isinstance(exc, NotFoundError):
+                raise JobNotFoundError(f"job {job_id} not found") from None
             raise PreconditionFailedError(
                 f"job {job_id} changed meanwhile; read it again"
             ) from None
-        except NotFoundError:
-            raise JobNotFoundError(f"job {job_id} not found") from None
-        return self.get(tenant_id, job_id)
+        if renamed:
+            self._release_name(tenant_id, current.name, job_id)
 
     def _check_calendars(self, tenant_id: str, names: list[str] | None) -> None:
         """Refuse (400, naming `calendars`) a job that names a calendar the tenant lacks."""
@@ -416,10 +461,14 @@ class JobService:
             ) from exc
 
     def delete(self, tenant_id: str, job_id: str) -> None:
+        name = self.get(tenant_id, job_id).name
         try:
             self._svc.limiter.delete_job(tenant_id, job_id)
         except NotFoundError:
             raise JobNotFoundError(f"job {job_id} not found") from None
+        # After the job is gone: a crash in between leaves a claim whose holder is gone, which
+        # the next claim of the name takes over.
+        self._release_name(tenant_id, name, job_id)
 
     def next_runs(
         self, tenant_id: str, job_id: str, count: int

@@ -1,0 +1,79 @@
+"""Job names are unique among a tenant's jobs: a create or rename to a taken name is a 409
+naming the field, and changes nothing; a rename or delete gives the old name back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from takt.clock import ManualClock
+from takt.store.names import SETTLE_SEC, JobNames
+from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, TENANT, Api
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+
+def body(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "interval": "1h", "target": "https://svc/hook", **extra}
+
+
+def names(api: Api) -> list[str]:
+    return sorted(j["name"] for j in api.request("GET", "/v1/jobs").json["items"])
+
+
+def test_a_second_job_with_a_taken_name_is_409_and_not_stored(api: Api) -> None:
+    first = api.created_job(body("nightly"))
+
+    resp = api.create(body("nightly"))
+
+    assert resp.status == 409
+    assert resp.content_type == PROBLEM_JSON
+    assert resp.json["errors"] == [{"field": "name", "message": f"taken by job {first['id']}"}]
+    assert names(api) == ["nightly"]
+
+
+def test_another_tenant_may_use_the_same_name(api: Api) -> None:
+    api.created_job(body("nightly"))
+
+    resp = api.request("POST", "/v1/jobs", body("nightly"), tenant=OTHER_TENANT)
+
+    assert resp.status == 201
+
+
+def test_renaming_to_a_taken_name_is_409_and_changes_nothing(api: Api) -> None:
+    api.created_job(body("a"))
+    b = api.created_job(body("b"))
+
+    resp = api.request("PATCH", f"/v1/jobs/{b['id']}", {"name": "a"})
+
+    assert resp.status == 409
+    assert resp.json["errors"][0]["field"] == "name"
+    assert names(api) == ["a", "b"]
+
+
+def test_a_rename_and_a_delete_give_the_old_name_back(api: Api) -> None:
+    renamed = api.created_job(body("old"))
+    deleted = api.created_job(body("gone"))
+
+    assert api.request("PATCH", f"/v1/jobs/{renamed['id']}", {"name": "new"}).status == 200
+    assert api.request("DELETE", f"/v1/jobs/{deleted['id']}").status == 204
+
+    assert api.create(body("old")).status == 201
+    assert api.create(body("gone")).status == 201
+    assert api.create(body("new")).status == 409
+
+
+def test_a_claim_left_by_a_crashed_create_is_taken_over_once_settled(
+    api: Api, clock: ManualClock
+) -> None:
+    claims = JobNames(api.svc.clients.dynamodb, api.svc.settings.tenants_table)
+    now_ms = int(clock.now().timestamp() * 1000)
+    claims.claim(TENANT, "orphan", "job_never_written", now_ms, lambda holder: False)
+
+    in_flight = api.create(body("orphan"))
+    clock.advance(SETTLE_SEC + 1)
+    settled = api.create(body("orphan"))
+
+    assert in_flight.status == 409
+    assert settled.status == 201
