@@ -66,6 +66,7 @@ def test_openapi_document_lists_every_route_with_its_success_answer() -> None:
         ("GET", "/v1/runs/{run_id}", "200"),
         ("POST", "/v1/runs/{run_id}/retry", "202"),
         ("GET", "/v1/webhook-keys", "200"),
+        ("GET", "/v1/oidc/jwks", "200"),
         ("POST", "/v1/webhook-keys/rotate", "200"),
         ("PUT", "/v1/calendars/{name}", "200"),
         ("POST", "/v1/calendars", "201"),
