@@ -20,6 +20,7 @@ lateness of any second must stay within DESIGN's 3 s; the report
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -290,6 +291,9 @@ def test_s15_a_driver_killed_at_a_chosen_second_delays_dispatch_by_at_most_3_s(
     lateness = _run(plan, settings, svc, drivers, tmp_path)
 
     values = list(lateness.values())
+    # One job a second: an arrival interval above 1 s is time the lanes got nothing they were due.
+    arrivals = sorted(int(n) + late for n, late in lateness.items())
+    longest_interval = max(b - a for a, b in itertools.pairwise(arrivals))
     report = ChaosReport(scenario="s15_driver_kill", seed=0, form=form.name)
     report.occurrences = len(values)
     report.lateness_sec = {
@@ -302,6 +306,7 @@ def test_s15_a_driver_killed_at_a_chosen_second_delays_dispatch_by_at_most_3_s(
     report.extra = {
         "lateness_by_second": lateness,
         "after_each_kill": {str(k["second"]): lateness.get(str(k["second"])) for k in plan.killed},
+        "longest_interval_between_dispatches_sec": round(longest_interval, 3),
         "loadavg_1m": round(os.getloadavg()[0], 2),
         "settings": {
             "due_shards": settings.due_shards,
