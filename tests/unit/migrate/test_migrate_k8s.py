@@ -118,6 +118,15 @@ def test_a_star_step_day_beside_a_weekday_is_refused_as_the_readings_differ() ->
     assert "ORs" in (item.reason or "")
 
 
+def test_six_fields_are_refused_as_kubernetes_has_no_seconds() -> None:
+    (item,) = _load(_cronjob("0 0 6 * * *"))
+    assert "five fields" in (item.reason or "")
+
+
+def test_a_macro_is_kept() -> None:
+    assert _body(schedule="@hourly")["schedule"] == "@hourly"
+
+
 def test_an_invalid_schedule_is_refused_with_the_apis_reason() -> None:
     (item,) = _load(_cronjob("0 25 * * *"))
     assert item.body is None

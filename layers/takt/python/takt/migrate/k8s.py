@@ -131,8 +131,11 @@ def _schedule(text: str, zone: Any, notes: list[str]) -> dict[str, Any]:
 def _vixie(text: str) -> str:
     """The CronJob's expression as takt reads it the same way, or MappingError."""
     fields = text.split()
+    if text.startswith("@"):
+        return text  # a macro: takt's are Kubernetes' (@reboot and unknown ones are refused)
     if len(fields) != 5:
-        return text  # a macro, or an error the API's check reports
+        # takt would read six fields as seconds first; Kubernetes refuses them.
+        raise MappingError(f"{text!r}: a CronJob's schedule has five fields, not {len(fields)}")
     fields = ["*" if value == "?" else value for value in fields]
     day, weekday = fields[2], fields[4]
     if _readings_differ(day, weekday) or _readings_differ(weekday, day):
