@@ -99,7 +99,7 @@ class DriverProcess:
     def ticks(self) -> list[datetime]:
         """When this driver swept a second with something due (the handler's `tick` lines)."""
         return [
-            datetime.strptime(entry["timestamp"], "%Y-%m-%d %H:%M:%S,%f%z")
+            datetime.fromisoformat(entry["timestamp"])
             for entry in map(_json_or_none, self.lines())
             if entry is not None and entry.get("message") == "tick"
         ]
