@@ -30,6 +30,10 @@ MIN_LANE_CONCURRENCY = 2
 MAX_LANE_CONCURRENCY = 1000
 # Our start-lag budget (p99 under 2 s) leaves at most one second to batching.
 MAX_BATCHING_WINDOW_SEC = 1
+# One SQS receive; a larger batch needs a batching window.
+SQS_RECEIVE_MAX = 10
+# The most messages one worker invocation runs at once (each in a thread of its own).
+MAX_WORKER_BATCH = 100
 # One scheduler probes 127 partitions per shard and minute (ticker.py); above 128 shards that is
 # more than one vCPU of botocore work, and Python's GIL gives a function no more than one.
 MAX_DUE_SHARDS = 128
@@ -78,6 +82,9 @@ class LaneTuning:
 
     max_concurrency: int
     batching_window_sec: int
+    # Messages per worker invocation; the worker runs them at once (takt.worker.batch), so a
+    # batch of 100 ten-second calls lasts about ten seconds. Over 10 needs a batching window.
+    batch_size: int = 10
 
 
 @dataclass(frozen=True)
@@ -501,5 +508,16 @@ def _lanes(node: Node) -> dict[str, LaneTuning]:
                 minimum=0,
                 maximum=MAX_BATCHING_WINDOW_SEC,
             ),
+            batch_size=_bounded_int(
+                settings.get("batchSize", SQS_RECEIVE_MAX),
+                f"lanes.{lane}.batchSize",
+                minimum=1,
+                maximum=MAX_WORKER_BATCH,
+            ),
         )
+        if tuning[lane].batch_size > SQS_RECEIVE_MAX and not tuning[lane].batching_window_sec:
+            raise ContextError(
+                f"context 'lanes.{lane}.batchSize' over {SQS_RECEIVE_MAX} needs "
+                f"'lanes.{lane}.batchingWindowSec' of at least 1 (Lambda's rule)"
+            )
     return tuning

@@ -151,7 +151,10 @@ CLAIMER = FunctionSpec(
 WORKER = FunctionSpec(
     name="worker",
     description="takt worker: runs executions from the lanes under a lease",
-    memory_mb=512,
+    # A batch of up to 100 runs at once; each message's CPU (lease, completion) waits for the
+    # others', and 1,024 MB (0.58 vCPU) starts the hundredth within about a second of the first
+    # (docs/CAPACITY.md, "Jobs that take seconds").
+    memory_mb=1024,
     timeout_sec=WORKER_TIMEOUT_SEC,
     # The tenants table: running caps and host rate limits, checked before a lease.
     tables={EXECUTIONS: "read_write", JOBS: "read_write", TENANTS: "read_write"},
@@ -345,6 +348,11 @@ class TaktFunctions(Construct):
         self.scheduler = self.functions[SCHEDULER.name]
         self.claimer = self.functions[CLAIMER.name]
         self.worker = self.functions[WORKER.name]
+        # The worker runs a whole batch at once: as many threads as the largest lane batch.
+        self.worker.add_environment(
+            settings_env_var("worker_batch_concurrency"),
+            str(max(tuning.batch_size for tuning in config.lanes.values())),
+        )
         self.watchdog = self.functions[WATCHDOG.name]
         self.indexer = self.functions[INDEXER.name]
         api_role = self.api.role

@@ -18,8 +18,6 @@ from infra.lanes import Lanes
 from infra.tables import Tables
 from takt.resources import JOBS
 
-# SQS's largest receive; the worker reports failures per message, so a big batch costs no retries.
-WORKER_BATCH_SIZE = 10
 # The indexer's batches from the jobs table's stream, and how often a failing batch is retried
 # (halved each time) before its first record goes to the failure queue.
 INDEXER_BATCH_SIZE = 100
@@ -66,7 +64,7 @@ class Triggers(Construct):
             functions.worker.add_event_source(
                 sources.SqsEventSource(
                     pair.queue,
-                    batch_size=WORKER_BATCH_SIZE,
+                    batch_size=tuning.batch_size,
                     max_batching_window=Duration.seconds(tuning.batching_window_sec),
                     max_concurrency=tuning.max_concurrency,
                     # Without this one failed message returns the whole batch to the lane.

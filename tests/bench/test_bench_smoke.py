@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from takt.cli.main import main
 
 
@@ -53,15 +55,25 @@ def test_a_small_local_run_completes_every_execution_once(tmp_path: Path) -> Non
     assert report["cost_per_million_recurring"]["usd_per_million_executions"] > 0
 
 
-def test_the_simulator_reports_the_steady_scenario(tmp_path: Path) -> None:
+def test_the_simulator_reports_the_steady_scenario_with_the_seed_s_ten_second_jobs(
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "sim.json"
-    assert main(["bench", "simulate", "--scenario", "steady", "--out", str(out)]) == 0
+    args = ["bench", "simulate", "--scenario", "steady", "--job-seconds", "10", "--out", str(out)]
+    assert main(args) == 0
     report = json.loads(out.read_text())
     (steady,) = report["scenarios"]
     assert steady["planned"]["meets_target"] is True
-    # The shipped defaults (cdk.json, `Design()`) hold the seed's steady 1,400/s themselves.
-    assert steady["as_shipped"]["meets_target"] is True
-    assert steady["as_shipped"]["start_lag_sec"]["p99"] < 2.0
+    # The shipped defaults (cdk.json, `Design()`: batches of 100 run at once) hold the seed's
+    # steady 1,400/s of 10 s jobs themselves.
+    shipped = steady["as_shipped"]
+    assert shipped["job_seconds"] == 10.0
+    assert shipped["meets_target"] is True
+    assert shipped["start_lag_sec"]["p99"] < 2.0
+    assert shipped["not_started"] == 0
+    breakdown = shipped["usd_per_million_breakdown"]
+    assert breakdown["worker Lambda waiting on the call"] > 1.0
+    assert shipped["usd_per_million_executions"] == pytest.approx(sum(breakdown.values()), abs=0.01)
     assert steady["planned"]["quotas_and_settings"]
     assert steady["cost_per_hour_usd"]["total"] > 0
 

@@ -110,7 +110,7 @@ def test_worker_consumes_each_lane_reporting_partial_batch_failures(
     assert len(mappings) == 1
     assert mappings[0]["FunctionName"] == {"Ref": worker_id}
     assert mappings[0]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    assert mappings[0]["BatchSize"] == 10
+    assert mappings[0]["BatchSize"] == tuning.get("batchSize", 10)
     assert mappings[0]["MaximumBatchingWindowInSeconds"] == tuning["batchingWindowSec"]
     assert mappings[0]["ScalingConfig"] == {"MaximumConcurrency": tuning["maxConcurrency"]}
 

@@ -11,6 +11,7 @@ from takt.capacity.cost import (
     FunctionProfile,
     alternatives,
     cost_per_million,
+    worker_wait_usd_per_million,
 )
 
 
@@ -36,12 +37,39 @@ def test_dynamodb_sqs_are_priced_per_million_units() -> None:
 
 def test_lambda_is_priced_by_requests_and_gb_seconds_at_its_memory() -> None:
     worker = FunctionProfile("worker", invocations=0.1, cpu_ms=0, aws_calls=0, messages=10)
+    model = CloudModel(target_latency_ms=100, hold_ms_per_worker_invocation=0, batch_concurrency=1)
+    report = cost_per_million(_profile(functions=(worker,)), model=model)
+    lambda_line = next(line for line in report.lines if line.component == "Lambda worker")
+    # 0.1 invocations of ten 100 ms calls one after another (1,000 ms) at 1,024 MB: 0.1 GB-s
+    # each execution.
+    expected = 0.1 * 0.20 + 0.1 * 0.0000133334 * 1e6
+    assert lambda_line.usd_per_million == pytest.approx(expected)
+
+
+def test_a_batch_run_side_by_side_is_billed_for_one_wait_not_ten() -> None:
+    worker = FunctionProfile("worker", invocations=0.1, cpu_ms=0, aws_calls=0, messages=10)
     model = CloudModel(target_latency_ms=100, hold_ms_per_worker_invocation=0)
     report = cost_per_million(_profile(functions=(worker,)), model=model)
     lambda_line = next(line for line in report.lines if line.component == "Lambda worker")
-    # 0.1 invocations of 1,000 ms at 512 MB: 0.05 GB-s each execution.
-    expected = 0.1 * 0.20 + 0.05 * 0.0000133334 * 1e6
+    # The ten calls overlap: 0.1 invocations of 100 ms at 1,024 MB.
+    expected = 0.1 * 0.20 + 0.01 * 0.0000133334 * 1e6
     assert lambda_line.usd_per_million == pytest.approx(expected)
+
+
+def test_a_ten_second_call_costs_its_wait_in_worker_lambda_duration() -> None:
+    # A million executions in 10,000 batches of 100 at 1,024 MB, each waiting 10 s (less the
+    # 50 ms the metered cost already holds): 1 GB x 9.95 s x 10,000.
+    at_once = worker_wait_usd_per_million(10.0)
+    one_by_one = worker_wait_usd_per_million(10.0, batch_concurrency=1)
+    assert at_once == pytest.approx(1e4 * 9.95 * 1.0 * 0.0000133334)
+    assert one_by_one == pytest.approx(100 * at_once)
+
+
+def test_eventbridge_scheduler_with_a_caller_lambda_pays_for_the_call_s_wait() -> None:
+    table = alternatives(job_seconds=10.0)
+    line = table["EventBridge Scheduler + a Lambda target making the call"]
+    # $1 for the schedules, $0.20 of requests, 10 s at 128 MB for each call.
+    assert line["usd_per_million"] == pytest.approx(1.2 + 10 * 0.125 * 0.0000133334 * 1e6, abs=0.01)
 
 
 def test_history_storage_is_charged_for_its_retention() -> None:

@@ -40,18 +40,43 @@ def test_a_light_steady_load_starts_on_time_and_finishes_everything() -> None:
 
 
 def test_the_lanes_concurrency_caps_throughput_and_the_backlog_shows_as_lag() -> None:
-    # Two concurrent batches of ten 100 ms messages serve 20/s; 40/s for 10 s leaves 200
-    # messages behind at t=10, served by t=20: the last one starts about 10 s late, plus up to
-    # a second waiting for its tick (nothing is claimed ahead) and the first instances' cold
-    # start (0.8 s).
+    # Two concurrent batches of ten 100 ms messages run one after another serve 20/s; 40/s for
+    # 10 s leaves 200 messages behind at t=10, served by t=20: the last one starts about 10 s
+    # late, plus up to a second waiting for its tick (nothing is claimed ahead) and the first
+    # instances' cold start (0.8 s).
     result = Simulator(
         Load(steady_per_sec=40, duration_sec=10),
-        Design(due_shards=1, lane_max_concurrency=2, dispatch_ahead_sec=0),
+        Design(
+            due_shards=1,
+            lane_max_concurrency=2,
+            dispatch_ahead_sec=0,
+            batch_size=10,
+            batch_concurrency=1,
+        ),
         calls=FLAT,
         warm_rate=0,
     ).run()
     assert result.peak_concurrency["worker"] == 2
     assert 10.0 <= result.start_lag["max"] <= 13.0
+    assert result.unstarted == pytest.approx(0, abs=1e-6)
+
+
+def test_a_batch_run_side_by_side_serves_ten_times_the_sequential_rate() -> None:
+    # The same two batches with their ten messages at once serve 200/s: 40/s leaves no backlog,
+    # and the worst start is the tick wait and the cold start, not ten messages' calls.
+    result = Simulator(
+        Load(steady_per_sec=40, duration_sec=10),
+        Design(
+            due_shards=1,
+            lane_max_concurrency=2,
+            dispatch_ahead_sec=0,
+            batch_size=10,
+            batch_concurrency=10,
+        ),
+        calls=FLAT,
+        warm_rate=0,
+    ).run()
+    assert result.start_lag["max"] <= 2.5
     assert result.unstarted == pytest.approx(0, abs=1e-6)
 
 

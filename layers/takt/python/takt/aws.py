@@ -52,7 +52,9 @@ def make_clients(
     With a `meter`, every request the clients make is counted and priced by it (`takt bench`);
     the meter only listens to botocore's events and changes no request.
     """
-    config = client_config(max_pool)
+    # A worker runs a batch's runs at once, each making its calls and heartbeats from threads
+    # of its own: with fewer pooled connections than that, botocore opens and drops extra ones.
+    config = client_config(max(max_pool, 2 * settings.worker_batch_concurrency))
     session = boto3.session.Session(region_name=settings.region)
     endpoint = settings.aws_endpoint_url
     clients = AwsClients(

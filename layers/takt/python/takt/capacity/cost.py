@@ -24,7 +24,7 @@ FUNCTION_MEMORY_MB: Mapping[str, int] = {
     "api": 512,
     "scheduler": 256,
     "claimer": 1769,
-    "worker": 512,
+    "worker": 1024,
     "watchdog": 256,
     "indexer": 256,
 }
@@ -46,15 +46,20 @@ class CloudModel:
     # half the horizon less the trip through the claimer, SQS and the event source mapping.
     hold_ms_per_worker_invocation: float = 250.0
     xray_sampled_fraction: float = 0.05
+    # A worker invocation runs this many of its batch's messages at once (takt.worker.batch), so
+    # it waits on its targets once per round of them rather than once per message.
+    batch_concurrency: int = 100
 
     def billed_ms(
         self, function: str, cpu_ms: float, aws_calls: float, messages: float, memory_mb: int
     ) -> float:
-        """Billed duration of one invocation (Lambda bills by the millisecond)."""
+        """Billed duration of one invocation (Lambda bills by the millisecond, waiting
+        included)."""
         cpu_share = min(1.0, memory_mb / ONE_VCPU_MB)
         ms = cpu_ms / cpu_share + aws_calls * self.aws_call_latency_ms
         if function == "worker":
-            ms += messages * self.target_latency_ms + self.hold_ms_per_worker_invocation
+            waves = max(1.0, messages / max(1, self.batch_concurrency))
+            ms += waves * self.target_latency_ms + self.hold_ms_per_worker_invocation
         return ms
 
 
@@ -197,15 +202,51 @@ def cost_per_million(
     return CostReport(tuple(lines), model)
 
 
-def alternatives(prices: Prices = US_EAST_1) -> dict[str, dict[str, object]]:
-    """The same million executions on AWS's managed schedulers, as the seed compares them."""
+def worker_wait_usd_per_million(
+    job_seconds: float,
+    *,
+    batch_size: int = 100,
+    batch_concurrency: int = 100,
+    memory_mb: int = FUNCTION_MEMORY_MB["worker"],
+    metered_latency_ms: float = CloudModel.target_latency_ms,
+    prices: Prices = US_EAST_1,
+) -> float:
+    """What a million executions add in worker Lambda duration when each call takes
+    `job_seconds` rather than the `metered_latency_ms` the metered cost assumed: Lambda bills
+    the wait. Full batches of `batch_size`, run `batch_concurrency` at a time."""
+    waves = -(-batch_size // max(1, batch_concurrency))
+    extra_sec = max(0.0, job_seconds - metered_latency_ms / 1000) * waves
+    invocations = 1e6 / batch_size
+    return invocations * extra_sec * memory_mb / 1024 * prices.lambda_gb_second
+
+
+# A Lambda that only calls an endpoint and waits: the smallest size.
+CALLER_LAMBDA_MB = 128
+
+
+def alternatives(
+    prices: Prices = US_EAST_1, job_seconds: float = 0.05
+) -> dict[str, dict[str, object]]:
+    """The same million executions on AWS's managed schedulers, as the seed compares them; the
+    call itself takes `job_seconds`."""
     transition = prices.step_functions_per_thousand_transitions * 1000
+    caller = (
+        prices.lambda_request_per_million
+        + job_seconds * CALLER_LAMBDA_MB / 1024 * prices.lambda_gb_second * 1e6
+    )
     return {
         "EventBridge Scheduler": {
             "usd_per_million": prices.eventbridge_scheduler_per_million,
             "notes": (
                 "one invocation per occurrence; 60 s precision; no execution history; "
                 "the target's own cost (a Lambda calling the endpoint) comes on top"
+            ),
+        },
+        "EventBridge Scheduler + a Lambda target making the call": {
+            "usd_per_million": round(prices.eventbridge_scheduler_per_million + caller, 2),
+            "notes": (
+                f"the Lambda ({CALLER_LAMBDA_MB} MB, arm64) waits {job_seconds:g} s on the "
+                "endpoint and is billed for it; 60 s precision; no history beyond logs"
             ),
         },
         "Step Functions Standard (Wait state)": {

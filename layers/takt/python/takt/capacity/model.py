@@ -51,12 +51,22 @@ class Design:
     claim_parallelism: int = 32
     # The SQS event source's maximum concurrency for the lane (cdk.json: default lane 333).
     lane_max_concurrency: int = 333
-    batch_size: int = 10
+    # The default lane's batch (cdk.json `lanes.default.batchSize`; 10 before 2026-12-01).
+    batch_size: int = 100
+    # How many of a batch's messages a worker invocation runs at once
+    # (`TAKT_WORKER_BATCH_CONCURRENCY`, takt.worker.batch); 1 before 2026-12-01, when a batch's
+    # messages ran one after another.
+    batch_concurrency: int = 100
     # Jobs spread over this many tenants; the jobs table's partition key is the tenant.
     tenants: int = 1000
     # One vCPU (infra/functions.py): a claim is CPU-bound.
     claimer_memory_mb: int = 1769
-    worker_memory_mb: int = 512
+    worker_memory_mb: int = 1024
+
+    @property
+    def batch_waves(self) -> int:
+        """How many rounds of calls a full batch takes: one when its messages run at once."""
+        return -(-self.batch_size // max(1, self.batch_concurrency))
 
 
 @dataclass(frozen=True)
@@ -101,14 +111,22 @@ class CallProfile:
         return -(-items // 10) * self.sqs_latency_ms / design.claim_parallelism / 1000
 
     def message_seconds(self, design: Design) -> float:
-        """How long a worker spends on one message (a batch's messages run one after another)."""
-        share = min(1.0, design.worker_memory_mb / ONE_VCPU_MB)
+        """How long a worker spends on one message, from its lease to its completion."""
         ms = (
             self.worker_calls_per_message * self.dynamodb_latency_ms
             + self.target_latency_ms
-            + self.worker_cpu_ms_per_message / share
+            + self.worker_cpu_ms_per_message / self._worker_share(design)
         )
         return ms / 1000
+
+    def message_cpu_seconds(self, design: Design) -> float:
+        """The CPU one message takes in the worker: messages running at once share the
+        invocation's vCPU share, so each starts this much after the one before it."""
+        return self.worker_cpu_ms_per_message / self._worker_share(design) / 1000
+
+    @staticmethod
+    def _worker_share(design: Design) -> float:
+        return min(1.0, design.worker_memory_mb / ONE_VCPU_MB)
 
 
 def profile_from_report(report: Mapping[str, Any]) -> CallProfile:

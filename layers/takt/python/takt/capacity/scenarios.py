@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from takt.capacity.cost import worker_wait_usd_per_million
 from takt.capacity.model import CallProfile, Design, Limits
 from takt.capacity.prices import US_EAST_1
 from takt.capacity.sim import Load, SimResult, Simulator
@@ -23,7 +24,8 @@ SHARD_CANDIDATES = (64, 128, 256, 512, 1024)
 PARALLELISM_CANDIDATES = (1, 8, 32)
 MAX_LANE_CONCURRENCY = 1000
 HEADROOM = 0.8
-# What `takt bench local` measured per million recurring executions (docs/CAPACITY.md).
+# What `takt bench local` measured per million recurring executions (docs/CAPACITY.md), with a
+# target that answers in 50 ms; `usd_per_million_executions` adds what a longer call's wait costs.
 DEFAULT_USD_PER_MILLION = 7.02
 # How long after the load ends a run may take to finish its work; what is left is reported.
 DRAIN_SEC = 300.0
@@ -131,6 +133,7 @@ def plan(
 ) -> dict[str, Any]:
     """Run `scenario` as shipped, then search for the smallest design that meets its target."""
     calls = calls or CallProfile()
+    base_usd = usd_per_million or DEFAULT_USD_PER_MILLION
     shipped = Simulator(scenario.load, Design(), calls=calls, drain_sec=DRAIN_SEC).run()
     found: tuple[SimResult, dict[str, Any], Limits] | None = None
     last: tuple[SimResult, dict[str, Any], Limits] | None = None
@@ -158,15 +161,17 @@ def plan(
             if scenario.max_p99_start_lag_sec is not None
             else f"burst dispatched within {scenario.burst_dispatched_within_sec} s"
         ),
-        "as_shipped": summarize(scenario, shipped),
+        "as_shipped": {
+            **summarize(scenario, shipped),
+            **all_in_cost(scenario, shipped.design, calls, base_usd),
+        },
         "planned": {
             **summarize(scenario, result),
+            **all_in_cost(scenario, result.design, calls, base_usd),
             "meets_target": found is not None,
             "quotas_and_settings": asks,
         },
-        "cost_per_hour_usd": cost_per_hour(
-            scenario, result.design, usd_per_million or DEFAULT_USD_PER_MILLION
-        ),
+        "cost_per_hour_usd": cost_per_hour(scenario, result.design, base_usd),
     }
     if scenario.burst_dispatched_within_sec is not None:
         report["planned_and_claimed_30s_ahead"] = ahead_of_the_burst(
@@ -226,6 +231,33 @@ def ahead_of_the_burst(
     design = replace(planned, dispatch_ahead_sec=ahead_sec, delay_in_sqs=True)
     result = Simulator(scenario.load, design, limits, calls, drain_sec=DRAIN_SEC).run()
     return summarize(scenario, result)
+
+
+def all_in_cost(
+    scenario: Scenario, design: Design, calls: CallProfile, metered_usd: float
+) -> dict[str, Any]:
+    """The cost per million executions, all in: the metered cost (its 50 ms target), the worker
+    Lambda's wait on a call of the profile's length, and the fixed cost of the loops and probes
+    spread over the scenario's executions."""
+    job_seconds = calls.target_latency_ms / 1000
+    wait = worker_wait_usd_per_million(
+        job_seconds,
+        batch_size=design.batch_size,
+        batch_concurrency=design.batch_concurrency,
+        memory_mb=design.worker_memory_mb,
+    )
+    hourly = cost_per_hour(scenario, design, metered_usd)
+    fixed = hourly["ticker_probes"] + hourly["scheduler_and_watchdog"]
+    idle = fixed / scenario.executions_per_hour * 1e6
+    return {
+        "job_seconds": job_seconds,
+        "usd_per_million_executions": round(metered_usd + wait + idle, 2),
+        "usd_per_million_breakdown": {
+            "metered (50 ms target)": metered_usd,
+            "worker Lambda waiting on the call": round(wait, 2),
+            "fixed cost spread over the executions": round(idle, 3),
+        },
+    }
 
 
 def cost_per_hour(scenario: Scenario, design: Design, usd_per_million: float) -> dict[str, float]:

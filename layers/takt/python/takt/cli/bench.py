@@ -188,9 +188,18 @@ def noisy(
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A `takt bench local` report: its measured calls and cost per execution.",
 )
+@click.option(
+    "--job-seconds",
+    type=click.FloatRange(min=0.001, max=900),
+    default=10.0,
+    show_default=True,
+    help="How long each job's call takes (the seed's average is 10 s).",
+)
 @OUT_OPTION
-def simulate(scenario: str, profile: Path | None, out: Path | None) -> None:
+def simulate(scenario: str, profile: Path | None, job_seconds: float, out: Path | None) -> None:
     """Simulate the seed's scenarios as shipped and as planned (N, quotas, cost per hour)."""
+    from dataclasses import replace
+
     from takt.capacity.model import CallProfile, profile_from_report
     from takt.capacity.scenarios import SEED, plan
 
@@ -200,6 +209,7 @@ def simulate(scenario: str, profile: Path | None, out: Path | None) -> None:
         measured = json.loads(profile.read_text())
         calls = profile_from_report(measured)
         usd_per_million = measured["cost_per_million_recurring"]["usd_per_million_executions"]
+    calls = replace(calls, target_latency_ms=job_seconds * 1000)
     if scenario == "noisy":
         from takt.capacity.scenarios import noisy_neighbour
 
