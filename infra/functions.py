@@ -348,11 +348,11 @@ class TaktFunctions(Construct):
         self.scheduler = self.functions[SCHEDULER.name]
         self.claimer = self.functions[CLAIMER.name]
         self.worker = self.functions[WORKER.name]
-        # The worker runs a whole batch at once: as many threads as the largest lane batch.
-        self.worker.add_environment(
-            settings_env_var("worker_batch_concurrency"),
-            str(max(tuning.batch_size for tuning in config.lanes.values())),
-        )
+        # The worker runs a whole batch at once: as many threads as the largest lane batch (its
+        # clients' connection pools are sized by it, in the Fargate worker too).
+        batch = max(tuning.batch_size for tuning in config.lanes.values())
+        self.worker.add_environment(settings_env_var("worker_batch_concurrency"), str(batch))
+        self.environment[settings_env_var("worker_batch_concurrency")] = str(batch)
         self.watchdog = self.functions[WATCHDOG.name]
         self.indexer = self.functions[INDEXER.name]
         api_role = self.api.role
