@@ -2,7 +2,8 @@
 the OpenAPI document the API serves, bounded in examples, time and seed.
 
 `tests/e2e/schemathesis.toml` says which checks run where (all of them, but for one check on the
-two job bodies, and why). Each failure schemathesis finds fails this test with its report.
+two job bodies, and why); `tests/e2e/schemathesis_hooks.py` gives values of takt's own string
+formats. Each failure schemathesis finds fails this test with its report.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import LocalTakt
+from tests.e2e.harness import ROOT, LocalTakt
 
 pytestmark = pytest.mark.e2e
 
@@ -64,7 +65,12 @@ def test_schemathesis_finds_no_failure(
         capture_output=True,
         text=True,
         timeout=MAX_TIME_SEC + 120,
-        env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false"},
+        env={
+            **os.environ,
+            "SCHEMATHESIS_TELEMETRY": "false",
+            "SCHEMATHESIS_HOOKS": "tests.e2e.schemathesis_hooks",
+            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "layers" / "takt" / "python")]),
+        },
         check=False,
     )
     generated = re.search(r"(\d+) generated", run.stdout)

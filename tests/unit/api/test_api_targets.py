@@ -155,5 +155,5 @@ def test_the_openapi_schema_documents_the_string_and_every_object_form() -> None
         for option in schema["anyOf"]
         if "properties" in option
     ]
-    assert {"type": "string"} in schema["anyOf"]
+    assert {"type": "string", "format": "takt-target"} in schema["anyOf"]
     assert kinds == ["http", "handler", "sqs", "sns", "eventbridge", "lambda", "stepfunctions"]

@@ -43,6 +43,7 @@ from takt.api.gate import (
 )
 from takt.api.identity import IdentityMapping, identity_of
 from takt.api.models import (
+    TEXT_PATTERN,
     BulkRerunIn,
     BulkRerunOut,
     ExecutionOut,
@@ -378,6 +379,7 @@ def openapi_json() -> str:
             if "HTTPValidationError" in json.dumps(answer):
                 del operation["responses"]["422"]
     _document_request_rules(document.get("paths", {}))
+    _document_text(document)
     schemas = document.get("components", {}).get("schemas", {})
     for name in ("HTTPValidationError", "ResponseValidationError", "ValidationError"):
         rest = {k: v for k, v in schemas.items() if k != name}
@@ -419,6 +421,42 @@ def _document_request_rules(paths: dict[str, dict[str, Any]]) -> None:
                 )
             if headers:
                 operation["parameters"] = [*operation.get("parameters", []), *headers]
+
+
+def _document_text(document: dict[str, Any]) -> None:
+    """Every string of a request body that no pattern, format or enum constrains yet gets the
+    text pattern: `admit` refuses control and bidi characters in every string outside payloads
+    (a payload's schema states no type, so nothing in it is touched)."""
+    schemas: dict[str, Any] = document.get("components", {}).get("schemas", {})
+    seen: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+            return
+        if not isinstance(node, dict):
+            return
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            name = ref.rsplit("/", 1)[-1]
+            if name not in seen and name in schemas:
+                seen.add(name)
+                walk(schemas[name])
+        if node.get("type") == "string" and not node.keys() & {
+            "pattern",
+            "format",
+            "enum",
+            "const",
+        }:
+            node["pattern"] = TEXT_PATTERN
+        for key, value in node.items():
+            if key != "$ref":
+                walk(value)
+
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            walk(operation.get("requestBody", {}))
 
 
 def problem(

@@ -12,12 +12,13 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from takt.api.errors import InvalidRequestError, JobNotFoundError
 from takt.api.service import JobService
 from takt.backfill import MAX_PARALLEL, Backfiller, BackfillError, BackfillRecord, BackfillStore
 from takt.models.ids import format_time
+from takt.models.instants import Instant
 from takt.store.errors import NotFoundError
 from takt.wiring import Services
 
@@ -27,8 +28,8 @@ class BackfillIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    start: AwareDatetime = Field(alias="from", description="the first instant of the range")
-    end: AwareDatetime = Field(alias="to", description="the last instant of the range")
+    start: Instant = Field(alias="from", description="the first instant of the range")
+    end: Instant = Field(alias="to", description="the last instant of the range")
     max_parallel: int = Field(
         default=1, ge=1, le=MAX_PARALLEL, description="how many of its executions run at once"
     )

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Annotated, Any, ClassVar, Literal
 from zoneinfo import ZoneInfo, available_timezones
 
 from pydantic import (
-    AfterValidator,
-    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -20,6 +18,7 @@ from pydantic import (
 
 from takt.api.targets import TargetField, check_target, target_text
 from takt.models.ids import format_time
+from takt.models.instants import Instant
 from takt.models.records import (
     Attempt,
     CatchupPolicy,
@@ -47,32 +46,10 @@ PAUSE_UNTIL_DESCRIPTION = (
     "occurrences before this instant are not run and not recorded; the job then resumes by itself"
 )
 CALENDARS_DESCRIPTION = "names of calendars whose blackout windows skip occurrences (recorded)"
-# Every instant is stored and answered as RFC 3339 in UTC, whose year has four digits: an instant
-# outside these years could not be written back as it reads, nor be indexed.
-FIRST_YEAR, LAST_YEAR = 1000, 9999
-
-
-def _in_range(value: datetime) -> datetime:
-    """The instant in UTC, refused when it falls outside years FIRST_YEAR-LAST_YEAR there (an
-    offset can push `9999-12-31T23:59-23:59` past year 9999, which no datetime holds)."""
-    try:
-        utc = value.astimezone(UTC)
-    except OverflowError:
-        raise ValueError(f"the instant in UTC is outside years {FIRST_YEAR}-{LAST_YEAR}") from None
-    if not FIRST_YEAR <= utc.year <= LAST_YEAR:
-        raise ValueError(f"the instant in UTC is outside years {FIRST_YEAR}-{LAST_YEAR}")
-    return utc
-
-
-Instant = Annotated[
-    AwareDatetime,
-    AfterValidator(_in_range),
-    Field(
-        description=f"RFC 3339 with an offset; in UTC, between the years {FIRST_YEAR} and "
-        f"{LAST_YEAR}",
-        json_schema_extra={"pattern": "^[1-9][0-9]{3}-"},
-    ),
-]
+# Formats of this API, named in the OpenAPI document (docs/API.md): a grammar JSON Schema cannot
+# state, checked by takt.schedule.
+CRON: dict[str, Any] = {"format": "takt-cron"}
+DURATION: dict[str, Any] = {"format": "takt-duration"}
 # Text a person reads (names, keys): no control characters, no bidi controls (takt.api.gate).
 TEXT_PATTERN = (
     "^[^\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]*$"
@@ -197,14 +174,18 @@ class JobCreate(_Schedulable):
     name: str | None = Field(default=None, max_length=200, pattern=TEXT_PATTERN)
     time_zone: TimeZone = "UTC"
     dst: Dst = Dst()
-    schedule: str | None = Field(default=None, description="cron: 5 fields, optional seconds")
+    schedule: str | None = Field(
+        default=None, description="cron: 5 fields, optional seconds", json_schema_extra=CRON
+    )
     run_at: Instant | None = None
     run_late: bool = Field(
         default=False,
         description="run a `run_at` older than the catch-up window at once; without it such a "
         "`run_at` is refused",
     )
-    interval: str | None = Field(default=None, description='fixed interval, e.g. "90s", "1h"')
+    interval: str | None = Field(
+        default=None, description='fixed interval, e.g. "90s", "1h"', json_schema_extra=DURATION
+    )
     start_at: Instant | None = None
     end_at: Instant | None = None
     target: TargetField | None = None
@@ -219,9 +200,11 @@ class JobCreate(_Schedulable):
     timeout_sec: int = Field(default=300, ge=1, le=86400)
     priority: Lane = "default"
     catchup: CatchupPolicy = "once"
-    catchup_window: str = "1h"
+    catchup_window: str = Field(default="1h", json_schema_extra=DURATION)
     overlap: OverlapPolicy = "allow"
-    jitter: str | None = Field(default=None, description=JITTER_DESCRIPTION)
+    jitter: str | None = Field(
+        default=None, description=JITTER_DESCRIPTION, json_schema_extra=DURATION
+    )
     status: Literal["active", "paused"] = Field(
         default="active", description="create it paused to resume it later"
     )
@@ -293,12 +276,12 @@ class JobPatch(_Schedulable):
     status: Literal["active", "paused"] | None = None
     time_zone: TimeZone | None = None
     dst: Dst | None = None
-    schedule: str | None = None
+    schedule: str | None = Field(default=None, json_schema_extra=CRON)
     run_at: Instant | None = None
     run_late: bool = Field(
         default=False, description="as in a create: accept a `run_at` older than the window"
     )
-    interval: str | None = None
+    interval: str | None = Field(default=None, json_schema_extra=DURATION)
     start_at: Instant | None = None
     end_at: Instant | None = None
     target: TargetField | None = None
@@ -308,9 +291,13 @@ class JobPatch(_Schedulable):
     timeout_sec: int | None = Field(default=None, ge=1, le=86400)
     priority: Lane | None = None
     catchup: CatchupPolicy | None = None
-    catchup_window: str | None = None
+    catchup_window: str | None = Field(default=None, json_schema_extra=DURATION)
     overlap: OverlapPolicy | None = None
-    jitter: str | None = Field(default=None, description=JITTER_DESCRIPTION + "; null removes it")
+    jitter: str | None = Field(
+        default=None,
+        description=JITTER_DESCRIPTION + "; null removes it",
+        json_schema_extra=DURATION,
+    )
     pause_until: Instant | None = Field(
         default=None, description=PAUSE_UNTIL_DESCRIPTION + "; null resumes it now"
     )

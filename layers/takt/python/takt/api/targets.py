@@ -215,7 +215,7 @@ TARGET_SCHEMA: dict[str, Any] = {
     "(method, headers, secrets, SigV4, OIDC) and an asynchronous Lambda target are stored as "
     "their object in compact JSON (docs/WORKERS.md).",
     "anyOf": [
-        {"type": "string"},
+        {"type": "string", "format": "takt-target"},
         *(
             _inlined(model.model_json_schema())
             for model in (

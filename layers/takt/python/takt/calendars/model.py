@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from takt.models.instants import Instant
 from takt.schedule import validate_time_zone
 
 Weekday = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
@@ -32,8 +33,8 @@ class Window(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    start: AwareDatetime
-    end: AwareDatetime
+    start: Instant
+    end: Instant
 
     @model_validator(mode="after")
     def _ordered(self) -> Window:

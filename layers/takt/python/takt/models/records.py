@@ -77,8 +77,9 @@ class RetryPolicy(BaseModel):
 
     max_attempts: int = Field(default=5, ge=1, le=100)
     backoff: Literal["exponential", "fixed"] = "exponential"
-    initial_interval: str = "5s"
-    max_interval: str = "1h"
+    # "takt-duration": a format of the API's OpenAPI document (docs/API.md).
+    initial_interval: str = Field(default="5s", json_schema_extra={"format": "takt-duration"})
+    max_interval: str = Field(default="1h", json_schema_extra={"format": "takt-duration"})
     jitter: Literal["full", "none"] = "full"
 
     @field_validator("initial_interval", "max_interval")
