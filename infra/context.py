@@ -57,6 +57,8 @@ FARGATE_MEMORY_MIB: dict[int, tuple[int, ...]] = {
 # names, queue URLs, role and tuning take at most 1.7 KB of it (tests/infra/test_infra_fairness.py
 # counts them), so the fairness settings may take half.
 MAX_FAIRNESS_ENV_BYTES = 2048
+# Tenants' default notification policies share the same 4 KB with everything else.
+MAX_NOTIFY_ENV_BYTES = 1024
 # The context's `fairness` object: each key and the `takt.config.Settings` field it sets.
 FAIRNESS_KEYS: dict[str, str] = {
     "claimMaxItems": "claim_max_items",
@@ -190,6 +192,9 @@ class DeployConfig:
     targets: TargetGrants = dataclasses.field(default_factory=TargetGrants)
     # The `iss` of takt's OIDC tokens (with `oidcKeyArn`); Settings' default when None.
     oidc_issuer: str | None = None
+    # Each tenant's default notification policy (`notifyDefaults`), as the JSON
+    # `Settings.notify_defaults` reads; None when the context sets none.
+    notify_defaults: str | None = None
 
     @classmethod
     def from_context(cls, node: Node) -> DeployConfig:
@@ -229,7 +234,30 @@ class DeployConfig:
             egress_allow=_egress_allow(node),
             targets=_target_grants(node),
             oidc_issuer=_optional_str(node, "oidcIssuer"),
+            notify_defaults=_notify_defaults(node),
         )
+
+
+def _notify_defaults(node: Node) -> str | None:
+    """The `notifyDefaults` object ({tenant: policy}), checked as Settings checks it."""
+    value = _raw(node, "notifyDefaults")
+    if value is None:
+        return None
+    try:
+        given = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        raise ContextError(
+            f"context 'notifyDefaults' must be a JSON object, not {value!r}"
+        ) from None
+    parsed = _settings_value("notify_defaults", given, "notifyDefaults")
+    text = _settings_adapter("notify_defaults").dump_json(parsed).decode()
+    if len(text) > MAX_NOTIFY_ENV_BYTES:
+        raise ContextError(
+            f"context 'notifyDefaults' takes {len(text)} bytes of a function's environment, more "
+            f"than {MAX_NOTIFY_ENV_BYTES}: give defaults to fewer tenants, or set `notify` on "
+            "their jobs"
+        )
+    return text
 
 
 def _target_grants(node: Node) -> TargetGrants:

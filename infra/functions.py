@@ -213,6 +213,11 @@ def takt_environment(
             else {}
         ),
         **(
+            {settings_env_var("notify_defaults"): config.notify_defaults}
+            if config.notify_defaults
+            else {}
+        ),
+        **(
             {
                 settings_env_var("oidc_key_id"): config.targets.oidc_key,
                 **(

@@ -44,6 +44,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "signing-secret": {"signingSecretName": "takt/signing"},
     "egress-allow": {"egressAllow": "10.0.0.0/8,internal.example"},
     "alarm-email": {"alarmEmail": "ops@example.com"},
+    # AWS targets, notification destinations and the OIDC key (docs/WORKERS.md, SECURITY.md).
+    "aws-targets": {
+        "lambdaTargets": "arn:aws:lambda:us-east-1:111122223333:function:report",
+        "stateMachineTargets": "arn:aws:states:us-east-1:111122223333:stateMachine:orders",
+        "sigv4Targets": "arn:aws:execute-api:us-east-1:111122223333:abc123/prod/POST/hooks",
+        "publishTargets": "arn:aws:sns:us-east-1:111122223333:ops",
+        "oidcKeyArn": "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+        "notifyDefaults": json.dumps({"acme": {"to": "arn:aws:sns:us-east-1:111122223333:ops"}}),
+    },
 }
 
 # cfn-lint's rules we do not apply, each with the reason; a finding of any other rule fails.

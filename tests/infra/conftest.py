@@ -83,6 +83,7 @@ TARGET_GRANTS_CONTEXT = {
     "arn:aws:sns:us-east-1:123456789012:ops,arn:aws:events:us-east-1:123456789012:event-bus/ops",
     "oidcKeyArn": "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
     "oidcIssuer": "https://takt.example",
+    "notifyDefaults": {"acme": {"to": "arn:aws:sns:us-east-1:123456789012:ops", "on": ["dead"]}},
 }
 # The context the `fargate_*` fixtures add to cdk.json's.
 FARGATE_CONTEXT = {

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from aws_cdk import App
+from pydantic import TypeAdapter
 
 from infra.context import ContextError, DeployConfig
 from infra.functions import API, SPECS, WATCHDOG, WORKER
+from takt.notify.policy import NotifyPolicy
 from tests.infra.conftest import TARGET_GRANTS_CONTEXT, LogicalId
 
 if TYPE_CHECKING:
@@ -132,6 +134,40 @@ def test_a_bad_target_grant_stops_the_synth_naming_the_knob(
 ) -> None:
     with pytest.raises(ContextError, match=message):
         DeployConfig.from_context(App(context=cdk_json_context | {knob: value}).node)
+
+
+def test_the_tenants_default_notification_policies_reach_every_function_as_settings_read_them(
+    fargate_stateless: StatelessStack, fargate_template: Template, logical_id: LogicalId
+) -> None:
+    resources = fargate_template.to_json()["Resources"]
+    function = fargate_stateless.functions.functions[WATCHDOG.name]
+    variables = resources[logical_id(fargate_stateless, function)]["Properties"]["Environment"][
+        "Variables"
+    ]
+
+    # As Settings reads it from the environment: JSON, each policy checked.
+    defaults = TypeAdapter(dict[str, NotifyPolicy]).validate_json(variables["TAKT_NOTIFY_DEFAULTS"])
+    assert defaults["acme"].to == TOPIC
+    assert defaults["acme"].on == ["dead"]
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('{"acme": {"to": "handler:page"}}', "notifyDefaults.acme.to"),
+        ('{"acme": {"to": "https://ops.example/h", "after_failures": 0}}', "after_failures"),
+        ("not json", "must be a JSON object"),
+        (
+            {f"tenant-{i}": {"to": "https://ops.example/hook"} for i in range(40)},
+            "more than 1024",
+        ),
+    ],
+)
+def test_a_bad_notify_default_stops_the_synth(
+    cdk_json_context: dict[str, Any], value: object, message: str
+) -> None:
+    with pytest.raises(ContextError, match=message):
+        DeployConfig.from_context(App(context=cdk_json_context | {"notifyDefaults": value}).node)
 
 
 def test_the_workers_and_the_api_are_told_the_oidc_key_and_issuer(
