@@ -51,6 +51,10 @@ class DriveResult:
 
 
 class Driver:
+    """One driver: its loop, and the step it takes each second. `leading` is whether it won the
+    last second it looked at, which decides when it looks at the next and whether it reads first.
+    """
+
     def __init__(self, due: DueStore, ticker: Ticker, clock: Clock) -> None:
         self._due = due
         self._ticker = ticker
