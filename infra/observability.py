@@ -97,22 +97,21 @@ class Observability(Construct):
             period=FIVE_MINUTES,
             label="Recoveries",
         )
-        # Metric ids must be unique across nested expressions, hence r<i>/w<i> per table.
-        throttle_events: dict[str, cloudwatch.IMetric] = {}
-        table_throttles = []
+        # One expression per table (its read and write throttle events): the dashboard graphs
+        # them side by side and each table's alarm reads its own, so an alarm reads 2 metrics
+        # however many tables there are (a metric-math alarm may read at most 10).
+        # Metric ids must be unique within the dashboard's graph, hence r<i>/w<i> per table.
+        table_throttles: dict[str, cloudwatch.MathExpression] = {}
         for i, (spec, table) in enumerate(tables.all()):
             counts: dict[str, cloudwatch.IMetric] = {
                 f"r{i}": table.metric("ReadThrottleEvents", statistic="Sum", period=MINUTE),
                 f"w{i}": table.metric("WriteThrottleEvents", statistic="Sum", period=MINUTE),
             }
-            throttle_events |= counts
-            table_throttles.append(
-                cloudwatch.MathExpression(
-                    expression=_filled_sum(counts),
-                    using_metrics=counts,
-                    period=MINUTE,
-                    label=spec.logical_id,
-                )
+            table_throttles[spec.logical_id] = cloudwatch.MathExpression(
+                expression=_filled_sum(counts),
+                using_metrics=counts,
+                period=MINUTE,
+                label=spec.logical_id,
             )
 
         # DESIGN's target is p99 start lag under 2 s; the shipped threshold pages at 5 s
@@ -150,19 +149,18 @@ class Observability(Construct):
                 threshold=0,
                 description=f"The {name} function was throttled: check concurrency quotas.",
             )
-        self._alarm(
-            "TableThrottles",
-            cloudwatch.MathExpression(
-                expression=_filled_sum(throttle_events),
-                using_metrics=throttle_events,
-                period=MINUTE,
-                label="Throttle events, all tables",
-            ),
-            threshold=0,
-            evaluation_periods=5,
-            datapoints_to_alarm=3,
-            description="DynamoDB throttled takt in 3 of 5 minutes: a hot partition or a quota.",
-        )
+        for name, throttles in table_throttles.items():
+            self._alarm(
+                f"{name}TableThrottles",
+                throttles,
+                threshold=0,
+                evaluation_periods=5,
+                datapoints_to_alarm=3,
+                description=(
+                    f"DynamoDB throttled the {name} table in 3 of 5 minutes: a hot partition or "
+                    "a quota."
+                ),
+            )
         self._alarm(
             "WatchdogRecoveries",
             recoveries,
@@ -287,7 +285,9 @@ class Observability(Construct):
                 ],
             ),
         )
-        dashboard.add_widgets(_graph("DynamoDB throttle events / min", list(table_throttles)))
+        dashboard.add_widgets(
+            _graph("DynamoDB throttle events / min", list(table_throttles.values()))
+        )
         if fargate_worker is not None:
             self._watch_fargate_worker(fargate_worker, dashboard)
 

@@ -120,23 +120,47 @@ def test_watchdog_recoveries_above_the_threshold_alarm(
     assert alarm["Threshold"] == cdk_json_context["recoveryAlarmThreshold"]
 
 
-def test_dynamodb_throttles_on_any_table_alarm(
+def test_each_table_has_its_own_throttle_alarm(
     alarms: list[dict[str, Any]], stateful: StatefulStack, logical_id: LogicalId
 ) -> None:
-    (alarm,) = [
+    throttle_alarms = [
         a for a in alarms if _metric_names(a) == {"ReadThrottleEvents", "WriteThrottleEvents"}
     ]
     tables = {
         json.dumps({"Ref": logical_id(stateful, stateful.tables.table(spec))}) for spec in TABLES
     }
-    watched = {
-        json.dumps(dimension["Value"])
-        for query in alarm["Metrics"]
-        if "MetricStat" in query
-        for dimension in query["MetricStat"]["Metric"]["Dimensions"]
-    }
+    watched = [
+        {
+            json.dumps(dimension["Value"])
+            for query in alarm["Metrics"]
+            if "MetricStat" in query
+            for dimension in query["MetricStat"]["Metric"]["Dimensions"]
+        }
+        for alarm in throttle_alarms
+    ]
 
-    assert watched == tables
+    assert all(len(table) == 1 for table in watched)
+    assert set().union(*watched) == tables
+    assert len(watched) == len(tables)
+
+
+def test_no_alarm_grows_with_the_tables_toward_cloudwatchs_limit_of_10_metrics(
+    fargate_template: Template,
+) -> None:
+    """An alarm per table, not one over all: a sixth table must not fail the deploy.
+
+    The Fargate worker's scaling alarms read up to three metrics per lane it serves, and the
+    lanes are fixed (takt.config.LANES), so they stay under the limit whatever is added.
+    """
+    read = {
+        logical_id: sum("MetricStat" in query for query in alarm["Properties"].get("Metrics", []))
+        for logical_id, alarm in fargate_template.find_resources("AWS::CloudWatch::Alarm").items()
+    }
+    takts = [count for logical_id, count in read.items() if logical_id.startswith("Observability")]
+    scaling = [count for logical_id, count in read.items() if "TaskCountTarget" in logical_id]
+
+    assert len(takts) > len(TABLES) and max(takts) <= 2
+    assert scaling and max(scaling) <= 3 * len(LANES) < 10
 
 
 def test_a_scheduler_that_stops_running_alarms(
