@@ -13,12 +13,12 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Protocol, cast
 
 from annotated_types import Ge, Le
-from constructs import Node
 from pydantic import TypeAdapter, ValidationError
 
+from infra.driver import DRIVERS
 from infra.target_grants import TargetGrantError, TargetGrants
 from takt.config import LANES, RateLimit, Settings
 from takt.targets.egress import AllowList
@@ -72,6 +72,56 @@ FAIRNESS_KEYS: dict[str, str] = {
 # Secrets Manager's characters for a secret name; an ARN is not a name.
 _SECRET_NAME = re.compile(r"^[A-Za-z0-9/_+=.@-]{1,512}$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+
+
+# A profile sets these context keys, whatever cdk.json or `-c` say (docs/DEPLOY.md, "Profiles").
+# `seed` is cdk.json as shipped, sized for the seed's workload. `small` is for a few thousand jobs
+# at an idle cost under $15 a month (`python -m infra.cost`); what it gives up, in the order of
+# the savings: one driver instead of two, so a driver that dies stops dispatch until the next
+# minute's starts (up to ~60 s, not ~1 s); a 128 MB scheduler and a 512 MB claimer on one shard
+# (dispatch of a burst of a few hundred due at once takes seconds); the watchdog sweeps once a
+# minute (a lost execution is redone within lease + 60 s); no dashboard and no X-Ray traces (the
+# alarms stay).
+PROFILES: dict[str, dict[str, object]] = {
+    "seed": {},
+    "small": {
+        "dueShards": 1,
+        "openShards": 1,
+        "claimerThreads": 4,
+        "drivers": 1,
+        "functionMemoryMb": {"scheduler": 128, "watchdog": 128, "claimer": 512},
+        "watchdogIntervalSec": 60,
+        "watchdogSweeps": 1,
+        "lanes": {
+            "high": {"maxConcurrency": 5, "batchingWindowSec": 0},
+            "default": {"maxConcurrency": 10, "batchingWindowSec": 1},
+            "low": {"maxConcurrency": 2, "batchingWindowSec": 1},
+        },
+        "dashboard": False,
+        "tracing": False,
+    },
+}
+# Lambda's memory range, in MB.
+MIN_FUNCTION_MEMORY_MB = 128
+MAX_FUNCTION_MEMORY_MB = 10240
+MAX_WATCHDOG_SWEEPS = 6
+
+
+class ContextSource(Protocol):
+    """Where knobs are read from: the app's node, or a profile over it."""
+
+    def try_get_context(self, key: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ProfiledContext:
+    """The node's context with a profile's keys set over it."""
+
+    node: ContextSource
+    profile: Mapping[str, object]
+
+    def try_get_context(self, key: str) -> Any:
+        return self.profile[key] if key in self.profile else self.node.try_get_context(key)
 
 
 class ContextError(ValueError):
@@ -188,6 +238,14 @@ class DeployConfig:
     # Non-public addresses HTTP targets may reach (`egressAllow`: CIDRs and host names); empty
     # refuses them all (docs/SECURITY.md).
     egress_allow: tuple[str, ...] = ()
+    # The profile the values came from, and the knobs only profiles set in cdk.json's absence.
+    profile: str = "seed"
+    drivers: int = DRIVERS
+    # Memory by function name, over `FunctionSpec.memory_for`.
+    function_memory_mb: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    watchdog_sweeps: int = MAX_WATCHDOG_SWEEPS
+    dashboard: bool = True
+    tracing: bool = True
     # The Lambda functions, state machines and SigV4-signed APIs the workers may call.
     targets: TargetGrants = dataclasses.field(default_factory=TargetGrants)
     # The `iss` of takt's OIDC tokens (with `oidcKeyArn`); Settings' default when None.
@@ -197,8 +255,14 @@ class DeployConfig:
     notify_defaults: str | None = None
 
     @classmethod
-    def from_context(cls, node: Node) -> DeployConfig:
+    def from_context(cls, node: ContextSource) -> DeployConfig:
         """Read and check every knob; raise ContextError naming the first bad one."""
+        profile = str(_raw(node, "profile") or "seed")
+        if profile not in PROFILES:
+            raise ContextError(
+                f"context 'profile' must be one of {tuple(PROFILES)}, not {profile!r}"
+            )
+        node = ProfiledContext(node, PROFILES[profile])
         auth = _required(node, "auth")
         if auth not in ("iam", "jwt"):
             raise ContextError(f"context 'auth' must be 'iam' or 'jwt', not {auth!r}")
@@ -235,10 +299,18 @@ class DeployConfig:
             targets=_target_grants(node),
             oidc_issuer=_optional_str(node, "oidcIssuer"),
             notify_defaults=_notify_defaults(node),
+            profile=profile,
+            drivers=_optional_int(node, "drivers", DRIVERS, minimum=1, maximum=DRIVERS),
+            function_memory_mb=_function_memory(node),
+            watchdog_sweeps=_optional_int(
+                node, "watchdogSweeps", MAX_WATCHDOG_SWEEPS, minimum=1, maximum=MAX_WATCHDOG_SWEEPS
+            ),
+            dashboard=_optional_bool(node, "dashboard", default=True),
+            tracing=_optional_bool(node, "tracing", default=True),
         )
 
 
-def _notify_defaults(node: Node) -> str | None:
+def _notify_defaults(node: ContextSource) -> str | None:
     """The `notifyDefaults` object ({tenant: policy}), checked as Settings checks it."""
     value = _raw(node, "notifyDefaults")
     if value is None:
@@ -260,7 +332,42 @@ def _notify_defaults(node: Node) -> str | None:
     return text
 
 
-def _target_grants(node: Node) -> TargetGrants:
+def _optional_int(
+    node: ContextSource, key: str, default: int, *, minimum: int, maximum: int
+) -> int:
+    value = _raw(node, key)
+    if value is None:
+        return default
+    return _bounded_int(value, key, minimum=minimum, maximum=maximum)
+
+
+def _optional_bool(node: ContextSource, key: str, *, default: bool) -> bool:
+    return default if _raw(node, key) is None else _boolean(node, key)
+
+
+def _function_memory(node: ContextSource) -> dict[str, int]:
+    """`functionMemoryMb`: memory by function name, over each function's own sizing."""
+    value = _raw(node, "functionMemoryMb")
+    try:
+        given = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        given = value
+    if given is None:
+        return {}
+    if not isinstance(given, dict):
+        raise ContextError(f"context 'functionMemoryMb' must be a JSON object, not {value!r}")
+    return {
+        str(name): _bounded_int(
+            size,
+            f"functionMemoryMb.{name}",
+            minimum=MIN_FUNCTION_MEMORY_MB,
+            maximum=MAX_FUNCTION_MEMORY_MB,
+        )
+        for name, size in given.items()
+    }
+
+
+def _target_grants(node: ContextSource) -> TargetGrants:
     try:
         return TargetGrants.from_lists(
             _string_list(node, "lambdaTargets"),
@@ -273,7 +380,7 @@ def _target_grants(node: Node) -> TargetGrants:
         raise ContextError(str(exc)) from None
 
 
-def _egress_allow(node: Node) -> tuple[str, ...]:
+def _egress_allow(node: ContextSource) -> tuple[str, ...]:
     entries = _string_list(node, "egressAllow")
     try:
         AllowList.parse(entries)
@@ -282,7 +389,7 @@ def _egress_allow(node: Node) -> tuple[str, ...]:
     return entries
 
 
-def _fairness(node: Node) -> FairnessTuning:
+def _fairness(node: ContextSource) -> FairnessTuning:
     """The `fairness` object; a key left out or null keeps Settings' default (off)."""
     value = _raw(node, "fairness")
     try:
@@ -382,25 +489,25 @@ def _is_target_host(host: str) -> bool:
         return False
 
 
-def _raw(node: Node, key: str) -> object:
+def _raw(node: ContextSource, key: str) -> object:
     value = node.try_get_context(key)
     # `-c key=` passes an empty string: treat it as unset rather than as a value.
     return None if value == "" else value
 
 
-def _required(node: Node, key: str) -> object:
+def _required(node: ContextSource, key: str) -> object:
     value = _raw(node, key)
     if value is None:
         raise ContextError(f"context {key!r} is missing: set it in cdk.json or pass -c {key}=...")
     return value
 
 
-def _optional_str(node: Node, key: str) -> str | None:
+def _optional_str(node: ContextSource, key: str) -> str | None:
     value = _raw(node, key)
     return None if value is None else str(value)
 
 
-def _string_list(node: Node, key: str) -> tuple[str, ...]:
+def _string_list(node: ContextSource, key: str) -> tuple[str, ...]:
     value = _raw(node, key)
     if value is None:
         return ()
@@ -408,7 +515,7 @@ def _string_list(node: Node, key: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in map(str, items) if item.strip())
 
 
-def _boolean(node: Node, key: str) -> bool:
+def _boolean(node: ContextSource, key: str) -> bool:
     value = _required(node, key)
     if isinstance(value, bool):
         return value
@@ -417,7 +524,9 @@ def _boolean(node: Node, key: str) -> bool:
     raise ContextError(f"context {key!r} must be true or false, not {value!r}")
 
 
-def _number(node: Node, key: str, *, minimum: float, maximum: float | None = None) -> float:
+def _number(
+    node: ContextSource, key: str, *, minimum: float, maximum: float | None = None
+) -> float:
     value = _required(node, key)
     try:
         number = float(str(value))
@@ -429,7 +538,7 @@ def _number(node: Node, key: str, *, minimum: float, maximum: float | None = Non
     return number
 
 
-def _integer(node: Node, key: str, *, minimum: int, maximum: int | None = None) -> int:
+def _integer(node: ContextSource, key: str, *, minimum: int, maximum: int | None = None) -> int:
     return _bounded_int(_required(node, key), key, minimum=minimum, maximum=maximum)
 
 
@@ -441,7 +550,7 @@ def _settings_bounds(field: str) -> tuple[int, int]:
     return minimum, maximum
 
 
-def _tuning(node: Node) -> RuntimeTuning:
+def _tuning(node: ContextSource) -> RuntimeTuning:
     due_min, due_max = _settings_bounds("due_shards")
     open_min, open_max = _settings_bounds("open_shards")
     threads_min, threads_max = _settings_bounds("claimer_threads")
@@ -470,7 +579,7 @@ def _tuning(node: Node) -> RuntimeTuning:
     )
 
 
-def _fargate(node: Node) -> FargateWorkerConfig:
+def _fargate(node: ContextSource) -> FargateWorkerConfig:
     cpu = _integer(node, "fargateCpu", minimum=min(FARGATE_MEMORY_MIB))
     if cpu not in FARGATE_MEMORY_MIB:
         raise ContextError(f"context 'fargateCpu' must be one of {sorted(FARGATE_MEMORY_MIB)}")
@@ -510,7 +619,7 @@ def _bounded_int(value: object, what: str, *, minimum: int, maximum: int | None 
     return number
 
 
-def _lanes(node: Node) -> dict[str, LaneTuning]:
+def _lanes(node: ContextSource) -> dict[str, LaneTuning]:
     value = _required(node, "lanes")
     try:
         lanes = json.loads(value) if isinstance(value, str) else value

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import ClientError
 
-from infra.driver import DRIVER_LIFE_SEC, DRIVERS
+from infra.driver import DRIVER_LIFE_SEC, DRIVERS, HANDOVER_SEC
 from infra.functions import SCHEDULER
 from takt.aws import make_clients
 from takt.clock import SystemClock
 from takt.config import Settings
-from takt.dispatch.driver import Driver
+from takt.dispatch.driver import STOP_BEFORE_END_SEC, Driver
 from takt.wiring import Services
 from takt.worker.process import IDLE_WAIT_SEC
 
@@ -44,6 +44,8 @@ HOURS_PER_MONTH = 730
 MINUTES_PER_MONTH = HOURS_PER_MONTH * 60
 # The watchdog function sweeps six times, `watchdogIntervalSec` apart (functions/watchdog).
 WATCHDOG_SWEEPS = 6
+# One sweep of an idle open index, with the invocation around it (an estimate).
+ONE_SWEEP_SEC = 1
 # START, END and REPORT lines and one EMF document of a loop invocation (an estimate).
 LOG_BYTES_PER_LOOP_INVOCATION = 1500
 # Metrics the loops publish every tick or sweep even as zeros: the scheduler's Dispatched and
@@ -173,12 +175,14 @@ def _ordered(value: Mapping[str, str]) -> str:
     return value["N"].zfill(20) if "N" in value else value["S"]
 
 
-def idle_units(due_shards: int, open_shards: int) -> IdleUnits:
+def idle_units(
+    due_shards: int, open_shards: int, drivers: int = DRIVERS, sweeps: int = WATCHDOG_SWEEPS
+) -> IdleUnits:
     """Drive the real drivers and watchdog through an idle minute and count what it costs.
 
     `DRIVERS` drivers step on every second, as the scheduler's invocations do, from the steady
     state of an idle deployment: the watermark three minutes back, where the previous minute left
-    it, and one driver leading. The watchdog's invocation is its six sweeps.
+    it, and one driver leading. The watchdog's invocation is its `sweeps` sweeps.
     """
     tables = _IdleTables()
     # `model_construct` rather than the constructor, which would also read this shell's TAKT_*
@@ -196,17 +200,17 @@ def idle_units(due_shards: int, open_shards: int) -> IdleUnits:
     services = Services(settings=settings, clients=clients, clock=SystemClock())
     start = datetime(2030, 1, 1, tzinfo=UTC)
     services.due.advance_watermark(start - timedelta(minutes=3))
-    drivers = [Driver(services.due, services.ticker, services.clock) for _ in range(DRIVERS)]
-    drivers[0].leading = True
+    running = [Driver(services.due, services.ticker, services.clock) for _ in range(drivers)]
+    running[0].leading = True
     reads, writes = tables.read_units, tables.write_units
     for second in range(60):
-        for driver in drivers:
+        for driver in running:
             driver.step(start + timedelta(seconds=second))
     # Each minute's new driver claims its start.
     services.due.claim_start(start)
     scheduler_reads, scheduler_writes = tables.read_units - reads, tables.write_units - writes
     reads = tables.read_units
-    for sweep in range(WATCHDOG_SWEEPS):
+    for sweep in range(sweeps):
         services.watchdog.sweep(start + timedelta(seconds=sweep * settings.watchdog_interval_sec))
     return IdleUnits(
         scheduler_reads=scheduler_reads,
@@ -277,6 +281,17 @@ def _count(item: str, count: float, what: str, price_key: str) -> CostLine:
     return CostLine(item, f"{count:,.4g}{what} x {price}", count * price.listed)
 
 
+def _watchdog_sweeps(stateless: Template) -> int:
+    """The sweeps per invocation the watchdog's rule asks for (its target's input)."""
+    (rule,) = [
+        resource["Properties"]
+        for logical_id, resource in _resources(stateless, "AWS::Events::Rule").items()
+        if logical_id.startswith("TriggersWatchdogEveryMinute")
+    ]
+    (target,) = rule["Targets"]
+    return int(json.loads(target["Input"])["sweeps"])
+
+
 def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
     """What every deployment pays while idle (the Fargate worker's part excluded)."""
     scheduler = _function(stateless, "scheduler")
@@ -284,7 +299,12 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
     due_shards = int(_variable(scheduler, "TAKT_DUE_SHARDS"))
     open_shards = int(_variable(watchdog, "TAKT_OPEN_SHARDS"))
     interval = float(_variable(watchdog, "TAKT_WATCHDOG_INTERVAL_SEC"))
-    units = idle_units(due_shards, open_shards)
+    # A driver lives its function's timeout less the margin it stops before it (infra/driver.py).
+    driver_life = int(scheduler["Timeout"]) - STOP_BEFORE_END_SEC
+    drivers = (driver_life - HANDOVER_SEC) // 60
+    sweeps = _watchdog_sweeps(stateless)
+    units = idle_units(due_shards, open_shards, drivers, sweeps)
+    traced = scheduler.get("TracingConfig", {}).get("Mode") == "Active"
     loops = 2 * MINUTES_PER_MONTH
     alarms = [
         alarm
@@ -301,9 +321,11 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
     )
     receives = mappings * ESM_RECEIVES_PER_MINUTE * MINUTES_PER_MONTH
     return [
-        _loop_compute("scheduler", int(scheduler["MemorySize"]), DRIVER_LIFE_SEC),
+        _loop_compute("scheduler", int(scheduler["MemorySize"]), driver_life),
         _loop_compute(
-            "watchdog", int(watchdog["MemorySize"]), min((WATCHDOG_SWEEPS - 1) * interval, 60)
+            "watchdog",
+            int(watchdog["MemorySize"]),
+            min(max((sweeps - 1) * interval, ONE_SWEEP_SEC), 60),
         ),
         _count(
             "scheduler and watchdog invocations",
@@ -346,7 +368,7 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
             f" GB ({loops:,} invocations x ~{LOG_BYTES_PER_LOOP_INVOCATION:,} B)",
             "log_gb",
         ),
-        _count("X-Ray traces of the loops", loops / 1e6, " M", "trace"),
+        _count("X-Ray traces of the loops", loops / 1e6 if traced else 0, " M", "trace"),
         _count(
             f"SQS long polls of the worker's {mappings} event sources",
             receives / 1e6,

@@ -29,10 +29,26 @@ DRIVERS = 2
 # How long a driver outlives the start of the driver `DRIVERS` minutes younger: covers the rule's
 # lateness (not aligned to the second; it is delivered within seconds) and a cold start.
 HANDOVER_SEC = 10
-DRIVER_LIFE_SEC = DRIVERS * 60 + HANDOVER_SEC
-DRIVER_TIMEOUT_SEC = DRIVER_LIFE_SEC + STOP_BEFORE_END_SEC
-# `DRIVERS` running, one more during each hand-over, and one late or repeated start.
-DRIVER_CONCURRENCY = DRIVERS + 2
+
+
+def driver_life_sec(drivers: int) -> int:
+    """How long each driver lives when `drivers` run at once (the `drivers` context knob: the
+    small profile runs one, giving up the overlap)."""
+    return drivers * 60 + HANDOVER_SEC
+
+
+def driver_timeout_sec(drivers: int) -> int:
+    return driver_life_sec(drivers) + STOP_BEFORE_END_SEC
+
+
+def driver_concurrency(drivers: int) -> int:
+    """`drivers` running, one more during each hand-over, and one late or repeated start."""
+    return drivers + 2
+
+
+DRIVER_LIFE_SEC = driver_life_sec(DRIVERS)
+DRIVER_TIMEOUT_SEC = driver_timeout_sec(DRIVERS)
+DRIVER_CONCURRENCY = driver_concurrency(DRIVERS)
 
 
 class SchedulerDriver(Construct):

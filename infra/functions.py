@@ -22,8 +22,13 @@ from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
 
 from infra import metric_names
-from infra.context import DeployConfig, settings_env_var
-from infra.driver import DRIVER_CONCURRENCY, DRIVER_TIMEOUT_SEC
+from infra.context import ContextError, DeployConfig, settings_env_var
+from infra.driver import (
+    DRIVER_CONCURRENCY,
+    DRIVER_TIMEOUT_SEC,
+    driver_concurrency,
+    driver_timeout_sec,
+)
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
@@ -322,12 +327,19 @@ class TaktFunctions(Construct):
         # (this, and the worker's fairness settings).
         self.environment = dict(environment)
         self.functions: dict[str, lambda_.Function] = {}
+        unknown = sorted(set(config.function_memory_mb) - {spec.name for spec in SPECS})
+        if unknown:
+            raise ContextError(
+                f"context 'functionMemoryMb.{unknown[0]}' names no function; they are "
+                + ", ".join(spec.name for spec in SPECS)
+            )
         for spec in SPECS:
             function, role = self._function(
                 spec,
                 layer,
                 environment | config.fairness.environment(spec.fairness),
-                spec.memory_for(config.tuning.due_shards),
+                config.function_memory_mb.get(spec.name, spec.memory_for(config.tuning.due_shards)),
+                config,
             )
             grant_data_access(spec, function, tables, lanes)
             if spec.signs_requests:
@@ -379,8 +391,14 @@ class TaktFunctions(Construct):
         layer: lambda_.ILayerVersion,
         environment: dict[str, str],
         memory_mb: int,
+        config: DeployConfig,
     ) -> tuple[lambda_.Function, iam.Role]:
         name = spec.name.capitalize()
+        timeout_sec, reserved = spec.timeout_sec, spec.reserved_concurrency
+        if spec is SCHEDULER:
+            # The drivers' life is the function's timeout (infra/driver.py).
+            timeout_sec = driver_timeout_sec(config.drivers)
+            reserved = driver_concurrency(config.drivers)
         role = iam.Role(
             self,
             f"{name}Role",
@@ -403,13 +421,13 @@ class TaktFunctions(Construct):
             role=role,
             log_group=log_group,
             memory_size=memory_mb,
-            timeout=Duration.seconds(spec.timeout_sec),
-            reserved_concurrent_executions=spec.reserved_concurrency,
+            timeout=Duration.seconds(timeout_sec),
+            reserved_concurrent_executions=reserved,
             retry_attempts=spec.async_retries,
             # The shortest age Lambda allows: an invocation a minute late is covered by a newer
             # one, so older queued events are dropped rather than run out of order.
             max_event_age=Duration.minutes(1) if spec.async_retries is not None else None,
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=lambda_.Tracing.ACTIVE if config.tracing else lambda_.Tracing.DISABLED,
             environment=environment,
         )
         return function, role

@@ -195,6 +195,10 @@ class Observability(Construct):
             description="The indexer is behind the jobs stream: new and changed jobs fire late.",
         )
 
+        running = self._watch_fargate_worker(fargate_worker) if fargate_worker is not None else None
+        if not config.dashboard:
+            # The small profile's saving ($3 a month); the alarms above stay.
+            return
         dashboard = cloudwatch.Dashboard(self, "Dashboard")
         dashboard.add_widgets(
             cloudwatch.AlarmStatusWidget(
@@ -288,11 +292,22 @@ class Observability(Construct):
         dashboard.add_widgets(
             _graph("DynamoDB throttle events / min", list(table_throttles.values()))
         )
-        if fargate_worker is not None:
-            self._watch_fargate_worker(fargate_worker, dashboard)
+        if fargate_worker is not None and running is not None:
+            dashboard.add_widgets(
+                _graph("Fargate worker tasks", [running]),
+                _graph(
+                    "Fargate worker CPU / memory (%)",
+                    [
+                        fargate_worker.service.metric_cpu_utilization(period=MINUTE, label="CPU"),
+                        fargate_worker.service.metric_memory_utilization(
+                            period=MINUTE, label="memory"
+                        ),
+                    ],
+                ),
+            )
 
-    def _watch_fargate_worker(self, worker: FargateWorker, dashboard: cloudwatch.Dashboard) -> None:
-        """Task counts, CPU and memory of the Fargate worker, and an alarm when too few run.
+    def _watch_fargate_worker(self, worker: FargateWorker) -> cloudwatch.Metric:
+        """The Fargate worker's running task count, and an alarm when too few run.
 
         A worker that cannot start (a bad image, a missing secret) emits no lag and no errors,
         and its lanes only fill up; the running task count is what shows it.
@@ -323,16 +338,7 @@ class Observability(Construct):
                     "minutes: check the service's events and the worker's logs."
                 ),
             )
-        dashboard.add_widgets(
-            _graph("Fargate worker tasks", [running]),
-            _graph(
-                "Fargate worker CPU / memory (%)",
-                [
-                    worker.service.metric_cpu_utilization(period=MINUTE, label="CPU"),
-                    worker.service.metric_memory_utilization(period=MINUTE, label="memory"),
-                ],
-            ),
-        )
+        return running
 
     def _alarm(
         self,

@@ -52,7 +52,14 @@ class Triggers(Construct):
             "WatchdogEveryMinute",
             description="Starts takt's watchdog loop once a minute",
             schedule=events.Schedule.rate(Duration.minutes(1)),
-            targets=[targets.LambdaFunction(functions.watchdog, max_event_age=Duration.minutes(1))],
+            targets=[
+                targets.LambdaFunction(
+                    functions.watchdog,
+                    max_event_age=Duration.minutes(1),
+                    # The handler's number of sweeps an invocation (six unless a profile says).
+                    event=events.RuleTargetInput.from_object({"sweeps": config.watchdog_sweeps}),
+                )
+            ],
         )
         fargate_lanes = config.fargate.lanes if config.fargate else ()
         for lane, pair in lanes.lanes.items():

@@ -53,6 +53,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "oidcKeyArn": "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
         "notifyDefaults": json.dumps({"acme": {"to": "arn:aws:sns:us-east-1:111122223333:ops"}}),
     },
+    "small": {"profile": "small"},
 }
 
 # cfn-lint's rules we do not apply, each with the reason; a finding of any other rule fails.

@@ -189,3 +189,21 @@ def fargate_resolve(fargate_stacks: tuple[StatefulStack, StatelessStack]) -> Cal
     from aws_cdk.assertions import Template
 
     return output_resolver(Template.from_stack(fargate_stacks[0]))
+
+
+@pytest.fixture(scope="session")
+def cli_assemblies(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """The cloud assembly of a `tests.infra.cli_synth.VARIANTS` variant, synthesized as the CDK
+    CLI does, once per test process."""
+    from tests.infra.cli_synth import VARIANTS, synth_as_cli
+
+    built: dict[str, Path] = {}
+
+    def assembly(variant: str) -> Path:
+        if variant not in built:
+            built[variant] = synth_as_cli(
+                VARIANTS[variant], tmp_path_factory.mktemp(f"cdk-{variant}")
+            )
+        return built[variant]
+
+    return assembly

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,15 +24,13 @@ from tests.infra.cli_synth import (
     VARIANTS,
     LintFinding,
     cfn_lint,
-    synth_as_cli,
     templates,
 )
 
 
 @pytest.fixture(scope="session", params=sorted(VARIANTS))
-def cli_assembly(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    variant: str = request.param
-    return synth_as_cli(VARIANTS[variant], tmp_path_factory.mktemp(f"cdk-{variant}"))
+def cli_assembly(request: pytest.FixtureRequest, cli_assemblies: Callable[[str], Path]) -> Path:
+    return cli_assemblies(request.param)
 
 
 def _unexplained(findings: list[LintFinding]) -> list[LintFinding]:

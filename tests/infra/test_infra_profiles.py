@@ -1,0 +1,89 @@
+"""`-c profile=small`: a deployment for a few thousand jobs whose idle cost stays under $15 a
+month, priced by `infra/cost.py` from the templates the CDK CLI would synthesize."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App
+
+from infra.context import PROFILES, ContextError, DeployConfig
+from infra.cost import base_lines, render
+from infra.driver import driver_timeout_sec
+from tests.infra.cli_synth import cli_context
+
+DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md"
+SMALL_BUDGET_USD = 15.0
+
+
+def _templates(assembly: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    def load(name: str) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads((assembly / f"{name}.template.json").read_text())
+        return loaded
+
+    return load("TaktStateful"), load("TaktStateless")
+
+
+def _total(assembly: Path) -> float:
+    return sum(line.usd for line in base_lines(*_templates(assembly)))
+
+
+def test_the_small_profile_idles_under_15_usd_a_month(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    small, seed = _total(cli_assemblies("small")), _total(cli_assemblies("default"))
+
+    assert small <= SMALL_BUDGET_USD < seed
+
+
+def test_deploy_doc_shows_the_small_profiles_idle_cost(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    table = render(base_lines(*_templates(cli_assemblies("small"))))
+
+    assert table in DEPLOY_DOC.read_text(), "regenerate with `python -m infra.cost DIR`"
+
+
+def test_the_small_profile_runs_one_small_driver_and_a_single_sweep(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    _, stateless = _templates(cli_assemblies("small"))
+    functions = {
+        logical_id: resource["Properties"]
+        for logical_id, resource in stateless["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function" and logical_id.startswith("Functions")
+    }
+    scheduler = next(p for i, p in functions.items() if i.startswith("FunctionsScheduler"))
+    rules = [
+        resource["Properties"]
+        for logical_id, resource in stateless["Resources"].items()
+        if logical_id.startswith("TriggersWatchdogEveryMinute")
+        and resource["Type"] == "AWS::Events::Rule"
+    ]
+
+    assert (scheduler["MemorySize"], scheduler["Timeout"]) == (128, driver_timeout_sec(1))
+    assert scheduler["ReservedConcurrentExecutions"] == 3
+    assert [json.loads(t["Input"]) for rule in rules for t in rule["Targets"]] == [{"sweeps": 1}]
+    assert not any(
+        resource["Type"] == "AWS::CloudWatch::Dashboard"
+        for resource in stateless["Resources"].values()
+    )
+    assert all(p.get("TracingConfig", {}).get("Mode") != "Active" for p in functions.values())
+
+
+def test_every_profile_key_is_a_context_knob_the_app_reads() -> None:
+    """A profile key the app ignored would be a saving only on paper."""
+    for profile in PROFILES:
+        config = DeployConfig.from_context(App(context=cli_context({"profile": profile})).node)
+        assert config.profile == profile
+    small = DeployConfig.from_context(App(context=cli_context({"profile": "small"})).node)
+    assert (small.tuning.due_shards, small.drivers, small.dashboard) == (1, 1, False)
+
+
+def test_an_unknown_profile_is_refused_by_name() -> None:
+    with pytest.raises(ContextError, match="'profile'"):
+        DeployConfig.from_context(App(context=cli_context({"profile": "tiny"})).node)
