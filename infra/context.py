@@ -63,6 +63,7 @@ MAX_NOTIFY_ENV_BYTES = 1024
 FAIRNESS_KEYS: dict[str, str] = {
     "claimMaxItems": "claim_max_items",
     "claimReadPages": "claim_read_pages",
+    "fairQueueSec": "fair_queue_sec",
     "fairDispatchPerSec": "fair_dispatch_per_sec",
     "fairDispatchBurstSec": "fair_dispatch_burst_sec",
     "tenantLimits": "tenant_limits",
@@ -390,15 +391,18 @@ def _egress_allow(node: ContextSource) -> tuple[str, ...]:
 
 
 def _fairness(node: ContextSource) -> FairnessTuning:
-    """The `fairness` object; a key left out or null keeps Settings' default (off)."""
+    """The `fairness` object; a key left out or null keeps Settings' default, "null" is off."""
     value = _raw(node, "fairness")
     try:
         given = json.loads(value) if isinstance(value, str) else value
     except ValueError:
         raise ContextError(f"context 'fairness' must be a JSON object, not {value!r}") from None
-    given = _none_for_null({} if given is None else given)
-    if not isinstance(given, dict):
+    if given is not None and not isinstance(given, dict):
         raise ContextError(f"context 'fairness' must be a JSON object, not {value!r}")
+    # A key set to "null" turns its setting off (None), as in the environment; a key left out
+    # or null (which the CDK drops) keeps the default.
+    off = {key for key, item in (given or {}).items() if item == "null"}
+    given = cast(dict[str, object], _none_for_null(given or {}))
     unknown = sorted(set(given) - set(FAIRNESS_KEYS))
     if unknown:
         raise ContextError(
@@ -406,7 +410,9 @@ def _fairness(node: ContextSource) -> FairnessTuning:
             + ", ".join(FAIRNESS_KEYS)
         )
     values = {
-        field: _settings_value(field, given.get(key), f"fairness.{key}")
+        field: _settings_off(field, f"fairness.{key}")
+        if key in off
+        else _settings_value(field, given.get(key), f"fairness.{key}")
         for key, field in FAIRNESS_KEYS.items()
     }
     fairness = FairnessTuning(values)
@@ -440,6 +446,14 @@ def _none_for_null(value: object) -> object:
     if isinstance(value, dict):
         return {key: _none_for_null(item) for key, item in value.items()}
     return value
+
+
+def _settings_off(field: str, knob: str) -> object:
+    """None for `field`, when Settings allows it to be off."""
+    try:
+        return _settings_adapter(field).validate_python(None)
+    except ValidationError:
+        raise ContextError(f'context {knob!r} cannot be turned off ("null")') from None
 
 
 def _settings_default(field: str) -> object:

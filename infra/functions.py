@@ -87,6 +87,9 @@ class FunctionSpec:
     reads_signing_master: bool = False
     # Set for the API, whose stats route reads takt's metrics and the lanes' depths.
     reads_stats: bool = False
+    # Set for the claimer, which sizes a backlogged tenant's claims and fast-lane share from
+    # the lanes' depths (takt.fairness.adaptive).
+    measures_lanes: bool = False
     # The fairness settings the function reads (Settings fields); it gets each one set in the
     # context's `fairness` object, and no other.
     fairness: tuple[str, ...] = ()
@@ -150,8 +153,15 @@ CLAIMER = FunctionSpec(
     },
     sends_to_lanes=True,
     async_retries=0,
-    # A bounded claim shares its items between tenants by weight.
-    fairness=(*TENANT_LIMITS, *FAIR_DISPATCH, "claim_max_items", "claim_read_pages"),
+    # A bounded claim shares its items between tenants by weight, sized by the lanes' drain.
+    fairness=(
+        *TENANT_LIMITS,
+        *FAIR_DISPATCH,
+        "claim_max_items",
+        "claim_read_pages",
+        "fair_queue_sec",
+    ),
+    measures_lanes=True,
 )
 WORKER = FunctionSpec(
     name="worker",
@@ -298,6 +308,9 @@ def grant_data_access(
                 )
             ],
         )
+    if spec.measures_lanes and not spec.reads_stats:
+        for pair in lanes.lanes.values():
+            pair.queue.grant(grantee, "sqs:GetQueueAttributes")
     if spec.reads_stats:
         for pair in lanes.lanes.values():
             pair.queue.grant(grantee, "sqs:GetQueueAttributes")

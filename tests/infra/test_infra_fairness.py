@@ -1,5 +1,6 @@
-"""The `fairness` context object: off as shipped, checked at synth with the key named, and each
-setting given only to the functions (and the Fargate worker) that read it."""
+"""The `fairness` context object: takt's defaults as shipped (fair claims on), checked at synth
+with the key named, and each setting given only to the functions (and the Fargate worker) that
+read it."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ FAIRNESS_VARIABLES = {settings_env_var(field) for field in FAIRNESS_KEYS.values(
 FAIRNESS_ON = {
     "claimMaxItems": 500,
     "claimReadPages": 8,
+    "fairQueueSec": 2,
     "fairDispatchPerSec": 10,
     "fairDispatchBurstSec": 4,
     "tenantLimits": {"max_running": 20, "max_jobs": "null"},
@@ -46,7 +48,8 @@ LIMITS_AND_SHARES = {
 EXPECTED = {
     "api": LIMITS_AND_SHARES,
     "scheduler": set(),
-    "claimer": LIMITS_AND_SHARES | {"TAKT_CLAIM_MAX_ITEMS", "TAKT_CLAIM_READ_PAGES"},
+    "claimer": LIMITS_AND_SHARES
+    | {"TAKT_CLAIM_MAX_ITEMS", "TAKT_CLAIM_READ_PAGES", "TAKT_FAIR_QUEUE_SEC"},
     "worker": LIMITS_AND_SHARES | {"TAKT_HOST_RATE_LIMITS"},
     "watchdog": LIMITS_AND_SHARES,
     "indexer": set(),
@@ -122,6 +125,20 @@ def test_fairness_from_the_command_line_is_json_and_keys_left_out_stay_off(
     fairness = _fairness(cdk_json_context, json.dumps({"claimMaxItems": "50"}))
 
     assert fairness.environment(FAIRNESS_KEYS.values()) == {"TAKT_CLAIM_MAX_ITEMS": "50"}
+
+
+def test_fair_claims_are_on_as_shipped_and_null_strings_turn_them_off(
+    cdk_json_context: dict[str, Any],
+) -> None:
+    shipped = _fairness(cdk_json_context, cdk_json_context["fairness"])
+    off = _fairness(cdk_json_context, {"claimMaxItems": "null", "fairQueueSec": "null"})
+
+    assert shipped.values["claim_max_items"] == Settings().claim_max_items == 10
+    assert shipped.values["fair_queue_sec"] == Settings().fair_queue_sec == 0.5
+    assert off.environment(FAIRNESS_KEYS.values()) == {
+        "TAKT_CLAIM_MAX_ITEMS": "null",
+        "TAKT_FAIR_QUEUE_SEC": "null",
+    }
 
 
 def test_a_null_string_lifts_a_limit_since_the_cdk_drops_nulls_in_context_objects(

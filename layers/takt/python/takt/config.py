@@ -164,9 +164,16 @@ class Settings(BaseSettings):
     fair_dispatch_per_sec: float | None = Field(default=None, gt=0)
     fair_dispatch_burst_sec: float = Field(default=2.0, gt=0)
     overflow_lane: str = "low"
-    # At most this many due items per claim, shared between tenants by weight; the rest wait in
-    # the due index for the next tick. None claims everything due (docs/FAIRNESS.md).
-    claim_max_items: int | None = Field(default=None, ge=1)
+    # Due items of backlogged tenants per claim, shared between them by weight, when the lanes
+    # are busy (the floor: with `fair_queue_sec` the claim takes more while the lanes keep up);
+    # the rest wait in the due index for the next tick. None claims everything due, fairness
+    # off (docs/FAIRNESS.md).
+    claim_max_items: int | None = Field(default=10, ge=1)
+    # How many seconds of the lanes' measured drain rate backlogged tenants may keep queued:
+    # sizes their claims (above `claim_max_items`) and how many of their messages go to the
+    # fast lanes rather than the overflow lane (takt.fairness.adaptive). None: fixed claims of
+    # `claim_max_items`, no drain-derived shares.
+    fair_queue_sec: float | None = Field(default=0.5, gt=0, le=60)
     # A bounded claim reads at most this many pages of due items to choose from
     # (`DueStore.read_fair`), so its cost does not grow with the backlog.
     claim_read_pages: int = Field(default=4, ge=1, le=64)

@@ -33,6 +33,7 @@ from takt.dispatch.driver import Driver
 from takt.dispatch.indexer import DueIndexer
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
+from takt.fairness.adaptive import LaneGauge
 from takt.fairness.buckets import TokenBuckets
 from takt.fairness.gate import WorkerGate, running_check
 from takt.fairness.running import RunningSlots
@@ -181,8 +182,17 @@ class Services:
 
     @cached_property
     def claimer(self) -> Claimer:
+        gauge = None
+        if self.settings.claim_max_items is not None and self.settings.fair_queue_sec is not None:
+            gauge = LaneGauge(self.clients.sqs, self.settings.lane_urls)
         return Claimer(
-            self.settings, self.jobs, self.due, self.executions, self.lanes, self.calendars
+            self.settings,
+            self.jobs,
+            self.due,
+            self.executions,
+            self.lanes,
+            self.calendars,
+            gauge,
         )
 
     @cached_property

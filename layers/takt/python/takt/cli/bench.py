@@ -126,11 +126,27 @@ def local(
     "--fair/--no-fair",
     default=True,
     show_default=True,
-    help="Fair dispatch and bounded claims on (docs/FAIRNESS.md), or as shipped (off).",
+    help="Fairness as shipped (bounded, drain-sized claims and shares; docs/FAIRNESS.md), or "
+    "off (claims take everything due, no shares).",
 )
-@click.option("--fair-per-sec", default=10.0, show_default=True, help="Dispatch share per weight.")
 @click.option(
-    "--claim-max", default=2, show_default=True, help="A backlogged tenant's due items per claim."
+    "--fair-per-sec",
+    type=float,
+    default=None,
+    help="A fixed dispatch share per weight (a bucket write per tenant per send) on top.",
+)
+@click.option(
+    "--claim-max",
+    default=2,
+    show_default=True,
+    help="A backlogged tenant's due items per claim while the lanes are busy (the floor).",
+)
+@click.option(
+    "--queue-sec",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Seconds of the lanes' measured drain backlogged tenants may keep queued.",
 )
 @MOTO_OPTION
 @OUT_OPTION
@@ -140,8 +156,9 @@ def noisy(
     b_weight: int,
     window: int,
     fair: bool,
-    fair_per_sec: float,
+    fair_per_sec: float | None,
     claim_max: int,
+    queue_sec: float,
     moto: str,
     out: Path | None,
 ) -> None:
@@ -153,6 +170,11 @@ def noisy(
         raise CliError(
             "--flood and --b-rate must be positive, --b-weight 1-1000 and --window at least 10"
         )
+    if claim_max < 1 or not 0 < queue_sec <= 60 or (fair_per_sec is not None and fair_per_sec <= 0):
+        raise CliError(
+            "--claim-max must be positive, --queue-sec above 0 and at most 60, --fair-per-sec "
+            "positive"
+        )
     for key, value in FAKE_CREDENTIALS.items():
         os.environ.setdefault(key, value)
     workload = NoisyWorkload(
@@ -162,17 +184,54 @@ def noisy(
         window_sec=window,
         fair_dispatch_per_sec=fair_per_sec if fair else None,
         claim_max_items=claim_max if fair else None,
+        fair_queue_sec=queue_sec if fair else None,
         moto_process=moto == "process",
     )
     report = NoisyBench(workload, progress=lambda line: click.echo(line, err=True)).run()
     _emit(report, out)
+    click.echo(noisy_table(report), err=True)
+
+
+def noisy_table(report: dict[str, Any]) -> str:
+    """The noisy bench's result as docs/CAPACITY.md tabulates it, with the machine's load."""
     alone, flooded = report["b_alone"], report["b_during_flood"]
-    click.echo(
-        f"B p99 start lag {alone['start_lag_sec']['p99']} s alone, "
-        f"{flooded['start_lag_sec']['p99']} s during the flood; A {report['a_with_b']} with B, "
-        f"{report['a_alone']} alone; {report['a_completed_of_flood']} of the flood done",
-        err=True,
+    rows = [
+        {
+            "window": name,
+            "b_p50_sec": b["start_lag_sec"]["p50"],
+            "b_p99_sec": b["start_lag_sec"]["p99"],
+            "b_not_started": f"{b['not_started']} of {b['occurrences']}",
+            "a_per_sec": a["executions_per_sec"],
+        }
+        for name, b, a in (
+            ("B alone", alone, {"executions_per_sec": "-"}),
+            ("A floods beside B", flooded, report["a_with_b"]),
+        )
+    ]
+    rows.append(
+        {
+            "window": "A alone",
+            "b_p50_sec": "-",
+            "b_p99_sec": "-",
+            "b_not_started": "-",
+            "a_per_sec": report["a_alone"]["executions_per_sec"],
+        }
     )
+    from takt.cli.context import render_table
+
+    p99_alone, p99_flooded = alone["start_lag_sec"]["p99"], flooded["start_lag_sec"]["p99"]
+    settings = report["settings"]
+    if p99_alone is None or p99_flooded is None:
+        gap = "B had no occurrence in a window"
+    else:
+        met = "met" if p99_flooded - p99_alone <= 2 else "missed"
+        gap = f"B p99 during the flood - alone: {p99_flooded - p99_alone:+.2f} s ({met}: 2 s)"
+    verdict = (
+        f"{gap}; {report['a_completed_of_flood']} of the flood done; load average "
+        f"{settings['load_average_1m_at_start']} at the start, "
+        f"{settings['load_average_1m_at_end']} at the end"
+    )
+    return render_table(rows, list(rows[0])) + "\n" + verdict
 
 
 @bench.command("simulate")

@@ -29,7 +29,7 @@ import contextvars
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
@@ -39,6 +39,7 @@ from takt.calendars import Calendar, CalendarStore, blackout
 from takt.config import Settings
 from takt.dispatch.lanes import LaneSender, Outgoing
 from takt.dispatch.plan import FiringPlan, plan_firing
+from takt.fairness.adaptive import LaneGauge, LaneState, claim_budget, fast_headroom
 from takt.fairness.shares import fair_take
 from takt.models.ids import execution_id, format_time, to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
@@ -156,9 +157,11 @@ class Claimer:
         executions: ExecutionStore,
         lanes: LaneSender,
         calendars: CalendarStore | None = None,
+        gauge: LaneGauge | None = None,
     ) -> None:
         self._settings = settings
         self._calendars = calendars
+        self._gauge = gauge
         self._jobs = jobs
         self._due = due
         self._executions = executions
@@ -167,19 +170,23 @@ class Claimer:
         self._phases = Phases(settings.claimer_threads)
 
     def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
+        started = self._gauge.monotonic() if self._gauge is not None else 0.0
         result = ClaimResult()
         ahead = timedelta(seconds=self._settings.dispatch_ahead_sec)
         bound = self._settings.claim_max_items
+        backlogged: frozenset[str] = frozenset()
         if bound is None:
             items = self._due.query_due(minute, shard, now + ahead)
             result.due = len(items)
         else:
-            page = max(bound, FAIR_READ_PAGE)
+            budget = self._budget(bound)
+            page = max(budget, FAIR_READ_PAGE)
             read = self._due.read_fair(
                 minute, shard, now + ahead, page, self._settings.claim_read_pages
             )
             result.due = len(read.items)
-            items, later = self._bounded(read, bound)
+            backlogged = read.backlogged
+            items, later = self._bounded(read, budget)
             result.left += len(later)
         if not items:
             return result
@@ -216,8 +223,7 @@ class Claimer:
         for firing in firings:
             result.add(firing.result)
         if outgoing:
-            self._phases.each(self._lanes.send, _send_batches(outgoing), result)
-            result.dispatched += len(outgoing)
+            self._send(outgoing, backlogged, result)
             result.lags_ms.extend(
                 max(0, to_ms(now) - to_ms(f.item.due)) for f in firings if f.run_ids
             )
@@ -228,7 +234,63 @@ class Claimer:
         recurring = [f for f in firings if f.plan.next_run is not None]
         self._phases.each(lambda f: self._index_next(f, now), recurring, result)
         self._phases.each(self._advance, firings, result)
+        if self._gauge is not None and bound is not None:
+            self._gauge.claimed(len(items), self._gauge.monotonic() - started)
         return result
+
+    def _send(
+        self, outgoing: list[Outgoing], backlogged: frozenset[str], result: ClaimResult
+    ) -> None:
+        """Step 2: the claim's messages to their lanes, the backlogged tenants' shaped first."""
+        if backlogged and self._gauge is not None:
+            outgoing = self._shaped(outgoing, backlogged, self._gauge.state())
+        self._phases.each(self._lanes.send, _send_batches(outgoing), result)
+        result.dispatched += len(outgoing)
+        if self._gauge is not None:
+            for message in outgoing:
+                self._gauge.sent(message.lane, 1)
+
+    def _budget(self, floor: int) -> int:
+        """How many backlogged tenants' items this claim takes: `floor` (claim_max_items), or,
+        with the lanes measured (fair_queue_sec), what keeps them just ahead of their drain
+        (takt.fairness.adaptive)."""
+        queue_sec = self._settings.fair_queue_sec
+        if self._gauge is None or queue_sec is None:
+            return floor
+        return claim_budget(
+            self._gauge.state(),
+            queue_sec,
+            self._settings.due_shards,
+            floor,
+            self._gauge.sec_per_item,
+        )
+
+    def _shaped(
+        self, outgoing: list[Outgoing], backlogged: frozenset[str], state: LaneState
+    ) -> list[Outgoing]:
+        """`outgoing` with the backlogged tenants' messages beyond the fast lanes' headroom moved
+        to the overflow lane (oldest keep their lane); quiet tenants' messages stay."""
+        overflow = self._settings.overflow_lane
+        queue_sec = self._settings.fair_queue_sec
+        assert queue_sec is not None
+        shapeable = [
+            i
+            for i, o in enumerate(outgoing)
+            if o.message.tenant_id in backlogged and o.lane != overflow and o.delay_sec == 0
+        ]
+        quiet = sum(1 for o in outgoing if o.message.tenant_id not in backlogged)
+        room = fast_headroom(
+            state,
+            queue_sec,
+            overflow,
+            self._settings.due_shards,
+            self._settings.claim_max_items or 1,
+            quiet,
+        )
+        shaped = list(outgoing)
+        for index in shapeable[room:]:
+            shaped[index] = replace(shaped[index], lane=overflow)
+        return shaped
 
     def _bounded(self, read: FairRead, bound: int) -> tuple[list[DueItem], list[DueItem]]:
         """(taken, left) of a bounded claim (docs/FAIRNESS.md): every item of a tenant the read

@@ -54,9 +54,13 @@ class NoisyWorkload:
     # B's weight in fair dispatch (A's is 1): its share of the fast lanes, docs/FAIRNESS.md.
     b_weight: int = 1
     window_sec: int = 60
-    # Fair dispatch (None: off, the shipped default) and the claim bound; docs/FAIRNESS.md.
-    fair_dispatch_per_sec: float | None = 10.0
+    # Fairness as shipped (docs/FAIRNESS.md): a backlogged tenant's claims of at least
+    # `claim_max_items`, sized to keep the lanes `fair_queue_sec` ahead of their measured drain,
+    # and its messages beyond that headroom in the overflow lane. None for both: fairness off.
+    # A fixed dispatch share (`fair_dispatch_per_sec`) is off unless set.
+    fair_dispatch_per_sec: float | None = None
     claim_max_items: int | None = 2
+    fair_queue_sec: float | None = 0.5
     pollers: int = 4
     due_shards: int = 4
     create_threads: int = 8
@@ -83,6 +87,7 @@ class NoisyBench:
             ),
             "TAKT_FAIR_DISPATCH_PER_SEC": _env_value(w.fair_dispatch_per_sec),
             "TAKT_CLAIM_MAX_ITEMS": _env_value(w.claim_max_items),
+            "TAKT_FAIR_QUEUE_SEC": _env_value(w.fair_queue_sec),
         }
         saved = {key: os.environ.get(key) for key in env}
         os.environ.update(env)
@@ -111,6 +116,7 @@ class NoisyBench:
 
     def _run(self, runtime: LocalRuntime, receiver: Receiver) -> dict[str, Any]:
         w = self.workload
+        load_at_start = round(os.getloadavg()[0], 1)
         assert runtime.services is not None
         service = JobService(runtime.services)
         # The flood is stored first, due at an instant that leaves room for storing it (at a
@@ -195,6 +201,7 @@ class NoisyBench:
                 "overflow_lane": settings.overflow_lane,
                 "cpus": os.cpu_count(),
                 # The machine is shared: its load during the run says how far to trust it.
+                "load_average_1m_at_start": load_at_start,
                 "load_average_1m_at_end": round(os.getloadavg()[0], 1),
             },
             "b_alone": b_lags(start, flood_at),

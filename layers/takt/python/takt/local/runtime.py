@@ -208,6 +208,10 @@ class LocalRuntime:
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "takt")
         # Four shards are plenty on one machine; each costs a query per tick.
         os.environ.setdefault("TAKT_DUE_SHARDS", "4")
+        # Fair claims as deployed, with this machine's floor: a claimed item costs the runtime
+        # ~40 ms of CPU, so a backlogged tenant's claims start at 2 items a partition and grow
+        # with what the lanes drain (docs/FAIRNESS.md).
+        os.environ.setdefault("TAKT_CLAIM_MAX_ITEMS", "2")
         # Webhooks are signed locally too, each tenant with its key derived from this master
         # (`takt tenants webhook-key show local`).
         os.environ.setdefault(
