@@ -13,26 +13,20 @@ def lanes(queued: dict[str, int], drain: dict[str, float]) -> LaneState:
     )
 
 
-def test_unmeasured_lanes_claim_the_floor() -> None:
-    assert claim_budget(lanes({}, {}), 0.5, 4, 2, None) == 2
+def test_empty_lanes_double_the_last_claim_from_the_floor() -> None:
+    assert claim_budget(lanes({}, {}), 0.5, 4, 2, 1) == 2
+    assert claim_budget(lanes({}, {}), 0.5, 4, 2, 5) == 10
 
 
 def test_lanes_that_keep_up_take_their_drain_and_half_a_second_more_per_partition() -> None:
-    state = lanes({}, {"default": 12.0, "low": 4.0})
+    state = lanes({"low": 1}, {"default": 12.0, "low": 4.0})
 
-    assert claim_budget(state, 0.5, 4, 2, None) == 6  # 16 a second x 1.5 / 4 partitions
+    assert claim_budget(state, 0.5, 4, 2, 2) == 6  # (18 + 5) / 4, rounded up
 
 
 def test_what_is_queued_comes_off_the_budget_down_to_the_floor() -> None:
-    assert claim_budget(lanes({"default": 10}, {"default": 16.0}), 0.5, 1, 2, None) == 14
-    assert claim_budget(lanes({"default": 40}, {"default": 16.0}), 0.5, 1, 2, None) == 2
-
-
-def test_a_claim_is_held_to_half_a_second_at_its_measured_speed() -> None:
-    fast = lanes({}, {"default": 1000.0})
-
-    assert claim_budget(fast, 0.5, 1, 2, 0.05) == 10
-    assert claim_budget(fast, 0.5, 1, 20, 0.05) == 20  # never below the floor
+    assert claim_budget(lanes({"default": 10}, {"default": 16.0}), 0.5, 1, 2, 2) == 14
+    assert claim_budget(lanes({"default": 40}, {"default": 16.0}), 0.5, 1, 2, 30) == 2
 
 
 def test_quiet_tenants_take_the_fast_lanes_headroom_first() -> None:

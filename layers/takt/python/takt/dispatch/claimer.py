@@ -58,6 +58,8 @@ SEND_BATCH = 10
 # instant in one partition counts as backlogged (docs/FAIRNESS.md), so the page must be well
 # above what an ordinary tenant has due at once there.
 FAIR_READ_PAGE = 50
+# A claim that takes a backlog's items should end inside its tick's second (Claimer._budget).
+CLAIM_TIME_SEC = 1.0
 
 
 @dataclass
@@ -162,6 +164,11 @@ class Claimer:
         self._settings = settings
         self._calendars = calendars
         self._gauge = gauge
+        # The budget of the last claim that sized one, for the next read's page size.
+        self._last_budget = settings.claim_max_items or 1
+        self._budget_sample = -1
+        # How long the last claim that took a backlog's items took, by the gauge's clock.
+        self._last_claim_sec = 0.0
         self._jobs = jobs
         self._due = due
         self._executions = executions
@@ -170,7 +177,6 @@ class Claimer:
         self._phases = Phases(settings.claimer_threads)
 
     def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
-        started = self._gauge.monotonic() if self._gauge is not None else 0.0
         result = ClaimResult()
         ahead = timedelta(seconds=self._settings.dispatch_ahead_sec)
         bound = self._settings.claim_max_items
@@ -179,17 +185,20 @@ class Claimer:
             items = self._due.query_due(minute, shard, now + ahead)
             result.due = len(items)
         else:
-            budget = self._budget(bound)
-            page = max(budget, FAIR_READ_PAGE)
+            # Pages as large as the last budget: a claim may take that many of a backlog.
+            page = max(self._last_budget, FAIR_READ_PAGE)
             read = self._due.read_fair(
                 minute, shard, now + ahead, page, self._settings.claim_read_pages
             )
             result.due = len(read.items)
             backlogged = read.backlogged
+            # Only a backlog is sized by the lanes: an idle or quiet claim measures nothing.
+            budget = self._budget(bound) if backlogged else bound
             items, later = self._bounded(read, budget)
             result.left += len(later)
         if not items:
             return result
+        started = self._gauge.monotonic() if self._gauge is not None else 0.0
         jobs = self._jobs.batch_get([(i.tenant_id, i.job_id) for i in items])
         grace_ms = int(self._settings.due_grace_sec * 1000)
         firings: list[_Firing] = []
@@ -234,8 +243,8 @@ class Claimer:
         recurring = [f for f in firings if f.plan.next_run is not None]
         self._phases.each(lambda f: self._index_next(f, now), recurring, result)
         self._phases.each(self._advance, firings, result)
-        if self._gauge is not None and bound is not None:
-            self._gauge.claimed(len(items), self._gauge.monotonic() - started)
+        if backlogged and self._gauge is not None:
+            self._last_claim_sec = self._gauge.monotonic() - started
         return result
 
     def _send(
@@ -257,13 +266,23 @@ class Claimer:
         queue_sec = self._settings.fair_queue_sec
         if self._gauge is None or queue_sec is None:
             return floor
-        return claim_budget(
-            self._gauge.state(),
+        state = self._gauge.state()
+        if state.sample == self._budget_sample:
+            return self._last_budget
+        self._budget_sample = state.sample
+        if self._last_claim_sec > CLAIM_TIME_SEC:
+            # The tick waits for its claims, and a quiet tenant's next claim for the tick:
+            # a claim past its time halves the budget, whatever the lanes could take.
+            self._last_budget = max(floor, self._last_budget // 2)
+            return self._last_budget
+        self._last_budget = claim_budget(
+            state,
             queue_sec,
             self._settings.due_shards,
             floor,
-            self._gauge.sec_per_item,
+            self._last_budget,
         )
+        return self._last_budget
 
     def _shaped(
         self, outgoing: list[Outgoing], backlogged: frozenset[str], state: LaneState

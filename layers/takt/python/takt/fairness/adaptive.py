@@ -8,13 +8,16 @@ fill the lanes in front of everyone else. Both are derived here from what the la
   once a `sample_sec`, and only while a claim has a backlogged tenant to size) and counts what
   this process sent there; between two samples a lane drained what was queued plus what was
   sent minus what is queued now. The drain rate is a moving average of that.
-- `claim_budget`: how many items of backlogged tenants one claim takes. The lanes should hold
-  `queue_sec` seconds of work beyond what drains in the next second: `drain * (1 + queue_sec) -
-  queued`, split between the partitions a tick claims, never below the configured floor
-  (`claim_max_items`) nor above what a claim does in `CLAIM_TIME_SEC` at its measured speed
-  (a tick waits for its claims, and a quiet tenant's claim waits for the tick). A tenant alone
-  is claimed as fast as the lanes drain, growing by `1 + queue_sec` a second from the floor until
-  the lanes stop keeping up (work-conserving); under contention it is the same number, shared.
+- `claim_budget`: how many items of backlogged tenants one claim takes. Each lane should hold
+  `queue_sec` seconds of work beyond what drains in the next second: the sum over the lanes of
+  `drain * (1 + queue_sec) - queued` (none from a lane past it), split between the partitions a
+  tick claims, never below the configured floor
+  (`claim_max_items`); a claim that took longer than its tick's second halves the next budget
+  (the claimer's `CLAIM_TIME_SEC`: a quiet tenant's claim waits for the tick). While every lane
+  is empty the workers are waiting, so the claim doubles from the last one
+  (what drained is bounded by what they were given and by how long the ticks take). A tenant
+  alone is claimed as fast as the lanes drain, growing from the floor until they stop keeping up
+  (work-conserving); under contention it is the same number, shared.
 - `fast_headroom`: how many of a claim's backlogged items may go to their own (fast) lane; the
   rest go to the overflow lane. The fast lanes may hold `queue_sec` seconds of their measured
   drain beyond the next second's, less what quiet tenants send now: a quiet tenant's message
@@ -41,8 +44,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-# A claim should end well inside its tick's second.
-CLAIM_TIME_SEC = 0.5
 # Weight of the newest sample in the drain rate's moving average.
 ALPHA = 0.5
 
@@ -53,6 +54,8 @@ class LaneState:
 
     queued: Mapping[str, int]
     drain_per_sec: Mapping[str, float]
+    # Which sample this is: a budget follows the lanes once a sample, not once a claim.
+    sample: int = 0
 
     def total_queued(self, lanes: set[str] | None = None) -> int:
         return sum(n for lane, n in self.queued.items() if lanes is None or lane in lanes)
@@ -74,36 +77,18 @@ class LaneGauge:
         self._sqs = sqs
         self._urls = dict(lane_urls)
         self._sample_sec = sample_sec
-        # The gauge's clock, which times claims too (injected in tests).
+        # The gauge's clock; the claimer times its claims with it too (injected in tests).
         self.monotonic = monotonic
         self._lock = threading.Lock()
         self._sent = dict.fromkeys(self._urls, 0)
         self._sampled_at: float | None = None
         self._state = LaneState(dict.fromkeys(self._urls, 0), dict.fromkeys(self._urls, 0.0))
-        # Items claimed and the seconds their claims took, as a moving average of seconds per
-        # item (None until a claim was timed).
-        self._sec_per_item: float | None = None
 
     def sent(self, lane: str, count: int) -> None:
         """Count `count` messages this process sent to `lane`."""
         with self._lock:
             if lane in self._sent:
                 self._sent[lane] += count
-
-    def claimed(self, items: int, seconds: float) -> None:
-        """Record a claim of `items` that took `seconds`, for the claim's time bound."""
-        if items <= 0:
-            return
-        per_item = seconds / items
-        with self._lock:
-            previous = self._sec_per_item
-            self._sec_per_item = (
-                per_item if previous is None else ALPHA * per_item + (1 - ALPHA) * previous
-            )
-
-    @property
-    def sec_per_item(self) -> float | None:
-        return self._sec_per_item
 
     def state(self) -> LaneState:
         """The lanes as last sampled, sampling again when the sample is `sample_sec` old."""
@@ -124,7 +109,7 @@ class LaneGauge:
                 }
             else:
                 drain = dict(self._state.drain_per_sec)
-            self._state = LaneState(queued, drain)
+            self._state = LaneState(queued, drain, self._state.sample + 1)
             self._sent = dict.fromkeys(self._urls, 0)
             self._sampled_at = now
             return self._state
@@ -145,16 +130,23 @@ def _average(sample: float, previous: float, *, emptied: bool) -> float:
     return max(sample, average) if emptied or previous == 0 else average
 
 
-def claim_budget(
-    state: LaneState, queue_sec: float, partitions: int, floor: int, sec_per_item: float | None
-) -> int:
+def claim_budget(state: LaneState, queue_sec: float, partitions: int, floor: int, last: int) -> int:
     """Items of backlogged tenants one claim takes (see the module): what keeps the lanes
     `queue_sec` seconds ahead of their drain, per partition, within the floor and the time
     bound."""
-    wanted = state.total_drain() * (1 + queue_sec) - state.total_queued()
-    budget = max(floor, math.floor(wanted / max(1, partitions)))
-    if sec_per_item is not None and sec_per_item > 0:
-        budget = min(budget, max(floor, math.floor(CLAIM_TIME_SEC / sec_per_item)))
+    # Lane by lane: a lane with more queued than it drains leaves the others' room alone, so a
+    # slow overflow lane does not hold a backlog's claims to the floor while the fast lanes
+    # have room (and the fast-lane share sends it there).
+    wanted = sum(
+        max(0.0, state.drain_per_sec[lane] * (1 + queue_sec) - queued)
+        for lane, queued in state.queued.items()
+    )
+    # Rounded up: rounded down, a backlog claimed at a few items a partition would never grow.
+    budget = max(floor, math.ceil(wanted / max(1, partitions)))
+    if state.total_queued() == 0:
+        # Every lane was empty: the workers wait for work, whatever the drain measured (it is
+        # bounded by what they were given, and by how long the ticks take): double the claim.
+        budget = max(budget, 2 * last)
     return budget
 
 
