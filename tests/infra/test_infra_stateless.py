@@ -454,3 +454,14 @@ def test_only_the_api_reads_metrics_and_lane_depths(
         # The worker's event sources read their lanes' attributes; no one else reads a DLQ's.
         assert metric_reads == []
         assert not depth_reads & arns("dlq")
+
+
+def test_the_claimer_is_capped_at_two_per_due_shard(
+    stateless: StatelessStack, resources: dict[str, Any], logical_id: LogicalId
+) -> None:
+    """A burst of claims cannot take the account's concurrency from the API and the workers."""
+    claimer = resources[logical_id(stateless, stateless.functions.claimer)]["Properties"]
+
+    assert claimer["ReservedConcurrentExecutions"] == 2 * int(
+        claimer["Environment"]["Variables"]["TAKT_DUE_SHARDS"]
+    )
