@@ -33,6 +33,7 @@ from takt.models.ids import format_time
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.notify.policy import NotifyPolicy
 from takt.observability import logger
+from takt.store.errors import NotFoundError
 from takt.store.jobs import JobStore, OutcomeNote
 from takt.targets.base import CallContext
 from takt.targets.http import HttpTarget
@@ -111,7 +112,11 @@ class Notifier:
                 self._jobs.drop_incident(job.tenant_id, job.job_id, kind, incident)
 
     def _resolve(self, record: ExecutionRecord, closed: dict[str, str], now: datetime) -> None:
-        job = self._jobs.get(record.tenant_id, record.job_id, consistent=False)
+        try:
+            job = self._jobs.get(record.tenant_id, record.job_id, consistent=False)
+        except NotFoundError:
+            # Deleted since its outcome was noted: nobody is left to tell.
+            return
         policy = self.policy(job)
         if policy is None:
             return
