@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Receive takt's calls: print each one, verify its signature, answer --status.",
     ),
     "worker": ("takt.cli.worker", "Run executions from the lanes until SIGTERM or Ctrl-C."),
+    "deploy": (
+        "takt.cli.deploy",
+        "Before cdk deploy: what the account's Lambda and DynamoDB limits refuse or throttle.",
+    ),
     "top": ("takt.cli.top", "Live throughput, lag and queue depth (Ctrl-C to quit)."),
     "console": (
         "takt.cli.console",

@@ -1,0 +1,136 @@
+"""What a deployment with the chosen context will need from the account, checked before deploying.
+
+`takt deploy check` reads the account's Lambda concurrency (GetAccountSettings) and DynamoDB's
+throughput limits (DescribeLimits) and compares them with what the context asks for: the
+reserved concurrency the stacks set (a reservation the account cannot give fails the deployment
+of the stateless stack), the peak concurrency the lanes, the claimers and the API may reach (more
+than the quota throttles), and the due table's hot-minute writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from infra.context import ContextSource, DeployConfig
+from infra.driver import driver_concurrency
+from infra.functions import WATCHDOG, claimer_concurrency
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_lambda import LambdaClient
+
+# Lambda keeps this much of the account's concurrency unreserved: a reservation that would leave
+# less is refused (PutFunctionConcurrency), and the deployment with it.
+MIN_UNRESERVED = 100
+# One DynamoDB partition takes at most 1,000 write units a second; the due index spreads the
+# hot minute over `dueShards` partitions, sized so the seed's peak fills about a third of each
+# (docs/ARCHITECTURE.md).
+PARTITION_WRITE_UNITS = 1000
+PLANNED_PARTITION_SHARE = 3
+# The API's requests take about this long (p50 of the handler), so its peak concurrency is the
+# stage's burst times this.
+API_REQUEST_SEC = 0.05
+
+Level = Literal["fail", "throttle", "ok"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: Level
+    message: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the context asks of the account."""
+
+    reserved: Mapping[str, int]
+    lanes_concurrency: int
+    api_concurrency: int
+    due_shards: int
+
+    @property
+    def reserved_total(self) -> int:
+        return sum(self.reserved.values())
+
+
+@dataclass(frozen=True)
+class DictContext:
+    """cdk.json's context with `-c` overrides, as the CDK app would read it."""
+
+    values: Mapping[str, Any]
+
+    def try_get_context(self, key: str) -> Any:
+        return self.values.get(key)
+
+
+def plan(context: ContextSource) -> Plan:
+    config = DeployConfig.from_context(context)
+    assert WATCHDOG.reserved_concurrency is not None
+    return Plan(
+        reserved={
+            "scheduler": driver_concurrency(config.drivers),
+            "watchdog": WATCHDOG.reserved_concurrency,
+            "claimer": claimer_concurrency(config.tuning.due_shards),
+        },
+        lanes_concurrency=sum(
+            lane.max_concurrency
+            for name, lane in config.lanes.items()
+            if not (config.fargate and name in config.fargate.lanes)
+        ),
+        api_concurrency=max(1, round(config.api_burst_limit * API_REQUEST_SEC)),
+        due_shards=config.tuning.due_shards,
+    )
+
+
+def check(plan: Plan, lambda_: LambdaClient, dynamodb: DynamoDBClient) -> list[Finding]:
+    """Each way the account will refuse or throttle the deployment, or an `ok` line per check."""
+    limit = lambda_.get_account_settings()["AccountLimit"]
+    quota = int(limit.get("ConcurrentExecutions", 0))
+    findings = []
+    reserved = ", ".join(f"{name} {count}" for name, count in plan.reserved.items())
+    if quota - plan.reserved_total < MIN_UNRESERVED:
+        findings.append(
+            Finding(
+                "fail",
+                f"Lambda concurrency quota {quota}: the reservations ({reserved}: "
+                f"{plan.reserved_total}) would leave {quota - plan.reserved_total} unreserved, "
+                f"Lambda keeps at least {MIN_UNRESERVED}; raise the quota (Service Quotas, "
+                f"'Concurrent executions') to {plan.reserved_total + MIN_UNRESERVED} or more",
+            )
+        )
+    else:
+        findings.append(
+            Finding("ok", f"Lambda reservations {plan.reserved_total} of quota {quota}")
+        )
+    peak = plan.reserved_total + plan.lanes_concurrency + plan.api_concurrency
+    if peak > quota:
+        findings.append(
+            Finding(
+                "throttle",
+                f"at peak the functions may run {peak} at once (reservations "
+                f"{plan.reserved_total}, lanes {plan.lanes_concurrency}, API "
+                f"~{plan.api_concurrency}) against a quota of {quota}: workers or the API will "
+                "throttle; lower the lanes' maxConcurrency or raise the quota",
+            )
+        )
+    else:
+        findings.append(Finding("ok", f"peak concurrency {peak} within quota {quota}"))
+    table_max = int(dynamodb.describe_limits()["TableMaxWriteCapacityUnits"])
+    hot_minute = plan.due_shards * PARTITION_WRITE_UNITS // PLANNED_PARTITION_SHARE
+    if hot_minute > table_max:
+        findings.append(
+            Finding(
+                "throttle",
+                f"the due table's hot minute is planned at {hot_minute} write units/s "
+                f"({plan.due_shards} shards x a third of {PARTITION_WRITE_UNITS}) but a table "
+                f"may take {table_max}: raise DynamoDB's table throughput quota",
+            )
+        )
+    else:
+        findings.append(
+            Finding("ok", f"due table hot minute {hot_minute} WCU/s within {table_max}")
+        )
+    return findings

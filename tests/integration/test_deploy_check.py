@@ -1,0 +1,89 @@
+"""`takt deploy check` against an account: DynamoDB's limits from moto, Lambda's account settings
+(which moto does not serve) answered through a botocore hook on the real client."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+
+from infra.deploy_check import DictContext, check, plan
+
+CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
+
+
+def _context(**overrides: Any) -> DictContext:
+    context: dict[str, Any] = json.loads(CDK_JSON.read_text())["context"]
+    return DictContext(context | overrides)
+
+
+def _lambda_with_quota(quota: int) -> Any:
+    """A Lambda client whose GetAccountSettings answers as an account with `quota` does."""
+    client = boto3.client("lambda", region_name="us-east-1")
+    body = json.dumps(
+        {
+            "AccountLimit": {
+                "ConcurrentExecutions": quota,
+                "UnreservedConcurrentExecutions": quota,
+            },
+            "AccountUsage": {"FunctionCount": 0},
+        }
+    ).encode()
+
+    class _Raw:
+        def stream(self, **_: Any) -> Any:
+            yield body
+
+    def answer(**_: Any) -> AWSResponse:
+        return AWSResponse("https://lambda", 200, {}, _Raw())  # type: ignore[arg-type]
+
+    client.meta.events.register(
+        "before-send.lambda.GetAccountSettings",
+        answer,  # type: ignore[arg-type]  # a before-send handler may return the response
+    )
+    return client
+
+
+@pytest.fixture
+def dynamodb(moto_endpoint: str) -> Any:
+    return boto3.client("dynamodb", region_name="us-east-1", endpoint_url=moto_endpoint)
+
+
+def test_a_new_account_with_a_quota_of_10_is_told_the_deploy_fails(dynamodb: Any) -> None:
+    findings = check(plan(_context(profile="small")), _lambda_with_quota(10), dynamodb)
+
+    (fail,) = [f for f in findings if f.level == "fail"]
+    assert "quota 10" in fail.message and "107" in fail.message
+
+
+def test_the_shipped_context_on_a_default_account_fits(dynamodb: Any) -> None:
+    findings = check(plan(_context()), _lambda_with_quota(1000), dynamodb)
+
+    assert [f.level for f in findings] == ["ok", "ok", "throttle"]
+    assert "64 shards" in findings[2].message
+
+
+def test_lanes_beyond_the_quota_would_throttle(dynamodb: Any) -> None:
+    lanes = {
+        lane: {"maxConcurrency": 400, "batchingWindowSec": 0} for lane in ("high", "default", "low")
+    }
+    findings = check(plan(_context(lanes=lanes, dueShards=8)), _lambda_with_quota(1000), dynamodb)
+
+    assert [f.level for f in findings] == ["ok", "throttle", "ok"]
+
+
+def test_the_command_refuses_a_bad_context_value_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from takt.cli.main import main
+
+    status = main(["deploy", "check", "--cdk-json", str(CDK_JSON), "-c", "profile=tiny"])
+
+    err = capsys.readouterr().err
+    assert status != 0
+    assert "'profile'" in err
+    assert len(err.strip().splitlines()) == 1
