@@ -1,5 +1,5 @@
-// One job: its schedule in words with the next runs, its settings (editable), the actions, a
-// workflow's graph, and its executions, a page at a time (newest first) with a timeline.
+// One job: its schedule in words with the next runs, its settings (editable), the actions, its
+// backfills in progress (each cancellable), a workflow's graph, and its executions, a page at a time (newest first) with a timeline.
 import { del, get, patch, post, query } from "../api.js";
 import { RERUN, act, badge, confirmAction, fill, formatTime, h, ms, relative, scheduleText, table, timesIn, toast, when, zoneMode } from "../dom.js";
 import { editJob } from "../jobform.js";
@@ -98,6 +98,39 @@ function settings(job) {
     h("dl", { class: "pairs" }, pairs.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
 }
 
+// The job's backfills still running, as `takt jobs get` lists them: the range, how far it got
+// (done counts occurrences finished or found already run) and a Cancel for each. Finished and
+// cancelled ones stay in `takt jobs backfills`; with none running the section is absent.
+function backfills(job, items, redraw) {
+  const running = items.filter((b) => b.state === "running");
+  if (!running.length) return null;
+  const row = (b) => {
+    const done = b.started + b.existing - b.running;
+    const cancel = h("button", { class: "danger", onclick: () => act(cancel, async () => {
+      const ok = await confirmAction({ title: `Cancel backfill ${b.id}?`, action: "Cancel backfill", danger: true,
+        message: "None of its remaining occurrences starts, and its executions still running are stopped." });
+      if (!ok) return;
+      await del(`/v1/jobs/${job.id}/backfills/${b.id}`);
+      toast(`Backfill ${b.id} cancelled`);
+      await redraw();
+    }) }, "Cancel");
+    return h("tr", { "data-backfill": b.id },
+      h("td", { class: "mono" }, b.id),
+      h("td", {}, badge(b.state)),
+      h("td", {}, h("time", { datetime: b.from }, formatTime(b.from)), " to ",
+        h("time", { datetime: b.to }, formatTime(b.to))),
+      h("td", {}, h("progress", { value: done, max: b.total, "aria-label": `${b.id} progress` }), " ",
+        `${done} of ${b.total} done, ${b.running} running`,
+        b.existing ? h("span", { class: "muted" }, ` (${b.existing} ran already)`) : null),
+      h("td", {}, String(b.max_parallel)),
+      h("td", {}, when(b.created_at)),
+      h("td", {}, cancel));
+  };
+  return h("section", { class: "panel", "aria-label": "Backfills" },
+    h("h2", {}, "Backfills in progress"),
+    table(["backfill", "state", "range", "progress", "max parallel", "started", ""], running.map(row), ""));
+}
+
 // Each execution a mark on a time axis by its scheduled time, coloured by state.
 function timeline(executions) {
   if (!executions.length) return null;
@@ -148,23 +181,26 @@ function workflow(job, last) {
 export async function job(main, id) {
   const header = h("div");
   const body = h("div", { class: "columns" });
+  const backfilling = h("div");
   const flow = h("div");
   const history = h("section", { "aria-label": "Executions" });
-  main.replaceChildren(header, body, flow, history);
+  main.replaceChildren(header, body, backfilling, flow, history);
   // The pages seen so far, by the cursor that starts each (the API's, newest first).
   const starts = [null];
   let at = 0;
 
   async function redraw() {
-    const [j, preview, page] = await Promise.all([
+    const [j, preview, page, runs] = await Promise.all([
       get(`/v1/jobs/${id}`), get(`/v1/jobs/${id}/preview?count=5`),
       get(`/v1/jobs/${id}/executions` + query({ limit: PAGE, cursor: starts[at] })),
+      get(`/v1/jobs/${id}/backfills`),
     ]);
     header.replaceChildren(h("div", { class: "title" },
       h("div", {}, h("p", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", j.id),
         h("h1", {}, j.name || j.id, " ", badge(j.status))),
       actions(j, redraw)));
     body.replaceChildren(schedule(j, preview), settings(j));
+    fill(backfilling, backfills(j, runs.items, redraw));
     // The graph follows the newest run, which only the first page holds.
     if (j.tasks && at === 0) {
       fill(flow, workflow(j, page.items.length ? await get(`/v1/runs/${page.items[0].id}`) : null));

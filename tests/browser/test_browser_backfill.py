@@ -1,0 +1,71 @@
+"""A job's backfills in the console: the job's page shows each backfill still running (its
+range, progress and parallelism, as `takt jobs get` does) and cancels one after a confirmation.
+
+The target answers each call after a delay and the backfill runs one occurrence at a time, so it is
+still in progress, for far longer than the page needs, when the page loads; this module has its own
+`takt local` so that slow target holds none of the other modules' workers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.browser.conftest import screenshot
+from tests.e2e.harness import LocalTakt
+from tests.e2e.receiver import Receiver, Reply
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+expect = pytest.importorskip(
+    "playwright.sync_api", reason="the playwright package is not installed (the dev group has it)"
+).expect
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e]
+
+# Twelve hourly occurrences, each answered after SLOW_SEC: at least two minutes of backfill.
+FROM, TO, TOTAL = "2026-11-01T00:00:00Z", "2026-11-01T11:00:00Z", 12
+SLOW_SEC = 10.0
+
+
+def test_a_running_backfill_is_shown_and_cancelled_from_the_jobs_page(
+    page: Page, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    job = takt_local.create_job(
+        {
+            "name": "backfilled",
+            "schedule": "0 * * * *",
+            "target": receiver.path(then=Reply(delay_sec=SLOW_SEC)),
+        }
+    )
+    started = takt_local.request(
+        "POST", f"/v1/jobs/{job['id']}/backfill", {"from": FROM, "to": TO, "max_parallel": 1}
+    )
+    assert started.status == 202, started.body
+    backfill = started.body["id"]
+
+    page.goto(f"/#/jobs/{job['id']}")
+    section = page.get_by_role("region", name="Backfills")
+    row = section.locator(f"tr[data-backfill='{backfill}']")
+    expect(row).to_be_visible()
+    expect(row).to_contain_text("running")
+    expect(row).to_contain_text("2026-11-01 00:00:00 UTC to 2026-11-01 11:00:00 UTC")
+    expect(row).to_contain_text(re.compile(rf"\d+ of {TOTAL} done, 1 running"))
+    expect(row.get_by_role("progressbar", name=f"{backfill} progress")).to_have_attribute(
+        "max", str(TOTAL)
+    )
+    expect(row.locator("td[data-label='max parallel']")).to_have_text("1")
+    screenshot(page, "job-backfill")
+
+    row.get_by_role("button", name="Cancel").click()
+    dialog = page.locator("#confirm")
+    expect(dialog).to_contain_text(f"Cancel backfill {backfill}?")
+    dialog.get_by_role("button", name="Cancel backfill", exact=True).click()
+    expect(section).to_have_count(0)
+
+    answer = takt_local.request("GET", f"/v1/jobs/{job['id']}/backfills/{backfill}")
+    assert answer.status == 200
+    assert answer.body["state"] == "cancelled"
