@@ -122,6 +122,8 @@ def test_cancelling_a_backfill_stops_its_open_runs_and_starts_no_more(api: Api) 
     cancelled = api.request("DELETE", f"/v1/jobs/{job['id']}/backfills/{backfill['id']}")
 
     assert (cancelled.status, cancelled.json["state"]) == (200, "cancelled")
+    # Its one run was still pending, so the cancel ended it: nothing is left running.
+    assert cancelled.json["running"] == 0
     history = _executions(api, job["id"])
     assert [e["state"] for e in history] == ["cancelled"]
     assert (

@@ -93,7 +93,7 @@ class Backfiller:
         for _ in range(_PUMP_TRIES):
             record = self._store.get(tenant_id, job_id, backfill_id)
             if record.state != "running":
-                return record
+                return self._forget_finished(record, now)
             try:
                 job = self._jobs.get(tenant_id, job_id)
             except NotFoundError:
@@ -139,8 +139,20 @@ class Backfiller:
                         ExecState.CANCELLED,
                         now,
                     )
-            return saved
+            # Read again: the end of each run stopped here pumped (and saved) the record.
+            return self._forget_finished(self._store.get(tenant_id, job_id, backfill_id), now)
         return self._store.get(tenant_id, job_id, backfill_id)
+
+    def _forget_finished(self, record: BackfillRecord, now: datetime) -> BackfillRecord:
+        """A backfill that no longer runs starts nothing, but its `open` list still follows the
+        runs it told to stop, so its `running` count falls to 0 as they end (each end pumps it).
+        A conflict leaves the record to the next end's pump."""
+        still = [x for x in record.open if self._is_open(record.tenant_id, x)]
+        if still == record.open:
+            return record
+        settled = record.model_copy(deep=True)
+        settled.open = still
+        return self._save(settled, now) or record
 
     def _save(self, record: BackfillRecord, now: datetime) -> BackfillRecord | None:
         try:
