@@ -162,6 +162,7 @@ class LocalRuntime:
         self._stop_listening: Callable[[], None] | None = None
         self.console = None if options.console_dir is None else ConsoleFiles(options.console_dir)
         self.data = data
+        self._environ_before: dict[str, str] | None = None
         # How many items the tables held when loaded from the data folder.
         self.items_loaded = 0
 
@@ -191,6 +192,7 @@ class LocalRuntime:
             )
         self._moto.start()
         self.moto_endpoint = f"http://{self.options.host}:{moto_port}"
+        self._environ_before = dict(os.environ)
         for key, value in FAKE_CREDENTIALS.items():
             os.environ.setdefault(key, value)
         os.environ["TAKT_AWS_ENDPOINT_URL"] = self.moto_endpoint
@@ -275,6 +277,11 @@ class LocalRuntime:
             # A clean stop leaves one snapshot and an empty journal: the next start is quick.
             self.data.compact()
             self.data.close()
+        if self._environ_before is not None:
+            # Embedded in a longer-lived process, it leaves no TAKT_* settings behind.
+            os.environ.clear()
+            os.environ.update(self._environ_before)
+            get_settings.cache_clear()
         if self._moto is not None:
             self._moto.stop()
         if self._stop_listening is not None:
