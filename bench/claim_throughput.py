@@ -23,18 +23,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "layers/takt/python"), str(ROOT)]
+sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
 
 from moto.server import ThreadedMotoServer  # noqa: E402
 
 from takt.clock import ManualClock  # noqa: E402
 from takt.config import Settings  # noqa: E402
 from takt.dispatch.claimer import Claimer  # noqa: E402
-from takt.local import moto_speedups  # noqa: E402
-from takt.local.provision import provision  # noqa: E402
-from takt.local.runtime import FAKE_CREDENTIALS, free_port  # noqa: E402
 from takt.store.due import minute_of  # noqa: E402
 from takt.wiring import build_services  # noqa: E402
+from takt_cli.local import moto_speedups  # noqa: E402
+from takt_cli.local.provision import provision  # noqa: E402
+from takt_cli.local.runtime import FAKE_CREDENTIALS, free_port  # noqa: E402
 from tests.support.jobs import TENANT, job_id_in_shard, make_job, store_job  # noqa: E402
 
 SHARD = 0

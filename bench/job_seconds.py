@@ -14,10 +14,10 @@ import argparse
 import json
 from dataclasses import replace
 
-from takt.capacity.cost import worker_wait_usd_per_million
-from takt.capacity.model import CallProfile, Design
-from takt.capacity.scenarios import DRAIN_SEC, SEED
-from takt.capacity.sim import Simulator
+from takt_cli.capacity.cost import worker_wait_usd_per_million
+from takt_cli.capacity.model import CallProfile, Design
+from takt_cli.capacity.scenarios import DRAIN_SEC, SEED
+from takt_cli.capacity.sim import Simulator
 
 DESIGNS = {
     "one after another, batches of 10, 512 MB (before)": Design(

@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "layers/takt/python"), str(ROOT)]
+sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
 
 from takt.api.models import JobCreate  # noqa: E402
 from takt.api.service import JobService  # noqa: E402
-from takt.local.runtime import LocalRuntime, RuntimeOptions, free_port, worker_env  # noqa: E402
 from takt.models.records import ExecState, ExecutionRecord  # noqa: E402
 from takt.wiring import Services  # noqa: E402
+from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port, worker_env  # noqa: E402
 
 TENANT = "bench"
 SAMPLE_RATE = 250
@@ -85,12 +85,19 @@ def start_workers(
     env = {
         **os.environ,
         **worker_env(runtime.services.settings),
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers/takt/python"), str(ROOT / "bench")]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers"), str(ROOT / "bench")]),
     }
     workers = [
         subprocess.Popen(  # noqa: S603 - our own CLI, with arguments built here
             [
-                *(sys.executable, "-m", "takt.cli.main", "worker", "--module", "noop_handlers"),
+                *(
+                    sys.executable,
+                    "-m",
+                    "takt_cli.commands.main",
+                    "worker",
+                    "--module",
+                    "noop_handlers",
+                ),
                 *("--concurrency", str(concurrency), "--log-level", "WARNING"),
             ],
             cwd=ROOT,

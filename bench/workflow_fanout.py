@@ -35,15 +35,15 @@ from typing import Any
 
 from takt.api.models import JobCreate
 from takt.api.service import JobService
-from takt.local.bench import Receiver
-from takt.local.runtime import LocalRuntime, RuntimeOptions, free_port
-from takt.metering import Meter
 from takt.models.ids import execution_id, format_time
 from takt.models.records import ExecutionRecord
 from takt.store.errors import NotFoundError
 from takt.store.executions import ExecutionStore
 from takt.workflows.engine import RunEngine
 from takt.workflows.model import TaskIn
+from takt_cli.local.bench import Receiver
+from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port
+from takt_cli.metering import Meter
 
 TENANT = "bench"
 

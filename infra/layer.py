@@ -27,7 +27,9 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-LAYER_PACKAGE = PROJECT_ROOT / "layers" / "takt" / "python" / "takt"
+# The runtime library only: the tooling (cli/takt_cli) is never in the layer, and the layer's
+# `python/` prefix is made here, at build time, not kept in the source tree.
+LAYER_PACKAGE = PROJECT_ROOT / "layers" / "takt"
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 ARCHITECTURE = lambda_.Architecture.ARM_64
 # uv's name for Graviton Lambda: Amazon Linux 2023's glibc 2.34 runs any manylinux2014 (2.17) wheel.

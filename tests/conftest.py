@@ -17,11 +17,11 @@ import pytest
 
 from takt.clock import ManualClock
 from takt.config import Settings
-from takt.local import moto_speedups
-from takt.local.provision import provision
-from takt.local.runtime import FAKE_CREDENTIALS, free_port
 from takt.observability import logger
 from takt.wiring import Services, build_services
+from takt_cli.local import moto_speedups
+from takt_cli.local.provision import provision
+from takt_cli.local.runtime import FAKE_CREDENTIALS, free_port
 from tests.support.env import TEST_EGRESS_ALLOW
 
 os.environ.update(FAKE_CREDENTIALS)

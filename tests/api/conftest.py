@@ -16,8 +16,8 @@ import pytest
 from takt.aws import AwsClients, make_clients
 from takt.clock import ManualClock
 from takt.config import Settings
-from takt.local.provision import provision
 from takt.wiring import Services, install
+from takt_cli.local.provision import provision
 from tests.api.harness import Api
 from tests.support.env import TEST_EGRESS_ALLOW
 

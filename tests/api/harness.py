@@ -11,9 +11,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api.handler import handler
 from takt.api.ratelimit import REQUEST_BUCKET
-from takt.local.events import LocalContext, LocalIdentity, http_api_event
 from takt.resources import TABLES
 from takt.wiring import Services
+from takt_cli.local.events import LocalContext, LocalIdentity, http_api_event
 
 TENANT = "tenant-a"
 OTHER_TENANT = "tenant-b"

@@ -15,8 +15,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api.handler import handler
 from takt.api.app import app
-from takt.local.events import LocalContext, LocalIdentity, http_api_event
 from takt.wiring import Services, install
+from takt_cli.local.events import LocalContext, LocalIdentity, http_api_event
 from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, TENANT, Api, ApiResponse, store_snapshot
 
 JOB_BODY = {"name": "nightly", "schedule": "0 3 * * *", "target": "https://svc.example/hook"}

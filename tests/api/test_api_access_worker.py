@@ -7,10 +7,10 @@ from dataclasses import replace
 
 from click.testing import CliRunner
 
-from takt.cli.worker import worker
 from takt.dispatch.lanes import LaneMessage
 from takt.models.records import ExecState
 from takt.wiring import Services
+from takt_cli.commands.worker import worker
 from tests.api.harness import OTHER_TENANT, TENANT, Api, lane_messages
 
 

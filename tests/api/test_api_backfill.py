@@ -12,10 +12,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from croniter import croniter
 
-from takt.cli.main import main
 from takt.models.ids import format_time, parse_time
 from takt.models.records import ExecState
 from takt.store.executions import Transition
+from takt_cli.commands.main import main
 from tests.api.harness import TENANT, Api
 from tests.api.served import served
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from takt.cli.main import main
+from takt_cli.commands.main import main
 from tests.api.harness import PROBLEM_JSON, Api, store_snapshot
 from tests.api.served import served
 

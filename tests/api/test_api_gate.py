@@ -17,8 +17,8 @@ from functions.api.handler import handler
 from takt.api.app import BODY_ROUTES, openapi_json
 from takt.api.gate import MAX_DEPTH, depth_of, parse_json
 from takt.api.identity import is_tenant_id
-from takt.local.events import LocalContext, LocalIdentity, http_api_event
 from takt.observability import logger
+from takt_cli.local.events import LocalContext, LocalIdentity, http_api_event
 from tests.api.harness import PROBLEM_JSON, Api, ApiResponse
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")

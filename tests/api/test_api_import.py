@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from takt.cli.main import main
+from takt_cli.commands.main import main
 from tests.api.harness import Api, store_snapshot
 from tests.api.served import served
 

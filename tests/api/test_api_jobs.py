@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.api.handler import handler
 from takt.clock import ManualClock
-from takt.local.events import LocalContext, LocalIdentity, http_api_event
+from takt_cli.local.events import LocalContext, LocalIdentity, http_api_event
 from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, Api
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")

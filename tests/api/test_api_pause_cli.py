@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from takt.cli.main import main
 from takt.models.ids import format_time, parse_time
+from takt_cli.commands.main import main
 from tests.api.harness import Api
 from tests.api.served import served
 

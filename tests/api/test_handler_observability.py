@@ -11,9 +11,9 @@ import pytest
 
 from functions.watchdog.handler import handler as watchdog_handler
 from functions.worker.handler import handler as worker_handler
-from takt.local.runtime import free_port
 from takt.models.records import ExecState, ExecutionRecord
 from takt.observability import listen
+from takt_cli.local.runtime import free_port
 from tests.api.harness import Api
 from tests.api.test_handler_sample_events import NOON, event, invoke, store_job
 

@@ -22,10 +22,10 @@ from functions.claimer.handler import handler as claimer_handler
 from functions.scheduler.handler import handler as scheduler_handler
 from functions.watchdog.handler import handler as watchdog_handler
 from functions.worker.handler import handler as worker_handler
-from takt.local.events import LocalContext
-from takt.local.runtime import free_port
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.wiring import Services
+from takt_cli.local.events import LocalContext
+from takt_cli.local.runtime import free_port
 from tests.api.harness import Api
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from takt.cli.main import main
+from takt_cli.commands.main import main
 
 
 def test_a_small_local_run_completes_every_execution_once(tmp_path: Path) -> None:
@@ -24,7 +24,7 @@ def test_a_small_local_run_completes_every_execution_once(tmp_path: Path) -> Non
         [
             sys.executable,
             "-m",
-            "takt.cli.main",
+            "takt_cli.commands.main",
             "bench",
             "local",
             "--stored=20",

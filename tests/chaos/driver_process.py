@@ -3,7 +3,7 @@ the real handler, with a context whose timeout makes it stop after `LIFE_SEC`.
 
     python -m tests.chaos.driver_process LIFE_SEC [EVENT_TIME]
 
-The settings come from `TAKT_*` variables (`takt.local.runtime.worker_env` and the claimer
+The settings come from `TAKT_*` variables (`takt_cli.local.runtime.worker_env` and the claimer
 mode). The process imports the handler, prints `ready`, reads from its standard input the
 instant (epoch seconds) to invoke it at, and does so then, as a warm Lambda environment would be
 invoked: a process start on a loaded machine takes far longer than a cold start, and the
@@ -23,7 +23,7 @@ from typing import Any, cast
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.scheduler.handler import STOP_BEFORE_END_MS, handler
-from takt.local.events import LocalContext
+from takt_cli.local.events import LocalContext
 
 
 def main(argv: list[str]) -> None:

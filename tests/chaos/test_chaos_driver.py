@@ -39,9 +39,9 @@ import pytest
 
 from takt.aws import AwsClients
 from takt.config import Settings
-from takt.local.runtime import worker_env
 from takt.models.ids import split_execution_id
 from takt.wiring import Services
+from takt_cli.local.runtime import worker_env
 from tests.chaos.conftest import ROOT, Form, publish
 from tests.e2e.harness import poll
 from tests.support.env import fresh_settings

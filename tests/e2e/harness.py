@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import urllib3
 
-from takt.local.runtime import free_port
+from takt_cli.local.runtime import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,7 +63,15 @@ class LocalTakt:
         }
         with log.open("wb") as sink:
             process = subprocess.Popen(
-                [sys.executable, "-m", "takt.cli.main", "local", "--port", str(port), *args],
+                [
+                    sys.executable,
+                    "-m",
+                    "takt_cli.commands.main",
+                    "local",
+                    "--port",
+                    str(port),
+                    *args,
+                ],
                 cwd=ROOT,
                 env=env,
                 stdout=sink,

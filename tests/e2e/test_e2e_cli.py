@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from takt.cli.main import main
 from takt.tenants.webhook_keys import verify
+from takt_cli.commands.main import main
 from tests.e2e.harness import LocalTakt, poll
 from tests.e2e.receiver import Receiver, Reply
 

@@ -135,7 +135,16 @@ def test_a_second_takt_local_on_the_same_folder_refuses_in_one_line(
     start(started, tmp_path, data)
 
     second = subprocess.run(
-        [sys.executable, "-m", "takt.cli.main", "local", "--port", "0", "--data", str(data)],
+        [
+            sys.executable,
+            "-m",
+            "takt_cli.commands.main",
+            "local",
+            "--port",
+            "0",
+            "--data",
+            str(data),
+        ],
         cwd=ROOT,
         check=False,
         capture_output=True,

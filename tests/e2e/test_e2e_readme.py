@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from takt.local.runtime import free_port
+from takt_cli.local.runtime import free_port
 from tests.e2e.harness import ROOT, LocalTakt, poll
 
 pytestmark = pytest.mark.e2e

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from takt.cli.main import main
 from takt.models.ids import format_time
+from takt_cli.commands.main import main
 from tests.e2e.harness import ROOT, RUNTIME_ENV, LocalTakt, poll
 from tests.e2e.worker_handlers import read_journal
 
@@ -92,7 +92,7 @@ class Worker:
         with self.log.open("wb") as sink:
             self.process = subprocess.Popen(
                 [
-                    *(sys.executable, "-m", "takt.cli.main", "worker"),
+                    *(sys.executable, "-m", "takt_cli.commands.main", "worker"),
                     *("--module", "tests.e2e.worker_handlers"),
                     *("--concurrency", "1", "--grace-sec", str(GRACE_SEC)),
                     *("--log-level", "WARNING"),

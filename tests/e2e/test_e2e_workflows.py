@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from takt.cli.main import main
+from takt_cli.commands.main import main
 from tests.e2e.harness import LocalTakt, poll
 from tests.e2e.receiver import Receiver, Reply
 

@@ -79,7 +79,7 @@ def test_lanes_beyond_the_quota_would_throttle(dynamodb: Any) -> None:
 def test_the_command_refuses_a_bad_context_value_in_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from takt.cli.main import main
+    from takt_cli.commands.main import main
 
     status = main(["deploy", "check", "--cdk-json", str(CDK_JSON), "-c", "profile=tiny"])
 

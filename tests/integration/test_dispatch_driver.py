@@ -21,9 +21,9 @@ from takt.config import Settings
 from takt.dispatch.claimer import ClaimResult
 from takt.dispatch.driver import FOLLOW_AFTER_SEC, MAX_FAILED_TICKS, Driver
 from takt.dispatch.ticker import InlineFanout, Ticker
-from takt.local.events import LocalContext
 from takt.models.ids import split_execution_id
 from takt.wiring import Services, build_services, install
+from takt_cli.local.events import LocalContext
 from tests.conftest import make_settings
 from tests.support.faults import Crash, crash_on
 from tests.support.jobs import make_job, store_job

@@ -15,9 +15,9 @@ from takt.api.models import JobCreate, JobPatch
 from takt.api.service import JobService
 from takt.clock import ManualClock
 from takt.dispatch.indexer import due_write
-from takt.local.events import LocalContext
 from takt.models.records import JobStatus
 from takt.wiring import Services, install
+from takt_cli.local.events import LocalContext
 from tests.support.history import HistoryChecker
 from tests.support.indexer import index_due, stream_records
 

@@ -1,4 +1,4 @@
-"""The data folder of `takt local` (takt.local.persistence) on a journaled moto server: the
+"""The data folder of `takt local` (takt_cli.local.persistence) on a journaled moto server: the
 tables come back as they were written, through a snapshot and a journal, and a journal line cut
 short by a kill is skipped."""
 
@@ -13,8 +13,8 @@ from typing import Any
 import boto3
 import pytest
 
-from takt.local.persistence import DataDirInUseError, DataStore
-from takt.local.runtime import _journaled_moto, free_port
+from takt_cli.local.persistence import DataDirInUseError, DataStore
+from takt_cli.local.runtime import _journaled_moto, free_port
 
 TTL = {"things_table": "expires_at"}
 

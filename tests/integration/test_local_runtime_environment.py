@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from takt.config import get_settings
-from takt.local.runtime import LocalRuntime, RuntimeOptions, free_port
+from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port
 
 
 def test_a_stopped_runtime_leaves_no_takt_settings_behind() -> None:

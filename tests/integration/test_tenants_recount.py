@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from takt.cli.main import main
 from takt.clock import ManualClock
 from takt.config import Settings
 from takt.models.records import JobRecord
 from takt.tenants import Recount, RecountError
 from takt.tenants.limits import RECOUNT_TRIES
 from takt.wiring import Services
+from takt_cli.commands.main import main
 from tests.support.faults import interleave
 from tests.support.jobs import TENANT, make_job
 
@@ -168,7 +168,7 @@ def test_a_recount_that_never_sees_a_still_moment_gives_up(
 @pytest.fixture
 def cli_settings(monkeypatch: pytest.MonkeyPatch, svc: Services) -> Settings:
     """The CLI reads the test's tables, as it would read TAKT_* from the environment."""
-    monkeypatch.setattr("takt.cli.tenants.get_settings", lambda: svc.settings)
+    monkeypatch.setattr("takt_cli.commands.tenants.get_settings", lambda: svc.settings)
     return svc.settings
 
 
@@ -217,7 +217,7 @@ def test_the_cli_names_the_tables_it_could_not_use(
     monkeypatch: pytest.MonkeyPatch, svc: Services, capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = svc.settings.model_copy(update={"jobs_table": "no-such-jobs"})
-    monkeypatch.setattr("takt.cli.tenants.get_settings", lambda: missing)
+    monkeypatch.setattr("takt_cli.commands.tenants.get_settings", lambda: missing)
 
     code, out, err = run(capsys, "tenants", "recount", TENANT)
 
@@ -230,7 +230,9 @@ def test_the_cli_names_the_tables_it_could_not_use(
 def test_the_cli_names_a_bad_setting(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr("takt.cli.tenants.get_settings", lambda: Settings(due_shards="many"))
+    monkeypatch.setattr(
+        "takt_cli.commands.tenants.get_settings", lambda: Settings(due_shards="many")
+    )
 
     code, out, err = run(capsys, "tenants", "recount", TENANT)
 

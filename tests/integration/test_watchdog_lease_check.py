@@ -19,11 +19,11 @@ import pytest
 from takt.aws import make_clients
 from takt.clock import ManualClock
 from takt.dispatch.lanes import LaneMessage, Outgoing
-from takt.metering import OUTSIDE, Meter, MotoImages
 from takt.models.ids import to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobStatus
 from takt.wiring import Services
 from takt.worker.runner import lease_moves_check_at
+from takt_cli.metering import OUTSIDE, Meter, MotoImages
 from tests.support.env import ServicesFactory, SettingsFactory
 from tests.support.jobs import TENANT, make_execution, make_job, store_execution
 from tests.support.lanes import drain

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from takt.clock import ManualClock
-from takt.local.runtime import _local_master
 from takt.models.records import ExecState
 from takt.targets.spec import HttpSpec
 from takt.tenants.webhook_keys import derive, master_bytes, verify
 from takt.wiring import Services, install
+from takt_cli.local.runtime import _local_master
 from tests.api.harness import OTHER_TENANT, Api
 from tests.integration.worker.conftest import runner_for, submit_to
 from tests.support.env import ServicesFactory

@@ -15,8 +15,8 @@ from typing import Any
 
 from takt.aws import AwsClients
 from takt.config import Settings
-from takt.local.provision import provision
 from takt.wiring import Services
+from takt_cli.local.provision import provision
 
 # The suite's HTTP targets are receivers on 127.0.0.1, which the default Settings refuse (as a
 # deployed stack does): test settings allow loopback, and the egress tests set their own list.

@@ -12,8 +12,8 @@ from typing import Any
 import boto3
 
 from takt.dispatch.indexer import IndexResult
-from takt.local.streams import StreamReader
 from takt.wiring import Services
+from takt_cli.local.streams import StreamReader
 
 # One reader per jobs table (each test has its own), one streams client per endpoint.
 _readers: dict[str, StreamReader] = {}

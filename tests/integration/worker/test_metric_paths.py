@@ -25,13 +25,13 @@ from infra import metric_names
 from takt.aws import make_cloudwatch_client
 from takt.clock import ManualClock
 from takt.dispatch.lanes import LaneMessage, Outgoing
-from takt.local.events import LocalContext, sqs_event
 from takt.models.records import RetryPolicy
 from takt.observability import MetricUnit
 from takt.wiring import Services, install
 from takt.worker.metrics import MetricPublisher, record_outcome
 from takt.worker.process import WorkerOptions, WorkerProcess
 from takt.worker.runner import RunOutcome
+from takt_cli.local.events import LocalContext, sqs_event
 from tests.integration.worker.conftest import NOON, runner_for, submit_to
 from tests.support.jobs import TENANT, job_id_in_shard, make_job
 from tests.support.threads import poll_until

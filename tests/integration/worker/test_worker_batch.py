@@ -10,10 +10,10 @@ from aws_lambda_powertools.utilities.batch import EventType
 from functions.worker.handler import handler as worker_handler
 from takt.clock import ManualClock
 from takt.dispatch.lanes import Outgoing
-from takt.local.events import LocalContext, sqs_event
 from takt.models.records import ExecState
 from takt.wiring import Services, install
 from takt.worker.batch import ConcurrentBatchProcessor
+from takt_cli.local.events import LocalContext, sqs_event
 from tests.integration.worker import handlers
 from tests.integration.worker.conftest import stored, submit_to
 

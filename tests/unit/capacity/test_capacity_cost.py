@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from takt.capacity.cost import (
+from takt_cli.capacity.cost import (
     FUNCTION_MEMORY_MB,
     CloudModel,
     ExecutionProfile,

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from takt.capacity.model import CallProfile, Design, Limits
-from takt.capacity.sim import Load, Simulator
+from takt_cli.capacity.model import CallProfile, Design, Limits
+from takt_cli.capacity.sim import Load, Simulator
 
 # A worker message of exactly 100 ms (no AWS call, no CPU, a 100 ms target), free claims, and
 # write units only where a test asks for them.

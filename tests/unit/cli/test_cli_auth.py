@@ -16,8 +16,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from takt.cli.auth import BearerAuth, NoAuth, SigV4Signer, authenticator, region_of
-from takt.cli.main import main
+from takt_cli.commands.auth import BearerAuth, NoAuth, SigV4Signer, authenticator, region_of
+from takt_cli.commands.main import main
 from tests.unit.cli.conftest import FakeApi, Received
 
 KEY, SECRET, TOKEN = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "session-token"

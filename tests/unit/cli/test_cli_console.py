@@ -10,10 +10,10 @@ from http.server import ThreadingHTTPServer
 import pytest
 import urllib3
 
-from takt.cli.auth import SigV4Signer
-from takt.cli.console import forward_target, make_handler
-from takt.cli.context import CliContext
-from takt.local.console import ConsoleFiles, default_console_dir
+from takt_cli.commands.auth import SigV4Signer
+from takt_cli.commands.console import forward_target, make_handler
+from takt_cli.commands.context import CliContext
+from takt_cli.local.console import ConsoleFiles, default_console_dir
 from tests.unit.cli.conftest import FakeApi
 
 

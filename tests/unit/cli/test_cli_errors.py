@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from takt.cli.main import main
-from takt.local.runtime import free_port
+from takt_cli.commands.main import main
+from takt_cli.local.runtime import free_port
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

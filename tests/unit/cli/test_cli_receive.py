@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 import urllib3
 
-from takt.local.runtime import free_port
 from takt.targets.http import sign
+from takt_cli.local.runtime import free_port
 
 KEY = "whsec_" + base64.b64encode(b"k" * 32).decode()
 OTHER_KEY = "whsec_" + base64.b64encode(b"o" * 32).decode()
@@ -25,7 +25,7 @@ def receiver() -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = free_port()
     process = subprocess.Popen(
         [
-            *(sys.executable, "-m", "takt.cli.main", "receive"),
+            *(sys.executable, "-m", "takt_cli.commands.main", "receive"),
             *("--port", str(port), "--status", "503", "--secret", KEY),
         ],
         stdout=subprocess.PIPE,

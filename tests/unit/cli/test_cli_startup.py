@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
-from takt.cli.main import COMMANDS, cli
+from takt_cli.commands.main import COMMANDS, cli
 
 HEAVY = ("boto3", "botocore", "moto", "pydantic", "aws_lambda_powertools")
 
 PROBE = """
 import contextlib, io, json, sys
-from takt.cli.main import main
+from takt_cli.commands.main import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(sys.argv[1:])
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
@@ -40,9 +40,13 @@ def test_help_imports_no_aws_sdk_moto_or_pydantic(args: tuple[str, ...]) -> None
 
 
 def test_help_loads_no_command_module() -> None:
-    loaded = [m for m in loaded_by("--help") if m.startswith("takt.cli.") and m != "takt.cli.main"]
+    loaded = [
+        m
+        for m in loaded_by("--help")
+        if m.startswith("takt_cli.commands.") and m != "takt_cli.commands.main"
+    ]
 
-    assert loaded == ["takt.cli.errors"]
+    assert loaded == ["takt_cli.commands.errors"]
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from takt.cli.context import render_table
+from takt_cli.commands.context import render_table
 
 
 def test_table_starts_with_upper_case_headers() -> None:

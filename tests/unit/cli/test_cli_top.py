@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from takt.cli.main import main
-from takt.cli.top import render, sparkline
+from takt_cli.commands.main import main
+from takt_cli.commands.top import render, sparkline
 from tests.unit.cli.conftest import FakeApi
 
 

@@ -3,8 +3,8 @@ so the others' start lag and the flood's progress are reported on their own."""
 
 from __future__ import annotations
 
-from takt.capacity.model import Design
-from takt.capacity.sim import Load, Simulator
+from takt_cli.capacity.model import Design
+from takt_cli.capacity.sim import Load, Simulator
 
 STEADY = Load(steady_per_sec=50, duration_sec=20)
 DESIGN = Design(due_shards=8, lane_max_concurrency=5)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from takt.local.console import ConsoleFiles, default_console_dir
+from takt_cli.local.console import ConsoleFiles, default_console_dir
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from botocore.exceptions import ClientError
 
 from takt.aws import AwsClients, make_clients
 from takt.config import Settings
-from takt.metering import EMPTY_RECEIVE, OUTSIDE, Meter, MotoImages
 from takt.resources import EXECUTIONS
+from takt_cli.metering import EMPTY_RECEIVE, OUTSIDE, Meter, MotoImages
 
 
 @pytest.fixture

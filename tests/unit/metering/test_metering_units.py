@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from takt.metering.units import (
+from takt_cli.metering.units import (
     IndexShape,
     TableShape,
     index_write_units,

@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from croniter import croniter
 
-from takt.migrate.awscron import from_aws, to_aws
-from takt.migrate.model import MappingError
 from takt.schedule import CronSchedule, preview
+from takt_cli.migrate.awscron import from_aws, to_aws
+from takt_cli.migrate.model import MappingError
 
 AFTER = datetime(2026, 1, 1, tzinfo=UTC)
 

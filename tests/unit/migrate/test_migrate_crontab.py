@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from takt.migrate import crontab
+from takt_cli.migrate import crontab
 
 TARGET = "handler:shell"
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from takt.migrate import eventbridge
-from takt.migrate.model import MappingError
+from takt_cli.migrate import eventbridge
+from takt_cli.migrate.model import MappingError
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 QUEUE = "arn:aws:sqs:us-east-1:123456789012:jobs"

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from croniter import croniter
 
-from takt.migrate import Imported, k8s
 from takt.schedule import CronSchedule, preview
+from takt_cli.migrate import Imported, k8s
 
 TARGET = "https://runner.example/run"
 AFTER = datetime(2026, 4, 1, tzinfo=UTC)

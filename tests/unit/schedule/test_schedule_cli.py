@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from click.testing import CliRunner, Result
 
-from takt.cli.context import CliContext, CliError
-from takt.cli.schedule import schedule
+from takt_cli.commands.context import CliContext, CliError
+from takt_cli.commands.schedule import schedule
 
 AFTER = "2026-10-01T12:00:00Z"
 
@@ -171,7 +171,7 @@ def test_count_is_bounded() -> None:
 
 
 def test_through_main_prints_json_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
-    main = pytest.importorskip("takt.cli.main").main
+    main = pytest.importorskip("takt_cli.commands.main").main
     status = main(
         ["-o", "json", "schedule", "preview", "--cron", "@hourly", "--after", AFTER, "--count", "1"]
     )
@@ -182,7 +182,7 @@ def test_through_main_prints_json_and_exits_zero(capsys: pytest.CaptureFixture[s
 def test_through_main_a_bad_batch_line_is_one_line_on_stderr(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    main = pytest.importorskip("takt.cli.main").main
+    main = pytest.importorskip("takt_cli.commands.main").main
     monkeypatch.setattr("sys.stdin", io.StringIO('{"cron": "@daily", "after": "x"}\n'))
     status = main(["schedule", "preview", "--batch"])
     captured = capsys.readouterr()

@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from takt.cli.context import CliContext
-from takt.cli.schedule import schedule
 from takt.models.records import JobRecord
 from takt.schedule import jitter_offset
+from takt_cli.commands.context import CliContext
+from takt_cli.commands.schedule import schedule
 
 instants = st.datetimes(
     min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from takt.cli.local import local
 from takt.config import Settings
-from takt.local.runtime import LOCAL_EGRESS_ALLOW, describe_egress, worker_env
 from takt.targets.egress import EgressPolicy
+from takt_cli.commands.local import local
+from takt_cli.local.runtime import LOCAL_EGRESS_ALLOW, describe_egress, worker_env
 
 
 def test_the_default_settings_refuse_loopback_and_the_metadata_address(

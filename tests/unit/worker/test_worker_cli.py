@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from takt.cli.main import main
 from takt.config import Settings
+from takt_cli.commands.main import main
 
 
 @pytest.fixture(autouse=True)
 def one_lane(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = Settings(lane_urls={"default": "http://127.0.0.1:9/queue/default"})
-    monkeypatch.setattr("takt.cli.worker.get_settings", lambda: settings)
+    monkeypatch.setattr("takt_cli.commands.worker.get_settings", lambda: settings)
 
 
 def _error(capsys: pytest.CaptureFixture[str], *args: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from takt.cli.runs import render_tree
+from takt_cli.commands.runs import render_tree
 
 
 def task(task_id: str, state: str, depth: int, *depends_on: str, **extra: Any) -> dict[str, Any]:

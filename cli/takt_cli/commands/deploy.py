@@ -1,0 +1,64 @@
+"""`takt deploy check`: before `cdk deploy`, what the account will refuse or throttle.
+
+Run from the repository (it reads cdk.json and the CDK app's context rules in `infra/`, so the
+numbers are the ones the stacks would set) with the credentials and region you deploy with.
+Everything is imported inside the command, so `takt --help` stays cheap.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from takt_cli.commands.errors import CliError
+
+
+@click.group()
+def deploy() -> None:
+    """Before cdk deploy: what the account's Lambda and DynamoDB limits refuse or throttle."""
+
+
+@deploy.command()
+@click.option(
+    "-c",
+    "--context",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A context value, as `cdk deploy -c` takes it (repeatable), e.g. profile=small.",
+)
+@click.option(
+    "--cdk-json",
+    default="cdk.json",
+    show_default=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The CDK app's cdk.json, whose context is the shipped one.",
+)
+def check(overrides: tuple[str, ...], cdk_json: Path) -> None:
+    """Read the account's Lambda and DynamoDB limits and say what the deployment would break."""
+    from infra.context import ContextError
+    from infra.deploy_check import DictContext, check, plan
+    from takt.aws import make_clients, make_lambda_client
+    from takt.config import get_settings
+
+    try:
+        context = dict(json.loads(cdk_json.read_text())["context"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise CliError(f"cannot read the context of {cdk_json}: {exc}") from None
+    for given in overrides:
+        key, sep, value = given.partition("=")
+        if not sep or not key:
+            raise CliError(f"--context takes KEY=VALUE, not {given!r}")
+        context[key] = value
+    try:
+        wanted = plan(DictContext(context))
+    except ContextError as exc:
+        raise CliError(str(exc)) from None
+    settings = get_settings()
+    findings = check(wanted, make_lambda_client(settings, None), make_clients(settings).dynamodb)
+    for finding in findings:
+        click.echo(f"{finding.level:8} {finding.message}")
+    if any(finding.level == "fail" for finding in findings):
+        raise SystemExit(1)

@@ -1,0 +1,133 @@
+"""`takt executions ...`: the history of a job, one execution, re-running or cancelling it."""
+
+from __future__ import annotations
+
+import click
+
+from takt_cli.commands.client import call
+from takt_cli.commands.context import CliContext, render_table
+from takt_cli.commands.jobs import job_argument
+
+COLUMNS = ["id", "state", "attempt", "scheduled_time", "lag_ms", "error"]
+ATTEMPT_COLUMNS = [
+    "attempt",
+    "outcome",
+    "status_code",
+    "started_at",
+    "finished_at",
+    "duration_ms",
+    "error",
+]
+
+
+@click.group()
+def executions() -> None:
+    """Inspect, re-run and cancel executions."""
+
+
+@executions.command("list")
+@job_argument
+@click.option("--limit", default=50, show_default=True)
+@click.option("--cursor")
+@click.pass_obj
+def list_(ctx: CliContext, job_id: str, limit: int, cursor: str | None) -> None:
+    """A job's executions, newest first."""
+    page, _ = call(
+        ctx,
+        "GET",
+        f"/v1/jobs/{job_id}/executions",
+        query={"limit": limit, "cursor": cursor},
+    )
+    ctx.emit(page, page["items"], COLUMNS)
+
+
+@executions.command("get")
+@click.argument("execution_id")
+@click.pass_obj
+def get(ctx: CliContext, execution_id: str) -> None:
+    """One execution with its attempts."""
+    execution, _ = call(ctx, "GET", f"/v1/executions/{execution_id}")
+    ctx.emit(execution, [execution], COLUMNS)
+    if ctx.output == "table":
+        click.echo("\nattempts:")
+        if execution["attempts"]:
+            click.echo(render_table(execution["attempts"], ATTEMPT_COLUMNS))
+        else:
+            click.echo("none yet")
+
+
+@executions.command("cancel")
+@click.argument("execution_id")
+@click.pass_obj
+def cancel(ctx: CliContext, execution_id: str) -> None:
+    """Cancel an execution: at once if it waits, at its worker's next heartbeat if it runs."""
+    execution, _ = call(ctx, "POST", f"/v1/executions/{execution_id}/cancel")
+    ctx.emit(execution, [execution], COLUMNS)
+
+
+@executions.command("retry")
+@click.argument("execution_id")
+@click.option(
+    "--as-was",
+    is_flag=True,
+    help="Re-send the execution's snapshot (target, payload, timeout, retry policy) instead of "
+    "the job as it is now.",
+)
+@click.pass_obj
+def retry(ctx: CliContext, execution_id: str, as_was: bool) -> None:
+    """Re-run a dead, failed or cancelled execution, with the job as it is now (after a
+    `takt jobs update` fix) unless --as-was."""
+    execution, _ = call(
+        ctx, "POST", f"/v1/executions/{execution_id}/retry", body={"as_was": as_was}
+    )
+    ctx.emit(execution, [execution], COLUMNS)
+
+
+@executions.command("retry-dead")
+@job_argument
+@click.option(
+    "--state",
+    type=click.Choice(["dead", "failed"]),
+    default="dead",
+    show_default=True,
+    help="Re-run the job's executions in this state.",
+)
+@click.option("--as-was", is_flag=True, help="Re-send each execution's snapshot.")
+@click.option("--limit", default=100, show_default=True, help="Re-run at most this many.")
+@click.pass_obj
+def retry_dead(ctx: CliContext, job_id: str, state: str, as_was: bool, limit: int) -> None:
+    """Re-run a job's dead (or failed) executions at once, with the job as it is now unless
+    --as-was."""
+    result, _ = call(
+        ctx,
+        "POST",
+        f"/v1/jobs/{job_id}/executions/retry",
+        body={"state": state, "as_was": as_was, "limit": limit},
+    )
+    ctx.emit(result, result["items"], COLUMNS)
+    if ctx.output == "table":
+        for refused in result["refused"]:
+            click.echo(f"not re-run: {refused['id']}: {refused['detail']}", err=True)
+        if result["more"]:
+            click.echo("more remain: run it again", err=True)
+
+
+@executions.command("dead")
+@click.option(
+    "--state",
+    type=click.Choice(["dead", "failed"]),
+    default="dead",
+    show_default=True,
+    help="dead: every attempt failed; failed: the target ruled out a retry.",
+)
+@click.option("--limit", default=50, show_default=True)
+@click.option("--cursor")
+@click.pass_obj
+def dead(ctx: CliContext, state: str, limit: int, cursor: str | None) -> None:
+    """Executions that need a person, across all jobs, newest first."""
+    page, _ = call(
+        ctx, "GET", "/v1/executions", query={"state": state, "limit": limit, "cursor": cursor}
+    )
+    ctx.emit(page, page["items"], ["id", "job_id", "attempt", "finished_at", "error"])
+    if ctx.output == "table" and page.get("next_cursor"):
+        click.echo(f"next page: --cursor {page['next_cursor']}", err=True)

@@ -1,0 +1,419 @@
+"""`takt jobs ...`: create, inspect and change jobs through the API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from click.shell_completion import CompletionItem
+
+from takt_cli.commands.client import call
+from takt_cli.commands.context import CliContext, CliError, context_of
+
+JOB_COLUMNS = ["id", "name", "status", "schedule", "next_run_time", "last_outcome"]
+NEXT_RUNS = 5
+JOB_ID_PREFIX = "job_"
+COMPLETION_TIMEOUT_SEC = 2.0
+"""A shell waits for completions; a slow or absent API must not hang the prompt."""
+
+
+def complete_job_ids(
+    ctx: click.Context, param: click.Parameter, incomplete: str
+) -> list[CompletionItem]:
+    """Job ids from the API for shell completion, each with its name; none if it is unreachable."""
+    api = context_of(ctx.find_root().params)
+    try:
+        page, _ = call(
+            api, "GET", "/v1/jobs", query={"limit": 200}, read_timeout=COMPLETION_TIMEOUT_SEC
+        )
+    except CliError:
+        return []
+    return [
+        CompletionItem(job["id"], help=job.get("name"))
+        for job in page["items"]
+        if job["id"].startswith(incomplete)
+    ]
+
+
+def _job_row(job: dict[str, Any]) -> dict[str, Any]:
+    row = dict(job)
+    row["schedule"] = job.get("schedule") or (
+        f"every {job['interval']}" if job.get("interval") else f"at {job.get('run_at')}"
+    )
+    return row
+
+
+def _load_body(body: str | None) -> dict[str, Any]:
+    if body is None:
+        return {}
+    value = _json_value(body, "--body")
+    if not isinstance(value, dict):
+        raise CliError("--body must be a JSON object")
+    return value
+
+
+def resolve_job(ctx: CliContext, ref: str) -> str:
+    """The id of the job `ref` names: an id as is, else the tenant's one job of that name."""
+    if ref.startswith(JOB_ID_PREFIX):
+        return ref
+    page, _ = call(ctx, "GET", "/v1/jobs", query={"name": ref, "limit": 200})
+    ids = [str(job["id"]) for job in page["items"] if job.get("name") == ref]
+    if not ids:
+        raise CliError(f"no job named {ref!r} (and it is not a job id)")
+    if len(ids) > 1:
+        raise CliError(f"{len(ids)} jobs are named {ref!r}: use an id ({', '.join(ids)})")
+    return ids[0]
+
+
+def _job_ref(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Click callback: a JOB argument, by id or name, as an id."""
+    obj = ctx.find_object(CliContext)
+    if obj is None or ctx.resilient_parsing:  # shell completion: no API call per keystroke
+        return value
+    return resolve_job(obj, value)
+
+
+def job_argument(function: Any) -> Any:
+    """The JOB argument every job command takes: its id or its name."""
+    return click.argument(
+        "job_id", metavar="JOB", callback=_job_ref, shell_complete=complete_job_ids
+    )(function)
+
+
+def _json_value(text: str, flag: str) -> Any:
+    """A flag's JSON value; `@file` reads a file, `-` stdin."""
+    if text == "-":
+        text = sys.stdin.read()
+    elif text.startswith("@"):
+        with open(text[1:], encoding="utf-8") as handle:  # noqa: PTH123
+            text = handle.read()
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"{flag} is not valid JSON: {exc}") from exc
+
+
+# The flags `jobs create` and `jobs update` share: (flag, body field, click option settings).
+# A dotted field goes into a nested object (`retry.max_attempts`).
+JOB_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
+    ("--name", "name", {"help": "A name, unique among your jobs; commands take it as the JOB."}),
+    ("--cron", "schedule", {"help": "Cron expression (5 fields, optional seconds)."}),
+    ("--every", "interval", {"help": "Fixed interval, e.g. 90s, 1h."}),
+    ("--run-at", "run_at", {"help": "One-off time, RFC 3339 (e.g. 2026-03-02T12:00:00Z)."}),
+    ("--tz", "time_zone", {"help": "IANA time zone the cron is read in. [default: UTC]"}),
+    ("--start-at", "start_at", {"help": "No run before this time (RFC 3339)."}),
+    ("--end-at", "end_at", {"help": "No run after this time (RFC 3339)."}),
+    (
+        "--target",
+        "target",
+        {
+            "help": "What each run calls: an http(s) URL, handler:NAME, or an SQS, SNS or "
+            "EventBridge ARN."
+        },
+    ),
+    ("--payload", "payload", {"help": "The JSON each run sends, @file, or - for stdin."}),
+    (
+        "--priority",
+        "priority",
+        {"type": click.Choice(["high", "default", "low"]), "help": "Lane. [default: default]"},
+    ),
+    (
+        "--timeout",
+        "timeout_sec",
+        {"type": click.IntRange(1, 86400), "help": "Seconds an attempt may take. [default: 300]"},
+    ),
+    (
+        "--max-attempts",
+        "retry.max_attempts",
+        {"type": click.IntRange(1, 100), "help": "Attempts before a run is dead. [default: 5]"},
+    ),
+    (
+        "--backoff",
+        "retry.backoff",
+        {
+            "type": click.Choice(["exponential", "fixed"]),
+            "help": "Wait between attempts. [default: exponential]",
+        },
+    ),
+    ("--retry-initial", "retry.initial_interval", {"help": "First wait, e.g. 5s. [default: 5s]"}),
+    ("--retry-max", "retry.max_interval", {"help": "Longest wait, e.g. 1h. [default: 1h]"}),
+    (
+        "--retry-jitter",
+        "retry.jitter",
+        {"type": click.Choice(["full", "none"]), "help": "Randomize waits. [default: full]"},
+    ),
+    ("--jitter", "jitter", {"help": "Fire each run up to this long after its time, e.g. 30s."}),
+    (
+        "--calendar",
+        "calendars",
+        {"multiple": True, "help": "Skip runs in this calendar's windows (repeatable)."},
+    ),
+    (
+        "--overlap",
+        "overlap",
+        {
+            "type": click.Choice(["allow", "skip", "queue"]),
+            "help": "When a run is due while the last one runs. [default: allow]",
+        },
+    ),
+    (
+        "--catchup",
+        "catchup",
+        {
+            "type": click.Choice(["skip", "once", "all"]),
+            "help": "Runs missed while paused or down. [default: once]",
+        },
+    ),
+    (
+        "--catchup-window",
+        "catchup_window",
+        {"help": "How far back missed runs count, e.g. 1h. [default: 1h]"},
+    ),
+    (
+        "--dst-gap",
+        "dst.gap",
+        {
+            "type": click.Choice(["run", "skip"]),
+            "help": "A cron time in the spring-forward gap. [default: run]",
+        },
+    ),
+    (
+        "--dst-overlap",
+        "dst.overlap",
+        {
+            "type": click.Choice(["once", "twice"]),
+            "help": "A cron time that occurs twice in the fall-back hour. [default: once]",
+        },
+    ),
+]
+_FIELD_OF = {flag.removeprefix("--").replace("-", "_"): field for flag, field, _ in JOB_FLAGS}
+
+
+def job_flags(function: Any) -> Any:
+    """Add every field flag of a job to a command."""
+    for flag, _, settings in reversed(JOB_FLAGS):
+        function = click.option(flag, **settings)(function)
+    return function
+
+
+def _fields_of(flags: dict[str, Any]) -> dict[str, Any]:
+    """The body fields the given flags set, nested objects as dicts of what was given."""
+    body: dict[str, Any] = {}
+    for param, value in flags.items():
+        if value is None or value == () or param not in _FIELD_OF:
+            continue
+        field = _FIELD_OF[param]
+        given = _json_value(value, "--payload") if field == "payload" else value
+        if isinstance(given, tuple):
+            given = list(given)
+        if "." in field:
+            outer, inner = field.split(".")
+            body.setdefault(outer, {})[inner] = given
+        else:
+            body[field] = given
+    return body
+
+
+@click.group()
+def jobs() -> None:
+    """Create, list, change and run jobs."""
+
+
+@jobs.command("create")
+@click.option("--body", help="The whole job as JSON, @file, or - for stdin; flags override it.")
+@job_flags
+@click.option("--idempotency-key", help="Creating twice with one key makes one job.")
+@click.pass_obj
+def create(ctx: CliContext, /, body: str | None, idempotency_key: str | None, **flags: Any) -> None:
+    """Create a job from flags or a JSON body."""
+    job = _load_body(body)
+    for field, value in _fields_of(flags).items():
+        job[field] = {**job.get(field, {}), **value} if isinstance(value, dict) else value
+    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+    created, _ = call(ctx, "POST", "/v1/jobs", job, headers=headers)
+    ctx.emit(created, [_job_row(created)], JOB_COLUMNS)
+
+
+@jobs.command("get")
+@job_argument
+@click.pass_obj
+def get(ctx: CliContext, job_id: str) -> None:
+    """Show one job, its schedule in plain words and its next runs.
+
+    As JSON: the job, with `schedule_description`, `next_runs` and `backfills_running` added.
+    """
+    job, _ = call(ctx, "GET", f"/v1/jobs/{job_id}")
+    preview, _ = call(ctx, "GET", f"/v1/jobs/{job_id}/preview", query={"count": NEXT_RUNS})
+    found, _ = call(ctx, "GET", f"/v1/jobs/{job_id}/backfills")
+    running = [b for b in found["items"] if b["state"] == "running"]
+    if ctx.output == "json":
+        ctx.emit(
+            {
+                **job,
+                "schedule_description": preview["description"],
+                "next_runs": preview["next_runs"],
+                "backfills_running": running,
+            }
+        )
+        return
+    ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
+    click.echo(f"\nschedule:  {preview['description']}")
+    for line in _extras(job):
+        click.echo(line)
+    for b in running:
+        done = b["started"] + b["existing"] - b["running"]
+        click.echo(
+            f"backfill:  {b['id']} {b['from']} to {b['to']}: {done} of {b['total']} done, "
+            f"{b['running']} running"
+        )
+    runs = preview["next_runs"]
+    if not runs:
+        click.echo("next runs: none")
+        return
+    heading = "next runs if resumed" if job["status"] == "paused" else "next runs"
+    click.echo(f"{heading}:")
+    for run in runs:
+        fires = f"  fires {run['fires_at']}" if run.get("fires_at", run["at"]) != run["at"] else ""
+        click.echo(f"  {run['at']}{fires}")
+
+
+def _extras(job: dict[str, Any]) -> list[str]:
+    """The lines `jobs get` adds for jitter, a pause's end and calendars, when the job has them."""
+    lines = []
+    if job.get("jitter"):
+        lines.append(f"jitter:    each run fires within {job['jitter']} after its time")
+    pause_until = job.get("pause_until")
+    if pause_until and pause_until > datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S"):
+        lines.append(f"paused until {pause_until}: earlier runs are not run")
+    if job.get("calendars"):
+        lines.append(f"calendars: {', '.join(job['calendars'])} (runs in their windows skip)")
+    return lines
+
+
+@jobs.command("list")
+@click.option("--status", type=click.Choice(["active", "paused", "completed"]))
+@click.option("--name", help="Name prefix.")
+@click.option("--limit", default=50, show_default=True)
+@click.option("--cursor")
+@click.pass_obj
+def list_(
+    ctx: CliContext, status: str | None, name: str | None, limit: int, cursor: str | None
+) -> None:
+    """List jobs with their next run and last outcome."""
+    page, _ = call(
+        ctx,
+        "GET",
+        "/v1/jobs",
+        query={"status": status, "name": name, "limit": limit, "cursor": cursor},
+    )
+    ctx.emit(page, [_job_row(j) for j in page["items"]], JOB_COLUMNS)
+    if ctx.output == "table" and page.get("next_cursor"):
+        click.echo(f"next page: --cursor {page['next_cursor']}", err=True)
+
+
+@jobs.command("update")
+@job_argument
+@click.option("--body", help="Fields to change as JSON, @file, or -; flags override it.")
+@job_flags
+@click.option("--if-match", help="The version (ETag) you read; refused if it changed.")
+@click.pass_obj
+def update(
+    ctx: CliContext, /, job_id: str, body: str | None, if_match: str | None, **flags: Any
+) -> None:
+    """Change a job's fields: only those given change."""
+    change = _load_body(body)
+    fields = _fields_of(flags)
+    if not change and not fields:
+        raise CliError("nothing to change: give --body or a field flag (--help lists them)")
+    nested = {k: v for k, v in fields.items() if isinstance(v, dict)}
+    if nested:
+        # A nested object (retry, dst) is replaced whole by the API: keep its other fields.
+        current, _ = call(ctx, "GET", f"/v1/jobs/{job_id}")
+        if_match = if_match or str(current["version"])
+        for field, value in nested.items():
+            fields[field] = {**current[field], **change.get(field, {}), **value}
+    change.update(fields)
+    headers = {"If-Match": f'"{if_match}"'} if if_match else None
+    job, _ = call(ctx, "PATCH", f"/v1/jobs/{job_id}", change, headers=headers)
+    ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
+
+
+def _set_status(ctx: CliContext, job_id: str, status: str) -> None:
+    job, _ = call(ctx, "PATCH", f"/v1/jobs/{job_id}", {"status": status})
+    ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
+
+
+@jobs.command("pause")
+@job_argument
+@click.option(
+    "--until",
+    help="Resume by itself at this instant (RFC 3339); occurrences before it do not run.",
+)
+@click.pass_obj
+def pause(ctx: CliContext, job_id: str, until: str | None) -> None:
+    """Stop a job from firing until resumed, or until an instant."""
+    if until is None:
+        _set_status(ctx, job_id, "paused")
+        return
+    job, _ = call(ctx, "PATCH", f"/v1/jobs/{job_id}", {"pause_until": until})
+    ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
+
+
+@jobs.command("resume")
+@job_argument
+@click.pass_obj
+def resume(ctx: CliContext, job_id: str) -> None:
+    """Let a paused job fire again, from its next occurrence (ending a pause-until too)."""
+    job, _ = call(ctx, "PATCH", f"/v1/jobs/{job_id}", {"status": "active", "pause_until": None})
+    ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
+
+
+@jobs.command("delete")
+@job_argument
+@click.pass_obj
+def delete(ctx: CliContext, job_id: str) -> None:
+    """Delete a job (its history stays until it expires)."""
+    call(ctx, "DELETE", f"/v1/jobs/{job_id}")
+    ctx.emit({"deleted": job_id}, [{"deleted": job_id}], ["deleted"])
+
+
+@jobs.command("trigger")
+@job_argument
+@click.pass_obj
+def trigger(ctx: CliContext, job_id: str) -> None:
+    """Run a job once, now."""
+    execution, _ = call(ctx, "POST", f"/v1/jobs/{job_id}/trigger")
+    ctx.emit(execution, [execution], ["id", "state", "scheduled_time"])
+
+
+BACKFILL_COLUMNS = ["id", "state", "from", "to", "total", "started", "existing", "running"]
+
+
+@jobs.command("backfill")
+@click.argument("job_id", shell_complete=complete_job_ids)
+@click.option("--from", "start", required=True, help="First instant of the range (RFC 3339).")
+@click.option("--to", "end", required=True, help="Last instant of the range (RFC 3339).")
+@click.option("--max-parallel", type=int, default=1, show_default=True)
+@click.pass_obj
+def backfill(ctx: CliContext, job_id: str, start: str, end: str, max_parallel: int) -> None:
+    """Run every occurrence of a range (once: occurrences that ran already are not re-run)."""
+    body = {"from": start, "to": end, "max_parallel": max_parallel}
+    started, _ = call(ctx, "POST", f"/v1/jobs/{job_id}/backfill", body)
+    ctx.emit(started, [started], BACKFILL_COLUMNS)
+
+
+@jobs.command("backfills")
+@click.argument("job_id", shell_complete=complete_job_ids)
+@click.option("--cancel", "cancel_id", help="Cancel this backfill of the job.")
+@click.pass_obj
+def backfills(ctx: CliContext, job_id: str, cancel_id: str | None) -> None:
+    """List a job's backfills with their progress, or cancel one."""
+    if cancel_id is not None:
+        cancelled, _ = call(ctx, "DELETE", f"/v1/jobs/{job_id}/backfills/{cancel_id}")
+        ctx.emit(cancelled, [cancelled], BACKFILL_COLUMNS)
+        return
+    page, _ = call(ctx, "GET", f"/v1/jobs/{job_id}/backfills")
+    ctx.emit(page, page["items"], BACKFILL_COLUMNS)

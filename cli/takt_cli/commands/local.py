@@ -1,0 +1,150 @@
+"""`takt local`: run takt on this machine, on moto, with no AWS account.
+
+Its tables are kept in a data folder (`.takt/data` under the directory it starts in, or
+`--data DIR`) and survive a stop or a crash; `--in-memory` keeps nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+import click
+
+DEFAULT_DATA_DIR = Path(".takt") / "data"
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8080, show_default=True, type=int, help="API port.")
+@click.option(
+    "--tenant",
+    default="local",
+    show_default=True,
+    help="The tenant the local API treats every caller as.",
+)
+@click.option(
+    "--role",
+    default="admin",
+    show_default=True,
+    type=click.Choice(["admin", "write", "read", "worker"]),
+    help="The role of that caller (docs/SECURITY.md).",
+)
+@click.option(
+    "--pollers",
+    default=4,
+    show_default=True,
+    type=int,
+    help="Pollers per lane feeding the worker handler (half as many on the low lane); 0 runs "
+    "no worker here, for `takt worker` processes started with the env this prints.",
+)
+@click.option(
+    "--log-level",
+    default="WARNING",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
+)
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DATA_DIR,
+    show_default=True,
+    envvar="TAKT_LOCAL_DATA",
+    help="Folder that keeps the jobs and their history across restarts (env TAKT_LOCAL_DATA).",
+)
+@click.option(
+    "--in-memory",
+    is_flag=True,
+    help="Keep nothing: every job and execution is gone when takt local stops.",
+)
+@click.option(
+    "--strict-egress",
+    is_flag=True,
+    help="Refuse HTTP targets on loopback and private addresses, as a deployed stack does "
+    "(by default local mode allows them).",
+)
+def local(
+    host: str,
+    port: int,
+    tenant: str,
+    role: str,
+    pollers: int,
+    log_level: str,
+    data_dir: Path,
+    in_memory: bool,
+    strict_egress: bool,
+) -> None:
+    """Run the API, scheduler, workers and watchdog locally on moto, keeping the data."""
+    from takt_cli.local.persistence import DataDirInUseError, DataStore
+
+    folder = None if in_memory else data_dir.resolve()
+    try:
+        data = None if folder is None else DataStore(folder)
+    except DataDirInUseError as exc:
+        raise click.ClickException(f"{exc} (--data DIR for another folder)") from None
+    from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, describe_egress, worker_env
+
+    # Other libraries' lines, with the time as takt's own JSON lines write it (RFC 3339, UTC).
+    plain = logging.Formatter(
+        "%(asctime)s.%(msecs)03dZ %(name)s %(levelname)s %(message)s", "%Y-%m-%dT%H:%M:%S"
+    )
+    plain.converter = time.gmtime
+    stream = logging.StreamHandler()
+    stream.setFormatter(plain)
+    logging.basicConfig(level=log_level, handlers=[stream])
+    runtime = LocalRuntime(
+        RuntimeOptions(
+            host=host,
+            port=port,
+            tenant=tenant,
+            role=role,
+            pollers=pollers,
+            log_level=log_level,
+            strict_egress=strict_egress,
+            data_dir=folder,
+        ),
+        data=data,
+    )
+    runtime.start()
+
+    def _terminate(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _terminate)
+    assert runtime.services is not None
+    if folder is None:
+        kept = "in memory (--in-memory): everything is gone when it stops"
+    else:
+        kept = f"{folder} ({runtime.items_loaded} items loaded)"
+    if folder is None:
+        signed = "signed with each tenant's key, from a master made anew at each start"
+    else:
+        signed = f"signed with each tenant's key, from the master in {folder / 'webhook-master'}"
+    console = f"console {runtime.url}/, " if runtime.console is not None else ""
+    click.echo(
+        f"takt local on {runtime.url}: {console}API {runtime.url}/v1 (Ctrl-C to stop)\n"
+        f"  data: {kept}\n"
+        f"  webhooks: {signed} (takt receive fetches the key)\n"
+        f"  aws: moto at {runtime.moto_endpoint} (its DynamoDB tables are what the data keeps)\n"
+        f"  {describe_egress(runtime.services.settings)}",
+        err=True,
+    )
+    if pollers == 0:
+        env = worker_env(runtime.services.settings)
+        exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+        click.echo(
+            "no workers of its own (--pollers 0); start one from the repository with:\n"
+            f"  env {exports} .venv/bin/takt worker --module YOUR_HANDLERS",
+            err=True,
+        )
+    sys.stderr.flush()
+    try:
+        runtime.wait()
+    finally:
+        runtime.stop()

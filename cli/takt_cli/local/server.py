@@ -1,0 +1,157 @@
+"""The local API's HTTP server: requests from the wire become API Gateway events, as on AWS.
+
+API Gateway stands between a deployed API and the internet, and refuses what it cannot frame;
+this server does that part for `takt local`:
+
+- a `Content-Length` that is not a number of bytes, a body longer than `MAX_REQUEST_BYTES`, a
+  chunked body (API Gateway buffers it; nothing here needs one) or a body that does not arrive
+  within `READ_TIMEOUT_SEC` gets a problem+json 4xx at once, and the connection is closed, since
+  where the next request would start is unknown;
+- HEAD is answered as GET without the body; every other method goes to the API (which answers
+  OPTIONS, and a method a path does not take, with `Allow`); a request line the standard library
+  cannot read gets a problem+json (never its HTML error page);
+- connections are served on threads, with a listen backlog of `BACKLOG` (the standard library's
+  5 reset the sixth of a burst of connections). The API handler still serves one event at a
+  time (the runtime's instance lock): threads only keep connections from waiting on each other.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+log = logging.getLogger("takt_cli.local")
+
+# Above the API's own body limit (takt.api.gate.MAX_BODY_BYTES), so the API names that limit.
+MAX_REQUEST_BYTES = 1024 * 1024
+READ_TIMEOUT_SEC = 10
+BACKLOG = 128
+PROBLEM_JSON = "application/problem+json"
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def problem(status: int, title: str, detail: str) -> Reply:
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail}
+    return Reply(status, {"content-type": PROBLEM_JSON}, json.dumps(body).encode())
+
+
+def reply_of(result: dict[str, Any]) -> Reply:
+    """The HTTP answer of an API Gateway (payload 2.0) handler result."""
+    payload = result.get("body") or ""
+    raw = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode()
+    headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers[name.lower()] = ", ".join(values)
+    return Reply(int(result.get("statusCode", 200)), headers, raw)
+
+
+# What the server does with a request: (method, path, headers, body, client address) -> answer.
+Respond = Callable[[str, str, dict[str, str], bytes, str], Reply]
+
+
+class _FramingError(Exception):
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(reply.status)
+        self.reply = reply
+
+
+class ApiServer(ThreadingHTTPServer):
+    """A threading HTTP server with a real backlog, answering every request with `respond`."""
+
+    request_queue_size = BACKLOG
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], respond: Respond) -> None:
+        self.respond = respond
+        super().__init__(address, _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # The socket timeout: a client that announces a body and does not send it is cut off.
+    timeout = READ_TIMEOUT_SEC
+    server: ApiServer
+
+    def _body(self) -> bytes:
+        if "transfer-encoding" in self.headers:
+            raise _FramingError(
+                problem(411, "Length Required", "send the body with Content-Length")
+            )
+        lengths = self.headers.get_all("content-length") or []
+        if not lengths:
+            return b""
+        text = lengths[0].strip()
+        if len(set(lengths)) > 1 or not text.isascii() or not text.isdigit() or len(text) > 10:
+            raise _FramingError(
+                problem(400, "Bad Request", "Content-Length must be one number of bytes")
+            )
+        length = int(text)
+        if length > MAX_REQUEST_BYTES:
+            raise _FramingError(
+                problem(413, "Payload Too Large", f"request body over {MAX_REQUEST_BYTES} bytes")
+            )
+        body = self.rfile.read(length)
+        if len(body) < length:
+            raise _FramingError(problem(400, "Bad Request", "the body ended before Content-Length"))
+        return body
+
+    def _handle(self, method: str | None = None) -> None:
+        try:
+            body = self._body()
+        except _FramingError as refused:
+            self.close_connection = True
+            self._reply(refused.reply, close=True)
+            return
+        except TimeoutError:
+            self.close_connection = True
+            self._reply(problem(408, "Request Timeout", "the body did not arrive"), close=True)
+            return
+        headers = dict(self.headers.items())
+        reply = self.server.respond(
+            method or self.command, self.path, headers, body, self.client_address[0]
+        )
+        self._reply(reply, head_only=self.command == "HEAD")
+
+    def do_HEAD(self) -> None:
+        self._handle("GET")
+
+    def __getattr__(self, name: str) -> Callable[[], None]:
+        """Every other method (`do_<METHOD>`) goes to the API as it is, as API Gateway's
+        `ANY` route sends it: the API answers 405 with `Allow` for a method a path does not
+        take, and OPTIONS with `Allow` (the standard library would answer 501)."""
+        if name.startswith("do_"):
+            return self._handle
+        raise AttributeError(name)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's answer to what it cannot read (a bad request line, a header
+        too long), as problem+json instead of an HTML page."""
+        self.close_connection = True
+        title = self.responses.get(code, ("Error",))[0]
+        self._reply(problem(code, title, message or explain or title), close=True)
+
+    def _reply(self, reply: Reply, *, head_only: bool = False, close: bool = False) -> None:
+        self.send_response(reply.status)
+        for name, value in reply.headers.items():
+            if name != "content-length":
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(reply.body)))
+        if close:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if not head_only and reply.status not in (204, 304):
+            self.wfile.write(reply.body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s " + format, self.address_string(), *args)

@@ -1,0 +1,210 @@
+"""Kubernetes CronJobs to job bodies, and jobs back to CronJobs.
+
+The input is YAML: one or more documents (`---`), each a CronJob, or a `List` of them as
+`kubectl get cronjobs -o yaml` prints it; other kinds are passed over. The mapping:
+
+| CronJob | takt |
+|---|---|
+| `spec.schedule` (`CRON_TZ=`/`TZ=` prefix too) | `schedule`; `@every 90s` an `interval` |
+| `spec.timeZone` (else the prefix, else UTC) | `time_zone` |
+| `spec.suspend: true` | `status: paused` |
+| `spec.concurrencyPolicy` Allow / Forbid / Replace | `overlap` allow / skip / replace |
+| `spec.startingDeadlineSeconds` | `catchup: all` within `catchup_window` |
+| `jobTemplate.spec.backoffLimit` (default 6) | `retry.max_attempts` = backoffLimit + 1 |
+| `jobTemplate.spec.activeDeadlineSeconds` | `timeout_sec` |
+| `metadata.name` (and namespace) | `name` (`namespace/name` outside `default`) |
+| the pod's container | the `payload` of the `--target` given |
+
+Kubernetes reads cron with robfig/cron, which ORs the two day fields unless one is exactly `*`
+or `?`; Vixie (and takt) AND them when one merely starts with `*` (`*/2`). Where the two readings
+differ the CronJob is refused rather than moved a day.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from takt.schedule import parse_duration
+from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
+
+_ZONE_PREFIX = re.compile(r"^(?:CRON_TZ|TZ)=(?P<zone>\S+)\s+(?P<rest>.+)$")
+_EVERY = re.compile(r"^@every\s+(?P<duration>\S+)$")
+_OVERLAP = {"Allow": "allow", "Forbid": "skip", "Replace": "replace"}
+_POLICY = {value: key for key, value in _OVERLAP.items()}
+DEFAULT_BACKOFF_LIMIT = 6
+MAX_ATTEMPTS = 100
+_DNS_LABEL = re.compile(r"[^a-z0-9-]+")
+
+
+def load(text: str, target: str) -> list[Imported]:
+    """Every CronJob in the YAML `text`, mapped to a job body for `target`."""
+    import yaml
+
+    try:
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as exc:
+        raise MappingError(f"not YAML: {exc}") from None
+    manifests: list[Any] = []
+    for document in documents:
+        if isinstance(document, dict) and document.get("kind") == "List":
+            manifests.extend(document.get("items") or [])
+        else:
+            manifests.append(document)
+    found = [m for m in manifests if isinstance(m, dict) and m.get("kind") == "CronJob"]
+    return [one(manifest, index, target) for index, manifest in enumerate(found)]
+
+
+def one(manifest: dict[str, Any], index: int, target: str) -> Imported:
+    metadata = manifest.get("metadata") or {}
+    name = str(metadata.get("name") or f"cronjob-{index}")
+    namespace = str(metadata.get("namespace") or "default")
+    item = Imported(f"{namespace}/{name}", source_key("k8s", f"{namespace}/{name}"))
+    try:
+        item.body = _body(manifest, name, namespace, target, item.notes)
+    except MappingError as exc:
+        item.reason = str(exc)
+        return item
+    return checked(item)
+
+
+def _body(
+    manifest: dict[str, Any], name: str, namespace: str, target: str, notes: list[str]
+) -> dict[str, Any]:
+    spec = manifest.get("spec") or {}
+    schedule = spec.get("schedule")
+    if not isinstance(schedule, str) or not schedule.strip():
+        raise MappingError("spec.schedule is missing")
+    body: dict[str, Any] = {"name": name if namespace == "default" else f"{namespace}/{name}"}
+    body.update(_schedule(schedule.strip(), spec.get("timeZone"), notes))
+    if spec.get("suspend") is True:
+        body["status"] = "paused"
+    policy = spec.get("concurrencyPolicy") or "Allow"
+    if policy not in _OVERLAP:
+        raise MappingError(f"spec.concurrencyPolicy {policy!r} is not Allow, Forbid or Replace")
+    body["overlap"] = _OVERLAP[policy]
+    deadline = spec.get("startingDeadlineSeconds")
+    if isinstance(deadline, int):
+        body["catchup"] = "all"
+        body["catchup_window"] = f"{max(deadline, 1)}s"
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    backoff = job_spec.get("backoffLimit", DEFAULT_BACKOFF_LIMIT)
+    if isinstance(backoff, int):
+        if backoff + 1 > MAX_ATTEMPTS:
+            notes.append(f"backoffLimit {backoff} lowered to takt's {MAX_ATTEMPTS - 1} retries")
+        body["retry"] = {"max_attempts": min(backoff + 1, MAX_ATTEMPTS)}
+    active_deadline = job_spec.get("activeDeadlineSeconds")
+    if isinstance(active_deadline, int):
+        body["timeout_sec"] = active_deadline
+    containers = ((job_spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    if not containers:
+        raise MappingError("jobTemplate has no containers")
+    body["target"] = target
+    body["payload"] = containers[0] if len(containers) == 1 else {"containers": containers}
+    return body
+
+
+def _schedule(text: str, zone: Any, notes: list[str]) -> dict[str, Any]:
+    prefixed = _ZONE_PREFIX.match(text)
+    if prefixed is not None:
+        if zone and zone != prefixed.group("zone"):
+            raise MappingError(
+                f"spec.timeZone {zone!r} and the schedule's {prefixed.group('zone')!r} disagree"
+            )
+        zone, text = prefixed.group("zone"), prefixed.group("rest").strip()
+    if not zone:
+        notes.append("no spec.timeZone: Kubernetes used its controller's zone; takt uses UTC")
+    body: dict[str, Any] = {"time_zone": str(zone or "UTC")}
+    every = _EVERY.match(text)
+    if every is not None:
+        try:
+            parse_duration(every.group("duration"))
+        except ValueError as exc:
+            raise MappingError(f"{text!r}: {exc}") from None
+        body["interval"] = every.group("duration")
+        notes.append("an @every schedule counts from the import, not from the CronJob's creation")
+        return body
+    body["schedule"] = _vixie(text)
+    return body
+
+
+def _vixie(text: str) -> str:
+    """The CronJob's expression as takt reads it the same way, or MappingError."""
+    fields = text.split()
+    if text.startswith("@"):
+        return text  # a macro: takt's are Kubernetes' (@reboot and unknown ones are refused)
+    if len(fields) != 5:
+        # takt would read six fields as seconds first; Kubernetes refuses them.
+        raise MappingError(f"{text!r}: a CronJob's schedule has five fields, not {len(fields)}")
+    fields = ["*" if value == "?" else value for value in fields]
+    day, weekday = fields[2], fields[4]
+    if _readings_differ(day, weekday) or _readings_differ(weekday, day):
+        raise MappingError(
+            f"{text!r}: Kubernetes ORs the two day fields here and takt would AND them "
+            "(a day field that starts with '*' but is not '*'); write the days explicitly"
+        )
+    return " ".join(fields)
+
+
+def _readings_differ(field: str, other: str) -> bool:
+    return field.startswith("*") and field != "*" and other != "*"
+
+
+def export(job: dict[str, Any]) -> Exported:
+    """A job (as the API shows it) whose payload is a container, as a CronJob manifest."""
+    out = Exported(job["id"])
+    try:
+        out.item = _manifest(job, out.notes)
+    except MappingError as exc:
+        out.reason = str(exc)
+    return out
+
+
+def _manifest(job: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    if not job.get("schedule"):
+        raise MappingError("a CronJob needs a cron schedule (not an interval or a one-off)")
+    expr = job["schedule"]
+    if len(expr.split()) == 6:
+        raise MappingError(f"{expr!r}: a CronJob's schedule has no seconds field")
+    fields = expr.split()
+    if len(fields) == 5 and (
+        _readings_differ(fields[2], fields[4]) or _readings_differ(fields[4], fields[2])
+    ):
+        raise MappingError(f"{expr!r}: Kubernetes would OR the day fields that takt ANDs")
+    if re.search(r"\bL\b", expr):
+        raise MappingError(f"{expr!r}: Kubernetes' cron has no 'L'")
+    payload = job.get("payload")
+    if isinstance(payload, dict) and "image" in payload:
+        containers = [payload]
+    elif isinstance(payload, dict) and isinstance(payload.get("containers"), list):
+        containers = payload["containers"]
+    else:
+        raise MappingError("the payload is not a container (an object with an image)")
+    if job.get("overlap") not in _POLICY:
+        raise MappingError(f"overlap={job.get('overlap')} has no concurrencyPolicy")
+    spec: dict[str, Any] = {
+        "schedule": expr,
+        "timeZone": job["time_zone"],
+        "suspend": job["status"] == "paused",
+        "concurrencyPolicy": _POLICY[job["overlap"]],
+        "jobTemplate": {
+            "spec": {
+                "backoffLimit": int(job["retry"]["max_attempts"]) - 1,
+                "activeDeadlineSeconds": int(job["timeout_sec"]),
+                "template": {"spec": {"restartPolicy": "Never", "containers": containers}},
+            }
+        },
+    }
+    if job.get("catchup") == "all":
+        spec["startingDeadlineSeconds"] = int(parse_duration(job["catchup_window"]).total_seconds())
+    name, _, namespace = _names(job.get("name") or job["id"])
+    metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+    if job.get("jitter"):
+        notes.append("jitter has no CronJob equivalent")
+    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": metadata, "spec": spec}
+
+
+def _names(text: str) -> tuple[str, str, str]:
+    namespace, slash, name = text.rpartition("/")
+    label = _DNS_LABEL.sub("-", name.lower()).strip("-")[:52] or "takt-job"
+    return label, slash, namespace
