@@ -21,8 +21,8 @@ from pydantic import TypeAdapter, ValidationError
 from infra.driver import DRIVERS
 from infra.target_grants import TargetGrantError, TargetGrants
 from takt.config import LANES, RateLimit, Settings
-from takt.targets.egress import AllowList
-from takt.targets.spec import target_host
+from takt.models.egress import AllowList
+from takt.models.targets import target_host
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 # Lambda's limits for an SQS event source's maximum concurrency.

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from aws_cdk import aws_iam as iam
 
-from takt.targets.spec import (
+from takt.models.targets import (
     EventBusSpec,
     LambdaSpec,
     SnsSpec,

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.batch import EventType, process_partial_res
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from takt.dispatch.lanes import LaneMessage
+from takt.models.lanes import LaneMessage
 from takt.observability import add_metric, log_keys, logger, metrics, tracer
 from takt.wiring import services
 from takt.worker.batch import ConcurrentBatchProcessor

@@ -12,8 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from takt.notify.policy import NotifyPolicy
-from takt.targets.egress import AllowList
+from takt.models.egress import AllowList
+from takt.models.notify import NotifyPolicy
 
 LANES: tuple[str, ...] = ("high", "default", "low")
 # What a caller may do (docs/SECURITY.md): admin everything, for any tenant; write and read its

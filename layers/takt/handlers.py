@@ -50,8 +50,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from takt.targets.base import StopReason, StopSignal
-from takt.targets.spec import HANDLER_NAME
+from takt.models.calls import StopReason, StopSignal
+from takt.models.targets import HANDLER_NAME
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from click.testing import CliRunner
 
-from takt.dispatch.lanes import LaneMessage
+from takt.models.lanes import LaneMessage
 from takt.models.records import ExecState
 from takt.wiring import Services
 from takt_cli.commands.worker import worker

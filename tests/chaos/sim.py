@@ -29,8 +29,9 @@ from takt.aws import AwsClients
 from takt.clock import Clock, ManualClock
 from takt.config import Settings
 from takt.dispatch.claimer import Claimer
-from takt.dispatch.lanes import LaneMessage, LaneSender, Outgoing
+from takt.dispatch.lanes import LaneSender
 from takt.dispatch.ticker import InlineFanout, Ticker
+from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import JobRecord, RetryPolicy
 from takt.schedule import next_after
 from takt.store.due import minute_of

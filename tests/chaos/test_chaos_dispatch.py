@@ -15,7 +15,7 @@ import random
 from typing import Any, TypeVar
 
 from takt.dispatch.claimer import Claimer
-from takt.dispatch.lanes import LaneMessage, Outgoing
+from takt.models.lanes import LaneMessage, Outgoing
 from tests.chaos.conftest import Form, publish
 from tests.chaos.sim import Sim, interval_jobs
 from tests.support.faults import crash_randomly

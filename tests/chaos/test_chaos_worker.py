@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from takt.clock import ManualClock, OffsetClock
-from takt.dispatch.lanes import LaneMessage
+from takt.models.lanes import LaneMessage
 from takt.models.records import ExecState, RetryPolicy
 from takt.watchdog.sweeper import Watchdog
 from takt.worker.deadline import HostDeadline

@@ -12,7 +12,7 @@ from pydantic import TypeAdapter
 
 from infra.context import ContextError, DeployConfig
 from infra.functions import API, SPECS, WATCHDOG, WORKER
-from takt.notify.policy import NotifyPolicy
+from takt.models.notify import NotifyPolicy
 from tests.infra.conftest import TARGET_GRANTS_CONTEXT, LogicalId
 
 if TYPE_CHECKING:

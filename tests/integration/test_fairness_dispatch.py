@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from takt.clock import ManualClock
 from takt.config import TenantLimits
 from takt.dispatch.claimer import FAIR_READ_PAGE, Claimer
-from takt.dispatch.lanes import LaneMessage
+from takt.models.lanes import LaneMessage
 from takt.store.due import minute_of
 from takt.wiring import Services
 from tests.support.env import ServicesFactory

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from takt.clock import ManualClock
 from takt.config import TenantLimits
-from takt.dispatch.lanes import LaneMessage, Outgoing
 from takt.fairness.running import RunningSlots
+from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecState
 from takt.wiring import Services
 from takt.worker.runner import RunOutcome

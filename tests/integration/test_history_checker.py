@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from takt.clock import ManualClock
-from takt.dispatch.lanes import Outgoing
 from takt.models.ids import execution_id
+from takt.models.lanes import Outgoing
 from takt.models.records import ExecState
 from takt.wiring import Services
 from tests.support.history import Expect, HistoryChecker

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from takt.clock import ManualClock
-from takt.dispatch.lanes import Outgoing
+from takt.models.lanes import Outgoing
+from takt.models.notify import NotifyPolicy
 from takt.models.records import ExecState, JobRecord, RetryPolicy
-from takt.notify.policy import NotifyPolicy
 from takt.targets.http import sign
 from takt.wiring import Services
 from tests.integration.worker.conftest import NOON, runner_for

@@ -17,8 +17,8 @@ from takt.aws import make_secrets_client
 from takt.clock import ManualClock
 from takt.config import Settings
 from takt.models.records import ExecState
+from takt.models.targets import HttpSpec, parse_target
 from takt.targets.secrets import SecretError, SecretsManagerSource, name_problem
-from takt.targets.spec import HttpSpec, parse_target
 from takt.tenants.webhook_keys import derive
 from takt.wiring import Services, install
 from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, Api, store_snapshot

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from takt.clock import ManualClock
-from takt.dispatch.lanes import Outgoing
 from takt.models.ids import format_time, to_ms
+from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, RetryPolicy
 from takt.store.executions import Transition
 from takt.watchdog.sweeper import Watchdog

@@ -18,8 +18,8 @@ import pytest
 
 from takt.aws import make_clients
 from takt.clock import ManualClock
-from takt.dispatch.lanes import LaneMessage, Outgoing
 from takt.models.ids import to_ms
+from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobStatus
 from takt.wiring import Services
 from takt.worker.runner import lease_moves_check_at

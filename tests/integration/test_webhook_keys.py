@@ -15,7 +15,7 @@ import pytest
 
 from takt.clock import ManualClock
 from takt.models.records import ExecState
-from takt.targets.spec import HttpSpec
+from takt.models.targets import HttpSpec
 from takt.tenants.webhook_keys import derive, master_bytes, verify
 from takt.wiring import Services, install
 from takt_cli.local.runtime import _local_master

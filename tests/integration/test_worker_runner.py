@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from takt.clock import ManualClock
-from takt.dispatch.lanes import LaneMessage, Outgoing
 from takt.models.ids import to_ms
+from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus, RetryPolicy
 from takt.wiring import Services
 from takt.worker.runner import ExecutionRunner, RunOutcome

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 
 from takt.config import LANES
-from takt.dispatch.lanes import LaneMessage
+from takt.models.lanes import LaneMessage
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.store.due import DueItem
 from takt.store.errors import NotFoundError

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from takt.dispatch.lanes import LaneMessage, LaneSender, Outgoing
+from takt.dispatch.lanes import LaneSender
+from takt.models.lanes import LaneMessage, Outgoing
 from takt.wiring import Services
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from takt.dispatch.lanes import LaneMessage
 from takt.handlers import Context, PermanentError, handler
 from takt.models.ids import execution_id, format_time
+from takt.models.lanes import LaneMessage
 from takt.models.records import (
     WORKFLOW_TARGET,
     ExecState,

@@ -16,9 +16,9 @@ from pydantic import (
     model_validator,
 )
 
-from takt.api.targets import TargetField, check_target, target_text
 from takt.models.ids import format_time
 from takt.models.instants import Instant
+from takt.models.notify import NotifyPolicy
 from takt.models.records import (
     Attempt,
     CatchupPolicy,
@@ -29,7 +29,7 @@ from takt.models.records import (
     RetryPolicy,
     TaskSpec,
 )
-from takt.notify.policy import NotifyPolicy
+from takt.models.target_forms import TargetField, check_target, target_text
 from takt.schedule import describe, parse_cron, parse_duration, validate_time_zone
 from takt.workflows.model import MAX_TASKS, TaskIn, WorkflowError, validate_tasks
 

@@ -24,9 +24,10 @@ from takt.api.errors import (
     TooManyRequestsError,
 )
 from takt.api.models import JobCreate, JobPatch
-from takt.dispatch.lanes import Outgoing
 from takt.models.ids import execution_id, new_job_id, to_ms
+from takt.models.lanes import Outgoing
 from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, JobRecord, JobStatus
+from takt.models.targets import HttpSpec, parse_target
 from takt.schedule import ScheduleError, next_after, parse_cron, parse_duration, preview
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import Transition, open_shard_of
@@ -34,7 +35,6 @@ from takt.store.idempotency import IdempotencyRecord
 from takt.store.names import JobNames, NameTakenError
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import definition_problems
-from takt.targets.spec import HttpSpec, parse_target
 from takt.tenants import JobLimitError, RateLimitedError
 from takt.tenants.limits import retry_after
 from takt.wiring import Services

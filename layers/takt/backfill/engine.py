@@ -6,8 +6,9 @@ from datetime import datetime, timedelta
 
 from takt.backfill.store import BackfillRecord, BackfillStore
 from takt.config import Settings
-from takt.dispatch.lanes import LaneSender, Outgoing
+from takt.dispatch.lanes import LaneSender
 from takt.models.ids import execution_id, new_ulid, to_ms
+from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.observability import logger
 from takt.schedule import next_after, occurrences

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict
-
-from takt.models.records import ExecutionRecord
-from takt.targets.spec import handler_name, target_host
+from takt.models.lanes import Outgoing
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -17,49 +13,6 @@ if TYPE_CHECKING:
     from takt.config import Settings
 
 MAX_DELAY_SEC = 900
-
-
-class LaneMessage(BaseModel):
-    """The body of a lane message: which execution, and which attempt it is meant for."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    tenant_id: str
-    job_id: str
-    execution_id: str
-    attempt: int
-    scheduled_time: AwareDatetime
-    # The registered handler the execution runs, if any: a worker that does not serve it sends
-    # the message back without touching the execution.
-    handler: str | None = None
-    # The host an HTTP target calls: a worker checks the host's rate limit before the lease.
-    host: str | None = None
-
-
-@dataclass(frozen=True)
-class Outgoing:
-    lane: str
-    message: LaneMessage
-    delay_sec: int = 0
-
-    @classmethod
-    def of(
-        cls, record: ExecutionRecord, attempt: int | None = None, delay_sec: int = 0
-    ) -> Outgoing:
-        """The message that sends `record` (at `attempt`, default its current one) to its lane."""
-        return cls(
-            lane=record.lane,
-            message=LaneMessage(
-                tenant_id=record.tenant_id,
-                job_id=record.job_id,
-                execution_id=record.execution_id,
-                attempt=record.attempt if attempt is None else attempt,
-                scheduled_time=record.scheduled_time,
-                handler=handler_name(record.target),
-                host=target_host(record.target),
-            ),
-            delay_sec=delay_sec,
-        )
 
 
 class SendError(Exception):

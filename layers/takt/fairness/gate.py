@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from takt.clock import Clock
 from takt.config import Settings
-from takt.dispatch.lanes import LaneMessage
 from takt.fairness.buckets import TokenBuckets
 from takt.fairness.running import RunningSlots
+from takt.models.lanes import LaneMessage
 from takt.models.records import ExecState
 from takt.observability import logger
 from takt.store.errors import NotFoundError

@@ -17,7 +17,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from takt.models.ids import execution_key, format_time, parse_time
-from takt.notify.policy import NotifyPolicy
+from takt.models.notify import NotifyPolicy
 from takt.schedule import (
     CronSchedule,
     DstPolicy,

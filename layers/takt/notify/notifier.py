@@ -29,15 +29,15 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.config import Settings
+from takt.models.calls import CallContext
 from takt.models.ids import format_time
+from takt.models.notify import NotifyPolicy
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
-from takt.notify.policy import NotifyPolicy
+from takt.models.targets import EventBusSpec, HttpSpec, SnsSpec, parse_target
 from takt.observability import logger
 from takt.store.errors import NotFoundError
 from takt.store.jobs import JobStore, OutcomeNote
-from takt.targets.base import CallContext
 from takt.targets.http import HttpTarget
-from takt.targets.spec import EventBusSpec, HttpSpec, SnsSpec, parse_target
 
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient

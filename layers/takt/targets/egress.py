@@ -23,10 +23,9 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+from takt.models.egress import AllowList, IPAddress, carried_v4, normal_host
+
 Resolver = Callable[[str, int], Sequence[str]]
 
 # A name resolving to more addresses than this is refused rather than checked without end.
@@ -67,8 +66,6 @@ _FORBIDDEN_V6: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
     (_V6("100::/64"), "reserved"),
     (_V6("fec0::/10"), "reserved"),
 )
-# Prefixes whose low 32 bits are an IPv4 address the packets end up at.
-_NAT64 = _V6("64:ff9b::/96")
 _IPV4_COMPATIBLE = _V6("::/96")
 # Everything routable on the IPv6 internet is in 2000::/3; the rest is reserved.
 _GLOBAL_UNICAST_V6 = _V6("2000::/3")
@@ -93,7 +90,7 @@ def forbidden_reason(address: IPAddress) -> str | None:
 
 
 def _forbidden_v6(address: ipaddress.IPv6Address) -> str | None:
-    carried = _carried_v4(address)
+    carried = carried_v4(address)
     if carried is not None:
         reason = forbidden_reason(carried)
         return None if reason is None else f"{reason} (it carries {carried})"
@@ -103,17 +100,6 @@ def _forbidden_v6(address: ipaddress.IPv6Address) -> str | None:
             return reason
     if plain in _IPV4_COMPATIBLE or plain not in _GLOBAL_UNICAST_V6:
         return "reserved"
-    return None
-
-
-def _carried_v4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv4-mapped, 6to4 or NAT64 address reaches, if it is one."""
-    if address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    if address.sixtofour is not None:
-        return address.sixtofour
-    if address in _NAT64:
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     return None
 
 
@@ -137,58 +123,6 @@ def system_resolver(host: str, port: int) -> list[str]:
     """The addresses `getaddrinfo` gives for a TCP connection to (host, port), in its order."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
-
-def _normal_host(host: str) -> str:
-    return host.strip("[]").rstrip(".").lower()
-
-
-@dataclass(frozen=True)
-class AllowList:
-    """The deployment's exceptions: networks, exact host names and `*.suffix` host patterns."""
-
-    networks: tuple[IPNetwork, ...] = ()
-    hosts: frozenset[str] = frozenset()
-    suffixes: tuple[str, ...] = ()
-
-    @classmethod
-    def parse(cls, entries: Iterable[str]) -> AllowList:
-        """ValueError naming the first entry that is neither a CIDR, an address nor a host."""
-        networks: list[IPNetwork] = []
-        hosts: set[str] = set()
-        suffixes: list[str] = []
-        for raw in entries:
-            entry = raw.strip()
-            try:
-                networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
-                continue
-            except ValueError:
-                pass
-            name = _normal_host(entry.removeprefix("*."))
-            if not name or not all(label and _is_label(label) for label in name.split(".")):
-                raise ValueError(f"egress allow entry {raw!r} is not a CIDR, address or host name")
-            if entry.startswith("*."):
-                suffixes.append("." + name)
-            else:
-                hosts.add(name)
-        return cls(tuple(networks), frozenset(hosts), tuple(suffixes))
-
-    def allows_host(self, host: str) -> bool:
-        name = _normal_host(host)
-        return name in self.hosts or any(name.endswith(s) for s in self.suffixes)
-
-    def allows_address(self, address: IPAddress) -> bool:
-        forms: list[IPAddress] = [address]
-        if isinstance(address, ipaddress.IPv6Address):
-            forms = [ipaddress.IPv6Address(int(address))]
-            carried = _carried_v4(address)
-            if carried is not None:
-                forms.append(carried)
-        return any(form in network for form in forms for network in self.networks)
-
-
-def _is_label(label: str) -> bool:
-    return len(label) <= 63 and all(c.isalnum() or c in "-_" for c in label)
 
 
 class EgressPolicy:
@@ -225,7 +159,7 @@ class EgressPolicy:
 
     def _lookup(self, host: str, port: int) -> list[IPAddress]:
         try:
-            answers = self._resolve(_normal_host(host), port)
+            answers = self._resolve(normal_host(host), port)
         except (OSError, UnicodeError) as exc:
             raise EgressResolveError(f"could not resolve {host}: {exc}") from None
         if not answers:
@@ -250,7 +184,7 @@ class EgressPolicy:
         if literal is not None:
             reason = self.refusal(literal)
             return None if reason is None else f"{host} is {reason}"
-        name = _normal_host(host)
+        name = normal_host(host)
         is_localhost = name == "localhost" or name.endswith(".localhost")
         if is_localhost and self.refusal(ipaddress.IPv4Address("127.0.0.1")) is not None:
             return f"{host} is loopback"

@@ -11,7 +11,7 @@ import time
 from pydantic import ValidationError
 
 from takt.handlers import Context, PermanentError, Registry
-from takt.targets.base import CallContext, TargetResult
+from takt.models.calls import CallContext, TargetResult
 
 MAX_ERROR_CHARS = 500
 

@@ -50,12 +50,12 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import ReadOnlyCredentials
 
+from takt.models.calls import CallContext, Outcome, TargetResult
 from takt.models.ids import format_time
+from takt.models.targets import BODY_METHODS, HttpSpec, SigV4, header_problem
 from takt.observability import logger
-from takt.targets.base import CallContext, Outcome, TargetResult
 from takt.targets.egress import EgressPolicy, EgressRefusedError, EgressResolveError
 from takt.targets.secrets import SecretError, SecretSource, name_problem
-from takt.targets.spec import BODY_METHODS, HttpSpec, SigV4, header_problem
 
 RETRYABLE_STATUS = frozenset({408, 425, 429})
 FOLLOWED_REDIRECTS = frozenset({307, 308})

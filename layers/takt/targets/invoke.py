@@ -41,9 +41,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from takt.targets.base import CallContext, TargetResult
+from takt.models.calls import CallContext, TargetResult
+from takt.models.targets import LambdaSpec, StateMachineSpec
 from takt.targets.publish import aws_error_result, envelope
-from takt.targets.spec import LambdaSpec, StateMachineSpec
 
 MAX_ERROR_CHARS = 500
 # Step Functions' limit on an execution name, and the characters it allows without escaping.

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from takt.models.calls import CallContext, TargetResult
 from takt.models.ids import format_time
-from takt.targets.base import CallContext, TargetResult
-from takt.targets.spec import EventBusSpec, SnsSpec, SqsSpec
+from takt.models.targets import EventBusSpec, SnsSpec, SqsSpec
 
 if TYPE_CHECKING:
     from mypy_boto3_events import EventBridgeClient

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from takt.handlers import Registry
-from takt.targets.base import CallContext, TargetResult
+from takt.models.calls import CallContext, TargetResult
+from takt.models.targets import HandlerSpec, HttpSpec, LambdaSpec, StateMachineSpec, parse_target
 from takt.targets.handler import HandlerTarget
 from takt.targets.http import HttpTarget
 from takt.targets.invoke import AwsInvokeTarget
 from takt.targets.publish import QueueTopicTarget
-from takt.targets.spec import HandlerSpec, HttpSpec, LambdaSpec, StateMachineSpec, parse_target
 
 
 class TargetRouter:

@@ -20,8 +20,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from takt.config import Settings
-from takt.dispatch.lanes import LaneSender, Outgoing
+from takt.dispatch.lanes import LaneSender
 from takt.models.ids import format_time, to_ms
+from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, ExecutionRecord
 from takt.notify.notifier import Notifier
 from takt.observability import log_keys, logger

@@ -13,8 +13,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from takt.config import Settings
-from takt.dispatch.lanes import LaneSender, Outgoing
+from takt.dispatch.lanes import LaneSender
 from takt.models.ids import format_time, to_ms
+from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, ExecutionRecord
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import ExecutionStore, Transition, lease_fence

@@ -38,7 +38,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import ValidationError
 
 from takt.config import LANES, Settings
-from takt.dispatch.lanes import LaneMessage
+from takt.models.lanes import LaneMessage
 from takt.observability import logger
 from takt.worker.deadline import HostDeadline
 from takt.worker.metrics import Emit, record_outcome

@@ -53,9 +53,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.clock import Clock
 from takt.config import Settings
-from takt.dispatch.lanes import LaneMessage, LaneSender, Outgoing
+from takt.dispatch.lanes import LaneSender
 from takt.fairness.gate import WorkerGate
+from takt.models.calls import CallContext, StopSignal, TargetResult
 from takt.models.ids import format_time, to_ms
+from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecState, ExecutionRecord
 from takt.notify.notifier import Notifier
 from takt.observability import logger
@@ -68,7 +70,6 @@ from takt.store.executions import (
     lease_fence,
 )
 from takt.store.jobs import JobStore
-from takt.targets.base import CallContext, StopSignal, TargetResult
 from takt.targets.router import TargetRouter
 from takt.worker.deadline import HostDeadline
 from takt.worker.overlap import after_terminal

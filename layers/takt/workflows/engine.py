@@ -36,8 +36,9 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from takt.config import Settings
-from takt.dispatch.lanes import LaneSender, Outgoing
+from takt.dispatch.lanes import LaneSender
 from takt.models.ids import format_time, task_execution_id, to_ms
+from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.observability import logger
 from takt.store.errors import ConflictError, NotFoundError

@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import field_validator
 
-from takt.api.targets import TargetField, check_target, target_text
 from takt.models.records import TaskSpec, tasks_blob
+from takt.models.target_forms import TargetField, check_target, target_text
 
 MAX_TASKS = 2000
 """The most tasks one workflow may have: room for a fan-out or fan-in of 1,000 and more."""

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from takt.clock import ManualClock
-from takt.dispatch.lanes import LaneMessage, Outgoing
+from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecutionRecord, JobStatus
 from takt.wiring import Services
 from takt.worker.runner import ExecutionRunner

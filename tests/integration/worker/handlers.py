@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from takt.handlers import Context, PermanentError, handler
-from takt.targets.base import StopReason
+from takt.models.calls import StopReason
 
 _lock = threading.Lock()
 _gates: dict[str, threading.Event] = defaultdict(threading.Event)

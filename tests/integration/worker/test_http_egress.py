@@ -14,11 +14,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from takt.clock import ManualClock
+from takt.models.calls import CallContext
 from takt.models.records import ExecState
-from takt.targets.base import CallContext
+from takt.models.targets import HttpSpec
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import MAX_REDIRECTS, HttpTarget
-from takt.targets.spec import HttpSpec
 from takt.wiring import Services, build_services
 from tests.integration.worker.conftest import runner_for, stored, submit_to
 from tests.support.jobs import TENANT

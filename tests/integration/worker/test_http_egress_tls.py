@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from takt.targets.base import CallContext
+from takt.models.calls import CallContext
+from takt.models.targets import HttpSpec
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import HttpTarget
-from takt.targets.spec import HttpSpec
 from tests.support.tls import self_signed
 
 NAME = "pinned.test"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from botocore.credentials import ReadOnlyCredentials
 
-from takt.targets.base import CallContext
+from takt.models.calls import CallContext
+from takt.models.targets import HttpSpec, parse_target
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import HttpTarget, sign
-from takt.targets.spec import HttpSpec, parse_target
 from tests.support.receiver import Receiver, Reply
 from tests.support.sigv4 import sigv4_scope, sigv4_valid
 from tests.support.tls import client_context, self_signed, server_context

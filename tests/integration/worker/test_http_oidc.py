@@ -16,9 +16,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from takt.aws import make_kms_client
-from takt.targets.base import CallContext
+from takt.models.calls import CallContext
+from takt.models.targets import HttpSpec, parse_target
 from takt.targets.oidc import LIFETIME_SEC, REFRESH_BEFORE_SEC, OidcSigner
-from takt.targets.spec import HttpSpec, parse_target
 from takt.wiring import Services, install
 from tests.api.harness import Api
 from tests.support.env import ServicesFactory

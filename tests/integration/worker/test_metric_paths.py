@@ -24,7 +24,7 @@ from functions.worker.handler import handler as worker_handler
 from infra import metric_names
 from takt.aws import make_cloudwatch_client
 from takt.clock import ManualClock
-from takt.dispatch.lanes import LaneMessage, Outgoing
+from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import RetryPolicy
 from takt.observability import MetricUnit
 from takt.wiring import Services, install

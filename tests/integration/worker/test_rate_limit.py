@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from takt.clock import ManualClock
 from takt.config import RateLimit
-from takt.dispatch.lanes import LaneMessage
+from takt.models.lanes import LaneMessage
 from takt.models.records import ExecState
 from takt.wiring import Services
 from takt.worker.runner import ExecutionRunner

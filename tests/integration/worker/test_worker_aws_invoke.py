@@ -28,11 +28,11 @@ import pytest
 from takt.aws import make_lambda_client
 from takt.clock import ManualClock
 from takt.config import Settings
+from takt.models.calls import CallContext
 from takt.models.ids import format_time
 from takt.models.records import ExecState
-from takt.targets.base import CallContext
+from takt.models.targets import LambdaSpec
 from takt.targets.invoke import AwsInvokeTarget, state_machine_execution_name
-from takt.targets.spec import LambdaSpec
 from takt.wiring import Services
 from tests.integration.worker.conftest import NOON, runner_for, stored, submit_to
 from tests.support.receiver import Receiver, Reply

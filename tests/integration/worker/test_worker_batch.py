@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.batch import EventType
 
 from functions.worker.handler import handler as worker_handler
 from takt.clock import ManualClock
-from takt.dispatch.lanes import Outgoing
+from takt.models.lanes import Outgoing
 from takt.models.records import ExecState
 from takt.wiring import Services, install
 from takt.worker.batch import ConcurrentBatchProcessor

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from takt.clock import ManualClock
-from takt.dispatch.lanes import Outgoing
 from takt.handlers import Registry
+from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, ExecutionRecord
 from takt.targets.http import HttpTarget
 from takt.targets.publish import QueueTopicTarget

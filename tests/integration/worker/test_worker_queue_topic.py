@@ -15,9 +15,9 @@ from takt.api.errors import InvalidRequestError
 from takt.api.models import JobCreate
 from takt.api.service import JobService
 from takt.clock import ManualClock
+from takt.models.calls import CallContext
 from takt.models.ids import format_time
 from takt.models.records import ExecState, RetryPolicy
-from takt.targets.base import CallContext
 from takt.wiring import Services
 from tests.integration.worker.conftest import NOON, runner_for, stored, submit_to
 from tests.support.jobs import TENANT

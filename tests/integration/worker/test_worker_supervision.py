@@ -11,7 +11,7 @@ import pytest
 
 from functions.worker.handler import handler as worker_handler
 from takt.clock import ManualClock
-from takt.dispatch.lanes import Outgoing
+from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, RetryPolicy
 from takt.store.executions import Transition
 from takt.wiring import Services, install

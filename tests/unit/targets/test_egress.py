@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from takt.models.egress import AllowList
 from takt.targets.egress import (
     MAX_ADDRESSES,
-    AllowList,
     EgressPolicy,
     EgressRefusedError,
     EgressResolveError,

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from takt.handlers import Context, HandlerRegistrationError, PermanentError, Registry
-from takt.targets.base import CallContext, StopSignal
+from takt.models.calls import CallContext, StopSignal
 from takt.targets.handler import HandlerTarget
 
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from takt.targets.spec import (
+from takt.models.targets import (
     EventBusSpec,
     HandlerSpec,
     HttpSpec,

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from takt.targets.spec import EventBusSpec, HttpSpec, SnsSpec, parse_target
+from takt.models.targets import EventBusSpec, HttpSpec, SnsSpec, parse_target
 
 NotifyEvent = Literal["dead", "stopped"]
 NOTIFY_EVENTS: tuple[NotifyEvent, ...] = ("dead", "stopped")

@@ -1,4 +1,4 @@
-"""The `target` of a job in the API: the string forms of `takt.targets.spec`, and object forms.
+"""The `target` of a job in the API: the string forms of `takt.models.targets`, and object forms.
 
 An object form (`{"type": "handler", "name": "send_report"}`) is turned into its string form
 before anything else sees it, so a job stores, returns and hashes (for idempotency) the same
@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, WithJsonSchema
 
-from takt.targets.spec import (
+from takt.models.targets import (
     HANDLER_PREFIX,
     MAX_HEADERS,
     EventBusSpec,
