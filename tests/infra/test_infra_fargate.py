@@ -331,6 +331,8 @@ def test_image_build_context_holds_only_what_the_dockerfile_copies(
     assert image["source"]["platform"] == "linux/arm64"
     assert sorted(p.name for p in context.iterdir()) == [
         "README.md",
+        "cli",
+        "console",
         "functions",
         "infra",
         "layers",

@@ -1,25 +1,55 @@
 """An embedded `takt local` (the benchmarks run one in-process) leaves the process's environment
 as it found it when stopped: the TAKT_* settings it sets for its handlers, such as the webhook
-master secret, would otherwise sign the requests of every deployment built after it."""
+master secret, would otherwise sign the requests of every deployment built after it.
+
+It runs in a process of its own: moto's state is one per process, and the runtime's tables have
+fixed names that another in-process runtime of this test process may already have made."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = """
+import json, os
 from takt.config import get_settings
 from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port
 
+before = dict(os.environ)
+runtime = LocalRuntime(RuntimeOptions(port=free_port(), console_dir=None))
+runtime.start()
+try:
+    during = get_settings().signing_secret
+finally:
+    runtime.stop()
+print(json.dumps({
+    "during": during,
+    "left": sorted(set(os.environ) - set(before)),
+    "same": dict(os.environ) == before,
+    "after": get_settings().signing_secret,
+}))
+"""
+
 
 def test_a_stopped_runtime_leaves_no_takt_settings_behind() -> None:
-    before = dict(os.environ)
-    runtime = LocalRuntime(RuntimeOptions(port=free_port(), console_dir=None))
-    runtime.start()
-    try:
-        during = get_settings().signing_secret
-    finally:
-        runtime.stop()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TAKT_")}
+    run = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    seen = json.loads(run.stdout.splitlines()[-1])
 
-    assert during is not None
-    assert "TAKT_SIGNING_SECRET" not in os.environ
-    assert dict(os.environ) == before
-    assert get_settings().signing_secret is None
+    assert seen["during"] is not None
+    assert seen["left"] == []
+    assert seen["same"] is True
+    assert seen["after"] is None
