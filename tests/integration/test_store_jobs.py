@@ -9,6 +9,7 @@ import pytest
 from takt.clock import ManualClock
 from takt.models.records import JobStatus
 from takt.store.errors import ConflictError, NotFoundError
+from takt.store.jobs import Advance
 from takt.wiring import Services
 from tests.support.jobs import TENANT, make_job
 
@@ -117,7 +118,7 @@ def test_update_definition_leaves_fields_it_was_not_given(
     job = make_job(now=clock.now(), next_run_time=T0, schedule="*/5 * * * *")
     svc.jobs.create(job)
     later = T0 + timedelta(minutes=5)
-    assert svc.jobs.advance(job, T0, later)
+    assert svc.jobs.advance(job, T0, later).applied
 
     # A copy read before the scheduler advanced the job: its next_run_time is stale.
     svc.jobs.update_definition(job.model_copy(update={"name": "x", "version": 2}), 1, {"name"})
@@ -139,9 +140,38 @@ def test_advance_moves_only_a_job_still_at_the_fired_occurrence(
     svc.jobs.create(job)
     later = T0 + timedelta(minutes=5)
 
-    assert svc.jobs.advance(job, T0, later) is True
-    assert svc.jobs.advance(job, T0, later + timedelta(minutes=5)) is False
+    assert svc.jobs.advance(job, T0, later).applied
+    again = svc.jobs.advance(job, T0, later + timedelta(minutes=5))
+    assert not again.applied
+    assert again.current is not None
+    assert (again.current.next_run_time, again.current.version) == (later, 1)
     assert svc.jobs.get(TENANT, job.job_id).next_run_time == later
+
+
+def test_advance_does_not_move_a_job_edited_since_it_was_read(
+    svc: Services, clock: ManualClock
+) -> None:
+    job = make_job(now=clock.now(), next_run_time=T0, schedule="0 * * * *")
+    svc.jobs.create(job)
+    # An edit that keeps next_run_time where it was: a new schedule whose first occurrence is
+    # the fired one. Only the version tells the claim's copy is stale.
+    edited = job.model_copy(update={"schedule": "* * * * *", "version": 2})
+    svc.jobs.update_definition(edited, 1, {"schedule"})
+
+    outcome = svc.jobs.advance(job, T0, T0 + timedelta(hours=1))
+
+    assert not outcome.applied
+    assert outcome.current is not None
+    assert (outcome.current.version, outcome.current.schedule) == (2, "* * * * *")
+    assert svc.jobs.get(TENANT, job.job_id).next_run_time == T0
+
+
+def test_advance_of_a_deleted_job_says_it_is_gone(svc: Services, clock: ManualClock) -> None:
+    job = make_job(now=clock.now(), next_run_time=T0)
+    svc.jobs.create(job)
+    svc.jobs.delete(TENANT, job.job_id)
+
+    assert svc.jobs.advance(job, T0, None) == Advance(False, None)
 
 
 def test_advance_past_the_last_occurrence_completes_the_job(
@@ -150,7 +180,7 @@ def test_advance_past_the_last_occurrence_completes_the_job(
     job = make_job(now=clock.now(), next_run_time=T0)
     svc.jobs.create(job)
 
-    assert svc.jobs.advance(job, T0, None)
+    assert svc.jobs.advance(job, T0, None).applied
 
     stored = svc.jobs.get(TENANT, job.job_id)
     assert (stored.status, stored.next_run_time) == (JobStatus.COMPLETED, None)
@@ -160,7 +190,7 @@ def test_advance_does_not_move_a_paused_job(svc: Services, clock: ManualClock) -
     job = make_job(now=clock.now(), next_run_time=T0, status=JobStatus.PAUSED)
     svc.jobs.create(job)
 
-    assert svc.jobs.advance(job, T0, T0 + timedelta(minutes=5)) is False
+    assert not svc.jobs.advance(job, T0, T0 + timedelta(minutes=5)).applied
     assert svc.jobs.get(TENANT, job.job_id).next_run_time == T0
 
 

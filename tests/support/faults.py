@@ -71,6 +71,24 @@ def interleave(target: T, method: str, action: Callable[[], None]) -> T:
     return clone
 
 
+def precede(target: T, method: str, action: Callable[[], None], *, times: int = 1) -> T:
+    """A shallow copy of `target` that runs `action` right before the first `times` calls of
+    `method`: another actor's write landing after this one read and just before it writes."""
+    real: Callable[..., Any] = getattr(target, method)
+    left = times
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nonlocal left
+        if left > 0:
+            left -= 1
+            action()
+        return real(*args, **kwargs)
+
+    clone = copy.copy(target)
+    setattr(clone, method, wrapper)
+    return clone
+
+
 class LostResponses:
     """Loses the response of the first `times` matching DynamoDB requests after they are applied.
 

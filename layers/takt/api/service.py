@@ -411,7 +411,10 @@ class JobService:
                 updated.anchor = updated.start_at or now
                 written.add("anchor")
             updated.next_run_time = self._first_run(updated, now)
-            written.add("next_run_time")
+            # The status too, although it was read as active: the scheduler may have completed
+            # a one-off since (a claim runs ahead of the due time), and a job moved to a new
+            # time must not stay completed there, never to run (DESIGN invariant 8).
+            written |= {"next_run_time", "status"}
         self._check_payload(updated)
         updated.version = current.version + 1
         updated.updated_at = now

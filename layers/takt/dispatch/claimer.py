@@ -61,6 +61,9 @@ SEND_BATCH = 10
 FAIR_READ_PAGE = 50
 # A claim that takes a backlog's items should end inside its tick's second (Claimer._budget).
 CLAIM_TIME_SEC = 1.0
+# How many times one item's advance re-reads a job edited meanwhile (each edit moves its
+# version on; a job edited this often in one claim is left to the next tick).
+MAX_ADVANCE_TRIES = 3
 
 
 @dataclass
@@ -243,7 +246,7 @@ class Claimer:
                 self._workflows.start(run, now, firing.job)
         recurring = [f for f in firings if f.plan.next_run is not None]
         self._phases.each(lambda f: self._index_next(f, now), recurring, result)
-        self._phases.each(self._advance, firings, result)
+        self._phases.each(lambda f: self._advance(f, now), firings, result)
         if backlogged and self._gauge is not None:
             self._last_claim_sec = self._gauge.monotonic() - started
         return result
@@ -330,11 +333,40 @@ class Claimer:
             job = firing.job
             self._due.put(job.tenant_id, job.job_id, job.fire_time(firing.plan.next_run), now)
 
-    def _advance(self, firing: _Firing) -> None:
-        """Steps 4 and 5 of one item, in this order."""
-        self._jobs.advance(
-            firing.job, firing.nominal, firing.plan.next_run, active_execution=firing.holder
-        )
+    def _advance(self, firing: _Firing, now: datetime) -> None:
+        """Steps 4 and 5 of one item, in this order.
+
+        The advance is fenced on the job's version (`JobStore.advance`). When an edit landed
+        since the claim read the job, the job as it now is decides: if it still points at the
+        fired occurrence (the edit kept that instant, as a new schedule whose first occurrence
+        it is), it is indexed and advanced by its new schedule, so none of the new schedule's
+        occurrences is lost; otherwise (paused, deleted, moved) the edit already set where the
+        job goes next, and the claim leaves it there. Either way the execution created from
+        the old definition stays: the worker checks it against the job before it runs
+        (`takt.worker.recheck`).
+        """
+        job, next_run = firing.job, firing.plan.next_run
+        for _ in range(MAX_ADVANCE_TRIES):
+            outcome = self._jobs.advance(
+                job, firing.nominal, next_run, active_execution=firing.holder
+            )
+            current = outcome.current
+            if outcome.applied or current is None or current.version == job.version:
+                # Advanced now, deleted, or already advanced by an earlier try of this claim.
+                break
+            if current.status != JobStatus.ACTIVE or current.next_run_time != firing.nominal:
+                break
+            plan = self._plan(current, firing.nominal, now)
+            if plan is None:
+                # The job still points here: its due item stays, as for any unplannable job.
+                return
+            job, next_run = current, plan.next_run
+            if next_run is not None:
+                self._due.put(job.tenant_id, job.job_id, job.fire_time(next_run), now)
+        else:
+            # Edited on every try: the job still points here, so its due item must stay for
+            # the next tick, or nothing would index it.
+            return
         self._delete_stale(firing.item)
 
     @staticmethod

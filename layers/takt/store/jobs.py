@@ -70,6 +70,15 @@ class OutcomeNote:
     incidents: dict[str, str]
 
 
+@dataclass(frozen=True)
+class Advance:
+    """What `JobStore.advance` did: `applied`, or not, and then the job as it now is in
+    `current` (None when it was deleted)."""
+
+    applied: bool
+    current: JobRecord | None = None
+
+
 # Fields whose stored attribute has another name (JobRecord.to_item).
 _STORED_AS = {"payload": "payload_json", "tasks": "tasks_z"}
 
@@ -179,16 +188,22 @@ class JobStore:
         next_run: datetime | None,
         *,
         active_execution: str | None = None,
-    ) -> bool:
+    ) -> Advance:
         """Move a job from the occurrence it just fired to the next one.
 
-        Conditional on the job still pointing at `fired` and being active: False means someone
-        else (an earlier try of this claim, or an API update) already moved it, which is fine.
+        Conditional on the job still being the one the claim read: pointing at `fired`, active,
+        and at the same `version`. Without the version, an edit that lands between the claim's
+        read and this write and leaves `next_run_time` where it was (a new schedule whose first
+        occurrence is the same instant) would be overwritten by the old schedule's next
+        occurrence, and every occurrence of the new one in between lost (DESIGN invariant 8).
+        When the condition fails the answer carries the job as it now is, for the claimer to
+        decide with.
         """
-        names = {"#n": "next_run_time", "#s": "status"}
+        names = {"#n": "next_run_time", "#s": "status", "#v": "version"}
         values: dict[str, Any] = {
             ":fired": {"S": format_time(fired)},
             ":active": {"S": JobStatus.ACTIVE.value},
+            ":version": {"N": str(job.version)},
         }
         if next_run is None:
             update = "REMOVE #n SET #s = :done"
@@ -204,15 +219,17 @@ class JobStore:
                 TableName=self._table,
                 Key={"tenant_id": {"S": job.tenant_id}, "job_id": {"S": job.job_id}},
                 UpdateExpression=update,
-                ConditionExpression="#n = :fired AND #s = :active",
+                ConditionExpression="#n = :fired AND #s = :active AND #v = :version",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
             if is_condition_failure(exc):
-                return False
+                current = condition_failure_item(exc)
+                return Advance(False, JobRecord.from_item(current) if current else None)
             raise
-        return True
+        return Advance(True)
 
     def record_outcome(
         self, tenant_id: str, job_id: str, execution_id: str, outcome: str, at: datetime
