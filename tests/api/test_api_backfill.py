@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from croniter import croniter
 
+from takt.executions.lifecycle import Lifecycle
 from takt.models.ids import format_time, parse_time
 from takt.models.records import ExecState
 from takt.store.executions import Transition
@@ -42,8 +43,6 @@ def _executions(api: Api, job_id: str) -> list[dict[str, Any]]:
 
 def _finish(api: Api, exec_id: str) -> None:
     """Complete an execution as a worker would, and let what follows its end run."""
-    from takt.worker.overlap import after_terminal
-
     svc = api.svc
     record = svc.executions.get(TENANT, exec_id)
     done = svc.executions.transition(
@@ -55,14 +54,8 @@ def _finish(api: Api, exec_id: str) -> None:
             remove=("open_shard", "check_at"),
         ),
     )
-    after_terminal(
-        svc.jobs,
-        svc.executions,
-        svc.lanes,
-        svc.settings,
-        done,
-        ExecState.SUCCEEDED,
-        svc.clock.now(),
+    Lifecycle(svc.settings, svc.jobs, svc.executions, svc.lanes).ended(
+        done, ExecState.SUCCEEDED, svc.clock.now()
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from takt.executions.lifecycle import Lifecycle
 from takt.handlers import Context, PermanentError, handler
 from takt.models.ids import execution_id, format_time
 from takt.models.lanes import LaneMessage
@@ -30,7 +31,6 @@ from takt.store.due import minute_of, shard_of
 from takt.store.errors import ConflictError
 from takt.store.executions import Transition
 from takt.wiring import Services
-from takt.worker.overlap import after_terminal
 from takt.workflows.engine import RunEngine
 from tests.support.jobs import TENANT, make_job, store_job
 from tests.support.lanes import drain
@@ -132,9 +132,7 @@ def complete(svc: Services, *, threads: int = 8, rounds: int = 20) -> Counter[st
             return
         with _lock:
             finished[record.execution_id] += 1
-        after_terminal(
-            svc.jobs, svc.executions, svc.lanes, svc.settings, record, ExecState.SUCCEEDED, now
-        )
+        lifecycle(svc).ended(record, ExecState.SUCCEEDED, now)
 
     with ThreadPoolExecutor(threads) as pool:
         for _ in range(rounds):
@@ -145,8 +143,12 @@ def complete(svc: Services, *, threads: int = 8, rounds: int = 20) -> Counter[st
     raise AssertionError(f"lanes still busy after {rounds} rounds")
 
 
+def lifecycle(svc: Services) -> Lifecycle:
+    return Lifecycle(svc.settings, svc.jobs, svc.executions, svc.lanes)
+
+
 def engine(svc: Services) -> RunEngine:
-    return RunEngine(svc.settings, svc.jobs, svc.executions, svc.lanes)
+    return lifecycle(svc).runs
 
 
 def states(svc: Services, run: ExecutionRecord) -> dict[str, str]:

@@ -74,8 +74,7 @@ class BackfillPage(BaseModel):
 
 
 def backfiller(svc: Services) -> Backfiller:
-    store = BackfillStore(svc.clients.dynamodb, svc.settings.tenants_table)
-    return Backfiller(svc.settings, svc.jobs, svc.executions, svc.lanes, store)
+    return JobService(svc).lifecycle().backfills
 
 
 def _json(body: Any, status: int = 200) -> Response[Any]:

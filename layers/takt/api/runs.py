@@ -104,7 +104,7 @@ def _t(value: Any) -> str | None:
 
 
 def _engine(svc: Services) -> RunEngine:
-    return RunEngine(svc.settings, svc.jobs, svc.executions, svc.lanes)
+    return JobService(svc).lifecycle().runs
 
 
 def _view(svc: Services, tenant_id: str, run_id: str) -> RunView:

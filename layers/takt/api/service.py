@@ -24,6 +24,7 @@ from takt.api.errors import (
     TooManyRequestsError,
 )
 from takt.api.models import JobCreate, JobPatch
+from takt.executions.lifecycle import Lifecycle
 from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.lanes import Outgoing
 from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, JobRecord, JobStatus
@@ -38,8 +39,6 @@ from takt.targets.http import definition_problems
 from takt.tenants import JobLimitError, RateLimitedError
 from takt.tenants.limits import retry_after
 from takt.wiring import Services
-from takt.worker.overlap import after_terminal, stop
-from takt.workflows.engine import RunEngine
 
 # How many pages of the attention index one bulk re-run reads at most (200 executions each).
 BULK_RERUN_PAGES = 10
@@ -504,18 +503,16 @@ class JobService:
             now,
             trigger="manual",
         )
-        check_at = now + timedelta(seconds=self._svc.settings.pending_resend_after_sec)
-        if not self._svc.executions.create(record, check_at_ms=to_ms(check_at)):
+        lifecycle = self.lifecycle()
+        if not self._svc.executions.create(record, check_at_ms=lifecycle.check_at(now)):
             raise ConflictingStateError("triggered twice in the same millisecond; try again")
-        if record.run_tasks is not None:
-            self._runs().start(record, now, job)
-        else:
-            self._send(record, record.attempt)
+        lifecycle.dispatch(record, now, job)
         return record
 
-    def _runs(self) -> RunEngine:
+    def lifecycle(self) -> Lifecycle:
+        """The execution lifecycle over the tenant's stores (its workflow runs and backfills)."""
         svc = self._svc
-        return RunEngine(svc.settings, svc.jobs, svc.executions, svc.lanes)
+        return Lifecycle(svc.settings, svc.jobs, svc.executions, svc.lanes)
 
     # Executions
 
@@ -678,13 +675,7 @@ class JobService:
         now = self._svc.clock.now()
         running = record.state == ExecState.RUNNING
         reason = "cancel requested" if running else "cancelled before it ran"
-        stopped = stop(self._svc.executions, record, now, reason=reason)
-        if not running:
-            svc = self._svc
-            after_terminal(
-                svc.jobs, svc.executions, svc.lanes, svc.settings, stopped, ExecState.CANCELLED, now
-            )
-        return stopped
+        return self.lifecycle().cancel(record, now, reason=reason)
 
     def _check_target_region(self, job: JobRecord) -> None:
         """Queue-topic targets are published with this deployment's clients, in its region."""

@@ -4,8 +4,9 @@ Each occurrence runs as the execution the scheduler would have made for it (the 
 deterministic id), marked `trigger: backfill`, so an occurrence that already has an execution
 (it ran, or an earlier backfill ran it) is not run again, and repeating a backfill repeats
 nothing. A backfill is a record in the tenants table that a pump advances: the API starts it,
-and each of its executions' ends starts the next ones (`takt.worker.overlap.after_terminal`), at
-most `max_parallel` open at once. Cancelling it stops its open executions and starts no more.
+and each of its executions' ends starts the next ones (`Lifecycle.ended` in
+`takt.executions.lifecycle`), at most `max_parallel` open at once. Cancelling it stops its open
+executions and starts no more.
 """
 
 from takt.backfill.engine import MAX_OCCURRENCES, MAX_PARALLEL, Backfiller, BackfillError

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from takt.backfill.store import BackfillRecord, BackfillStore
-from takt.config import Settings
-from takt.dispatch.lanes import LaneSender
-from takt.models.ids import execution_id, new_ulid, to_ms
-from takt.models.lanes import Outgoing
+from takt.models.ids import execution_id, new_ulid
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.observability import logger
 from takt.schedule import next_after, occurrences
@@ -32,20 +30,32 @@ class BackfillError(ValueError):
         self.field = field
 
 
+class BackfillLifecycle(Protocol):
+    """What a backfill asks of the execution lifecycle (`takt.executions.lifecycle.Lifecycle`,
+    which builds the `Backfiller` and hands itself in): declared here so this package imports
+    nothing of the lifecycle that calls it back when its executions end."""
+
+    def check_at(self, now: datetime, *, delay_sec: float = 0) -> int: ...
+
+    def dispatch(
+        self, record: ExecutionRecord, now: datetime, job: JobRecord | None = None
+    ) -> None: ...
+
+    def cancel(self, record: ExecutionRecord, now: datetime, *, reason: str) -> ExecutionRecord: ...
+
+
 class Backfiller:
     def __init__(
         self,
-        settings: Settings,
         jobs: JobStore,
         executions: ExecutionStore,
-        lanes: LaneSender,
         store: BackfillStore,
+        lifecycle: BackfillLifecycle,
     ) -> None:
-        self._settings = settings
         self._jobs = jobs
         self._executions = executions
-        self._lanes = lanes
         self._store = store
+        self._lifecycle = lifecycle
 
     def start(
         self, job: JobRecord, start: datetime, end: datetime, max_parallel: int, now: datetime
@@ -110,8 +120,6 @@ class Backfiller:
         self, tenant_id: str, job_id: str, backfill_id: str, now: datetime
     ) -> BackfillRecord:
         """Start no more of the backfill's occurrences and stop its open executions."""
-        from takt.worker.overlap import after_terminal, stop
-
         for _ in range(_PUMP_TRIES):
             record = self._store.get(tenant_id, job_id, backfill_id)
             if record.state != "running":
@@ -125,21 +133,9 @@ class Backfiller:
                     running = self._executions.get(tenant_id, exec_id)
                     if running.state.terminal or running.cancel_requested:
                         continue
-                    stopped = stop(
-                        self._executions, running, now, reason=f"backfill {backfill_id} cancelled"
-                    )
+                    self._lifecycle.cancel(running, now, reason=f"backfill {backfill_id} cancelled")
                 except (NotFoundError, ConflictError):
                     continue
-                if stopped.state.terminal:
-                    after_terminal(
-                        self._jobs,
-                        self._executions,
-                        self._lanes,
-                        self._settings,
-                        stopped,
-                        ExecState.CANCELLED,
-                        now,
-                    )
             # Read again: the end of each run stopped here pumped (and saved) the record.
             return self._forget_finished(self._store.get(tenant_id, job_id, backfill_id), now)
         return self._store.get(tenant_id, job_id, backfill_id)
@@ -211,8 +207,8 @@ class Backfiller:
             trigger="backfill",
             backfill_id=record.backfill_id,
         )
-        check_at = now + timedelta(seconds=self._settings.pending_resend_after_sec)
-        if not self._executions.create(execution, check_at_ms=to_ms(check_at)):
+        check_at = self._lifecycle.check_at(now)
+        if not self._executions.create(execution, check_at_ms=check_at):
             existing = self._executions.get(job.tenant_id, execution.execution_id)
             return existing if existing.backfill_id == record.backfill_id else None
         logger.debug(
@@ -221,12 +217,5 @@ class Backfiller:
             execution_id=execution.execution_id,
             backfill_id=record.backfill_id,
         )
-        if execution.run_tasks is not None:
-            from takt.workflows.engine import RunEngine
-
-            RunEngine(self._settings, self._jobs, self._executions, self._lanes).start(
-                execution, now, job
-            )
-        else:
-            self._lanes.send([Outgoing.of(execution)])
+        self._lifecycle.dispatch(execution, now, job)
         return execution

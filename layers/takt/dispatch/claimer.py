@@ -39,6 +39,7 @@ from takt.calendars import Calendar, CalendarStore, blackout
 from takt.config import Settings
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.plan import FiringPlan, plan_firing
+from takt.executions.lifecycle import Lifecycle
 from takt.fairness.adaptive import LaneGauge, LaneState, claim_budget, fast_headroom
 from takt.fairness.shares import fair_take
 from takt.models.ids import execution_id, format_time, to_ms
@@ -49,8 +50,6 @@ from takt.store.due import DueItem, DueStore, FairRead
 from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
 from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
-from takt.worker.overlap import after_terminal, stop
-from takt.workflows.engine import RunEngine
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -177,7 +176,7 @@ class Claimer:
         self._due = due
         self._executions = executions
         self._lanes = lanes
-        self._workflows = RunEngine(settings, jobs, executions, lanes)
+        self._lifecycle = Lifecycle(settings, jobs, executions, lanes)
         self._phases = Phases(settings.claimer_threads)
 
     def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
@@ -243,7 +242,7 @@ class Claimer:
         for firing in firings:
             for run in firing.runs:
                 # A workflow's run is not sent: it dispatches its root tasks (takt.workflows).
-                self._workflows.start(run, now, firing.job)
+                self._lifecycle.runs.start(run, now, firing.job)
         recurring = [f for f in firings if f.plan.next_run is not None]
         self._phases.each(lambda f: self._index_next(f, now), recurring, result)
         self._phases.each(lambda f: self._advance(f, now), firings, result)
@@ -477,19 +476,9 @@ class Claimer:
             if holder.state.terminal or holder.cancel_requested:
                 return
             try:
-                stopped = stop(self._executions, holder, now, reason=reason)
+                self._lifecycle.cancel(holder, now, reason=reason)
             except ConflictError:
                 continue
-            if stopped.state.terminal:
-                after_terminal(
-                    self._jobs,
-                    self._executions,
-                    self._lanes,
-                    self._settings,
-                    stopped,
-                    ExecState.CANCELLED,
-                    now,
-                )
             return
 
     def _create(
@@ -504,8 +493,7 @@ class Claimer:
         record = ExecutionRecord.for_job(
             job, execution_id(job.job_id, scheduled), scheduled, state, now, reason=reason
         )
-        check_at = now + timedelta(seconds=self._settings.pending_resend_after_sec)
-        if self._executions.create(record, check_at_ms=to_ms(check_at)):
+        if self._executions.create(record, check_at_ms=self._lifecycle.check_at(now)):
             logger.debug(
                 "execution created",
                 job_id=job.job_id,

@@ -7,6 +7,7 @@ and the claimer sends them, so both import these without importing each other.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
@@ -55,3 +56,11 @@ class Outgoing:
             ),
             delay_sec=delay_sec,
         )
+
+
+class Lanes(Protocol):
+    """What sends messages to their lanes (`takt.dispatch.lanes.LaneSender`, over SQS): the
+    execution lifecycle and the workflow engine take this, so neither imports the dispatcher
+    that calls them."""
+
+    def send(self, outgoing: list[Outgoing]) -> int: ...

@@ -20,17 +20,15 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from takt.config import Settings
-from takt.dispatch.lanes import LaneSender
+from takt.executions.lifecycle import Lifecycle
 from takt.models.ids import format_time, to_ms
-from takt.models.lanes import Outgoing
+from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord
 from takt.notify.notifier import Notifier
 from takt.observability import log_keys, logger
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import NOT_CANCEL_REQUESTED, ExecutionStore, Transition, lease_fence
 from takt.store.jobs import JobStore
-from takt.worker.overlap import after_terminal, release_queued
-from takt.workflows.engine import RunEngine
 
 
 @dataclass
@@ -51,7 +49,7 @@ class Watchdog:
         settings: Settings,
         jobs: JobStore,
         executions: ExecutionStore,
-        lanes: LaneSender,
+        lanes: Lanes,
         release_slot: Callable[[str, str], None] | None = None,
         notifier: Notifier | None = None,
     ) -> None:
@@ -60,7 +58,7 @@ class Watchdog:
         self._executions = executions
         self._lanes = lanes
         self._release_slot = release_slot
-        self._notifier = notifier
+        self._lifecycle = Lifecycle(settings, jobs, executions, lanes, notifier=notifier)
 
     def sweep(self, now: datetime) -> SweepResult:
         result = SweepResult()
@@ -85,7 +83,7 @@ class Watchdog:
         resend_at = to_ms(now + timedelta(seconds=self._settings.pending_resend_after_sec))
         if record.run_tasks is not None and record.state != ExecState.QUEUED:
             # A workflow run that made no progress for a while: re-evaluate it (the backstop).
-            RunEngine(self._settings, self._jobs, self._executions, self._lanes).check(record, now)
+            self._lifecycle.runs.check(record, now)
             result.runs_checked += 1
         elif record.state == ExecState.PENDING:
             self._executions.transition(
@@ -121,15 +119,7 @@ class Watchdog:
             self._send(record, record.attempt)
             result.retries_released += 1
         elif record.state == ExecState.QUEUED:
-            released = release_queued(
-                self._jobs,
-                self._executions,
-                self._lanes,
-                self._settings,
-                record.tenant_id,
-                record.job_id,
-                now,
-            )
+            released = self._lifecycle.promote(record.tenant_id, record.job_id, now)
             if released:
                 result.queued_released += 1
             else:
@@ -252,17 +242,7 @@ class Watchdog:
                 extra_condition=extra_condition,
             ),
         )
-        after_terminal(
-            self._jobs,
-            self._executions,
-            self._lanes,
-            self._settings,
-            record,
-            state,
-            now,
-            notifier=self._notifier,
-            error=error,
-        )
+        self._lifecycle.ended(record, state, now, error=error, notify=True)
 
     def _send(self, record: ExecutionRecord, attempt: int) -> None:
         self._lanes.send([Outgoing.of(record, attempt)])

@@ -53,11 +53,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.clock import Clock
 from takt.config import Settings
-from takt.dispatch.lanes import LaneSender
+from takt.executions.lifecycle import Lifecycle
 from takt.fairness.gate import WorkerGate
 from takt.models.calls import CallContext, StopSignal, TargetResult
 from takt.models.ids import format_time, to_ms
-from takt.models.lanes import LaneMessage, Outgoing
+from takt.models.lanes import LaneMessage, Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord
 from takt.notify.notifier import Notifier
 from takt.observability import logger
@@ -72,7 +72,6 @@ from takt.store.executions import (
 from takt.store.jobs import JobStore
 from takt.targets.router import TargetRouter
 from takt.worker.deadline import HostDeadline
-from takt.worker.overlap import after_terminal
 
 OPEN_ATTRS = ("open_shard", "check_at")
 MAX_SQS_DELAY_SEC = 900
@@ -106,7 +105,7 @@ class ExecutionRunner:
         settings: Settings,
         jobs: JobStore,
         executions: ExecutionStore,
-        lanes: LaneSender,
+        lanes: Lanes,
         targets: TargetRouter,
         clock: Clock,
         worker_id: str | None = None,
@@ -124,7 +123,7 @@ class ExecutionRunner:
         self._sleep = sleep
         self._unserved_delay_sec = unserved_delay_sec
         self._gate = gate
-        self._notifier = notifier
+        self._lifecycle = Lifecycle(settings, jobs, executions, lanes, notifier=notifier)
         self.worker_id = (
             worker_id or settings.worker_id or f"w-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         )
@@ -430,17 +429,7 @@ class ExecutionRunner:
     def _after_terminal(
         self, record: ExecutionRecord, state: ExecState, now: datetime, error: str | None = None
     ) -> None:
-        after_terminal(
-            self._jobs,
-            self._executions,
-            self._lanes,
-            self._settings,
-            record,
-            state,
-            now,
-            notifier=self._notifier,
-            error=error,
-        )
+        self._lifecycle.ended(record, state, now, error=error, notify=True)
 
     def _retry(self, record: ExecutionRecord, result: TargetResult) -> RunOutcome:
         now = self._clock.now()

@@ -32,19 +32,16 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TypeVar
+from datetime import datetime
+from typing import Protocol, TypeVar
 
-from takt.config import Settings
-from takt.dispatch.lanes import LaneSender
 from takt.models.ids import format_time, task_execution_id, to_ms
-from takt.models.lanes import Outgoing
+from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.observability import logger
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import ExecutionStore, Transition, open_shard_of
 from takt.store.jobs import JobStore
-from takt.worker.overlap import after_terminal
 from takt.workflows.model import downstream_of, topological_order
 from takt.workflows.store import SUCCEEDED, UPSTREAM_FAILED, RunRef, RunStore, TaskItem
 
@@ -100,18 +97,40 @@ class RunView:
         return task.state
 
 
+class RunLifecycle(Protocol):
+    """What a run asks of the execution lifecycle (`takt.executions.lifecycle.Lifecycle`, which
+    builds the `RunEngine` and hands itself in): declared here so this package imports nothing
+    of the lifecycle that calls it back when a task's execution ends."""
+
+    def check_at(self, now: datetime, *, delay_sec: float = 0) -> int: ...
+
+    def ended(
+        self,
+        record: ExecutionRecord,
+        state: ExecState,
+        now: datetime,
+        *,
+        error: str | None = None,
+        notify: bool = False,
+    ) -> None: ...
+
+
 class RunEngine:
     def __init__(
-        self, settings: Settings, jobs: JobStore, executions: ExecutionStore, lanes: LaneSender
+        self,
+        jobs: JobStore,
+        executions: ExecutionStore,
+        lanes: Lanes,
+        lifecycle: RunLifecycle,
     ) -> None:
-        self._settings = settings
         self._jobs = jobs
         self._executions = executions
         self._lanes = lanes
+        self._lifecycle = lifecycle
         self.store = RunStore(executions.client, executions.table)
 
     def _check_at(self, now: datetime) -> int:
-        return to_ms(now + timedelta(seconds=self._settings.pending_resend_after_sec))
+        return self._lifecycle.check_at(now)
 
     # Starting
 
@@ -185,9 +204,7 @@ class RunEngine:
             )
         except ConflictError:
             return
-        after_terminal(
-            self._jobs, self._executions, self._lanes, self._settings, run, ExecState.FAILED, now
-        )
+        self._lifecycle.ended(run, ExecState.FAILED, now)
 
     def _dispatch(
         self, origin: ExecutionRecord, ref: RunRef, tasks: list[TaskItem], now: datetime
@@ -329,7 +346,7 @@ class RunEngine:
         except ConflictError:
             return
         logger.info("workflow run ended", run_id=run.execution_id, state=state.value)
-        after_terminal(self._jobs, self._executions, self._lanes, self._settings, run, state, now)
+        self._lifecycle.ended(run, state, now)
 
     # The backstop
 
