@@ -27,7 +27,6 @@ from takt.aws import (
     make_states_client,
     make_sts_client,
 )
-from takt.calendars import CalendarStore
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
 from takt.dispatch.claimer import Claimer, ClaimResult
@@ -36,17 +35,18 @@ from takt.dispatch.indexer import DueIndexer
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
 from takt.fairness.adaptive import LaneGauge
-from takt.fairness.buckets import TokenBuckets
 from takt.fairness.gate import WorkerGate, running_check
-from takt.fairness.running import RunningSlots
 from takt.fairness.shares import DispatchShares
 from takt.handlers import load_modules, registry
 from takt.notify.notifier import Notifier
 from takt.stats import CloudWatchMetricsReader, MetricsReader
+from takt.store.buckets import TokenBuckets
+from takt.store.calendars import CalendarStore
 from takt.store.due import DueStore
 from takt.store.executions import ExecutionStore
 from takt.store.idempotency import IdempotencyStore
 from takt.store.jobs import JobStore
+from takt.store.running import RunningSlots
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import HttpTarget
 from takt.targets.invoke import AwsInvokeTarget

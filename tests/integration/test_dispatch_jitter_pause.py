@@ -14,8 +14,8 @@ from croniter import croniter
 from takt.api.errors import InvalidRequestError
 from takt.api.models import JobCreate, JobPatch
 from takt.api.service import JobService
-from takt.calendars import CalendarBody, DailyWindow
 from takt.clock import ManualClock
+from takt.models.calendars import CalendarBody, DailyWindow
 from takt.models.ids import execution_id
 from takt.models.records import ExecState, JobRecord
 from takt.schedule import jitter_offset

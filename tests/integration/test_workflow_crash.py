@@ -15,9 +15,9 @@ from takt.clock import ManualClock
 from takt.dispatch.lanes import LaneSender
 from takt.models.ids import execution_id
 from takt.models.records import ExecState
+from takt.store.runs import RunStore
 from takt.wiring import Services
 from takt.workflows.engine import RunEngine
-from takt.workflows.store import RunStore
 from tests.support.faults import Crash
 from tests.support.jobs import TENANT
 from tests.support.lanes import drain

@@ -62,7 +62,7 @@ from takt.api.ratelimit import take_request_token
 from takt.api.service import JobService
 from takt.api.stats import StatsService
 from takt.api.webhook_keys import RotateIn
-from takt.calendars import CalendarBody, CalendarCreate
+from takt.models.calendars import CalendarBody, CalendarCreate
 from takt.observability import logger
 from takt.store.jobs import ATTENTION_CURSOR, EXECUTION_CURSOR, JOB_CURSOR
 from takt.wiring import Services, services

@@ -16,9 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from takt.api.errors import InvalidRequestError, JobNotFoundError
 from takt.api.service import JobService
-from takt.backfill import MAX_PARALLEL, Backfiller, BackfillError, BackfillRecord, BackfillStore
+from takt.backfill import MAX_PARALLEL, Backfiller, BackfillError
 from takt.models.ids import format_time
 from takt.models.instants import Instant
+from takt.store.backfills import BackfillRecord, BackfillStore
 from takt.store.errors import NotFoundError
 from takt.wiring import Services
 

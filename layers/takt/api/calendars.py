@@ -1,7 +1,8 @@
 """The calendar routes: a tenant's named calendars of blackout windows and holidays.
 
 `POST /v1/calendars` creates one, `PUT /v1/calendars/{name}` replaces it; jobs name calendars in
-`calendars`, and the claimer records each occurrence inside a window as skipped (takt.calendars).
+`calendars`, and the claimer records each occurrence inside a window as skipped
+(takt.models.calendars).
 `register` adds the routes with the API's own helpers, as takt.api.runs does.
 """
 
@@ -15,8 +16,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel
 
 from takt.api.errors import ConflictingStateError, InvalidRequestError, JobNotFoundError
-from takt.calendars import Calendar, CalendarBody, CalendarCreate
-from takt.calendars.store import MAX_CALENDARS
+from takt.models.calendars import Calendar, CalendarBody, CalendarCreate
+from takt.store.calendars import MAX_CALENDARS
 from takt.store.errors import ConflictError, NotFoundError
 from takt.wiring import Services
 

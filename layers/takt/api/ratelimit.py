@@ -3,7 +3,7 @@
 The API stage's throttle is one budget for the whole deployment, so a tenant sending as fast as
 it can would take it from every other tenant. Each request therefore takes a token from its
 caller's bucket (`<tenant>`, `api-rate`, in the tenants table, `api_per_sec` a second and
-`api_burst` deep; takt.fairness.buckets), right after the access check and before the body is
+`api_burst` deep; takt.store.buckets), right after the access check and before the body is
 read: past its rate a tenant gets 429 problem+json with Retry-After, and only it does.
 
 The caller's own tenant pays, also when an admin acts for another one: the rate is about who

@@ -10,13 +10,10 @@ executions and starts no more.
 """
 
 from takt.backfill.engine import MAX_OCCURRENCES, MAX_PARALLEL, Backfiller, BackfillError
-from takt.backfill.store import BackfillRecord, BackfillStore
 
 __all__ = [
     "MAX_OCCURRENCES",
     "MAX_PARALLEL",
     "BackfillError",
-    "BackfillRecord",
-    "BackfillStore",
     "Backfiller",
 ]

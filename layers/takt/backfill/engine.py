@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from takt.backfill.store import BackfillRecord, BackfillStore
 from takt.models.ids import execution_id, new_ulid
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.observability import logger
 from takt.schedule import next_after, occurrences
+from takt.store.backfills import BackfillRecord, BackfillStore
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore

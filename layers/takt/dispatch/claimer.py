@@ -35,17 +35,18 @@ from typing import TypeVar
 
 from botocore.exceptions import ClientError
 
-from takt.calendars import Calendar, CalendarStore, blackout
 from takt.config import Settings
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.plan import FiringPlan, plan_firing
 from takt.executions.lifecycle import Lifecycle
 from takt.fairness.adaptive import LaneGauge, LaneState, claim_budget, fast_headroom
 from takt.fairness.shares import fair_take
+from takt.models.calendars import Calendar, blackout
 from takt.models.ids import execution_id, format_time, to_ms
 from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.observability import logger
+from takt.store.calendars import CalendarStore
 from takt.store.due import DueItem, DueStore, FairRead
 from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
 from takt.store.executions import ExecutionStore

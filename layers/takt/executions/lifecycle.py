@@ -20,12 +20,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from takt.backfill.engine import Backfiller
-from takt.backfill.store import BackfillStore
 from takt.config import Settings
 from takt.executions import rules
 from takt.models.ids import format_time
 from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
+from takt.store.backfills import BackfillStore
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import ExecutionStore, Transition, lease_fence
 from takt.store.jobs import JobStore

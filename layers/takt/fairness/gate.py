@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from takt.clock import Clock
 from takt.config import Settings
-from takt.fairness.buckets import TokenBuckets
-from takt.fairness.running import RunningSlots
 from takt.models.lanes import LaneMessage
 from takt.models.records import ExecState
 from takt.observability import logger
+from takt.store.buckets import TokenBuckets
 from takt.store.errors import NotFoundError
 from takt.store.executions import ExecutionStore
+from takt.store.running import RunningSlots
 
 HOST_PARTITION = "#host"
 

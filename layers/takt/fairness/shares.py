@@ -22,8 +22,8 @@ from typing import TypeVar
 
 from takt.clock import Clock
 from takt.config import Settings
-from takt.fairness.buckets import TokenBuckets
 from takt.models.lanes import Outgoing
+from takt.store.buckets import TokenBuckets
 
 COUNTER = "dispatch"
 

@@ -162,7 +162,7 @@ class JobRecord(BaseModel):
     # Occurrences before this instant are passed over (not run, not recorded); the job then
     # resumes by itself, as `next_run_time` already points past it.
     pause_until: datetime | None = None
-    # Named calendars (takt.calendars) whose blackout windows skip occurrences.
+    # Named calendars (takt.models.calendars) whose blackout windows skip occurrences.
     calendars: list[str] | None = None
     # None: the tenant's default (`Settings.notify_defaults`), if any.
     notify: NotifyPolicy | None = None

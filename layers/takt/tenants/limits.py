@@ -1,13 +1,11 @@
 """What one tenant may store and how fast it may create, kept in the tenants table.
 
-- Jobs stored: a counter item (`<tenant>`, `jobs`) written in the same DynamoDB transaction as the
-  job it counts. Creating adds one on the condition that the count is below the tenant's
-  `max_jobs`, so two racing creates can never both take the last slot; deleting takes one off.
-  Each of these writes also adds one to the item's `changes`, which a recount goes by.
-  Jobs written before counting began, or outside these transactions, are not in it until a
-  recount (`TenantLimiter.recount`, `takt tenants recount`) sets it to the jobs the tenant stores.
+- Jobs stored: a counter item written in the same DynamoDB transaction as the job it counts
+  (`takt.store.counts`), conditional on the tenant's `max_jobs`. Jobs written before counting
+  began, or outside these transactions, are not in it until a recount (`TenantLimiter.recount`,
+  `takt tenants recount`) sets it to the jobs the tenant stores.
 - Creation rate: a token bucket (`<tenant>`, `create-rate`), `create_per_sec` a second and
-  `create_burst` deep, shared with fair dispatch's buckets (`takt.fairness.buckets`). A refused
+  `create_burst` deep, shared with fair dispatch's buckets (`takt.store.buckets`). A refused
   create says when a token is due, for `Retry-After`.
 
 Both items are keyed by the tenant, like every item the API touches (IAM LeadingKeys).
@@ -20,17 +18,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
 from takt.config import Settings
-from takt.fairness.buckets import TokenBuckets
 from takt.models.records import JobRecord
-from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
+from takt.store.buckets import TokenBuckets
+from takt.store.counts import JobCounts
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-JOBS_COUNTER = "jobs"
 CREATE_BUCKET = "create-rate"
 # A recount that finds the counter moved while it counted starts again, this many times at most.
 RECOUNT_TRIES = 5
@@ -73,10 +68,8 @@ class TenantLimiter:
         jobs_table: str,
         buckets: TokenBuckets,
     ) -> None:
-        self._db = client
         self._settings = settings
-        self._jobs_table = jobs_table
-        self._tenants_table = settings.tenants_table
+        self._counts = JobCounts(client, jobs_table, settings.tenants_table)
         self._buckets = buckets
 
     def take_create_token(self, tenant_id: str, now: datetime) -> None:
@@ -91,25 +84,11 @@ class TenantLimiter:
             raise RateLimitedError(limits.create_per_sec, grant.retry_after_sec)
 
     def job_count(self, tenant_id: str) -> int:
-        return _jobs_in(self._counter(tenant_id))
+        return self._counts.counter(tenant_id).count
 
     def count_jobs(self, tenant_id: str) -> int:
-        """The jobs the tenant stores, counted in the jobs table: a Query of its partition that
-        returns counts only (no items), page by page."""
-        query: dict[str, Any] = {
-            "TableName": self._jobs_table,
-            "KeyConditionExpression": "tenant_id = :tenant",
-            "ExpressionAttributeValues": {":tenant": {"S": tenant_id}},
-            "Select": "COUNT",
-            "ConsistentRead": True,
-        }
-        total = 0
-        while True:
-            page = self._db.query(**query)
-            total += page["Count"]
-            if "LastEvaluatedKey" not in page:
-                return total
-            query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        """The jobs the tenant stores, counted in the jobs table."""
+        return self._counts.count_jobs(tenant_id)
 
     def recount(self, tenant_id: str) -> Recount:
         """Set the tenant's job counter to the jobs it stores (`count_jobs`).
@@ -122,48 +101,13 @@ class TenantLimiter:
         so recounting a tenant that stores nothing and has no counter leaves no item behind.
         """
         for _ in range(RECOUNT_TRIES):
-            counter = self._counter(tenant_id)
-            before = _jobs_in(counter)
+            counter = self._counts.counter(tenant_id)
             stored = self.count_jobs(tenant_id)
-            if stored == before:
-                return Recount(before, stored)
-            try:
-                self._set_count(tenant_id, counter, stored)
-            except ClientError as exc:
-                if not is_condition_failure(exc):
-                    raise
-                continue
-            return Recount(before, stored)
+            if stored == counter.count or self._counts.set_count(tenant_id, counter, stored):
+                return Recount(counter.count, stored)
         raise RecountError(
             f"the jobs of tenant {tenant_id} changed during each of {RECOUNT_TRIES} counts; "
             "try again when it creates and deletes fewer"
-        )
-
-    def _counter(self, tenant_id: str) -> dict[str, Any] | None:
-        resp = self._db.get_item(
-            TableName=self._tenants_table,
-            Key=_counter_key(tenant_id),
-            ConsistentRead=True,
-        )
-        item = resp.get("Item")
-        return dict(item) if item else None
-
-    def _set_count(self, tenant_id: str, counter: dict[str, Any] | None, stored: int) -> None:
-        """Write `stored` as the count if the counter is still `counter` (as read)."""
-        values: dict[str, Any] = {":stored": {"N": str(stored)}, ":one": {"N": "1"}}
-        conditions = []
-        for name in ("jobs", "changes"):
-            if counter is None or name not in counter:
-                conditions.append(f"attribute_not_exists({name})")
-            else:
-                conditions.append(f"{name} = :{name}")
-                values[f":{name}"] = counter[name]
-        self._db.update_item(
-            TableName=self._tenants_table,
-            Key=_counter_key(tenant_id),
-            UpdateExpression="SET jobs = :stored ADD changes :one",
-            ConditionExpression=" AND ".join(conditions),
-            ExpressionAttributeValues=values,
         )
 
     def check_room(self, tenant_id: str) -> None:
@@ -180,81 +124,15 @@ class TenantLimiter:
         the tenant is at its limit; either way nothing is written.
         """
         limit = self._settings.limits_for(job.tenant_id).max_jobs
-        count: dict[str, Any] = {
-            "TableName": self._tenants_table,
-            "Key": _counter_key(job.tenant_id),
-            "UpdateExpression": "ADD jobs :one, changes :one",
-            "ExpressionAttributeValues": {":one": {"N": "1"}},
-        }
-        if limit is not None:
-            count["ConditionExpression"] = "attribute_not_exists(jobs) OR jobs < :max"
-            count["ExpressionAttributeValues"][":max"] = {"N": str(limit)}
-        reasons = self._transact(
-            [
-                {
-                    "Put": {
-                        "TableName": self._jobs_table,
-                        "Item": job.to_item(),
-                        "ConditionExpression": "attribute_not_exists(job_id)",
-                    }
-                },
-                {"Update": count},
-                *([also] if also else []),
-            ]
-        )
-        if reasons[0] or any(reasons[2:]):
-            raise ConflictError(f"job {job.job_id} exists, or its idempotency key moved on")
-        if reasons[1]:
+        if not self._counts.create_job(job, limit, also):
             assert limit is not None
             raise JobLimitError(limit)
 
     def delete_job(self, tenant_id: str, job_id: str) -> None:
         """Delete a job and uncount it, in one transaction; NotFoundError when it is absent."""
-        reasons = self._transact(
-            [
-                {
-                    "Delete": {
-                        "TableName": self._jobs_table,
-                        "Key": {"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
-                        "ConditionExpression": "attribute_exists(job_id)",
-                    }
-                },
-                {
-                    "Update": {
-                        "TableName": self._tenants_table,
-                        "Key": _counter_key(tenant_id),
-                        "UpdateExpression": "ADD jobs :minus, changes :one",
-                        "ExpressionAttributeValues": {":minus": {"N": "-1"}, ":one": {"N": "1"}},
-                    }
-                },
-            ]
-        )
-        if reasons[0]:
-            raise NotFoundError(job_id)
-
-    def _transact(self, items: list[dict[str, Any]]) -> list[bool]:
-        """Run the transaction; for each item, whether its condition failed (all False: done)."""
-        try:
-            self._db.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-                raise
-            reasons: Any = exc.response.get("CancellationReasons") or []
-            failed = [r.get("Code") == "ConditionalCheckFailed" for r in reasons]
-            if not any(failed):
-                raise  # a conflict with another transaction: the SDK's caller retries
-            return failed
-        return [False] * len(items)
+        self._counts.delete_job(tenant_id, job_id)
 
 
 def retry_after(seconds: float) -> int:
     """Whole seconds for a `Retry-After` header, at least one."""
     return max(1, math.ceil(seconds))
-
-
-def _jobs_in(counter: dict[str, Any] | None) -> int:
-    return int((counter or {}).get("jobs", {}).get("N", "0"))
-
-
-def _counter_key(tenant_id: str) -> dict[str, Any]:
-    return {"tenant_id": {"S": tenant_id}, "counter": {"S": JOBS_COUNTER}}

@@ -42,8 +42,8 @@ from takt.observability import logger
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import ExecutionStore, Transition, open_shard_of
 from takt.store.jobs import JobStore
+from takt.store.runs import SUCCEEDED, UPSTREAM_FAILED, RunRef, RunStore, TaskItem
 from takt.workflows.model import downstream_of, topological_order
-from takt.workflows.store import SUCCEEDED, UPSTREAM_FAILED, RunRef, RunStore, TaskItem
 
 POOL_SIZE = 8
 """Threads for a wide step (1,000 downstream tasks): DynamoDB writes are I/O bound."""

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, time
 
 import pytest
 
-from takt.calendars import CalendarBody, DailyWindow, Window, blackout
+from takt.models.calendars import CalendarBody, DailyWindow, Window, blackout
 
 
 def _at(hour: int, minute: int = 0, day: int = 1, month: int = 11) -> datetime:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from takt.fairness.buckets import gcra
+from takt.store.buckets import gcra
 
 SEC = 1_000_000
 NOW = 1_000 * SEC

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from takt.calendars.model import Calendar, CalendarBody
+from takt.models.calendars import Calendar, CalendarBody
 from takt.models.ids import format_time, parse_time
 from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
 

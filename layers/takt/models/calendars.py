@@ -1,4 +1,9 @@
-"""A calendar's blackout rule: a pure function of the calendar and an instant.
+"""Named calendars of blackout windows and holidays (Quartz's calendars), per tenant.
+
+A job that names calendars has each occurrence inside one of their windows recorded as skipped,
+with the calendar and the window as the reason, instead of run. This module holds the pure rule,
+a function of the calendar and an instant; `takt.store.calendars` keeps calendars in the tenants
+table, under the tenant's own partition key.
 
 Three kinds of windows, as Quartz's HolidayCalendar, DailyCalendar and a list of absolute
 spans would give them:
