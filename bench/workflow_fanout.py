@@ -35,11 +35,11 @@ from typing import Any
 
 from takt.api.models import JobCreate
 from takt.api.service import JobService
+from takt.executions.lifecycle import Lifecycle
 from takt.models.ids import execution_id, format_time
 from takt.models.records import ExecutionRecord
 from takt.store.errors import NotFoundError
 from takt.store.executions import ExecutionStore
-from takt.workflows.engine import RunEngine
 from takt.workflows.model import TaskIn
 from takt_cli.local.bench import Receiver
 from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port
@@ -111,7 +111,7 @@ def run(shape: str, width: int, pollers: int, timeout_sec: float) -> dict[str, A
         run_id = execution_id(job.job_id, due)
         _wait_for_end(svc.executions, run_id, timeout_sec)
         usage = meter.usage() - before
-        engine = RunEngine(svc.settings, svc.jobs, svc.executions, svc.lanes)
+        engine = Lifecycle(svc.settings, svc.jobs, svc.executions, svc.lanes).runs
         view = engine.view(TENANT, run_id)
         records = {t: rs[-1] for t, rs in view.executions.items()}
         tasks = len(view.tasks)
