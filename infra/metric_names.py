@@ -47,6 +47,9 @@ STALE_REPORT_FENCED = MetricName("StaleReportFenced", "Count", "worker", WORKER_
 LEASE_EXPIRED = MetricName("LeaseExpired", "Count", "watchdog", WATCHDOG_PATHS)
 PENDING_RESENT = MetricName("PendingResent", "Count", "watchdog", WATCHDOG_PATHS)
 RETRIES_RELEASED = MetricName("RetriesReleased", "Count", "watchdog", WATCHDOG_PATHS)
+# Records parked in quarantine (DESIGN invariant 9): emitted only when one is met, by whichever
+# function met it, so no path is bound to emit it on every run.
+QUARANTINED = MetricName("Quarantined", "Count", "claimer, watchdog, indexer, api", ())
 
 ALL: tuple[MetricName, ...] = (
     SCHEDULE_LAG,
@@ -61,4 +64,5 @@ ALL: tuple[MetricName, ...] = (
     LEASE_EXPIRED,
     PENDING_RESENT,
     RETRIES_RELEASED,
+    QUARANTINED,
 )

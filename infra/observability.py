@@ -186,6 +186,17 @@ class Observability(Construct):
             threshold=0,
             description="The indexer gave up on a jobs stream record: a job may not be indexed.",
         )
+        # A record no function could read or write is parked in quarantine; the rest goes on,
+        # but the parked one is a job or execution that does nothing until someone repairs it.
+        self._alarm(
+            "RecordsQuarantined",
+            takt_metric(metric_names.QUARANTINED, period=FIVE_MINUTES),
+            threshold=0,
+            description=(
+                "A job, execution or due item could not be read or written and was quarantined: "
+                "`takt quarantine list`, repair it, then `takt quarantine clear ID`."
+            ),
+        )
         self._alarm(
             "IndexerIteratorAge",
             functions.indexer.metric("IteratorAge", period=MINUTE, statistic="Maximum"),

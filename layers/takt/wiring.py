@@ -46,6 +46,7 @@ from takt.store.due import DueStore
 from takt.store.executions import ExecutionStore
 from takt.store.idempotency import IdempotencyStore
 from takt.store.jobs import JobStore
+from takt.store.quarantine import QuarantineStore
 from takt.store.running import RunningSlots
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import HttpTarget
@@ -184,6 +185,10 @@ class Services:
         )
 
     @cached_property
+    def quarantine(self) -> QuarantineStore:
+        return QuarantineStore(self.clients.dynamodb, self.settings.tenants_table)
+
+    @cached_property
     def indexer(self) -> DueIndexer:
         return DueIndexer(self.due, self.clock)
 
@@ -204,6 +209,7 @@ class Services:
             self.lanes,
             self.calendars,
             gauge,
+            self.quarantine,
         )
 
     @cached_property
@@ -324,6 +330,7 @@ class Services:
             self.lanes,
             release_slot=self.gate.release,
             notifier=self.notifier,
+            quarantine=self.quarantine,
         )
 
 

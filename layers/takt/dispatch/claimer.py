@@ -14,6 +14,11 @@ A crash before step 4 leaves the due item and the job as they were, so the next 
 later) redoes the batch and finds steps 1-3 already done. A crash after step 4 leaves a stale due
 item, which a later claim deletes.
 
+One item that cannot be read or written (a record fault, `takt.store.errors.is_record_fault`: a
+job whose stored time cannot be read back, an execution DynamoDB refuses) is isolated: parked in
+quarantine, its due item removed so no later claim meets it again, and the rest of the batch goes
+on (DESIGN invariant 9). Any other failure still fails the claim, which the next tick redoes.
+
 Each step is a phase over the whole batch, and a phase's writes go out `claimer_threads` at a
 time (`Phases`): a claim of a thousand items is then bound by the slowest of a few hundred
 round trips in a row rather than by three thousand of them (docs/CAPACITY.md). The phases stay in
@@ -31,7 +36,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -48,9 +53,10 @@ from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.observability import logger
 from takt.store.calendars import CalendarStore
 from takt.store.due import DueItem, DueStore, FairRead
-from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
+from takt.store.errors import ConflictError, NotFoundError, is_condition_failure, is_record_fault
 from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
+from takt.store.quarantine import QuarantineStore
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -73,6 +79,8 @@ class ClaimResult:
     skipped: int = 0
     stale: int = 0
     left: int = 0
+    # Items parked in quarantine by this claim (records it could not read or write).
+    quarantined: int = 0
     lags_ms: list[int] = field(default_factory=list)
     # CPU the claim's write threads spent, apart from the claiming thread's own: a Lambda is
     # billed for its whole process, so a meter that times the claiming thread adds this.
@@ -84,6 +92,7 @@ class ClaimResult:
         self.skipped += other.skipped
         self.stale += other.stale
         self.left += other.left
+        self.quarantined += other.quarantined
         self.lags_ms.extend(other.lags_ms)
         self.helper_cpu_sec += other.helper_cpu_sec
 
@@ -135,6 +144,12 @@ def _send_batches(outgoing: list[Outgoing]) -> list[list[Outgoing]]:
     ]
 
 
+def _unparked(firings: list[_Firing], result: ClaimResult) -> list[_Firing]:
+    """The firings no record fault parked; the parked ones are counted in `result`."""
+    result.quarantined += sum(1 for f in firings if f.quarantined)
+    return [f for f in firings if not f.quarantined]
+
+
 def _timed(action: Callable[[T], R], item: T) -> tuple[R, float]:
     start = time.thread_time()
     return action(item), time.thread_time() - start
@@ -152,6 +167,8 @@ class _Firing:
     runs: list[ExecutionRecord] = field(default_factory=list)  # workflow runs to start
     # What creating this firing's executions did; one task writes it, the claim sums them.
     result: ClaimResult = field(default_factory=ClaimResult)
+    # Set when one of its writes met a record fault: its later steps are not taken.
+    quarantined: bool = False
 
 
 class Claimer:
@@ -164,8 +181,10 @@ class Claimer:
         lanes: LaneSender,
         calendars: CalendarStore | None = None,
         gauge: LaneGauge | None = None,
+        quarantine: QuarantineStore | None = None,
     ) -> None:
         self._settings = settings
+        self._quarantine = quarantine
         self._calendars = calendars
         self._gauge = gauge
         # The budget of the last claim that sized one, for the next read's page size.
@@ -186,7 +205,8 @@ class Claimer:
         bound = self._settings.claim_max_items
         backlogged: frozenset[str] = frozenset()
         if bound is None:
-            items = self._due.query_due(minute, shard, now + ahead)
+            read = self._due.read_due(minute, shard, now + ahead)
+            items = read.items
             result.due = len(items)
         else:
             # Pages as large as the last budget: a claim may take that many of a backlog.
@@ -200,41 +220,25 @@ class Claimer:
             budget = self._budget(bound) if backlogged else bound
             items, later = self._bounded(read, budget)
             result.left += len(later)
+        for raw, error in read.unreadable:
+            self._park_due_item(raw, error, now, result)
         if not items:
             return result
         started = self._gauge.monotonic() if self._gauge is not None else 0.0
-        jobs = self._jobs.batch_get([(i.tenant_id, i.job_id) for i in items])
-        grace_ms = int(self._settings.due_grace_sec * 1000)
-        firings: list[_Firing] = []
-        stale: list[DueItem] = []
-        for item in items:
-            job = jobs.get((item.tenant_id, item.job_id))
-            nominal = job.next_run_time if job is not None else None
-            if (
-                job is not None
-                and nominal is not None
-                and job.status == JobStatus.ACTIVE
-                and job.fire_time(nominal) == item.due
-            ):
-                plan = self._plan(job, nominal, now)
-                if plan is None:
-                    result.left += 1
-                else:
-                    firings.append(_Firing(item, job, nominal, plan))
-            elif to_ms(now) - item.written_ms >= grace_ms:
-                stale.append(item)
-            else:
-                # Young and not matching: a create or update may still be writing its job.
-                result.left += 1
+        firings, stale = self._firings(items, now, result)
         self._phases.each(self._delete_stale, stale, result)
         result.stale += len(stale)
 
+        nothing: list[Outgoing] = []
         created = self._phases.each(
-            lambda f: self._create_executions(f, now, f.result), firings, result
+            self._isolated(lambda f: self._create_executions(f, now, f.result), nothing, now),
+            firings,
+            result,
         )
         outgoing = [message for messages in created for message in messages]
         for firing in firings:
             result.add(firing.result)
+        firings = _unparked(firings, result)
         if outgoing:
             self._send(outgoing, backlogged, result)
             result.lags_ms.extend(
@@ -245,11 +249,53 @@ class Claimer:
                 # A workflow's run is not sent: it dispatches its root tasks (takt.workflows).
                 self._lifecycle.runs.start(run, now, firing.job)
         recurring = [f for f in firings if f.plan.next_run is not None]
-        self._phases.each(lambda f: self._index_next(f, now), recurring, result)
-        self._phases.each(lambda f: self._advance(f, now), firings, result)
+        self._phases.each(
+            self._isolated(lambda f: self._index_next(f, now), None, now), recurring, result
+        )
+        firings = _unparked(firings, result)
+        self._phases.each(
+            self._isolated(lambda f: self._advance(f, now), None, now), firings, result
+        )
+        _unparked(firings, result)
         if backlogged and self._gauge is not None:
             self._last_claim_sec = self._gauge.monotonic() - started
         return result
+
+    def _firings(
+        self, items: list[DueItem], now: datetime, result: ClaimResult
+    ) -> tuple[list[_Firing], list[DueItem]]:
+        """The claim's items as firings to make and stale items to delete; the items whose job
+        cannot be read or planned are parked, and the young items that match no job yet left."""
+        jobs, unreadable = self._jobs.batch_read([(i.tenant_id, i.job_id) for i in items])
+        grace_ms = int(self._settings.due_grace_sec * 1000)
+        firings: list[_Firing] = []
+        stale: list[DueItem] = []
+        for item in items:
+            job = jobs.get((item.tenant_id, item.job_id))
+            nominal = job.next_run_time if job is not None else None
+            unread = unreadable.get((item.tenant_id, item.job_id))
+            if unread is not None:
+                self._park_job(item, unread, now, result)
+            elif (
+                job is not None
+                and nominal is not None
+                and job.status == JobStatus.ACTIVE
+                and job.fire_time(nominal) == item.due
+            ):
+                try:
+                    plan = plan_firing(job, nominal, now)
+                except Exception as exc:
+                    if not is_record_fault(exc):
+                        raise
+                    self._park_job(item, exc, now, result)
+                    continue
+                firings.append(_Firing(item, job, nominal, plan))
+            elif to_ms(now) - item.written_ms >= grace_ms:
+                stale.append(item)
+            else:
+                # Young and not matching: a create or update may still be writing its job.
+                result.left += 1
+        return firings, stale
 
     def _send(
         self, outgoing: list[Outgoing], backlogged: frozenset[str], result: ClaimResult
@@ -371,17 +417,63 @@ class Claimer:
 
     @staticmethod
     def _plan(job: JobRecord, due: datetime, now: datetime) -> FiringPlan | None:
-        """The job's firing plan, or None when its stored schedule cannot be evaluated.
-
-        One such job must not stop its whole partition (the claim would fail on every tick and
-        nothing else in it would ever be dispatched): it is logged and its due item left in
-        place, where a corrected definition supersedes it, and the other jobs go on.
-        """
+        """The firing plan of a job an edit changed during the claim, or None when its stored
+        schedule cannot be evaluated: its due item then stays, and the next claim, which plans
+        it afresh, parks it in quarantine (`_firings`)."""
         try:
             return plan_firing(job, due, now)
         except ValueError:  # ScheduleError is a ValueError
             logger.exception("due job cannot be planned", job_id=job.job_id)
             return None
+
+    def _isolated(
+        self, action: Callable[[_Firing], R], failed: R, now: datetime
+    ) -> Callable[[_Firing], R]:
+        """`action` on one firing, with a record fault parking that firing's job in quarantine
+        (`failed` is then its result) instead of failing the whole claim: the other firings of
+        the phase go on, and the parked one takes no later step."""
+
+        def run(firing: _Firing) -> R:
+            try:
+                return action(firing)
+            except Exception as exc:
+                if not is_record_fault(exc):
+                    raise
+                firing.quarantined = True
+                # Counted by `_unparked` once the phase is over (its threads share no result).
+                self._park_job(firing.item, exc, now, ClaimResult())
+                return failed
+
+        return run
+
+    def _park_job(
+        self, item: DueItem, error: BaseException, now: datetime, result: ClaimResult
+    ) -> None:
+        """Quarantine the job of `item` and remove the due item, so no later claim meets it
+        (every claim of its partition would fail on it again). Clearing the record marks the
+        job unindexed, and the reconciler indexes it again from the job as it then is."""
+        if self._quarantine is not None:
+            self._quarantine.park(
+                table="jobs",
+                key={"tenant_id": item.tenant_id, "job_id": item.job_id},
+                where="claimer",
+                error=error,
+                now=now,
+                tenant_id=item.tenant_id,
+            )
+        result.quarantined += 1
+        self._delete_stale(item)
+
+    def _park_due_item(
+        self, raw: dict[str, Any], error: BaseException, now: datetime, result: ClaimResult
+    ) -> None:
+        """Quarantine a due item that cannot be read (it names no job takt can find) and remove
+        it from its partition; the record keeps its key and its text for the operator."""
+        key = {name: str(raw.get(name, {}).get("S", "")) for name in ("bucket", "due_key")}
+        if self._quarantine is not None:
+            self._quarantine.park(table="due", key=key, where="claimer", error=error, now=now)
+        result.quarantined += 1
+        self._due.delete_raw(key["bucket"], key["due_key"])
 
     def _create_executions(
         self, firing: _Firing, now: datetime, result: ClaimResult

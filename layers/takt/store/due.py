@@ -86,6 +86,8 @@ class FairRead:
 
     items: list[DueItem]
     backlogged: frozenset[str]
+    # Items of the partition that cannot be read, with why: the claimer quarantines them.
+    unreadable: tuple[tuple[dict[str, Any], Exception], ...] = ()
 
 
 class DueStore:
@@ -110,13 +112,18 @@ class DueStore:
 
     def query_due(self, minute: datetime, shard: int, until: datetime) -> list[DueItem]:
         """Every item of one (bucket, shard) partition due at or before `until`, oldest first."""
+        return self.read_due(minute, shard, until).items
+
+    def read_due(self, minute: datetime, shard: int, until: datetime) -> FairRead:
+        """`query_due`, with the items that cannot be read set apart rather than raised."""
+        unreadable: list[tuple[dict[str, Any], Exception]] = []
         items: list[DueItem] = []
         kwargs = self._due_by(minute, shard, until)
         while True:
             resp = self._db.query(**kwargs)
-            items.extend(DueItem.from_item(i) for i in resp.get("Items", []))
+            items.extend(_readable(resp.get("Items", []), unreadable))
             if "LastEvaluatedKey" not in resp:
-                return items
+                return FairRead(items, frozenset(), tuple(unreadable))
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
     def read_fair(
@@ -135,12 +142,18 @@ class DueStore:
         """
         found: dict[str, DueItem] = {}
         backlogged: set[str] = set()
+        unreadable: list[tuple[dict[str, Any], Exception]] = []
         low: str | None = None
         for _ in range(max(1, pages - 1)):
-            batch = self._page(minute, shard, until, page, low=low)
+            batch, read = self._page(minute, shard, until, page, low=low, unreadable=unreadable)
             found.update((item.due_key, item) for item in batch)
-            if len(batch) < page:
-                return FairRead(sorted(found.values(), key=_by_due_key), frozenset(backlogged))
+            if read < page or not batch:
+                # (A full page of unreadable items: they are parked, and the next claim reads on.)
+                return FairRead(
+                    sorted(found.values(), key=_by_due_key),
+                    frozenset(backlogged),
+                    tuple(unreadable),
+                )
             last = batch[-1]
             backlogged.add(last.tenant_id)
             # '$' follows '#': the first key after every `<due>#<tenant>#...` of this run.
@@ -148,9 +161,15 @@ class DueStore:
         if pages > 1:
             # The pages ran out: any tenant of the last one may have more behind it.
             backlogged.update(item.tenant_id for item in batch)
-            newest = self._page(minute, shard, until, page, low=None, newest=True)
+            newest, _ = self._page(
+                minute, shard, until, page, low=None, newest=True, unreadable=unreadable
+            )
             found.update((item.due_key, item) for item in newest)
-        return FairRead(sorted(found.values(), key=_by_due_key), frozenset(backlogged))
+        return FairRead(
+            sorted(found.values(), key=_by_due_key),
+            frozenset(backlogged),
+            tuple({id(raw): (raw, exc) for raw, exc in unreadable}.values()),
+        )
 
     def _page(
         self,
@@ -160,12 +179,15 @@ class DueStore:
         limit: int,
         *,
         low: str | None,
+        unreadable: list[tuple[dict[str, Any], Exception]],
         newest: bool = False,
-    ) -> list[DueItem]:
+    ) -> tuple[list[DueItem], int]:
+        """One page's readable items (the others added to `unreadable`), and how many it read."""
         resp = self._db.query(
             **self._due_by(minute, shard, until, low=low), Limit=limit, ScanIndexForward=not newest
         )
-        return [DueItem.from_item(i) for i in resp.get("Items", [])]
+        raw = resp.get("Items", [])
+        return _readable(raw, unreadable), len(raw)
 
     def _due_by(
         self, minute: datetime, shard: int, until: datetime, low: str | None = None
@@ -215,6 +237,13 @@ class DueStore:
             Key={"bucket": {"S": item.bucket}, "due_key": {"S": item.due_key}},
             ConditionExpression="written_ms = :w",
             ExpressionAttributeValues={":w": {"N": str(item.written_ms)}},
+        )
+
+    def delete_raw(self, bucket: str, due_key: str) -> None:
+        """Delete an item by its key, whatever it holds (one that cannot be read, parked)."""
+        self._db.delete_item(
+            TableName=self._table,
+            Key={"bucket": {"S": bucket}, "due_key": {"S": due_key}},
         )
 
     def watermark(self) -> datetime | None:
@@ -291,6 +320,19 @@ def _watermark_of(item: Mapping[str, Any]) -> datetime | None:
     if _WATERMARK not in item:
         return None
     return datetime.strptime(item[_WATERMARK]["S"], "%Y%m%d%H%M").replace(tzinfo=UTC)
+
+
+def _readable(
+    raw: list[dict[str, Any]], unreadable: list[tuple[dict[str, Any], Exception]]
+) -> list[DueItem]:
+    """The items of `raw` that read as due items; the others go to `unreadable` with why."""
+    items = []
+    for item in raw:
+        try:
+            items.append(DueItem.from_item(item))
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            unreadable.append((item, exc))
+    return items
 
 
 def _by_due_key(item: DueItem) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
 
 class NotFoundError(Exception):
@@ -27,3 +28,28 @@ def condition_failure_item(exc: ClientError) -> dict[str, Any] | None:
     """The item DynamoDB returned with ReturnValuesOnConditionCheckFailure=ALL_OLD, if any."""
     item: Any = exc.response.get("Item")
     return dict(item) if item else None
+
+
+# DynamoDB's answer to a request it can never accept as written (an item over 400 KB, a key or
+# attribute it refuses): retrying the same write fails the same way.
+_INVALID_REQUEST_CODES = frozenset(
+    {"ValidationException", "ItemCollectionSizeLimitExceededException"}
+)
+# What reading an item that is not what takt wrote raises: a missing or mistyped attribute, a
+# time, a number or JSON that does not parse, a model that does not validate (pydantic's
+# ValidationError is a ValueError), an instant beyond datetime's range.
+_PARSE_FAULTS = (ValueError, KeyError, TypeError, AttributeError, ArithmeticError, zlib.error)
+
+
+def is_record_fault(exc: BaseException) -> bool:
+    """Whether `exc` is about one record, and would recur on every try: that record cannot be
+    read, or DynamoDB refuses the write as invalid. Such a record is quarantined
+    (`takt.store.quarantine`); anything else (throttling, timeouts, lost connections, a lost
+    condition) is not, and fails the step so that it is retried."""
+    if isinstance(exc, ClientError):
+        return exc.response.get("Error", {}).get("Code") in _INVALID_REQUEST_CODES
+    if isinstance(exc, BotoCoreError):
+        # A request botocore refuses to send for this item's values; its other errors (a region
+        # or endpoint it cannot resolve, some of them ValueErrors) are the deployment's.
+        return isinstance(exc, ParamValidationError)
+    return isinstance(exc, _PARSE_FAULTS)

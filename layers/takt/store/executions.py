@@ -333,6 +333,33 @@ class ExecutionStore:
                 return None
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
+    def leave_open_index(self, job_key: str, sk: str) -> None:
+        """Take an item out of the `open` index by its raw key, whatever it holds: one the
+        watchdog cannot read is parked in quarantine, not met again on every sweep."""
+        self._db.update_item(
+            TableName=self._table,
+            Key={"job_key": {"S": job_key}, "sk": {"S": sk}},
+            UpdateExpression="REMOVE open_shard, check_at",
+            ConditionExpression="attribute_exists(sk)",
+        )
+
+    def reopen(self, job_key: str, sk: str, shard: str, check_at_ms: int) -> bool:
+        """Put a parked item back in the `open` index (its quarantine record cleared), so the
+        watchdog reads it on its next sweep; False when the item is gone."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"job_key": {"S": job_key}, "sk": {"S": sk}},
+                UpdateExpression="SET open_shard = :s, check_at = :c",
+                ConditionExpression="attribute_exists(sk)",
+                ExpressionAttributeValues={":s": {"S": shard}, ":c": {"N": str(check_at_ms)}},
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise
+        return True
+
     def open_candidates(self, shard: str, until_ms: int, limit: int = 500) -> list[dict[str, Any]]:
         """Keys of executions whose `check_at` has passed in one shard of the open index.
 

@@ -16,6 +16,7 @@ from takt.store.errors import (
     NotFoundError,
     condition_failure_item,
     is_condition_failure,
+    is_record_fault,
 )
 
 if TYPE_CHECKING:
@@ -100,7 +101,18 @@ class JobStore:
 
     def batch_get(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], JobRecord]:
         """Jobs by (tenant, job id), 100 at a time, strongly consistent; missing ones are absent."""
+        found, unreadable = self.batch_read(keys)
+        for error in unreadable.values():
+            raise error
+        return found
+
+    def batch_read(
+        self, keys: list[tuple[str, str]]
+    ) -> tuple[dict[tuple[str, str], JobRecord], dict[tuple[str, str], Exception]]:
+        """`batch_get`, with the jobs that cannot be read set apart (by key, with why) rather
+        than raised, so one of them cannot fail the read of the others."""
         found: dict[tuple[str, str], JobRecord] = {}
+        unreadable: dict[tuple[str, str], Exception] = {}
         unique = list(dict.fromkeys(keys))
         for start in range(0, len(unique), 100):
             pending: list[dict[str, Any]] = [
@@ -111,11 +123,16 @@ class JobStore:
                     RequestItems={self._table: {"Keys": pending, "ConsistentRead": True}}
                 )
                 for item in resp["Responses"].get(self._table, []):
-                    job = JobRecord.from_item(item)
-                    found[(job.tenant_id, job.job_id)] = job
+                    key = (item["tenant_id"]["S"], item["job_id"]["S"])
+                    try:
+                        found[key] = JobRecord.from_item(item)
+                    except Exception as exc:
+                        if not is_record_fault(exc):
+                            raise
+                        unreadable[key] = exc
                 unprocessed: Any = resp.get("UnprocessedKeys") or {}
                 pending = list(unprocessed.get(self._table, {}).get("Keys", []))
-        return found
+        return found, unreadable
 
     def create(self, job: JobRecord) -> None:
         """Store a new job; ConflictError when the id is taken."""

@@ -10,6 +10,10 @@ of the execution decides, and a write fenced on (state, attempt, lease token) ac
 - `retry_wait` whose retry time has come (waits longer than SQS's 900 s delay live here): send it;
 - `queued` behind an overlap slot that is free again: start it;
 - a workflow run (pending or running) that made no progress for a while: `RunEngine.check`.
+
+A candidate that cannot be read or written (a record fault: an item that does not parse, a write
+DynamoDB refuses as invalid) is parked in quarantine and taken out of the `open` index, and the
+sweep goes on with the others (DESIGN invariant 9); clearing the record puts it back.
 """
 
 from __future__ import annotations
@@ -26,9 +30,10 @@ from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord
 from takt.notify.notifier import Notifier
 from takt.observability import log_keys, logger
-from takt.store.errors import ConflictError, NotFoundError
+from takt.store.errors import ConflictError, NotFoundError, is_record_fault
 from takt.store.executions import NOT_CANCEL_REQUESTED, ExecutionStore, Transition, lease_fence
 from takt.store.jobs import JobStore
+from takt.store.quarantine import QuarantineStore
 
 
 @dataclass
@@ -41,6 +46,7 @@ class SweepResult:
     queued_released: int = 0
     cancelled: int = 0
     runs_checked: int = 0
+    quarantined: int = 0
 
 
 class Watchdog:
@@ -52,8 +58,10 @@ class Watchdog:
         lanes: Lanes,
         release_slot: Callable[[str, str], None] | None = None,
         notifier: Notifier | None = None,
+        quarantine: QuarantineStore | None = None,
     ) -> None:
         self._settings = settings
+        self._quarantine = quarantine
         self._jobs = jobs
         self._executions = executions
         self._lanes = lanes
@@ -66,16 +74,42 @@ class Watchdog:
         for shard in range(self._executions.open_shards):
             for item in self._executions.open_candidates(str(shard), cutoff):
                 result.candidates += 1
-                tenant_id = item["tenant_id"]["S"]
-                execution_id = item["execution_id"]["S"]
                 try:
-                    record = self._executions.get(tenant_id, execution_id)
-                    with log_keys(job_id=record.job_id, execution_id=execution_id):
-                        self._act(record, now, cutoff, result)
+                    self._check(item, now, cutoff, result)
                 except (ConflictError, NotFoundError):
                     # Someone acted first: the index was stale or a worker finished meanwhile.
                     continue
+                except Exception as exc:
+                    if not is_record_fault(exc):
+                        raise
+                    self._park(item, str(shard), exc, now)
+                    result.quarantined += 1
         return result
+
+    def _check(
+        self, item: Mapping[str, Any], now: datetime, cutoff: int, result: SweepResult
+    ) -> None:
+        """Read one candidate of the `open` index consistently, and act on it."""
+        execution_id = item["execution_id"]["S"]
+        record = self._executions.get(item["tenant_id"]["S"], execution_id)
+        with log_keys(job_id=record.job_id, execution_id=execution_id):
+            self._act(record, now, cutoff, result)
+
+    def _park(self, item: Mapping[str, Any], shard: str, error: Exception, now: datetime) -> None:
+        """Quarantine a candidate and take it out of the `open` index, so later sweeps do not
+        meet it again; the record keeps its shard, which clearing puts back."""
+        key = {"job_key": str(item["job_key"]["S"]), "sk": str(item["sk"]["S"])}
+        if self._quarantine is not None:
+            self._quarantine.park(
+                table="executions",
+                key=key,
+                where="watchdog",
+                error=error,
+                now=now,
+                tenant_id=key["job_key"].partition("#")[0],
+                restore={"open_shard": shard},
+            )
+        self._executions.leave_open_index(key["job_key"], key["sk"])
 
     def _act(
         self, record: ExecutionRecord, now: datetime, cutoff: int, result: SweepResult
