@@ -40,6 +40,7 @@ from takt.models.ids import execution_id, format_time
 from takt.models.records import ExecutionRecord
 from takt.store.errors import NotFoundError
 from takt.store.executions import ExecutionStore
+from takt.workflows.engine import RunEngine
 from takt.workflows.model import TaskIn
 from takt_cli.local.bench import Receiver
 from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port
