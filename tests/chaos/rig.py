@@ -20,8 +20,8 @@ from takt.aws import AwsClients, make_clients
 from takt.clock import Clock, OffsetClock
 from takt.config import Settings
 from takt.dispatch.claimer import Claimer
-from takt.dispatch.lanes import LaneMessage
 from takt.dispatch.ticker import InlineFanout, Ticker
+from takt.models.lanes import LaneMessage
 from takt.models.records import JobRecord, RetryPolicy
 from takt.store.due import minute_of
 from takt.watchdog.sweeper import Watchdog
