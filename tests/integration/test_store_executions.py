@@ -155,6 +155,17 @@ def test_record_fenced_counts_without_changing_the_state(
     assert (stored.fenced_reports, stored.state) == (2, ExecState.PENDING)
 
 
+def test_record_fenced_on_an_execution_that_is_gone_counts_nowhere(
+    svc: Services, clock: ManualClock, job: JobRecord
+) -> None:
+    gone = make_execution(job, T0, clock.now()).execution_id
+
+    svc.executions.record_fenced(TENANT, gone)
+
+    with pytest.raises(NotFoundError):
+        svc.executions.get(TENANT, gone)
+
+
 def test_list_for_job_pages_newest_first(svc: Services, clock: ManualClock, job: JobRecord) -> None:
     times = [T0 + timedelta(minutes=i) for i in range(5)]
     for t in times:

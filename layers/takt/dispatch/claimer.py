@@ -38,8 +38,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from botocore.exceptions import ClientError
-
 from takt.config import Settings
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.plan import FiringPlan, plan_firing
@@ -53,7 +51,7 @@ from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.observability import logger
 from takt.store.calendars import CalendarStore
 from takt.store.due import DueItem, DueStore, FairRead
-from takt.store.errors import ConflictError, NotFoundError, is_condition_failure, is_record_fault
+from takt.store.errors import ConflictError, NotFoundError, is_record_fault
 from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
 from takt.store.quarantine import QuarantineStore
@@ -614,8 +612,4 @@ class Claimer:
         return not holder.state.terminal
 
     def _delete_stale(self, item: DueItem) -> None:
-        try:
-            self._due.delete_if_unchanged(item)
-        except ClientError as exc:
-            if not is_condition_failure(exc):
-                raise
+        self._due.delete_if_unchanged(item)

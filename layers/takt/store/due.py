@@ -229,15 +229,21 @@ class DueStore:
         )
         return resp.get("Count", 0) == 0
 
-    def delete_if_unchanged(self, item: DueItem) -> None:
+    def delete_if_unchanged(self, item: DueItem) -> bool:
         """Delete an item unless it was rewritten since it was read (then it is someone's new
-        index entry and must stay); raises the condition failure for the caller to ignore."""
-        self._db.delete_item(
-            TableName=self._table,
-            Key={"bucket": {"S": item.bucket}, "due_key": {"S": item.due_key}},
-            ConditionExpression="written_ms = :w",
-            ExpressionAttributeValues={":w": {"N": str(item.written_ms)}},
-        )
+        index entry and stays: False)."""
+        try:
+            self._db.delete_item(
+                TableName=self._table,
+                Key={"bucket": {"S": item.bucket}, "due_key": {"S": item.due_key}},
+                ConditionExpression="written_ms = :w",
+                ExpressionAttributeValues={":w": {"N": str(item.written_ms)}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+            return False
+        return True
 
     def delete_raw(self, bucket: str, due_key: str) -> None:
         """Delete an item by its key, whatever it holds (one that cannot be read, parked)."""

@@ -283,14 +283,19 @@ class ExecutionStore:
         return total
 
     def record_fenced(self, tenant_id: str, execution_id: str) -> None:
-        """Count a stale report that was rejected; the report itself is never applied."""
-        self._db.update_item(
-            TableName=self._table,
-            Key=self.key(tenant_id, execution_id),
-            UpdateExpression="ADD fenced_reports :one",
-            ConditionExpression="attribute_exists(sk)",
-            ExpressionAttributeValues={":one": {"N": "1"}},
-        )
+        """Count a stale report that was rejected; the report itself is never applied. An
+        execution that is gone (expired from the history) has nothing to count on."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=self.key(tenant_id, execution_id),
+                UpdateExpression="ADD fenced_reports :one",
+                ConditionExpression="attribute_exists(sk)",
+                ExpressionAttributeValues={":one": {"N": "1"}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
 
     def list_for_job(
         self, tenant_id: str, job_id: str, *, limit: int, cursor: str | None

@@ -32,16 +32,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
-from takt.store.errors import is_condition_failure
+from takt.store.webhook_keys import KeyState, KeyStates
 from takt.targets.http import sign
 from takt.targets.secrets import SecretError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-KEY_ITEM = "webhook-key"
 DEFAULT_OVERLAP = timedelta(hours=24)
 MAX_OVERLAP = timedelta(days=30)
 _SALT = b"takt webhook keys"
@@ -73,16 +70,6 @@ class WebhookKey:
             if self.valid_until is None
             else self.valid_until.isoformat().replace("+00:00", "Z"),
         }
-
-
-@dataclass(frozen=True)
-class KeyState:
-    """What the tenants table holds for a tenant: nothing at all means generation 0."""
-
-    generation: int = 0
-    previous_until_ms: int | None = None
-    # Whether the item exists: a rotation's write is conditional on what it read.
-    stored: bool = False
 
 
 def master_bytes(master: str) -> bytes:
@@ -133,8 +120,7 @@ class WebhookKeys:
         cache_sec: float = 60.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._db = client
-        self._table = table
+        self._states = KeyStates(client, table)
         self._master = master
         self._cache_sec = cache_sec
         self._monotonic = monotonic
@@ -147,7 +133,7 @@ class WebhookKeys:
 
     def keys(self, tenant_id: str, now: datetime) -> list[WebhookKey]:
         """The tenant's valid keys, current first (read consistently: for show and rotate)."""
-        return self._keys(tenant_id, self._read(tenant_id), now)
+        return self._keys(tenant_id, self._states.read(tenant_id), now)
 
     def signing_keys(self, tenant_id: str, now: datetime) -> list[str]:
         """The secrets a request of the tenant is signed with now (cached, see the class)."""
@@ -156,7 +142,7 @@ class WebhookKeys:
         with self._lock:
             cached = self._cache.get(tenant_id)
         if cached is None or self._monotonic() - cached[0] >= self._cache_sec:
-            cached = (self._monotonic(), self._read(tenant_id))
+            cached = (self._monotonic(), self._states.read(tenant_id))
             with self._lock:
                 self._cache[tenant_id] = cached
         return [key.secret for key in self._keys(tenant_id, cached[1], now)]
@@ -167,28 +153,8 @@ class WebhookKeys:
             raise ValueError(f"overlap must be between 0 and {MAX_OVERLAP.days} days")
         self._need_master()
         for _ in range(_MAX_TRIES):
-            state = self._read(tenant_id)
-            until = int((now + overlap).timestamp() * 1000)
-            values: dict[str, Any] = {
-                ":next": {"N": str(state.generation + 1)},
-                ":until": {"N": str(until)},
-            }
-            if state.stored:
-                condition = "generation = :old"
-                values[":old"] = {"N": str(state.generation)}
-            else:
-                condition = "attribute_not_exists(generation)"
-            try:
-                self._db.update_item(
-                    TableName=self._table,
-                    Key=_key(tenant_id),
-                    UpdateExpression="SET generation = :next, previous_until_ms = :until",
-                    ConditionExpression=condition,
-                    ExpressionAttributeValues=values,
-                )
-            except ClientError as exc:
-                if not is_condition_failure(exc):
-                    raise
+            state = self._states.read(tenant_id)
+            if not self._states.advance(tenant_id, state, int((now + overlap).timestamp() * 1000)):
                 continue
             with self._lock:
                 self._cache.pop(tenant_id, None)
@@ -218,20 +184,3 @@ class WebhookKeys:
                 "(TAKT_SIGNING_SECRET_NAME or TAKT_SIGNING_SECRET)"
             )
         return master
-
-    def _read(self, tenant_id: str) -> KeyState:
-        item = self._db.get_item(
-            TableName=self._table, Key=_key(tenant_id), ConsistentRead=True
-        ).get("Item")
-        if not item:
-            return KeyState()
-        until = item.get("previous_until_ms")
-        return KeyState(
-            generation=int(item["generation"]["N"]),
-            previous_until_ms=int(until["N"]) if until else None,
-            stored=True,
-        )
-
-
-def _key(tenant_id: str) -> dict[str, Any]:
-    return {"tenant_id": {"S": tenant_id}, "counter": {"S": KEY_ITEM}}

@@ -62,7 +62,7 @@ from takt.models.records import ExecState, ExecutionRecord
 from takt.notify.notifier import Notifier
 from takt.observability import logger
 from takt.retry import backoff_delay
-from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
+from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import (
     NOT_CANCEL_REQUESTED,
     ExecutionStore,
@@ -524,11 +524,7 @@ class ExecutionRunner:
         logger.warning(
             "stale report fenced out", execution_id=record.execution_id, attempt=record.attempt
         )
-        try:
-            self._executions.record_fenced(record.tenant_id, record.execution_id)
-        except ClientError as exc:
-            if not is_condition_failure(exc):
-                raise
+        self._executions.record_fenced(record.tenant_id, record.execution_id)
         return RunOutcome(record.execution_id, "fenced", "lease lost before completion")
 
 
