@@ -21,26 +21,39 @@ class SystemClock:
 
 
 class ManualClock:
-    """A clock that only moves when told to, for tests and simulators."""
+    """A clock that only moves when told to, for tests and simulators.
+
+    `monotonic` is the simulated time that has passed (it moves with `advance` and with a `set`
+    forward, never back), for a test that drives a worker's own clock too: a worker measures its
+    lease on a monotonic clock (`ExecutionRunner(monotonic=...)`), not on its wall clock.
+    """
 
     def __init__(self, start: datetime) -> None:
         if start.tzinfo is None:
             raise ValueError("ManualClock needs an aware datetime")
         self._now = start.astimezone(UTC)
+        self._elapsed = 0.0
         self._lock = threading.Lock()
 
     def now(self) -> datetime:
         with self._lock:
             return self._now
 
+    def monotonic(self) -> float:
+        with self._lock:
+            return self._elapsed
+
     def advance(self, seconds: float) -> datetime:
         with self._lock:
             self._now += timedelta(seconds=seconds)
+            self._elapsed += max(0.0, seconds)
             return self._now
 
     def set(self, instant: datetime) -> None:
         with self._lock:
-            self._now = instant.astimezone(UTC)
+            instant = instant.astimezone(UTC)
+            self._elapsed += max(0.0, (instant - self._now).total_seconds())
+            self._now = instant
 
 
 class OffsetClock:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from takt.models.egress import AllowList
@@ -195,6 +195,18 @@ class Settings(BaseSettings):
     def _egress_allow(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         AllowList.parse(value)
         return value
+
+    @model_validator(mode="after")
+    def _lease_outlives_the_margin(self) -> Settings:
+        # A worker stops its call once `lease_sec - clock_margin_sec` passes without a
+        # heartbeat (takt.worker.runner): with no time left, it would call nothing at all.
+        if self.lease_sec <= self.clock_margin_sec:
+            raise ValueError(
+                f"lease_sec ({self.lease_sec:g}) must be longer than clock_margin_sec "
+                f"({self.clock_margin_sec:g}): a worker acts only while its lease has more "
+                "than the margin left"
+            )
+        return self
 
     def limits_for(self, tenant_id: str) -> TenantLimits:
         """The limits that apply to `tenant_id`."""

@@ -19,9 +19,11 @@ from takt_cli.local.runtime import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Short leases and sweeps so retries, timeouts and recoveries happen within seconds.
+# Short leases and sweeps so retries, timeouts and recoveries happen within seconds. A worker
+# acts only while its lease has more than the clock margin (2 s) left: 5 s leases with 1 s
+# heartbeats leave it 3 s, room for a heartbeat slowed by a loaded machine.
 RUNTIME_ENV = {
-    "TAKT_LEASE_SEC": "3",
+    "TAKT_LEASE_SEC": "5",
     "TAKT_HEARTBEAT_SEC": "1",
     "TAKT_WATCHDOG_INTERVAL_SEC": "1",
     "TAKT_PENDING_RESEND_AFTER_SEC": "3",

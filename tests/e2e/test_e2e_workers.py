@@ -42,6 +42,8 @@ RECOVERY_SLACK_SEC = 3.0
 DONE_WITHIN_SEC = 30.0
 ENV_LINE = "  env "
 READY_LINE = "takt worker is running: "
+# What a worker logs when its lease expired on its own clock and it stopped unreported.
+LEASE_LOST_LINE = "lease expired on the worker's clock"
 POOL_SIZE = 2
 GRACE_SEC = 0.5
 
@@ -214,7 +216,7 @@ def test_a_worker_killed_mid_run_is_replaced_by_another_with_exactly_one_more_at
     assert recovered_sec <= LEASE_SEC + CLOCK_MARGIN_SEC + WATCHDOG_SEC + RECOVERY_SLACK_SEC
 
 
-def test_a_worker_paused_past_its_lease_is_fenced_out_and_the_newer_attempt_stands(
+def test_a_worker_paused_past_its_lease_stops_unreported_and_the_newer_attempt_stands(
     runtime: Runtime, pool: list[Worker], journal: Path
 ) -> None:
     execution_id = _run(
@@ -223,7 +225,8 @@ def test_a_worker_paused_past_its_lease_is_fenced_out_and_the_newer_attempt_stan
     paused, other = running_it(pool, _started(journal)[0])
 
     paused.process.send_signal(signal.SIGSTOP)
-    # Resumed while the other worker holds attempt 2's lease, so its reports meet a newer lease.
+    # Resumed while the other worker holds attempt 2's lease: on its own clock the paused
+    # worker's lease expired long ago, so it stops the call and writes nothing.
     _until(
         runtime,
         execution_id,
@@ -232,16 +235,20 @@ def test_a_worker_paused_past_its_lease_is_fenced_out_and_the_newer_attempt_stan
     )
     paused.process.send_signal(signal.SIGCONT)
     execution = _until(
-        runtime,
-        execution_id,
-        lambda e: e["state"] == "succeeded" and e["fenced_reports"] >= 1,
-        "the newer attempt's success and the paused worker's rejected report",
+        runtime, execution_id, lambda e: e["state"] == "succeeded", "the newer attempt's success"
+    )
+    poll(
+        paused.output,
+        lambda out: any(LEASE_LOST_LINE in s and execution_id in s for s in out.splitlines()),
+        DONE_WITHIN_SEC,
+        "the paused worker's lease lost on its own clock",
     )
 
     assert (execution["attempt"], _attempts(execution)) == (
         2,
         [(1, "lease_expired"), (2, "succeeded")],
     )
+    assert runtime.takt.execution(execution_id)["fenced_reports"] == 0
     assert [(s["attempt"], s["pid"]) for s in _started(journal, 2)] == [
         (1, paused.pid),
         (2, other.pid),

@@ -275,3 +275,63 @@ def crash_randomly(
         setattr(clone, method, wrap(method))
     clone.crashes = crashes  # type: ignore[attr-defined]
     return clone
+
+
+class HeartbeatOutage:
+    """Makes every heartbeat write on the executions table fail, while every other request
+    passes: the table unreachable for one worker's lease renewals, and for nothing else.
+
+    A heartbeat is the UpdateItem that adds to `heartbeat_seq`. `refuse`: it is answered at once
+    with a 400 the SDK does not retry (AccessDenied, as when the worker's role lost its grant).
+    `hang`: it never gets an answer until `remove` (a connection that cannot be made; the SDK's
+    own timeouts are far longer than a test), then it is refused. `failed` counts the refused
+    and hanging heartbeats.
+    """
+
+    def __init__(
+        self, client: Any, table: str, *, mode: Literal["refuse", "hang"] = "refuse"
+    ) -> None:
+        self._table = table
+        self._mode = mode
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        self.failed = 0
+        self._events = client.meta.events
+        self._events.register("before-send.dynamodb.UpdateItem", self._before_send)
+
+    def __enter__(self) -> HeartbeatOutage:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.remove()
+
+    def remove(self) -> None:
+        """Let heartbeats through again; a hanging one is refused on its way out."""
+        self._events.unregister("before-send.dynamodb.UpdateItem", self._before_send)
+        self._released.set()
+
+    def _before_send(self, request: AWSPreparedRequest, **_: Any) -> Any:
+        body = request.body
+        params = json.loads(body if isinstance(body, bytes) else str(body or "{}"))
+        if params.get("TableName") != self._table or not _adds_heartbeat(params):
+            return None
+        with self._lock:
+            self.failed += 1
+        if self._mode == "hang":
+            self._released.wait(60)
+        error = {
+            "__type": "com.amazon.coral.service#AccessDeniedException",
+            "message": "injected: the heartbeat cannot reach the table",
+        }
+        headers = HTTPHeaders()
+        headers["Content-Type"] = "application/x-amz-json-1.0"
+        headers["x-amzn-RequestId"] = "injected"
+        return AWSResponse(request.url, 400, headers, _RawBody(json.dumps(error).encode()))
+
+
+def _adds_heartbeat(params: dict[str, Any]) -> bool:
+    """Whether an UpdateItem adds to `heartbeat_seq` (a heartbeat), rather than naming it in its
+    condition (the watchdog's reclaim is fenced on it)."""
+    _, _, added = str(params.get("UpdateExpression", "")).partition("ADD ")
+    names = params.get("ExpressionAttributeNames", {})
+    return any(names.get(token.strip(",")) == "heartbeat_seq" for token in added.split())

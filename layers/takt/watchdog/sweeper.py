@@ -6,7 +6,10 @@ of the execution decides, and a write fenced on (state, attempt, lease token) ac
 - `pending` for too long (its message never reached or left SQS): send it again;
 - `running` with an expired lease: the next attempt goes back to its lane, or the execution is
   `dead` when no attempts are left, or `cancelled` when a cancel was asked for (never retried);
-  either way the execution's running slot (a tenant's cap, docs/FAIRNESS.md) is freed;
+  either way the execution's running slot (a tenant's cap, docs/FAIRNESS.md) is freed. Expired
+  means past its expiry by more than the margin on this function's clock; the lease's worker
+  stopped a margin *before* the expiry on its own clock (takt.worker.runner), so neither a next
+  attempt nor `dead` is written while that worker could still be acting on it;
 - `retry_wait` whose retry time has come (waits longer than SQS's 900 s delay live here): send it;
 - `queued` behind an overlap slot that is free again: start it;
 - a workflow run (pending or running) that made no progress for a while: `RunEngine.check`.

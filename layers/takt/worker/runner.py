@@ -26,6 +26,13 @@ ends by its own timeout, and whatever a stopped call answers later is ignored. A
 - a heartbeat finds `cancel_requested`: cancelled, no retry (a retry write is fenced on the flag
   too, so a cancel that lands after the last heartbeat still wins over a retry);
 - a heartbeat is fenced out (the lease was taken over): nothing but the fenced report is written;
+- the lease's expiry, less the clock margin, passes on the worker's own monotonic clock without a
+  successful heartbeat (the table unreachable, every write failing): the call is told to stop and
+  nothing at all is written (`lease_lost`). The watchdog takes an expired lease only once its own
+  wall clock is past the expiry plus the margin, so with clocks that agree within the margin a
+  second attempt (or `dead`, on the last one) starts only after this worker stopped. Heartbeats
+  are written in a thread of their own, so a write that hangs cannot keep the worker past that
+  instant;
 - the host's deadline comes (a Lambda near its timeout, a worker stopping): the execution is
   given back, pending again at the same attempt with a fresh message, no attempt used. The
   `MAX_GIVE_BACKS`-th give-back of one attempt counts as a retryable failure instead, so an
@@ -78,13 +85,17 @@ MAX_SQS_DELAY_SEC = 900
 MAX_GIVE_BACKS = 3
 # How long a message for a handler this worker does not serve waits before it is offered again.
 UNSERVED_DELAY_SEC = 5
+# Outcomes after which the execution's lease is someone else's (or the watchdog's to take), so
+# its running slot is not this worker's to free.
+LEASE_GONE = frozenset({"fenced", "lease_lost"})
 
 
 @dataclass(frozen=True)
 class RunOutcome:
     """What happened to one message: `state` is the execution's state after this worker, or
-    `fenced`, `missing`, `unserved` (sent back for a worker that serves its handler) or
-    `given_back` (sent back because this worker had to stop)."""
+    `fenced`, `lease_lost` (stopped unreported: the lease expired on the worker's clock),
+    `missing`, `unserved` (sent back for a worker that serves its handler) or `given_back`
+    (sent back because this worker had to stop)."""
 
     execution_id: str
     state: str
@@ -113,8 +124,12 @@ class ExecutionRunner:
         unserved_delay_sec: int = UNSERVED_DELAY_SEC,
         gate: WorkerGate | None = None,
         notifier: Notifier | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
+        # The clock the lease's local expiry is measured on: never the wall clock, which may
+        # jump or disagree with the watchdog's (DESIGN invariants 5 and 10).
+        self._monotonic = monotonic
         self._jobs = jobs
         self._executions = executions
         self._lanes = lanes
@@ -158,6 +173,9 @@ class ExecutionRunner:
             wait = self._gate.admit(message)
             if wait is not None:
                 return self._requeue(message, wait.delay_sec, wait.reason)
+        # Taken before the lease is written, so the lease's local expiry is never later than
+        # the expiry the write stores, however long the write takes.
+        leased_at = self._monotonic()
         try:
             leased = self._lease(message, self._clock.now())
         except NotFoundError:
@@ -171,8 +189,8 @@ class ExecutionRunner:
             return RunOutcome(
                 message.execution_id, current.state.value, "duplicate or stale message"
             )
-        outcome = self._supervise(leased, host, keepalive)
-        if outcome.state != "fenced":
+        outcome = self._supervise(leased, leased_at, host, keepalive)
+        if outcome.state not in LEASE_GONE:
             self._free(leased.tenant_id, leased.execution_id)
         return outcome
 
@@ -256,8 +274,17 @@ class ExecutionRunner:
         return RunOutcome(message.execution_id, outcome, f"sent back to the {record.lane} lane")
 
     def _supervise(
-        self, record: ExecutionRecord, host: HostDeadline, keepalive: Callable[[], None] | None
+        self,
+        record: ExecutionRecord,
+        leased_at: float,
+        host: HostDeadline,
+        keepalive: Callable[[], None] | None,
     ) -> RunOutcome:
+        lease = _LocalLease(self._monotonic, self._settings, leased_at)
+        if lease.expired():
+            # The lease write itself took the lease's whole time: calling now could overlap
+            # the next attempt.
+            return self._lease_lost(record)
         wake = threading.Event()
         stop = StopSignal()
         answers: list[TargetResult] = []
@@ -286,11 +313,29 @@ class ExecutionRunner:
 
         threading.Thread(target=call, name=f"call-{record.execution_id}", daemon=True).start()
         beat_at = started + self._settings.heartbeat_sec
+        beat: _Heartbeat | None = None
         with host.watch(wake):
             while True:
                 # Cleared before looking, so an answer or a deadline change that lands after the
                 # look sets it again and the wait below returns at once instead of sleeping.
                 wake.clear()
+                if beat is not None and beat.done.is_set():
+                    if not beat.reached:
+                        beat = None
+                    elif beat.current is None:
+                        stop.set("lease_lost")
+                        return self._fenced(record)
+                    elif beat.current.cancel_requested:
+                        stop.set("cancelled")
+                        return self._cancel(record)
+                    else:
+                        lease.renewed(beat.sent_at)
+                        if keepalive is not None:
+                            keepalive()
+                        beat = None
+                if lease.expired():
+                    stop.set("lease_lost")
+                    return self._lease_lost(record)
                 if answers:
                     return self._complete(record, answers[0])
                 now = time.monotonic()
@@ -308,23 +353,17 @@ class ExecutionRunner:
                         ),
                     )
                 if now >= beat_at:
-                    current = self._heartbeat(record)
-                    if current is None:
-                        stop.set("lease_lost")
-                        return self._fenced(record)
-                    if current.cancel_requested:
-                        stop.set("cancelled")
-                        return self._cancel(record)
-                    if keepalive is not None:
-                        keepalive()
+                    # One heartbeat at a time: a beat still hanging skips this one.
+                    if beat is None:
+                        beat = _Heartbeat(self._monotonic, lambda: self._heartbeat(record), wake)
                     beat_at = now + self._settings.heartbeat_sec
-                wake.wait(max(0.0, min(beat_at, timeout_at, host.at) - now))
+                wake.wait(max(0.0, min(min(beat_at, timeout_at, host.at) - now, lease.left())))
 
     def _heartbeat(self, record: ExecutionRecord) -> ExecutionRecord | None:
         """Extend the lease; the execution as it is now, or None when the lease was lost.
 
-        A heartbeat that fails for another reason (throttled past botocore's retries, the
-        network) is tried again at the next beat: the lease outlives a few missed beats.
+        A write that fails for another reason (throttled past botocore's retries, the network)
+        raises: the next beat tries again, and the lease's local expiry says when to give up.
         """
         expires = to_ms(self._clock.now() + timedelta(seconds=self._settings.lease_sec))
         try:
@@ -340,9 +379,21 @@ class ExecutionRunner:
         except (ConflictError, NotFoundError):
             logger.warning("lease lost", execution_id=record.execution_id)
             return None
-        except (ClientError, BotoCoreError):
-            logger.exception("heartbeat failed", execution_id=record.execution_id)
-            return record
+
+    def _lease_lost(self, record: ExecutionRecord) -> RunOutcome:
+        """The lease expired on this worker's clock: write nothing, not even a fenced count.
+
+        The watchdog owns the execution from here (a next attempt, or `dead` on the last one);
+        any write of ours could only race it, and the table is likely unreachable anyway.
+        """
+        logger.warning(
+            "lease expired on the worker's clock: stopped, nothing reported",
+            execution_id=record.execution_id,
+            attempt=record.attempt,
+        )
+        return RunOutcome(
+            record.execution_id, "lease_lost", "lease expired before a heartbeat succeeded"
+        )
 
     def _complete(self, record: ExecutionRecord, result: TargetResult) -> RunOutcome:
         if result.outcome == "success":
@@ -526,6 +577,65 @@ class ExecutionRunner:
         )
         self._executions.record_fenced(record.tenant_id, record.execution_id)
         return RunOutcome(record.execution_id, "fenced", "lease lost before completion")
+
+
+class _LocalLease:
+    """A lease's expiry as its holder knows it, on its own monotonic clock.
+
+    It ends `lease_sec - clock_margin_sec` after the moment just before the last write that set
+    it (the lease or a heartbeat that succeeded): by then, on a watchdog whose wall clock agrees
+    with this worker's within the margin, the lease is still at least a margin short of being
+    taken.
+    """
+
+    def __init__(
+        self, monotonic: Callable[[], float], settings: Settings, written_at: float
+    ) -> None:
+        self._monotonic = monotonic
+        self._valid_sec = settings.lease_sec - settings.clock_margin_sec
+        self._until = written_at + self._valid_sec
+
+    def renewed(self, written_at: float) -> None:
+        self._until = max(self._until, written_at + self._valid_sec)
+
+    def left(self) -> float:
+        return self._until - self._monotonic()
+
+    def expired(self) -> bool:
+        return self.left() <= 0
+
+
+class _Heartbeat:
+    """One heartbeat write, made in a thread of its own so that a write that hangs (the table
+    unreachable, the SDK retrying) never keeps the supervisor past its lease's local expiry.
+
+    `reached`: the write got an answer (`current`: the execution after it, or None when the
+    lease was lost); False when it failed and the lease was not extended.
+    """
+
+    def __init__(
+        self,
+        monotonic: Callable[[], float],
+        write: Callable[[], ExecutionRecord | None],
+        wake: threading.Event,
+    ) -> None:
+        self.sent_at = monotonic()
+        self.reached = False
+        self.current: ExecutionRecord | None = None
+        self.done = threading.Event()
+        self._write = write
+        self._wake = wake
+        threading.Thread(target=self._run, name="heartbeat", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self.current = self._write()
+            self.reached = True
+        except (ClientError, BotoCoreError):
+            logger.exception("heartbeat failed")
+        finally:
+            self.done.set()
+            self._wake.set()
 
 
 def _applied_by_us(exc: ConflictError, record: ExecutionRecord, state: ExecState) -> bool:

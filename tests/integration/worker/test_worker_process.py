@@ -90,7 +90,7 @@ def test_a_long_run_keeps_its_message_invisible_past_the_visibility_it_was_recei
 ) -> None:
     # Received with a visibility of twice the lease (3 s); the run lasts longer than that: 40
     # heartbeats at least 0.1 s apart.
-    svc = make_svc(lease_sec=1.5, heartbeat_sec=0.1)
+    svc = make_svc(lease_sec=1.5, heartbeat_sec=0.1, clock_margin_sec=0.5)
     record = _queued(svc, clock, "handler:it.wait", {"key": key})
 
     with running(svc):
