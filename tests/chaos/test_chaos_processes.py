@@ -171,6 +171,16 @@ def test_s5_workers_killed_mid_execution_lose_nothing_and_complete_once(
     assert report.recovery_sec <= LEASE_SEC + CLOCK_MARGIN_SEC + WATCHDOG_SEC + RECOVERY_SLACK_SEC
 
 
+def _lease_lost_logged(worker: Worker, job_id: str) -> None:
+    """Wait for `worker` to log that it stopped a run of `job_id` unreported (lease lost)."""
+    poll(
+        worker.output,
+        lambda out: any(LEASE_LOST_LINE in line and job_id in line for line in out.splitlines()),
+        DONE_WITHIN_SEC,
+        "the paused worker's lease lost on its own clock",
+    )
+
+
 def test_s6_workers_paused_past_their_lease_stop_on_resume_and_report_nothing(
     runtime: Runtime, workers: list[Worker], form: Form, tmp_path: Path
 ) -> None:
@@ -190,14 +200,7 @@ def test_s6_workers_paused_past_their_lease_stop_on_resume_and_report_nothing(
         paused.process.send_signal(signal.SIGCONT)
         _all_done(runtime, [expect], lambda e: e["state"] == "succeeded")
         # On its own clock the paused worker's lease expired long ago: it stops, unreported.
-        poll(
-            paused.output,
-            lambda out, e=expect: any(
-                LEASE_LOST_LINE in line and e.job_id in line for line in out.splitlines()
-            ),
-            DONE_WITHIN_SEC,
-            "the paused worker's lease lost on its own clock",
-        )
+        _lease_lost_logged(paused, expect.job_id)
 
     report = _report(runtime, "s6_worker_sigstop", form, expects, journal)
     report.faults = {"sigstop": len(expects)}
