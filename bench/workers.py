@@ -47,6 +47,7 @@ sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
 from takt.api.models import JobCreate  # noqa: E402
 from takt.api.service import JobService  # noqa: E402
 from takt.models.records import ExecState, ExecutionRecord  # noqa: E402
+from takt.store.items import execution_record  # noqa: E402
 from takt.wiring import Services  # noqa: E402
 from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port, worker_env  # noqa: E402
 
@@ -170,7 +171,7 @@ def succeeded(svc: Services) -> list[ExecutionRecord]:
     }
     while True:
         resp = svc.clients.dynamodb.scan(**kwargs)
-        out.extend(ExecutionRecord.from_item(i) for i in resp.get("Items", []))
+        out.extend(execution_record(i) for i in resp.get("Items", []))
         if "LastEvaluatedKey" not in resp:
             return out
         kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]

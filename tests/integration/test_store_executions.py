@@ -9,7 +9,7 @@ import pytest
 from takt.clock import ManualClock
 from takt.models.ids import to_ms
 from takt.models.records import ExecState, JobRecord
-from takt.store.errors import ConflictError, NotFoundError
+from takt.store.errors import ExecutionConflictError, NotFoundError
 from takt.store.executions import Transition
 from takt.wiring import Services
 from tests.support.jobs import TENANT, make_execution, make_job
@@ -72,15 +72,14 @@ def test_transition_for_the_wrong_attempt_is_a_conflict_carrying_the_current_ite
     record = make_execution(job, T0, clock.now(), attempt=2)
     svc.executions.create(record, check_at_ms=None)
 
-    with pytest.raises(ConflictError) as caught:
+    with pytest.raises(ExecutionConflictError) as caught:
         svc.executions.transition(
             TENANT,
             record.execution_id,
             Transition(expect={"state": ExecState.PENDING, "attempt": 1}, set=RUNNING),
         )
 
-    assert caught.value.current is not None
-    assert caught.value.current["attempt"] == {"N": "2"}
+    assert caught.value.current.attempt == 2
     assert svc.executions.get(TENANT, record.execution_id).state == ExecState.PENDING
 
 
@@ -95,7 +94,7 @@ def test_transition_with_a_stale_lease_token_is_a_conflict(
         Transition(expect={"state": ExecState.PENDING, "attempt": 1}, set=RUNNING),
     )
 
-    with pytest.raises(ConflictError) as caught:
+    with pytest.raises(ExecutionConflictError) as caught:
         svc.executions.transition(
             TENANT,
             record.execution_id,
@@ -105,8 +104,7 @@ def test_transition_with_a_stale_lease_token_is_a_conflict(
             ),
         )
 
-    assert caught.value.current is not None
-    assert caught.value.current["lease_token"] == {"S": "tok-1"}
+    assert caught.value.current.lease_token == "tok-1"
     assert svc.executions.get(TENANT, record.execution_id).state == ExecState.RUNNING
 
 

@@ -33,6 +33,7 @@ from takt.api.service import JobService
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, job_key
 from takt.observability import logger
 from takt.schedule import next_after
+from takt.store.items import execution_record
 from takt_cli.capacity.cost import alternatives, cost_per_million, profile_from_usage
 from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port
 from takt_cli.metering import Meter, MotoImages, Usage
@@ -356,7 +357,7 @@ class Bench:
                 for plan in planned:
                     items = _all_items(db, table, job_key(TENANT, plan.job.job_id))
                     sizes += [item_size(i) for i in items]
-                    records[plan.job.job_id] = [ExecutionRecord.from_item(i) for i in items]
+                    records[plan.job.job_id] = [execution_record(i) for i in items]
             done = all(r.state.terminal for rs in records.values() for r in rs)
             if done or time.monotonic() >= deadline:
                 return records, (sum(sizes) / len(sizes) if sizes else 0.0)

@@ -36,6 +36,7 @@ from takt.api.service import JobService
 from takt.models.ids import new_job_id
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, job_key
 from takt.store.due import DueStore
+from takt.store.items import execution_record, job_item
 from takt.wiring import Services
 from takt_cli.local.bench import Receiver, _occurrences, percentiles
 from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port
@@ -258,7 +259,7 @@ class NoisyBench:
         due_items = [svc.due.item(j.tenant_id, j.job_id, due, now) for j in jobs]
         for table, items in (
             (svc.settings.due_table, due_items),
-            (svc.settings.jobs_table, [j.to_item() for j in jobs]),
+            (svc.settings.jobs_table, [job_item(j) for j in jobs]),
         ):
             chunks = [items[i : i + 25] for i in range(0, len(items), 25)]
             with ThreadPoolExecutor(self.workload.create_threads) as pool:
@@ -280,7 +281,7 @@ class NoisyBench:
             }
             while True:
                 resp = db.query(**kwargs)
-                out += [ExecutionRecord.from_item(i) for i in resp.get("Items", [])]
+                out += [execution_record(i) for i in resp.get("Items", [])]
                 if "LastEvaluatedKey" not in resp:
                     break
                 kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]

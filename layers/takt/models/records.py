@@ -1,22 +1,17 @@
-"""What the tables hold: jobs and executions as typed records, and their DynamoDB item forms.
-
-Payloads are stored as JSON text so arbitrary JSON (floats included) round-trips without
-DynamoDB's Decimal rules touching it.
-"""
+"""What the tables hold: jobs and executions as typed records (their DynamoDB item forms are
+`takt.store.items`)."""
 
 from __future__ import annotations
 
 import json
 import zlib
 from datetime import datetime, timedelta
-from decimal import Decimal
 from enum import StrEnum
 from typing import Any, Literal
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from takt.models.ids import execution_key, format_time, parse_time
+from takt.models.ids import execution_key
 from takt.models.notify import NotifyPolicy
 from takt.schedule import (
     CronSchedule,
@@ -27,20 +22,6 @@ from takt.schedule import (
     jitter_offset,
     parse_duration,
 )
-
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
-
-Item = dict[str, Any]
-
-
-def to_attr_map(values: dict[str, Any]) -> Item:
-    """Plain Python values -> DynamoDB's typed attribute map, dropping None."""
-    return {k: _serializer.serialize(v) for k, v in values.items() if v is not None}
-
-
-def from_attr_map(item: Item) -> dict[str, Any]:
-    return {k: _deserializer.deserialize(v) for k, v in item.items()}
 
 
 class JobStatus(StrEnum):
@@ -205,27 +186,6 @@ class JobRecord(BaseModel):
             return nominal
         return nominal + jitter_offset(self.job_id, nominal, parse_duration(self.jitter))
 
-    def to_item(self) -> Item:
-        data = self.model_dump(mode="python", exclude={"payload", "tasks"})
-        for key, value in list(data.items()):
-            if isinstance(value, datetime):
-                data[key] = format_time(value)
-        data["payload_json"] = json.dumps(self.payload, separators=(",", ":"))
-        data["tasks_z"] = tasks_blob(self.tasks)
-        return to_attr_map(data)
-
-    @classmethod
-    def from_item(cls, item: Item) -> JobRecord:
-        data = from_attr_map(item)
-        data["payload"] = json.loads(data.pop("payload_json", "null"))
-        blob = data.pop("tasks_z", None)
-        if blob is not None:
-            data["tasks"] = json.loads(zlib.decompress(bytes(blob.value)))
-        for key, value in list(data.items()):
-            if isinstance(value, str) and key in _TIME_FIELDS:
-                data[key] = parse_time(value)
-        return cls.model_validate(_plain(data))
-
 
 WORKFLOW_TARGET = "workflow"
 """The `target` of a workflow job and of its runs: what runs is in `tasks`."""
@@ -237,34 +197,6 @@ def tasks_blob(tasks: list[TaskSpec] | None) -> bytes | None:
         return None
     text = json.dumps([t.model_dump(mode="json") for t in tasks], separators=(",", ":"))
     return zlib.compress(text.encode(), 6)
-
-
-_TIME_FIELDS = {
-    "run_at",
-    "start_at",
-    "end_at",
-    "anchor",
-    "next_run_time",
-    "created_at",
-    "updated_at",
-    "last_run_at",
-    "scheduled_time",
-    "started_at",
-    "finished_at",
-    "retry_at",
-    "pause_until",
-}
-
-
-def _plain(value: Any) -> Any:
-    """Decimal -> int/float, recursively, for what the deserializer returns."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | set):
-        return [_plain(v) for v in value]
-    return value
 
 
 class Attempt(BaseModel):
@@ -374,31 +306,6 @@ class ExecutionRecord(BaseModel):
     @property
     def sk(self) -> str:
         return execution_key(self.execution_id)[1]
-
-    def to_item(self, *, open_shard: str | None, check_at: int | None, expires_at: int) -> Item:
-        data = self.model_dump(mode="python", exclude={"payload"})
-        data["payload_json"] = json.dumps(self.payload, separators=(",", ":"))
-        for key, value in list(data.items()):
-            if isinstance(value, datetime):
-                data[key] = format_time(value)
-        data["attempts"] = [a.model_dump(exclude_none=True) for a in self.attempts]
-        data.update(
-            job_key=self.job_key,
-            sk=self.sk,
-            open_shard=open_shard,
-            check_at=check_at,
-            expires_at=expires_at,
-        )
-        return to_attr_map(data)
-
-    @classmethod
-    def from_item(cls, item: Item) -> ExecutionRecord:
-        data = _plain(from_attr_map(item))
-        data["payload"] = json.loads(data.pop("payload_json", "null"))
-        for key, value in list(data.items()):
-            if isinstance(value, str) and key in _TIME_FIELDS:
-                data[key] = parse_time(value)
-        return cls.model_validate(data)
 
 
 def job_key(tenant_id: str, job_id: str) -> str:

@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from takt.models.records import JobRecord
 from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
+from takt.store.items import job_item
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -120,7 +121,7 @@ class JobCounts:
                 {
                     "Put": {
                         "TableName": self._jobs_table,
-                        "Item": job.to_item(),
+                        "Item": job_item(job),
                         "ConditionExpression": "attribute_not_exists(job_id)",
                     }
                 },

@@ -7,15 +7,22 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
+from takt.models.records import ExecutionRecord
+
 
 class NotFoundError(Exception):
     """The item does not exist (or belongs to another tenant, which looks the same)."""
 
 
 class ConflictError(Exception):
-    """A conditional write lost: the item changed under us. `current` is the item as it is now."""
+    """A conditional write lost: the item changed under us."""
 
-    def __init__(self, message: str, current: dict[str, Any] | None = None) -> None:
+
+class ExecutionConflictError(ConflictError):
+    """An execution's conditional write lost; `current` is the execution as it is now (read at
+    no cost from the failed write), so the caller can tell its own earlier retry from a rival."""
+
+    def __init__(self, message: str, current: ExecutionRecord) -> None:
         super().__init__(message)
         self.current = current
 

@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from takt.models.ids import execution_key, parse_time, split_execution_id, to_ms
-from takt.models.records import ExecState, ExecutionRecord, job_key, to_attr_map
+from takt.models.records import ExecState, ExecutionRecord, job_key
 from takt.resources import ATTENTION_INDEX, OPEN_INDEX
 from takt.store.errors import (
-    ConflictError,
+    ExecutionConflictError,
     NotFoundError,
     condition_failure_item,
     is_condition_failure,
 )
+from takt.store.items import execution_item, execution_record, to_attr_map
 from takt.store.jobs import ATTENTION_CURSOR, EXECUTION_CURSOR, checked_cursor
 
 if TYPE_CHECKING:
@@ -113,7 +114,8 @@ class ExecutionStore:
         open_shard = (
             None if record.state.terminal else open_shard_of(record.execution_id, self.open_shards)
         )
-        item = record.to_item(
+        item = execution_item(
+            record,
             open_shard=open_shard,
             check_at=None if open_shard is None else check_at_ms,
             expires_at=int(record.created_at.timestamp()) + self._retention_sec,
@@ -138,7 +140,7 @@ class ExecutionStore:
         resp = self._db.get_item(TableName=self._table, Key=key, ConsistentRead=consistent)
         if "Item" not in resp:
             raise NotFoundError(execution_id)
-        return ExecutionRecord.from_item(resp["Item"])
+        return execution_record(resp["Item"])
 
     def transition(self, tenant_id: str, execution_id: str, change: Transition) -> ExecutionRecord:
         """Apply a fenced change; ConflictError (with the current item) when the fence fails."""
@@ -203,9 +205,11 @@ class ExecutionStore:
                 current = condition_failure_item(exc)
                 if current is None:
                     raise NotFoundError(execution_id) from exc
-                raise ConflictError(f"execution {execution_id} changed", current) from exc
+                raise ExecutionConflictError(
+                    f"execution {execution_id} changed", execution_record(current)
+                ) from exc
             raise
-        return ExecutionRecord.from_item(resp["Attributes"])
+        return execution_record(resp["Attributes"])
 
     def _with_attention(self, tenant_id: str, execution_id: str, change: Transition) -> Transition:
         """`change` plus the attention index attributes its new state calls for."""
@@ -261,7 +265,7 @@ class ExecutionStore:
         next_cursor = None
         if page and (more or len(found) > limit):
             next_cursor = page[-1]["attention_at"]["S"]
-        return [ExecutionRecord.from_item(item) for item in page], next_cursor
+        return [execution_record(item) for item in page], next_cursor
 
     def count_needing_attention(self, tenant_id: str, state: ExecState) -> int:
         """How many of the tenant's executions are in `state` (dead or failed)."""
@@ -313,7 +317,7 @@ class ExecutionStore:
         if start:
             kwargs["ExclusiveStartKey"] = {"job_key": {"S": pk}, "sk": {"S": start}}
         resp = self._db.query(**kwargs)
-        records = [ExecutionRecord.from_item(i) for i in resp.get("Items", [])]
+        records = [execution_record(i) for i in resp.get("Items", [])]
         last = resp.get("LastEvaluatedKey")
         return records, (last["sk"]["S"] if last else None)
 
@@ -333,7 +337,7 @@ class ExecutionStore:
         while True:
             resp = self._db.query(**kwargs)
             if resp.get("Items"):
-                return ExecutionRecord.from_item(resp["Items"][0])
+                return execution_record(resp["Items"][0])
             if "LastEvaluatedKey" not in resp:
                 return None
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]

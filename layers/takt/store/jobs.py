@@ -18,6 +18,7 @@ from takt.store.errors import (
     is_condition_failure,
     is_record_fault,
 )
+from takt.store.items import job_item, job_record
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -80,7 +81,7 @@ class Advance:
     current: JobRecord | None = None
 
 
-# Fields whose stored attribute has another name (JobRecord.to_item).
+# Fields whose stored attribute has another name (takt.store.items.job_item).
 _STORED_AS = {"payload": "payload_json", "tasks": "tasks_z"}
 
 
@@ -97,7 +98,7 @@ class JobStore:
         )
         if "Item" not in resp:
             raise NotFoundError(job_id)
-        return JobRecord.from_item(resp["Item"])
+        return job_record(resp["Item"])
 
     def batch_get(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], JobRecord]:
         """Jobs by (tenant, job id), 100 at a time, strongly consistent; missing ones are absent."""
@@ -125,7 +126,7 @@ class JobStore:
                 for item in resp["Responses"].get(self._table, []):
                     key = (item["tenant_id"]["S"], item["job_id"]["S"])
                     try:
-                        found[key] = JobRecord.from_item(item)
+                        found[key] = job_record(item)
                     except Exception as exc:
                         if not is_record_fault(exc):
                             raise
@@ -139,7 +140,7 @@ class JobStore:
         try:
             self._db.put_item(
                 TableName=self._table,
-                Item=job.to_item(),
+                Item=job_item(job),
                 ConditionExpression="attribute_not_exists(job_id)",
             )
         except ClientError as exc:
@@ -154,7 +155,7 @@ class JobStore:
         concurrently, and writing back a stale copy of it would point the job at an occurrence
         whose due item is already gone.
         """
-        item = job.to_item()
+        item = job_item(job)
         names: dict[str, str] = {"#v": "version"}
         values: dict[str, Any] = {":expected": {"N": str(expected_version)}}
         sets, removes = ["#v = :version"], []
@@ -180,10 +181,9 @@ class JobStore:
             )
         except ClientError as exc:
             if is_condition_failure(exc):
-                current = condition_failure_item(exc)
-                if current is None:
+                if condition_failure_item(exc) is None:
                     raise NotFoundError(job.job_id) from exc
-                raise ConflictError("version changed", current) from exc
+                raise ConflictError("version changed") from exc
             raise
 
     def delete(self, tenant_id: str, job_id: str) -> None:
@@ -244,7 +244,7 @@ class JobStore:
         except ClientError as exc:
             if is_condition_failure(exc):
                 current = condition_failure_item(exc)
-                return Advance(False, JobRecord.from_item(current) if current else None)
+                return Advance(False, job_record(current) if current else None)
             raise
         return Advance(True)
 
@@ -297,7 +297,7 @@ class JobStore:
             return OutcomeNote(job=None, failure_streak=0, incidents=incidents)
         if outcome in FAILED_OUTCOMES:
             return OutcomeNote(
-                job=JobRecord.from_item(item),
+                job=job_record(item),
                 failure_streak=int(item.get("failure_streak", {}).get("N", "1")),
                 incidents=incidents,
             )
@@ -442,6 +442,6 @@ class JobStore:
         if start:
             kwargs["ExclusiveStartKey"] = {"tenant_id": {"S": tenant_id}, "job_id": {"S": start}}
         resp = self._db.query(**kwargs)
-        jobs = [JobRecord.from_item(item) for item in resp.get("Items", [])]
+        jobs = [job_record(item) for item in resp.get("Items", [])]
         last = resp.get("LastEvaluatedKey")
         return jobs, (last["job_id"]["S"] if last else None)

@@ -25,6 +25,7 @@ from botocore.exceptions import ClientError
 from takt.models.ids import split_execution_id
 from takt.models.records import ExecutionRecord, RetryPolicy, TaskSpec, job_key
 from takt.store.errors import is_condition_failure
+from takt.store.items import execution_record
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -165,7 +166,7 @@ class RunStore:
 
     def executions(self, run: RunRef) -> list[ExecutionRecord]:
         """Every execution of the run's tasks, all generations."""
-        return [ExecutionRecord.from_item(i) for i in self._query(run, "exec#")]
+        return [execution_record(i) for i in self._query(run, "exec#")]
 
     def _query(self, run: RunRef, prefix: str) -> Iterator[dict[str, Any]]:
         kwargs: dict[str, Any] = {
@@ -306,4 +307,4 @@ class RunStore:
                 return None
             raise
         item = resp["Attributes"]
-        return int(item["ended_count"]["N"]), ExecutionRecord.from_item(item)
+        return int(item["ended_count"]["N"]), execution_record(item)

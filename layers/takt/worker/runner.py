@@ -69,7 +69,7 @@ from takt.models.records import ExecState, ExecutionRecord
 from takt.notify.notifier import Notifier
 from takt.observability import logger
 from takt.retry import backoff_delay
-from takt.store.errors import ConflictError, NotFoundError
+from takt.store.errors import ConflictError, ExecutionConflictError, NotFoundError
 from takt.store.executions import (
     NOT_CANCEL_REQUESTED,
     ExecutionStore,
@@ -181,8 +181,8 @@ class ExecutionRunner:
         except NotFoundError:
             self._free(message.tenant_id, message.execution_id)
             return RunOutcome(message.execution_id, "missing", "no such execution")
-        except ConflictError as exc:
-            current = ExecutionRecord.from_item(exc.current or {})
+        except ExecutionConflictError as exc:
+            current = exc.current
             if current.state != ExecState.RUNNING:
                 # A running execution holds the slot under the same id: only its run frees it.
                 self._free(message.tenant_id, message.execution_id)
@@ -203,12 +203,12 @@ class ExecutionRunner:
         token = uuid.uuid4().hex
         try:
             return self._lease_with(message, now, expires, token)
-        except ConflictError as exc:
+        except ExecutionConflictError as exc:
             # The SDK retried a lease whose answer was lost and met its own first write: the
             # lease is ours. Without this the call waits for the lease to expire and costs an
             # attempt (the last one: dead without ever running).
-            if exc.current and exc.current.get("lease_token", {}).get("S") == token:
-                return ExecutionRecord.from_item(exc.current)
+            if exc.current.lease_token == token:
+                return exc.current
             raise
 
     def _lease_with(
@@ -265,10 +265,9 @@ class ExecutionRunner:
             )
         except NotFoundError:
             return RunOutcome(message.execution_id, "missing", "no such execution")
-        except ConflictError as exc:
-            current = ExecutionRecord.from_item(exc.current or {})
+        except ExecutionConflictError as exc:
             return RunOutcome(
-                message.execution_id, current.state.value, "duplicate or stale message"
+                message.execution_id, exc.current.state.value, "duplicate or stale message"
             )
         self._lanes.send([Outgoing.of(record, message.attempt, delay_sec)])
         return RunOutcome(message.execution_id, outcome, f"sent back to the {record.lane} lane")
@@ -447,7 +446,7 @@ class ExecutionRunner:
                     append_attempt=self._attempt_entry(record, state.value, error, result),
                 ),
             )
-        except ConflictError as exc:
+        except ExecutionConflictError as exc:
             if not _applied_by_us(exc, record, state):
                 return self._fenced(record)
         self._after_terminal(record, state, now, error)
@@ -564,9 +563,9 @@ class ExecutionRunner:
         """A fenced write that must not apply once a cancel was asked for: then it cancels."""
         try:
             return self._executions.transition(record.tenant_id, record.execution_id, change)
-        except ConflictError as exc:
-            current = ExecutionRecord.from_item(exc.current) if exc.current else None
-            if current is not None and current.cancel_requested and _holds(current, record):
+        except ExecutionConflictError as exc:
+            current = exc.current
+            if current.cancel_requested and _holds(current, record):
                 return self._cancel(record)
             return self._fenced(record)
 
@@ -638,14 +637,13 @@ class _Heartbeat:
             self._wake.set()
 
 
-def _applied_by_us(exc: ConflictError, record: ExecutionRecord, state: ExecState) -> bool:
+def _applied_by_us(exc: ExecutionConflictError, record: ExecutionRecord, state: ExecState) -> bool:
     """Whether a completion that failed its fence had in fact been applied by our own first try,
     whose answer was lost before the SDK retried it (the terminal write keeps the lease token).
     Such a completion is not a stale report, and what follows it must still be done."""
-    current = ExecutionRecord.from_item(exc.current) if exc.current else None
+    current = exc.current
     return (
-        current is not None
-        and current.state == state
+        current.state == state
         and current.attempt == record.attempt
         and current.lease_token == record.lease_token
     )
