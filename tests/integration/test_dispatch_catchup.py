@@ -94,7 +94,7 @@ def test_skipped_occurrences_are_terminal_and_never_sent(svc: Services, clock: M
     assert len(skipped) == 2
     assert all(r.finished_at is not None for r in skipped)
     candidates = {
-        i["execution_id"]["S"]
+        i.execution_id
         for s in range(svc.executions.open_shards)
         for i in svc.executions.open_candidates(str(s), 2**62)
     }

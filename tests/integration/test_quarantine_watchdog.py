@@ -29,7 +29,7 @@ def _open_keys(svc: Services) -> set[str]:
     keys = set()
     for shard in range(svc.settings.open_shards):
         for item in svc.executions.open_candidates(str(shard), 2**62):
-            keys.add(item["job_key"]["S"])
+            keys.add(item.job_key)
     return keys
 
 

@@ -25,9 +25,9 @@ def job(svc: Services, clock: ManualClock) -> JobRecord:
     return job
 
 
-def _open_ids(svc: Services, until_ms: int) -> set[str]:
+def _open_ids(svc: Services, until_ms: int) -> set[str | None]:
     return {
-        item["execution_id"]["S"]
+        item.execution_id
         for shard in range(svc.executions.open_shards)
         for item in svc.executions.open_candidates(str(shard), until_ms)
     }

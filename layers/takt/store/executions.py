@@ -64,6 +64,17 @@ def lease_fence(record: ExecutionRecord) -> dict[str, object]:
     }
 
 
+@dataclass(frozen=True)
+class OpenCandidate:
+    """An entry of the `open` index: the execution's table key, and its ids as the index holds
+    them (None when the item lacks one: the execution cannot be read, and is quarantined)."""
+
+    job_key: str
+    sk: str
+    tenant_id: str | None
+    execution_id: str | None
+
+
 @dataclass
 class Transition:
     """A conditional update of one execution: what must hold, and what to change.
@@ -369,8 +380,8 @@ class ExecutionStore:
             raise
         return True
 
-    def open_candidates(self, shard: str, until_ms: int, limit: int = 500) -> list[dict[str, Any]]:
-        """Keys of executions whose `check_at` has passed in one shard of the open index.
+    def open_candidates(self, shard: str, until_ms: int, limit: int = 500) -> list[OpenCandidate]:
+        """Executions whose `check_at` has passed in one shard of the open index.
 
         The index is eventually consistent: these are candidates, and every action on one is a
         conditional write on the base item after a consistent read.
@@ -382,7 +393,15 @@ class ExecutionStore:
             ExpressionAttributeValues={":s": {"S": shard}, ":u": {"N": str(until_ms)}},
             Limit=limit,
         )
-        return list(resp.get("Items", []))
+        return [
+            OpenCandidate(
+                job_key=item["job_key"]["S"],
+                sk=item["sk"]["S"],
+                tenant_id=item.get("tenant_id", {}).get("S"),
+                execution_id=item.get("execution_id", {}).get("S"),
+            )
+            for item in resp.get("Items", [])
+        ]
 
 
 def _scheduled(execution_id: str) -> datetime:

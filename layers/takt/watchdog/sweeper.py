@@ -34,7 +34,13 @@ from takt.models.records import ExecState, ExecutionRecord
 from takt.notify.notifier import Notifier
 from takt.observability import log_keys, logger
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
-from takt.store.executions import NOT_CANCEL_REQUESTED, ExecutionStore, Transition, lease_fence
+from takt.store.executions import (
+    NOT_CANCEL_REQUESTED,
+    ExecutionStore,
+    OpenCandidate,
+    Transition,
+    lease_fence,
+)
 from takt.store.jobs import JobStore
 from takt.store.quarantine import QuarantineStore
 
@@ -89,19 +95,18 @@ class Watchdog:
                     result.quarantined += 1
         return result
 
-    def _check(
-        self, item: Mapping[str, Any], now: datetime, cutoff: int, result: SweepResult
-    ) -> None:
+    def _check(self, item: OpenCandidate, now: datetime, cutoff: int, result: SweepResult) -> None:
         """Read one candidate of the `open` index consistently, and act on it."""
-        execution_id = item["execution_id"]["S"]
-        record = self._executions.get(item["tenant_id"]["S"], execution_id)
-        with log_keys(job_id=record.job_id, execution_id=execution_id):
+        if item.tenant_id is None or item.execution_id is None:
+            raise ValueError(f"the open index holds {item.job_key} without its ids")
+        record = self._executions.get(item.tenant_id, item.execution_id)
+        with log_keys(job_id=record.job_id, execution_id=item.execution_id):
             self._act(record, now, cutoff, result)
 
-    def _park(self, item: Mapping[str, Any], shard: str, error: Exception, now: datetime) -> None:
+    def _park(self, item: OpenCandidate, shard: str, error: Exception, now: datetime) -> None:
         """Quarantine a candidate and take it out of the `open` index, so later sweeps do not
         meet it again; the record keeps its shard, which clearing puts back."""
-        key = {"job_key": str(item["job_key"]["S"]), "sk": str(item["sk"]["S"])}
+        key = {"job_key": item.job_key, "sk": item.sk}
         if self._quarantine is not None:
             self._quarantine.park(
                 table="executions",
