@@ -10,7 +10,10 @@ actor's write) on the manual clock, and then checks what the schedule leaves beh
 from __future__ import annotations
 
 import copy
+import json
 from datetime import UTC, datetime, timedelta
+
+import pytest
 
 from takt.api.models import JobCreate, JobPatch
 from takt.api.service import JobService
@@ -21,9 +24,12 @@ from takt.models.records import ExecState, JobStatus
 from takt.store.due import minute_of, shard_of
 from takt.store.jobs import JobStore
 from takt.wiring import Services
+from takt.worker.runner import ExecutionRunner
 from tests.support.faults import precede
 from tests.support.indexer import index_due
 from tests.support.jobs import TENANT, UNREACHABLE
+from tests.support.lanes import drain
+from tests.support.receiver import Receiver
 
 THIRTEEN = datetime(2026, 3, 2, 13, 0, tzinfo=UTC)
 CLAIMED_AT = THIRTEEN - timedelta(seconds=1)
@@ -133,3 +139,96 @@ def test_a_one_off_moved_while_its_claim_completes_it_runs_at_its_new_time(
     clock.set(moved)
     svc.ticker.tick(clock.now())
     assert svc.executions.get(TENANT, execution_id(job.job_id, moved)).state == ExecState.PENDING
+
+
+def _runner(svc: Services) -> ExecutionRunner:
+    return ExecutionRunner(
+        svc.settings, svc.jobs, svc.executions, svc.lanes, svc.targets, svc.clock, worker_id="w"
+    )
+
+
+def _edit_one_off(api: JobService, job_id: str, edit: str) -> None:
+    if edit == "paused":
+        api.update(TENANT, job_id, JobPatch(status="paused"), None)
+    elif edit == "deleted":
+        api.delete(TENANT, job_id)
+    else:
+        api.update(TENANT, job_id, JobPatch(run_at=THIRTEEN + timedelta(minutes=10)), None)
+
+
+@pytest.mark.parametrize("edit", ["paused", "deleted", "moved"])
+def test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not_run(
+    svc: Services, clock: ManualClock, receiver: Receiver, edit: str
+) -> None:
+    api = JobService(svc)
+    clock.set(THIRTEEN - timedelta(minutes=5))
+    job, _ = api.create(TENANT, JobCreate(run_at=THIRTEEN, target=receiver.url), None)
+    index_due(svc)
+    clock.set(CLAIMED_AT)
+    svc.ticker.tick(clock.now())
+    [message] = drain(svc)
+
+    clock.set(EDITED_AT)
+    _edit_one_off(api, job.job_id, edit)
+    clock.set(THIRTEEN)
+    outcome = _runner(svc).process(message)
+
+    assert outcome.state == "skipped"
+    assert receiver.calls == []
+    record = svc.executions.get(TENANT, message.execution_id)
+    assert (record.state, record.reason, record.started_at) == (
+        ExecState.SKIPPED,
+        outcome.detail,
+        None,
+    )
+    assert record.reason is not None
+    assert {"paused": "paused", "deleted": "deleted", "moved": "no longer fires"}[edit] in (
+        record.reason
+    )
+    # A copy of the message (a redelivery, the watchdog's resend) finds nothing to run.
+    assert _runner(svc).process(message).state == "skipped"
+    assert receiver.calls == []
+
+
+def test_a_claimed_one_off_whose_payload_changed_before_its_time_runs_as_it_now_is(
+    svc: Services, clock: ManualClock, receiver: Receiver
+) -> None:
+    api = JobService(svc)
+    clock.set(THIRTEEN - timedelta(minutes=5))
+    job, _ = api.create(
+        TENANT, JobCreate(run_at=THIRTEEN, target=receiver.url, payload={"v": 1}), None
+    )
+    index_due(svc)
+    clock.set(CLAIMED_AT)
+    svc.ticker.tick(clock.now())
+    [message] = drain(svc)
+
+    clock.set(EDITED_AT)
+    api.update(TENANT, job.job_id, JobPatch(payload={"v": 2}), None)
+    clock.set(THIRTEEN)
+    outcome = _runner(svc).process(message)
+
+    assert outcome.state == "succeeded"
+    assert [json.loads(c.body) for c in receiver.calls] == [{"v": 2}]
+    record = svc.executions.get(TENANT, message.execution_id)
+    assert (record.job_version, record.payload) == (2, {"v": 2})
+
+
+def test_an_edit_after_the_due_time_does_not_stop_a_claimed_occurrence(
+    svc: Services, clock: ManualClock, receiver: Receiver
+) -> None:
+    """The rule is about edits acknowledged before the due time: a claim made at or after it
+    read every such edit, and its run is not checked again."""
+    api = JobService(svc)
+    clock.set(THIRTEEN - timedelta(minutes=5))
+    job, _ = api.create(TENANT, JobCreate(run_at=THIRTEEN, target=receiver.url), None)
+    index_due(svc)
+    clock.set(THIRTEEN + timedelta(seconds=svc.settings.clock_margin_sec))
+    svc.ticker.tick(clock.now())
+    [message] = drain(svc)
+
+    api.update(TENANT, job.job_id, JobPatch(status="paused"), None)
+    outcome = _runner(svc).process(message)
+
+    assert outcome.state == "succeeded"
+    assert len(receiver.calls) == 1

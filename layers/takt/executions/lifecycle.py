@@ -151,6 +151,26 @@ class Lifecycle:
             self.ended(stopped, ExecState.CANCELLED, now)
         return stopped
 
+    def skip(
+        self, tenant_id: str, execution_id: str, attempt: int, now: datetime, *, reason: str
+    ) -> ExecutionRecord:
+        """Record a pending execution that must not run as skipped, with `reason`, and what
+        follows an end. The worker skips an occurrence claimed ahead that an edit acknowledged
+        before its due time decided against (`takt.worker.recheck`). ConflictError when it is
+        no longer pending at `attempt` (another copy of its message got there first),
+        NotFoundError when it is gone."""
+        record = self._executions.transition(
+            tenant_id,
+            execution_id,
+            Transition(
+                expect={"state": ExecState.PENDING, "attempt": attempt},
+                set={"state": ExecState.SKIPPED, "reason": reason, "finished_at": format_time(now)},
+                remove=("open_shard", "check_at"),
+            ),
+        )
+        self.ended(record, ExecState.SKIPPED, now)
+        return record
+
     # After an end
 
     def ended(

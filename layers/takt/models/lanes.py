@@ -30,6 +30,12 @@ class LaneMessage(BaseModel):
     handler: str | None = None
     # The host an HTTP target calls: a worker checks the host's rate limit before the lease.
     host: str | None = None
+    # For a scheduled occurrence's first attempt: when its claim made the execution and the job
+    # version it copied. A worker checks the job again before it runs an occurrence claimed
+    # ahead of its time, so an edit acknowledged before the due time decides it
+    # (takt.worker.recheck). Absent on every other message.
+    claimed_at: AwareDatetime | None = None
+    job_version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -43,16 +49,21 @@ class Outgoing:
         cls, record: ExecutionRecord, attempt: int | None = None, delay_sec: int = 0
     ) -> Outgoing:
         """The message that sends `record` (at `attempt`, default its current one) to its lane."""
+        attempt = record.attempt if attempt is None else attempt
+        # A workflow's tasks, manual runs, backfills and retries were not claimed ahead.
+        claimed = record.trigger == "schedule" and record.run_id is None and attempt == 1
         return cls(
             lane=record.lane,
             message=LaneMessage(
                 tenant_id=record.tenant_id,
                 job_id=record.job_id,
                 execution_id=record.execution_id,
-                attempt=record.attempt if attempt is None else attempt,
+                attempt=attempt,
                 scheduled_time=record.scheduled_time,
                 handler=handler_name(record.target),
                 host=target_host(record.target),
+                claimed_at=record.created_at if claimed else None,
+                job_version=record.job_version if claimed else None,
             ),
             delay_sec=delay_sec,
         )

@@ -90,6 +90,20 @@ def execution_item(
     return to_attr_map(data)
 
 
+def execution_snapshot(job: JobRecord) -> dict[str, Any]:
+    """The attributes of an execution that hold what to run, as `job` now is: the values
+    `execution_item` stores for a record `ExecutionRecord.for_job` made. A lease that runs an
+    occurrence as its job was edited to since the claim (takt.worker.recheck) sets them."""
+    return {
+        "job_version": job.version,
+        "target": job.target,
+        "payload_json": json.dumps(job.payload, separators=(",", ":")),
+        "timeout_sec": job.timeout_sec,
+        "retry": job.retry.model_dump(),
+        "max_attempts": job.retry.max_attempts,
+    }
+
+
 def execution_record(item: Item) -> ExecutionRecord:
     data = _plain(from_attr_map(item))
     data["payload"] = json.loads(data.pop("payload_json", "null"))

@@ -4,9 +4,12 @@ Every write here is conditional on (execution id, attempt, lease token) (DESIGN 
 a worker whose lease was taken over (it was paused, or its clock is off) gets a condition failure,
 which is recorded as a fenced report and never applied.
 
-The lease is the first call for a message: a duplicate or stale message fails its condition and
+The lease is the first write for a message: a duplicate or stale message fails its condition and
 costs one write, and a leased execution carries the snapshot of what to run, so the happy path is
-three writes (lease, completion, the job's last outcome) and no read.
+three writes (lease, completion, the job's last outcome). An occurrence claimed ahead of its
+time costs one read before them: the job as it now is, so an edit acknowledged before the due
+time decides the occurrence (`takt.worker.recheck`): skipped with the reason, or run as the job
+now is.
 
 The lease and its heartbeats leave the execution's `check_at` where it is when a lease outlasts
 the watchdog's resend wait (`lease_moves_check_at`): every writer that makes an execution
@@ -65,7 +68,7 @@ from takt.fairness.gate import WorkerGate
 from takt.models.calls import CallContext, StopSignal, TargetResult
 from takt.models.ids import format_time, to_ms
 from takt.models.lanes import LaneMessage, Lanes, Outgoing
-from takt.models.records import ExecState, ExecutionRecord
+from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.notify.notifier import Notifier
 from takt.observability import logger
 from takt.retry import backoff_delay
@@ -76,9 +79,11 @@ from takt.store.executions import (
     Transition,
     lease_fence,
 )
+from takt.store.items import execution_snapshot
 from takt.store.jobs import JobStore
 from takt.targets.router import TargetRouter
 from takt.worker.deadline import HostDeadline
+from takt.worker.recheck import Verdict, claimed_ahead, judge
 
 OPEN_ATTRS = ("open_shard", "check_at")
 MAX_SQS_DELAY_SEC = 900
@@ -173,11 +178,17 @@ class ExecutionRunner:
             wait = self._gate.admit(message)
             if wait is not None:
                 return self._requeue(message, wait.delay_sec, wait.reason)
+        verdict = Verdict()
+        if claimed_ahead(message, self._settings.clock_margin_sec):
+            # After the hold: an edit acknowledged before the due time is in this read.
+            verdict = judge(self._current_job(message), message)
         # Taken before the lease is written, so the lease's local expiry is never later than
         # the expiry the write stores, however long the write takes.
         leased_at = self._monotonic()
         try:
-            leased = self._lease(message, self._clock.now())
+            if verdict.skip_reason is not None:
+                return self._skip(message, verdict.skip_reason)
+            leased = self._lease(message, self._clock.now(), verdict.job)
         except NotFoundError:
             self._free(message.tenant_id, message.execution_id)
             return RunOutcome(message.execution_id, "missing", "no such execution")
@@ -198,11 +209,35 @@ class ExecutionRunner:
         if self._gate is not None:
             self._gate.release(tenant_id, execution_id)
 
-    def _lease(self, message: LaneMessage, now: datetime) -> ExecutionRecord:
+    def _current_job(self, message: LaneMessage) -> JobRecord | None:
+        try:
+            return self._jobs.get(message.tenant_id, message.job_id)
+        except NotFoundError:
+            return None
+
+    def _skip(self, message: LaneMessage, reason: str) -> RunOutcome:
+        """Record a claimed-ahead occurrence that an edit decided against as skipped, with the
+        reason, without running it. ExecutionConflictError/NotFoundError as for a lease."""
+        record = self._lifecycle.skip(
+            message.tenant_id,
+            message.execution_id,
+            message.attempt,
+            self._clock.now(),
+            reason=reason,
+        )
+        logger.info("claimed occurrence skipped", execution_id=record.execution_id, reason=reason)
+        self._free(record.tenant_id, record.execution_id)
+        return RunOutcome(record.execution_id, ExecState.SKIPPED.value, reason)
+
+    def _lease(
+        self, message: LaneMessage, now: datetime, job: JobRecord | None = None
+    ) -> ExecutionRecord:
+        """Lease the message's execution; with `job` (edited since the claim, and still firing
+        at this occurrence), the lease also takes the job's current snapshot of what to run."""
         expires = now + timedelta(seconds=self._settings.lease_sec)
         token = uuid.uuid4().hex
         try:
-            return self._lease_with(message, now, expires, token)
+            return self._lease_with(message, now, expires, token, job)
         except ExecutionConflictError as exc:
             # The SDK retried a lease whose answer was lost and met its own first write: the
             # lease is ours. Without this the call waits for the lease to expire and costs an
@@ -212,7 +247,12 @@ class ExecutionRunner:
             raise
 
     def _lease_with(
-        self, message: LaneMessage, now: datetime, expires: datetime, token: str
+        self,
+        message: LaneMessage,
+        now: datetime,
+        expires: datetime,
+        token: str,
+        job: JobRecord | None,
     ) -> ExecutionRecord:
         return self._executions.transition(
             message.tenant_id,
@@ -229,6 +269,7 @@ class ExecutionRunner:
                     "lease_expires_at": to_ms(expires),
                     "started_at": format_time(now),
                     **self._check_at(to_ms(expires)),
+                    **(execution_snapshot(job) if job is not None else {}),
                 },
                 # The schedule lag is measured at the first start only.
                 set_if_absent={"lag_ms": to_ms(now) - to_ms(message.scheduled_time)},
