@@ -43,6 +43,10 @@ MIN_WATCHDOG_INTERVAL_SEC = 10
 MAX_WATCHDOG_INTERVAL_SEC = 60
 # A lease lasts at least three heartbeats, so two lost heartbeats never cost a running execution.
 HEARTBEATS_PER_LEASE = 3
+# `takt worker --concurrency` accepts at most this many slots; the due index is counted at most
+# this many minutes ahead (`takt.config.Settings.scale_ahead_minutes`).
+MAX_WORKER_SLOTS = 256
+MAX_SCALE_AHEAD_MINUTES = 15
 # Fargate's task sizes: CPU units -> the memory (MiB) each allows.
 FARGATE_MEMORY_MIB: dict[int, tuple[int, ...]] = {
     256: (512, 1024, 2048),
@@ -217,6 +221,12 @@ class FargateWorkerConfig:
     max_tasks: int
     lanes: tuple[str, ...]
     vpc_id: str | None
+    # Executions a task runs at once (`takt worker --concurrency`): mostly waiting calls.
+    slots: int = 200
+    # How far ahead the watchdog counts the due index to size the service (0: not at all), and
+    # the mean run time it sizes for (takt.dispatch.ahead).
+    scale_ahead_minutes: int = 5
+    job_sec: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -619,6 +629,11 @@ def _fargate(node: ContextSource) -> FargateWorkerConfig:
         max_tasks=max_tasks,
         lanes=lanes,
         vpc_id=vpc_id,
+        slots=_integer(node, "fargateSlots", minimum=1, maximum=MAX_WORKER_SLOTS),
+        scale_ahead_minutes=_integer(
+            node, "fargateScaleAheadMinutes", minimum=0, maximum=MAX_SCALE_AHEAD_MINUTES
+        ),
+        job_sec=_number(node, "fargateJobSec", minimum=0.1),
     )
 
 

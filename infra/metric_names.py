@@ -21,6 +21,8 @@ SERVICE_DIMENSION = "service"
 DISPATCH_PATHS = ("inline scheduler", "claimer")  # claimerMode inline / Lambda fan-out
 WORKER_PATHS = ("worker function", "takt worker")  # the lanes' Lambda consumer / Fargate
 WATCHDOG_PATHS = ("watchdog",)
+FARGATE_PATHS = ("takt worker",)
+SCALE_AHEAD_PATHS = ("watchdog scaling ahead",)  # the watchdog with a Fargate service to size
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,10 @@ RETRIES_RELEASED = MetricName("RetriesReleased", "Count", "watchdog", WATCHDOG_P
 # Records parked in quarantine (DESIGN invariant 9): emitted only when one is met, by whichever
 # function met it, so no path is bound to emit it on every run.
 QUARANTINED = MetricName("Quarantined", "Count", "claimer, watchdog, indexer, api", ())
+# The Fargate service's autoscaling reads these (infra/worker_service.py).
+WORKER_SLOTS_BUSY = MetricName("WorkerSlotsBusy", "Percent", "takt worker", FARGATE_PATHS)
+DUE_AHEAD = MetricName("DueAhead", "Count", "watchdog", SCALE_AHEAD_PATHS)
+WORKER_TASKS_AHEAD = MetricName("WorkerTasksAhead", "Count", "watchdog", SCALE_AHEAD_PATHS)
 
 ALL: tuple[MetricName, ...] = (
     SCHEDULE_LAG,
@@ -65,4 +71,7 @@ ALL: tuple[MetricName, ...] = (
     PENDING_RESENT,
     RETRIES_RELEASED,
     QUARANTINED,
+    WORKER_SLOTS_BUSY,
+    DUE_AHEAD,
+    WORKER_TASKS_AHEAD,
 )

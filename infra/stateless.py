@@ -61,6 +61,7 @@ class StatelessStack(Stack):
                 environment=self.functions.environment,
                 config=config,
                 worker=config.fargate,
+                watchdog=self.functions.watchdog,
             )
             if config.fargate
             else None

@@ -17,6 +17,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
@@ -28,6 +29,7 @@ from infra.functions import LOG_RETENTION, WORKER, grant_data_access, target_sec
 from infra.lanes import Lanes
 from infra.layer import PROJECT_ROOT
 from infra.tables import Tables
+from takt.resources import DUE
 
 IMAGE_DIR = PROJECT_ROOT / "infra" / "worker_image"
 DOCKERFILE = IMAGE_DIR / "Dockerfile"
@@ -39,6 +41,9 @@ GRACE_SEC = STOP_TIMEOUT_SEC - 20
 # Scale in only after the served lanes held no message, waiting or running, this long.
 SCALE_IN_IDLE_MINUTES = 15
 MINUTE = Duration.minutes(1)
+# The share of its slots a task keeps busy under target tracking: headroom for the next minute's
+# arrivals while a new task starts (about a minute on Fargate).
+SLOTS_BUSY_TARGET = 70
 
 
 def image_exclude() -> list[str]:
@@ -51,13 +56,15 @@ def image_exclude() -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
 
 
-def worker_command(lanes: tuple[str, ...], log_level: str) -> list[str]:
+def worker_command(lanes: tuple[str, ...], log_level: str, slots: int) -> list[str]:
     """The container's command: the worker loop on the lanes this service serves."""
     return [
         "takt",
         "worker",
         "--lanes",
         ",".join(lanes),
+        "--concurrency",
+        str(slots),
         "--grace-sec",
         str(GRACE_SEC),
         "--log-level",
@@ -106,6 +113,7 @@ class FargateWorker(Construct):
         environment: dict[str, str],
         config: DeployConfig,
         worker: FargateWorkerConfig,
+        watchdog: lambda_.Function,
     ) -> None:
         super().__init__(scope, construct_id)
         self.worker = worker
@@ -156,7 +164,7 @@ class FargateWorker(Construct):
                 exclude=image_exclude(),
                 ignore_mode=IgnoreMode.DOCKER,
             ),
-            command=worker_command(worker.lanes, config.log_level),
+            command=worker_command(worker.lanes, config.log_level, worker.slots),
             # The worker function's fairness settings too: the same gate runs before a lease.
             environment=environment | config.fairness.environment(WORKER.fairness),
             secrets=secrets or None,
@@ -191,6 +199,8 @@ class FargateWorker(Construct):
         )
         if worker.max_tasks > worker.min_tasks:
             self._autoscale(lanes)
+            if worker.scale_ahead_minutes > 0:
+                self._scale_ahead(watchdog, tables)
         self._suppress_findings(task, reads_secret=bool(secrets))
 
     def _vpc(self, vpc_id: str | None) -> ec2.IVpc:
@@ -231,9 +241,71 @@ class FargateWorker(Construct):
             },
         )
 
+    def _scale_ahead(self, watchdog: lambda_.Function, tables: Tables) -> None:
+        """The watchdog's minute step sizes this service ahead of the due index
+        (`takt.dispatch.ahead`): it reads the due table and may set the service's minimum."""
+        worker = self.worker
+        values: dict[str, str] = {
+            "scale_ahead_minutes": str(worker.scale_ahead_minutes),
+            "scale_ahead_job_sec": str(worker.job_sec),
+            "fargate_service": (f"service/{self.cluster.cluster_name}/{self.service.service_name}"),
+            "fargate_slots": str(worker.slots),
+            "fargate_min_tasks": str(worker.min_tasks),
+            "fargate_max_tasks": str(worker.max_tasks),
+        }
+        for field, value in values.items():
+            watchdog.add_environment(settings_env_var(field), value)
+        tables.table(DUE).grant_read_data(watchdog)
+        # Application Auto Scaling has no resource-level permission for these two actions.
+        watchdog.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "application-autoscaling:DescribeScalableTargets",
+                    "application-autoscaling:RegisterScalableTarget",
+                ],
+                resources=["*"],
+            )
+        )
+        # What RegisterScalableTarget checks and does on the service on the caller's behalf.
+        watchdog.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ecs:DescribeServices", "ecs:UpdateService"],
+                resources=[self.service.service_arn],
+            )
+        )
+        NagSuppressions.add_resource_suppressions(
+            watchdog.role,  # type: ignore[arg-type]
+            [
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason=(
+                        "Application Auto Scaling's DescribeScalableTargets and "
+                        "RegisterScalableTarget accept no resource-level permission; the "
+                        "watchdog only raises and lowers the Fargate worker's minimum."
+                    ),
+                    applies_to=["Resource::*"],
+                )
+            ],
+            apply_to_children=True,
+        )
+
     def _autoscale(self, lanes: Lanes) -> None:
         scaling = self.service.auto_scale_task_count(
             min_capacity=self.worker.min_tasks, max_capacity=self.worker.max_tasks
+        )
+        scaling.scale_to_track_custom_metric(
+            "TrackBusySlots",
+            metric=cloudwatch.Metric(
+                namespace=metric_names.NAMESPACE,
+                metric_name=metric_names.WORKER_SLOTS_BUSY.name,
+                dimensions_map={metric_names.SERVICE_DIMENSION: metric_names.SERVICE},
+                statistic="Average",
+                period=MINUTE,
+            ),
+            target_value=SLOTS_BUSY_TARGET,
+            # Removing tasks stays with ScaleInWhenIdle: a task stopped mid-run gives its runs back.
+            disable_scale_in=True,
+            scale_out_cooldown=MINUTE,
         )
         scaling.scale_on_metric(
             "ScaleOutOnWaitingMessages",
@@ -246,11 +318,15 @@ class FargateWorker(Construct):
             evaluation_periods=1,
             cooldown=MINUTE,
         )
+        # Idle for the whole period: down to the minimum at once (the scale-ahead step may hold
+        # the minimum up), not one task per period, which after a top-of-hour fleet of hundreds
+        # would take days.
         scaling.scale_on_metric(
             "ScaleInWhenIdle",
             metric=lane_messages(lanes, self.worker.lanes, include_in_flight=True),
+            # Fewer tasks by the most there can be: clamped at the minimum.
             scaling_steps=[
-                autoscaling.ScalingInterval(upper=0, change=-1),
+                autoscaling.ScalingInterval(upper=0, change=-self.worker.max_tasks),
                 autoscaling.ScalingInterval(lower=1, change=0),
             ],
             adjustment_type=autoscaling.AdjustmentType.CHANGE_IN_CAPACITY,

@@ -1,4 +1,10 @@
-"""The watchdog function: sweeps the open-executions index every interval for about a minute."""
+"""The watchdog function: sweeps the open-executions index every interval for about a minute.
+
+It is invoked once a minute, so it also takes the minute's scale-ahead step first
+(`takt.dispatch.ahead`): count what falls due in the next minutes and size the Fargate worker
+service for it. A failure there is logged and the sweeps go on: a late fleet delays runs, an
+unswept lease loses none but delays its recovery.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +12,10 @@ import time
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.observability import MetricUnit, add_metric, logger, metrics, tracer
-from takt.wiring import services
+from takt.wiring import Services, services
 
 STOP_BEFORE_END_MS = 5000
 
@@ -18,6 +25,8 @@ STOP_BEFORE_END_MS = 5000
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     svc = services()
+    if svc.settings.scale_ahead_minutes > 0:
+        _scale_ahead(svc)
     sweeps = int(event.get("sweeps", 6))
     totals = {"resent": 0, "lease_expired": 0, "dead": 0, "retries_released": 0}
     for done in range(1, sweeps + 1):
@@ -40,3 +49,21 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             break
         time.sleep(svc.settings.watchdog_interval_sec)
     return totals
+
+
+def _scale_ahead(svc: Services) -> None:
+    try:
+        result = svc.scale_ahead.step(svc.clock.now())
+    except (ClientError, BotoCoreError):
+        logger.warning("scale-ahead step failed; sweeping anyway", exc_info=True)
+        return
+    add_metric("DueAhead", MetricUnit.Count, result.forecast.peak)
+    add_metric("WorkerTasksAhead", MetricUnit.Count, result.tasks)
+    if result.previous_min is not None and result.previous_min != result.tasks:
+        logger.info(
+            "worker service minimum set ahead of the due index",
+            due_peak_minute=result.forecast.peak,
+            complete=result.forecast.complete,
+            tasks=result.tasks,
+            previous=result.previous_min,
+        )

@@ -142,6 +142,16 @@ def make_cloudwatch_client(settings: Settings) -> CloudWatchClient:
     )
 
 
+def make_autoscaling_client(settings: Settings) -> Any:
+    """An Application Auto Scaling client, for the watchdog's scale-ahead step
+    (`takt.dispatch.ahead`), made only when a Fargate worker service is configured. (Typed `Any`:
+    the project carries no Application Auto Scaling stubs.)"""
+    session = boto3.session.Session(region_name=settings.region)
+    return session.client(
+        "application-autoscaling", endpoint_url=settings.aws_endpoint_url, config=client_config(2)
+    )
+
+
 def make_sts_client(settings: Settings) -> Any:
     """An STS client, for the API's per-tenant sessions (`takt.tenants.sessions`). (Typed `Any`:
     the project carries no STS stubs.)"""

@@ -120,6 +120,20 @@ class Settings(BaseSettings):
     # mostly waits on its target, so a batch runs side by side rather than one after another.
     worker_batch_concurrency: int = Field(default=10, ge=1, le=100)
 
+    # Scale ahead of the due index (takt.dispatch.ahead): once a minute the watchdog counts what
+    # is due in this minute and the next `scale_ahead_minutes` (0 turns the count off), at most
+    # `scale_ahead_count_pages` COUNT queries per (minute, shard) partition, and publishes it.
+    # With `fargate_service` ("service/<cluster>/<service>") it also raises the service's minimum
+    # task count to run the busiest minute's executions, each taking `scale_ahead_job_sec`, on
+    # `fargate_slots` executions a task, between `fargate_min_tasks` and `fargate_max_tasks`.
+    scale_ahead_minutes: int = Field(default=0, ge=0, le=15)
+    scale_ahead_count_pages: int = Field(default=4, ge=1, le=64)
+    scale_ahead_job_sec: float = Field(default=10.0, gt=0)
+    fargate_service: str | None = Field(default=None, pattern=r"^service/[^/]+/[^/]+$")
+    fargate_slots: int = Field(default=200, ge=1, le=256)
+    fargate_min_tasks: int = Field(default=0, ge=0)
+    fargate_max_tasks: int = Field(default=10, ge=1)
+
     # The master secret each tenant's Standard Webhooks signing key is derived from
     # (takt.tenants.webhook_keys); unset sends no signature. Deployed stacks name it
     # (`signing_secret_name`, read from Secrets Manager at call time); the plain value is for

@@ -19,6 +19,7 @@ from takt.aws import (
     AwsClients,
     ClientObserver,
     credential_source,
+    make_autoscaling_client,
     make_clients,
     make_cloudwatch_client,
     make_kms_client,
@@ -29,6 +30,7 @@ from takt.aws import (
 )
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
+from takt.dispatch.ahead import DueForecaster, FleetPlan, ScaleAhead
 from takt.dispatch.claimer import Claimer, ClaimResult
 from takt.dispatch.driver import Driver
 from takt.dispatch.indexer import DueIndexer
@@ -319,6 +321,21 @@ class Services:
             self.clock,
             gate=self.gate,
             notifier=self.notifier,
+        )
+
+    @cached_property
+    def scale_ahead(self) -> ScaleAhead:
+        settings = self.settings
+        return ScaleAhead(
+            DueForecaster(self.due, settings.scale_ahead_minutes, settings.scale_ahead_count_pages),
+            FleetPlan(
+                job_sec=settings.scale_ahead_job_sec,
+                slots=settings.fargate_slots,
+                min_tasks=settings.fargate_min_tasks,
+                max_tasks=settings.fargate_max_tasks,
+            ),
+            make_autoscaling_client(settings) if settings.fargate_service else None,
+            settings.fargate_service,
         )
 
     @cached_property

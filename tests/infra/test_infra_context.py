@@ -96,7 +96,15 @@ def test_command_line_strings_are_accepted(cdk_json_context: dict[str, Any]) -> 
     assert config.tuning.due_shards == 32
     assert config.tuning.history_retention_days == 30
     assert config.fargate == FargateWorkerConfig(
-        cpu=512, memory_mib=1024, min_tasks=0, max_tasks=4, lanes=("low",), vpc_id=None
+        cpu=512,
+        memory_mib=1024,
+        min_tasks=0,
+        max_tasks=4,
+        lanes=("low",),
+        vpc_id=None,
+        slots=200,
+        scale_ahead_minutes=5,
+        job_sec=10.0,
     )
 
 
@@ -144,6 +152,9 @@ def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
         ({"fargateWorker": True, "fargateLanes": "urgent"}, "fargateLanes"),
         ({"fargateWorker": True, "fargateLanes": "low,low"}, "fargateLanes"),
         ({"fargateWorker": True, "fargateVpcId": "my-vpc"}, "fargateVpcId"),
+        ({"fargateWorker": True, "fargateSlots": 300}, "fargateSlots"),
+        ({"fargateWorker": True, "fargateScaleAheadMinutes": 16}, "fargateScaleAheadMinutes"),
+        ({"fargateWorker": True, "fargateJobSec": 0}, "fargateJobSec"),
     ],
 )
 def test_bad_knob_fails_with_its_name(

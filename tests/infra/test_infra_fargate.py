@@ -21,6 +21,7 @@ from infra.stateful import StatefulStack
 from infra.stateless import StatelessStack
 from infra.worker_service import DOCKERFILE, IMAGE_DIR, image_exclude
 from takt.config import LANES
+from takt.resources import DUE
 
 LogicalId = Callable[[Stack, IConstruct], str]
 Resolve = Callable[[Any], Any]
@@ -87,6 +88,8 @@ def test_service_runs_takt_worker_on_graviton_with_the_context_size(
         "worker",
         "--lanes",
         "high,default,low",
+        "--concurrency",
+        "200",
         "--grace-sec",
         "100",
         "--log-level",
@@ -297,6 +300,79 @@ def test_task_count_scales_out_while_messages_wait_and_in_after_idle_minutes(
         0,
     )
     assert scale_in["EvaluationPeriods"] == 15
+    # Idle the whole time: down to the minimum at once (by the most tasks there can be).
+    (step,) = _policy(fargate_template, "ScaleInWhenIdle")["StepAdjustments"]
+    assert step["ScalingAdjustment"] == -4
+
+
+def _policy(template: Template, name: str) -> dict[str, Any]:
+    (policy,) = [
+        value["Properties"]
+        for logical_id, value in _of_type(
+            template, "AWS::ApplicationAutoScaling::ScalingPolicy"
+        ).items()
+        if name in logical_id
+    ]
+    found: dict[str, Any] = (
+        policy.get("StepScalingPolicyConfiguration")
+        or policy["TargetTrackingScalingPolicyConfiguration"]
+    )
+    return found
+
+
+def test_task_count_tracks_the_share_of_busy_slots_and_never_scales_in_on_it(
+    fargate_template: Template,
+) -> None:
+    tracking = _policy(fargate_template, "TrackBusySlots")
+
+    assert tracking["CustomizedMetricSpecification"] == {
+        "Namespace": "takt",
+        "MetricName": "WorkerSlotsBusy",
+        "Dimensions": [{"Name": "service", "Value": "takt"}],
+        "Statistic": "Average",
+    }
+    assert (tracking["TargetValue"], tracking["DisableScaleIn"]) == (70, True)
+
+
+def test_the_watchdog_sizes_the_service_ahead_of_the_due_index(
+    fargate_template: Template,
+    fargate_stacks: tuple[StatefulStack, StatelessStack],
+    fargate_resolve: Resolve,
+    logical_id: LogicalId,
+) -> None:
+    stateful, stateless = fargate_stacks
+    service = stateless.fargate_worker
+    watchdog = stateless.functions.watchdog
+    assert service is not None and watchdog.role is not None
+    variables = fargate_template.to_json()["Resources"][logical_id(stateless, watchdog)][
+        "Properties"
+    ]["Environment"]["Variables"]
+    target = _one(fargate_template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    granted = _statements(fargate_template, logical_id(stateless, watchdog.role), fargate_resolve)
+    due_table = json.dumps(
+        {"Fn::GetAtt": [logical_id(stateful, stateful.tables.table(DUE)), "Arn"]}, sort_keys=True
+    )
+    service_arn = json.dumps({"Ref": logical_id(stateless, service.service)}, sort_keys=True)
+
+    # The service's resource id, exactly as its scalable target names it.
+    assert variables["TAKT_FARGATE_SERVICE"] == target["ResourceId"]
+    assert {key: variables[key] for key in variables if key.startswith("TAKT_SCALE_AHEAD")} == {
+        "TAKT_SCALE_AHEAD_MINUTES": "5",
+        "TAKT_SCALE_AHEAD_JOB_SEC": "10.0",
+    }
+    assert (variables["TAKT_FARGATE_SLOTS"], variables["TAKT_FARGATE_MAX_TASKS"]) == ("200", "4")
+    assert ("dynamodb:Query", due_table) in granted
+    assert ("application-autoscaling:RegisterScalableTarget", '"*"') in granted
+    assert ("ecs:UpdateService", service_arn) in granted
+
+
+def test_without_the_fargate_worker_the_watchdog_counts_nothing_ahead(
+    stateless_template: Template,
+) -> None:
+    for function in _of_type(stateless_template, "AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        assert "TAKT_FARGATE_SERVICE" not in variables
+        assert "TAKT_SCALE_AHEAD_MINUTES" not in variables
 
 
 def test_fewer_running_tasks_than_the_minimum_alarms_the_topic(
@@ -435,6 +511,7 @@ def test_a_fixed_size_service_has_no_autoscaling(
 
     assert _one(template, "AWS::ECS::Service")["DesiredCount"] == 2
     assert not _of_type(template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    assert "TAKT_FARGATE_SERVICE" not in json.dumps(template.to_json())
 
 
 def test_an_existing_vpc_is_used_as_found(

@@ -39,7 +39,7 @@ from pydantic import ValidationError
 
 from takt.config import LANES, Settings
 from takt.models.lanes import LaneMessage
-from takt.observability import logger
+from takt.observability import MetricUnit, logger
 from takt.worker.deadline import HostDeadline
 from takt.worker.metrics import Emit, record_outcome
 from takt.worker.runner import ExecutionRunner
@@ -142,6 +142,11 @@ class WorkerProcess:
                         continue
                     with self._slots:
                         self._busy += 1
+                        busy = 100.0 * self._busy / self._options.concurrency
+                    if self._emit is not None:
+                        # The share of slots busy as each run starts: what the Fargate service
+                        # tracks to add tasks (infra/worker_service.py).
+                        self._emit("WorkerSlotsBusy", MetricUnit.Percent, busy)
                     pool.submit(self._run, lane, message)
 
     def _free_slots(self) -> int:
