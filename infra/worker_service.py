@@ -44,6 +44,8 @@ MINUTE = Duration.minutes(1)
 # The share of its slots a task keeps busy under target tracking: headroom for the next minute's
 # arrivals while a new task starts (about a minute on Fargate).
 SLOTS_BUSY_TARGET = 70
+# Between two removals of tasks by target tracking: the runs of the ones removed end meanwhile.
+SCALE_IN_COOLDOWN_MINUTES = 5
 
 
 def image_exclude() -> list[str]:
@@ -303,8 +305,12 @@ class FargateWorker(Construct):
                 period=MINUTE,
             ),
             target_value=SLOTS_BUSY_TARGET,
-            # Removing tasks stays with ScaleInWhenIdle: a task stopped mid-run gives its runs back.
-            disable_scale_in=True,
+            # A task it removes stops receiving and finishes its runs within GRACE_SEC; runs
+            # expected to last longer would be given back and start over, so for those only
+            # ScaleInWhenIdle removes tasks (after a top-of-hour fleet has been scaled ahead,
+            # a busy lane would then keep it until the lanes are idle).
+            disable_scale_in=self.worker.job_sec > GRACE_SEC,
+            scale_in_cooldown=Duration.minutes(SCALE_IN_COOLDOWN_MINUTES),
             scale_out_cooldown=MINUTE,
         )
         scaling.scale_on_metric(

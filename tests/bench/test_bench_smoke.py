@@ -72,10 +72,34 @@ def test_the_simulator_reports_the_steady_scenario_with_the_seed_s_ten_second_jo
     assert shipped["start_lag_sec"]["p99"] < 2.0
     assert shipped["not_started"] == 0
     breakdown = shipped["usd_per_million_breakdown"]
-    assert breakdown["worker Lambda waiting on the call"] > 1.0
+    assert _line(breakdown, "Lambda worker waiting on the call") > 1.0
+    assert _line(breakdown, "CloudWatch logs and metrics") > 0.1
     assert shipped["usd_per_million_executions"] == pytest.approx(sum(breakdown.values()), abs=0.01)
     assert steady["planned"]["quotas_and_settings"]
     assert steady["cost_per_hour_usd"]["total"] > 0
+    # The same load on Fargate workers scaled ahead: no worker function, a fleet priced by
+    # its task-hours, and the quotas it needs named.
+    fargate = steady["as_shipped_on_fargate_scaled_ahead"]
+    assert fargate["fargate_tasks_scaled_ahead"] > 0 and fargate["not_started"] == 0
+    assert _line(fargate["usd_per_million_breakdown"], "Fargate workers") > 0
+    assert "Lambda worker" not in fargate["usd_per_million_breakdown"]
+    assert "ECS tasks per service (default 5,000)" in fargate["quotas_and_settings"]
+    assert "EventBridge Scheduler + a Lambda target making the call" in steady["alternatives"]
+
+
+def _line(breakdown: dict[str, float], prefix: str) -> float:
+    (usd,) = [usd for name, usd in breakdown.items() if name.startswith(prefix)]
+    return usd
+
+
+def test_a_malformed_duration_distribution_is_one_line_and_a_non_zero_exit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = ["bench", "simulate", "--scenario", "steady", "--job-seconds-dist", "lognormal:10"]
+
+    assert main(args) != 0
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--job-seconds-dist" in line and "lognormal:MEAN:SIGMA" in line
 
 
 def test_a_small_noisy_neighbour_run_reports_both_tenants_and_calls_nothing_twice(

@@ -127,6 +127,10 @@ def test_the_plan_sizes_the_busiest_minute_spread_over_it() -> None:
     assert plan.tasks_for(top_of_hour) == 1042
     assert plan.tasks_for(Forecast(minutes=((NOON, 0),), complete=True)) == 2
     assert FleetPlan(10.0, 200, 0, 50).tasks_for(top_of_hour) == 50
+    # Two busy minutes are sized for the busier one, not their sum: 9,600 a minute of 10 s runs
+    # is 1,600 at once, 10 tasks.
+    two = Forecast(minutes=((NOON, 9600), (NOON + timedelta(minutes=1), 9600)), complete=True)
+    assert plan.tasks_for(two) == 10
 
 
 def test_the_watchdog_raises_the_services_minimum_before_the_busy_minute_and_lowers_it_after(

@@ -224,6 +224,89 @@ def worker_wait_usd_per_million(
 CALLER_LAMBDA_MB = 128
 
 
+# What `takt bench local --stored 10000 --burst 1000` metered per recurring execution, component
+# by component (docs/CAPACITY.md, "Cost per million executions": the 2026-11-30 table, with the
+# claimer and worker priced at their shipped sizes by the late run), with a 50 ms target. The
+# all-in cost starts from these when no profile report is given.
+DEFAULT_METERED: Mapping[str, float] = {
+    "DynamoDB writes": 5.04,
+    "DynamoDB reads": 0.13,
+    "DynamoDB storage (history)": 0.05,
+    "SQS requests": 0.14,
+    "Lambda claimer": 0.53,
+    "Lambda worker": 0.79,
+    "CloudWatch Logs ingestion": 0.37,
+    "X-Ray traces": 0.03,
+}
+
+
+def metered_components(breakdown: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
+    """A `takt bench local` report's cost breakdown with its write lines summed into one
+    ("DynamoDB writes"), or the defaults above."""
+    if breakdown is None:
+        return dict(DEFAULT_METERED)
+    out: dict[str, float] = {}
+    for component, line in breakdown.items():
+        name = component.split(":", 1)[0]
+        out[name] = out.get(name, 0.0) + float(line["usd"])
+    return out
+
+
+@dataclass(frozen=True)
+class LogsAndMetrics:
+    """What CloudWatch charges for takt's logs and metrics per execution.
+
+    Logs: one INFO line per execution (the worker's "execution processed"; the claimer logs per
+    claim, not per item), the platform's lines and one EMF document per Lambda invocation (the
+    worker's metrics are aggregated per invocation: one flush, the counts summed and each run's
+    start lag a value in it), ingested at $0.50/GB and stored for the log groups' month.
+    Metrics: EMF costs nothing per value beyond its bytes; `takt worker` sends PutMetricData
+    once a minute per task. Custom metrics themselves (a dozen names, one dimension) are a fixed
+    few dollars a month, not per execution.
+    """
+
+    info_lines_per_execution: float = 1.0
+    # The worker's INFO line with Powertools' Lambda context keys, as `takt bench local` logs it.
+    bytes_per_info_line: float = 590.0
+    bytes_per_metric_value: float = 8.0
+    retention_months: float = 1.0
+
+    def lambda_usd_per_million(
+        self, invocations_per_execution: float, prices: Prices = US_EAST_1
+    ) -> tuple[float, str]:
+        per_execution = (
+            self.info_lines_per_execution * self.bytes_per_info_line
+            + invocations_per_execution
+            * (PLATFORM_LOG_BYTES_PER_INVOCATION + EMF_LOG_BYTES_PER_INVOCATION)
+            + self.bytes_per_metric_value
+        )
+        usd = per_execution * 1e6 / GB * self._per_gb(prices)
+        detail = (
+            f"{per_execution:.0f} bytes: {self.info_lines_per_execution:g} INFO line, "
+            f"{invocations_per_execution:.3f} invocations' platform lines and EMF"
+        )
+        return usd, detail
+
+    def fargate_usd_per_million(
+        self, task_hours_per_million: float, prices: Prices = US_EAST_1
+    ) -> tuple[float, str]:
+        per_execution = self.info_lines_per_execution * self.bytes_per_info_line
+        logs = per_execution * 1e6 / GB * self._per_gb(prices)
+        puts = task_hours_per_million * 60 * prices.cloudwatch_put_metric_data_per_million / 1e6
+        detail = (
+            f"{per_execution:.0f} bytes of INFO lines; PutMetricData once a minute a task "
+            f"(${puts:.3f})"
+        )
+        return logs + puts, detail
+
+    def _per_gb(self, prices: Prices) -> float:
+        return prices.logs_ingested_per_gb + prices.logs_stored_per_gb_month * self.retention_months
+
+
+def fargate_task_hour_usd(vcpu: float, memory_gb: float, prices: Prices = US_EAST_1) -> float:
+    return vcpu * prices.fargate_vcpu_hour + memory_gb * prices.fargate_gb_hour
+
+
 def alternatives(
     prices: Prices = US_EAST_1, job_seconds: float = 0.05
 ) -> dict[str, dict[str, object]]:
@@ -247,6 +330,18 @@ def alternatives(
             "notes": (
                 f"the Lambda ({CALLER_LAMBDA_MB} MB, arm64) waits {job_seconds:g} s on the "
                 "endpoint and is billed for it; 60 s precision; no history beyond logs"
+            ),
+        },
+        "Step Functions Express started by EventBridge Scheduler, calling the target": {
+            "usd_per_million": round(
+                prices.eventbridge_scheduler_per_million
+                + prices.step_functions_express_per_million
+                + max(0.1, job_seconds) * 0.0625 * prices.step_functions_express_gb_second * 1e6,
+                2,
+            ),
+            "notes": (
+                f"Express bills its {job_seconds:g} s wait in 64 MB GB-seconds; at most 5 minutes "
+                "a run; 60 s precision (the Scheduler); history only in CloudWatch Logs"
             ),
         },
         "Step Functions Standard (Wait state)": {

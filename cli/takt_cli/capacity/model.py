@@ -7,8 +7,10 @@ design), so a scenario run with defaults says what a fresh deployment in a defau
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 from typing import Any
 
 from takt_cli.capacity.cost import ONE_VCPU_MB
@@ -62,6 +64,14 @@ class Design:
     # One vCPU (infra/functions.py): a claim is CPU-bound.
     claimer_memory_mb: int = 1769
     worker_memory_mb: int = 1024
+    # Fargate workers (`takt worker`, cdk.json `fargateWorker`) serving the lane instead of the
+    # worker function: 0 tasks means the function. Tasks are there from the start (scaled ahead
+    # of the due index, takt.dispatch.ahead); each runs `fargate_slots` calls at once and shares
+    # `fargate_vcpu` between their CPU.
+    fargate_tasks: int = 0
+    fargate_slots: int = 200
+    fargate_vcpu: float = 0.5
+    fargate_memory_gb: float = 1.0
 
     @property
     def batch_waves(self) -> int:
@@ -92,8 +102,15 @@ class CallProfile:
     dynamodb_latency_ms: float = 6.0
     sqs_latency_ms: float = 10.0
     target_latency_ms: float = 50.0
+    # The spread of the call's time around `target_latency_ms` (its mean): a lognormal's sigma,
+    # 0 for every call taking the mean (`JobDuration`).
+    target_latency_sigma: float = 0.0
     # SQS to the event source mapping's receive, and its poll interval when the queue is busy.
     delivery_ms: float = 100.0
+
+    @property
+    def job(self) -> JobDuration:
+        return JobDuration(self.target_latency_ms / 1000, self.target_latency_sigma)
 
     def claim_seconds(self, items: int, design: Design) -> tuple[float, float]:
         """(seconds until the claim's messages are sent, seconds until it ends) for `items`."""
@@ -168,3 +185,59 @@ def profile_from_report(report: Mapping[str, Any]) -> CallProfile:
         open_index_write_units_per_execution=units_of("executions", index=True),
         table_write_units_per_execution=units_of("executions", index=False),
     )
+
+
+@dataclass(frozen=True)
+class JobDuration:
+    """How long a job's call takes: `mean_sec` always, and with `sigma` > 0 a lognormal spread
+    of that mean (sigma is the log's standard deviation: 1.0 puts the p99 at about 5 times the
+    mean, the long tail of calls that mostly answer fast and sometimes hang).
+
+    Written `lognormal:MEAN:SIGMA` or `fixed:MEAN` on the command line (`parse`).
+    """
+
+    mean_sec: float
+    sigma: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str) -> JobDuration:
+        kind, _, rest = text.partition(":")
+        parts = rest.split(":") if rest else []
+        try:
+            numbers = [float(part) for part in parts]
+        except ValueError:
+            raise ValueError(f"not a number in {text!r}") from None
+        if kind == "fixed" and len(numbers) == 1 and numbers[0] > 0:
+            return cls(numbers[0])
+        if kind == "lognormal" and len(numbers) == 2 and numbers[0] > 0 and numbers[1] >= 0:
+            return cls(numbers[0], numbers[1])
+        raise ValueError(f"expected fixed:MEAN or lognormal:MEAN:SIGMA, not {text!r}")
+
+    def quantile(self, q: float) -> float:
+        """The duration `q` of the calls stay under (0 < q < 1)."""
+        if self.sigma <= 0:
+            return self.mean_sec
+        mu = math.log(self.mean_sec) - self.sigma**2 / 2
+        return math.exp(mu + self.sigma * NormalDist().inv_cdf(q))
+
+    def expected_max(self, n: int) -> float:
+        """About how long the slowest of `n` calls takes (the n/(n+1) quantile): a worker
+        invocation running a batch of `n` at once lasts that long and is billed for it."""
+        return self.quantile(n / (n + 1)) if n > 1 else self.mean_sec
+
+    def groups(self, count: int = 10) -> list[tuple[float, float]]:
+        """(duration, share) for `count` equal shares of the calls, each at its midpoint
+        quantile, scaled so their mean is the mean: cohorts of runs that end apart."""
+        if self.sigma <= 0:
+            return [(self.mean_sec, 1.0)]
+        points = [self.quantile((i + 0.5) / count) for i in range(count)]
+        scale = self.mean_sec / (sum(points) / count)
+        return [(point * scale, 1 / count) for point in points]
+
+    def describe(self) -> str:
+        if self.sigma <= 0:
+            return f"fixed:{self.mean_sec:g}"
+        return (
+            f"lognormal:{self.mean_sec:g}:{self.sigma:g} "
+            f"(p50 {self.quantile(0.5):.1f} s, p99 {self.quantile(0.99):.1f} s)"
+        )

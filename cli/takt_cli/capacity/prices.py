@@ -22,8 +22,20 @@ class Prices:
     logs_ingested_per_gb: float = 0.50
     # Active tracing records about 5 % of requests with X-Ray's default sampling rule.
     xray_trace_per_million: float = 5.00
+    logs_stored_per_gb_month: float = 0.03
+    # PutMetricData (`takt worker` sends its metrics once a minute): $0.01 per 1,000 requests.
+    cloudwatch_put_metric_data_per_million: float = 10.00
     eventbridge_scheduler_per_million: float = 1.00
     step_functions_per_thousand_transitions: float = 0.025
+    # Step Functions Express: per request, and per GB-second in 64 MB steps (the first tier).
+    step_functions_express_per_million: float = 1.00
+    step_functions_express_gb_second: float = 0.00001667
+    # The Fargate worker's VPC has one NAT gateway: by the hour and by the GB it carries.
+    nat_gateway_hour: float = 0.045
+    nat_gateway_per_gb: float = 0.045
+    # Fargate, Linux on arm64 (Graviton), what the worker service runs on.
+    fargate_vcpu_hour: float = 0.03238
+    fargate_gb_hour: float = 0.00356
 
 
 US_EAST_1 = Prices()

@@ -12,10 +12,19 @@ ahead and SQS delaying each message to its second (a proposed change).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
-from takt_cli.capacity.cost import worker_wait_usd_per_million
+from takt.dispatch.ahead import FleetPlan, Forecast
+from takt_cli.capacity.cost import (
+    LogsAndMetrics,
+    alternatives,
+    fargate_task_hour_usd,
+    metered_components,
+    worker_wait_usd_per_million,
+)
 from takt_cli.capacity.model import CallProfile, Design, Limits
 from takt_cli.capacity.prices import US_EAST_1
 from takt_cli.capacity.sim import Load, SimResult, Simulator
@@ -24,9 +33,22 @@ SHARD_CANDIDATES = (64, 128, 256, 512, 1024)
 PARALLELISM_CANDIDATES = (1, 8, 32)
 MAX_LANE_CONCURRENCY = 1000
 HEADROOM = 0.8
-# What `takt bench local` measured per million recurring executions (docs/CAPACITY.md), with a
-# target that answers in 50 ms; `usd_per_million_executions` adds what a longer call's wait costs.
-DEFAULT_USD_PER_MILLION = 7.02
+# The Fargate worker as cdk.json ships it when on: 0.5 vCPU and 1 GB a task, 200 slots.
+FARGATE_SLOTS = 200
+FARGATE_VCPU = 0.5
+FARGATE_MEMORY_GB = 1.0
+# Tasks scaled ahead for a busy minute run this long in its hour: counted 5 minutes ahead, the
+# minute itself, then the target tracking's scale-in (5 minutes of cooldown and its alarms).
+SCALED_AHEAD_HOURS = 12 / 60
+# Fargate's task launch rate (an account's token bucket): 100 at once, then 20 a second.
+FARGATE_LAUNCH_BURST = 100
+FARGATE_LAUNCHES_PER_SEC = 20
+# Lambda's Powertools-instrumented claimer: one invocation per busy partition a second.
+CLAIMER_INVOCATIONS_PER_EXECUTION = 0.01
+# What an execution on Fargate sends through the VPC's NAT gateway: the call to its target and
+# its answer, the lane's SQS calls and the worker's metrics (DynamoDB goes through the free
+# gateway endpoint). An assumption: a target's own payloads may be larger.
+NAT_BYTES_PER_EXECUTION = 4096
 # How long after the load ends a run may take to finish its work; what is left is reported.
 DRAIN_SEC = 300.0
 
@@ -129,11 +151,17 @@ def _quotas(
 
 
 def plan(
-    scenario: Scenario, calls: CallProfile | None = None, *, usd_per_million: float | None = None
+    scenario: Scenario,
+    calls: CallProfile | None = None,
+    *,
+    metered: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Run `scenario` as shipped, then search for the smallest design that meets its target."""
+    """Run `scenario` as shipped, then search for the smallest design that meets its target;
+    then both on Fargate workers scaled ahead of the due index instead of the worker function.
+    `metered` is the cost per million by component a local run measured (50 ms target)."""
     calls = calls or CallProfile()
-    base_usd = usd_per_million or DEFAULT_USD_PER_MILLION
+    components = dict(metered or metered_components(None))
+    base_usd = sum(components.values())
     shipped = Simulator(scenario.load, Design(), calls=calls, drain_sec=DRAIN_SEC).run()
     found: tuple[SimResult, dict[str, Any], Limits] | None = None
     last: tuple[SimResult, dict[str, Any], Limits] | None = None
@@ -161,23 +189,101 @@ def plan(
             if scenario.max_p99_start_lag_sec is not None
             else f"burst dispatched within {scenario.burst_dispatched_within_sec} s"
         ),
+        "job_seconds": calls.job.describe(),
         "as_shipped": {
             **summarize(scenario, shipped),
-            **all_in_cost(scenario, shipped.design, calls, base_usd),
+            **all_in_cost(scenario, shipped.design, calls, components),
         },
+        "as_shipped_on_fargate_scaled_ahead": on_fargate(
+            scenario, Design(), Limits(), calls, components
+        ),
         "planned": {
             **summarize(scenario, result),
-            **all_in_cost(scenario, result.design, calls, base_usd),
+            **all_in_cost(scenario, result.design, calls, components),
             "meets_target": found is not None,
             "quotas_and_settings": asks,
         },
         "cost_per_hour_usd": cost_per_hour(scenario, result.design, base_usd),
+        "alternatives": alternatives(job_seconds=calls.job.mean_sec),
     }
     if scenario.burst_dispatched_within_sec is not None:
         report["planned_and_claimed_30s_ahead"] = ahead_of_the_burst(
             scenario, result.design, limits, calls
         )
+        report["planned_on_fargate_scaled_ahead"] = on_fargate(
+            scenario, result.design, limits, calls, components
+        )
+        report["planned_on_fargate_scaled_ahead_and_claimed_30s_ahead"] = on_fargate(
+            scenario,
+            replace(result.design, dispatch_ahead_sec=30.0, delay_in_sqs=True),
+            limits,
+            calls,
+            components,
+        )
     return report
+
+
+def fleet_tasks(per_minute: float, calls: CallProfile) -> int:
+    """The tasks `takt.dispatch.ahead` sets as the service's minimum for a minute holding
+    `per_minute` executions (the same plan the watchdog runs)."""
+    plan = FleetPlan(job_sec=calls.job.mean_sec, slots=FARGATE_SLOTS, min_tasks=1, max_tasks=10**6)
+    return plan.tasks_for(Forecast(minutes=((_ANY_MINUTE, round(per_minute)),), complete=True))
+
+
+_ANY_MINUTE = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def on_fargate(
+    scenario: Scenario,
+    design: Design,
+    limits: Limits,
+    calls: CallProfile,
+    metered: Mapping[str, float],
+) -> dict[str, Any]:
+    """`design` with Fargate workers serving the lane, as many tasks as the scale-ahead step
+    sets for the scenario's busiest minute, there before it falls due; the worker function and
+    its lane concurrency play no part. Reports every quota the fleet needs."""
+    load = scenario.load
+    busiest = load.steady_per_sec * 60 + load.burst
+    tasks = fleet_tasks(busiest, calls)
+    fleet = replace(
+        design,
+        fargate_tasks=tasks,
+        fargate_slots=FARGATE_SLOTS,
+        fargate_vcpu=FARGATE_VCPU,
+        fargate_memory_gb=FARGATE_MEMORY_GB,
+    )
+    result = Simulator(load, fleet, limits, calls, drain_sec=DRAIN_SEC).run()
+    launch_sec = max(0, tasks - FARGATE_LAUNCH_BURST) / FARGATE_LAUNCHES_PER_SEC
+    summary = summarize(scenario, result)
+    return {
+        **summary,
+        "fargate_tasks_scaled_ahead": tasks,
+        "fargate_slots_busy_peak": result.peak_concurrency.get("fargate_slots_busy", 0),
+        **all_in_cost(scenario, fleet, calls, metered),
+        "quotas_and_settings": {
+            "Fargate On-Demand vCPU resource count (account quota)": tasks * FARGATE_VCPU,
+            "ECS tasks per service (default 5,000)": tasks,
+            "Fargate launch rate (100 at once, then 20/s): seconds to start the fleet": (
+                f"{launch_sec:.0f} (the scale-ahead step starts it 5 minutes before)"
+            ),
+            "Lambda concurrent executions (account, default 1,000): claimers": (
+                summary["lambda_concurrency_peak"]["claimer"]
+            ),
+            "executions table on-demand quota (write units/s, default 40,000)": round(
+                limits.table_max_write_units_per_sec
+            ),
+            "executions table warm throughput (write units/s, before the first burst)": round(
+                limits.new_table_write_units_per_sec
+            ),
+            "TAKT_OPEN_SHARDS (open index partitions)": design.open_shards,
+            "cdk.json": (
+                f"fargateWorker true, fargateLanes default, fargateSlots {FARGATE_SLOTS}, "
+                f"fargateCpu {int(FARGATE_VCPU * 1024)}, fargateMaxTasks >= {tasks}, "
+                f"fargateScaleAheadMinutes 5, fargateJobSec {calls.job.mean_sec:g}"
+            ),
+        },
+    }
 
 
 def summarize(scenario: Scenario, result: SimResult) -> dict[str, Any]:
@@ -234,29 +340,55 @@ def ahead_of_the_burst(
 
 
 def all_in_cost(
-    scenario: Scenario, design: Design, calls: CallProfile, metered_usd: float
+    scenario: Scenario, design: Design, calls: CallProfile, metered: Mapping[str, float]
 ) -> dict[str, Any]:
-    """The cost per million executions, all in: the metered cost (its 50 ms target), the worker
-    Lambda's wait on a call of the profile's length, and the fixed cost of the loops and probes
-    spread over the scenario's executions."""
-    job_seconds = calls.target_latency_ms / 1000
-    wait = worker_wait_usd_per_million(
-        job_seconds,
-        batch_size=design.batch_size,
-        batch_concurrency=design.batch_concurrency,
-        memory_mb=design.worker_memory_mb,
-    )
-    hourly = cost_per_hour(scenario, design, metered_usd)
+    """The cost per million executions, all in, component by component: what the local run
+    metered (its 50 ms target); the workers (the function's wait on calls of the profile's
+    length, each batch billed until its slowest call ends; or the Fargate fleet's task-hours);
+    CloudWatch logs and metrics (`LogsAndMetrics`, in place of the metered log bytes); and the
+    fixed cost of the loops and probes spread over the scenario's executions."""
+    job = calls.job
+    logs = LogsAndMetrics()
+    lines = {k: v for k, v in metered.items() if k != "CloudWatch Logs ingestion"}
+    base_usd = sum(metered.values())
+    if design.fargate_tasks:
+        lines.pop("Lambda worker", None)
+        steady_tasks = fleet_tasks(scenario.load.steady_per_sec * 60, calls)
+        task_hours = float(steady_tasks)
+        if scenario.load.burst:
+            task_hours += (design.fargate_tasks - steady_tasks) * SCALED_AHEAD_HOURS
+        per_million = 1e6 / scenario.executions_per_hour
+        hour_usd = fargate_task_hour_usd(design.fargate_vcpu, design.fargate_memory_gb)
+        lines[
+            f"Fargate workers ({task_hours:.0f} task-hours an hour, "
+            f"{design.fargate_vcpu:g} vCPU {design.fargate_memory_gb:g} GB)"
+        ] = task_hours * hour_usd * per_million
+        lines["NAT gateway (its hours and 4 KB an execution)"] = (
+            US_EAST_1.nat_gateway_hour * per_million
+            + NAT_BYTES_PER_EXECUTION * 1e6 / 1e9 * US_EAST_1.nat_gateway_per_gb
+        )
+        usd, detail = logs.fargate_usd_per_million(task_hours * per_million)
+    else:
+        billed = job.expected_max(max(1, min(design.batch_concurrency, design.batch_size)))
+        lines[f"Lambda worker waiting on the call (batch held {billed:.1f} s)"] = (
+            worker_wait_usd_per_million(
+                billed,
+                batch_size=design.batch_size,
+                batch_concurrency=design.batch_concurrency,
+                memory_mb=design.worker_memory_mb,
+            )
+        )
+        usd, detail = logs.lambda_usd_per_million(
+            1 / design.batch_size + CLAIMER_INVOCATIONS_PER_EXECUTION
+        )
+    lines[f"CloudWatch logs and metrics ({detail})"] = usd
+    hourly = cost_per_hour(scenario, design, base_usd)
     fixed = hourly["ticker_probes"] + hourly["scheduler_and_watchdog"]
-    idle = fixed / scenario.executions_per_hour * 1e6
+    lines["fixed cost spread over the executions"] = fixed / scenario.executions_per_hour * 1e6
     return {
-        "job_seconds": job_seconds,
-        "usd_per_million_executions": round(metered_usd + wait + idle, 2),
-        "usd_per_million_breakdown": {
-            "metered (50 ms target)": metered_usd,
-            "worker Lambda waiting on the call": round(wait, 2),
-            "fixed cost spread over the executions": round(idle, 3),
-        },
+        "job_seconds": job.mean_sec,
+        "usd_per_million_executions": round(sum(lines.values()), 2),
+        "usd_per_million_breakdown": {name: round(usd, 3) for name, usd in lines.items()},
     }
 
 

@@ -239,6 +239,10 @@ class Simulator:
         at_once = max(1, min(d.batch_concurrency, d.batch_size))
         batch_s = d.batch_waves * msg_s + (at_once - 1) * cpu_s
         offsets = _start_offsets(d.batch_size, at_once, msg_s, cpu_s)
+        # A batch's invocation lasts until its slowest call ends: with a long tail, beyond the
+        # mean its messages' own times assume.
+        slowest_extra = calls.job.expected_max(at_once) - calls.job.mean_sec
+        fargate = _Fleet(d, calls) if d.fargate_tasks else None
         # Instances stay warm for minutes: a cold start is paid only beyond the most that ran.
         warm_workers = self.warm_rate / d.batch_size * (batch_s + d.dispatch_ahead_sec)
         warm_claims = float(min(d.due_shards, max(1.0, self.warm_rate / 50)))
@@ -343,6 +347,9 @@ class Simulator:
             )
             wanted = max(wanted, running + visible / d.batch_size)
             starting = min(max(0.0, cap - running), visible / d.batch_size)
+            if fargate is not None:
+                starting = 0.0
+                visible -= fargate.start(step, queue, visible, (table, open_index, jobs), start_lag)
             if starting > 1e-9:
                 take = starting * d.batch_size
                 cold = 0.0
@@ -360,7 +367,7 @@ class Simulator:
                     ),
                     jobs.take(now, take * calls.jobs_write_units_per_execution / 2, batch_s),
                 )
-                longest = batch_s
+                longest = batch_s + slowest_extra
                 visible -= take
                 while take > 1e-9 and queue:
                     entry = queue[0]
@@ -382,6 +389,9 @@ class Simulator:
                 running += starting
                 finish = step + max(1, math.ceil(longest / STEP))
                 batches[finish] = batches.get(finish, 0.0) + starting
+            if fargate is not None:
+                fargate.release(step)
+                peak["fargate_slots_busy"] = max(peak.get("fargate_slots_busy", 0.0), fargate.busy)
             peak["worker"] = max(peak["worker"], running)
             peak["total"] = max(peak["total"], running + len(claims_running))
             idle = not (queue or inflight or pending) and in_shards < 1e-6
@@ -421,6 +431,70 @@ class Simulator:
                 else None
             ),
         )
+
+
+class _Fleet:
+    """Fargate tasks serving the lane: `tasks * slots` calls at once, each slot held for its own
+    call (a long call holds one slot, not a whole batch's invocation), and messages started no
+    faster than the tasks' vCPU runs their lease and completion."""
+
+    def __init__(self, design: Design, calls: CallProfile) -> None:
+        self.slots = float(design.fargate_tasks * design.fargate_slots)
+        self.busy = 0.0
+        self._frees: dict[int, float] = {}
+        cpu_sec = calls.worker_cpu_ms_per_message / 1000
+        cpu_bound = design.fargate_tasks * design.fargate_vcpu / cpu_sec if cpu_sec else math.inf
+        self._starts_per_step = cpu_bound * STEP
+        # Receive, lease (its DynamoDB calls) and the CPU before the call starts.
+        self._before_call = (
+            calls.sqs_latency_ms / 1000
+            + (calls.worker_calls_per_message * calls.dynamodb_latency_ms / 1000) / 2
+            + cpu_sec / design.fargate_vcpu
+        )
+        self._after_call = (calls.worker_calls_per_message * calls.dynamodb_latency_ms / 1000) / 2
+        self._groups = calls.job.groups()
+        self._calls = calls
+
+    def start(
+        self,
+        step: int,
+        queue: deque[list[float]],
+        visible: float,
+        buckets: tuple[_Bucket, _Bucket, _Bucket],
+        start_lag: _Histogram,
+    ) -> float:
+        """Start what free slots and the CPU allow from the queue; returns how many started."""
+        now = step * STEP
+        take = min(max(0.0, self.slots - self.busy), visible, self._starts_per_step)
+        if take <= 1e-9:
+            return 0.0
+        table, open_index, jobs = buckets
+        calls = self._calls
+        mean = calls.job.mean_sec
+        wait = max(
+            table.take(now, take * calls.table_write_units_per_execution * (2 / 3), mean),
+            open_index.take(now, take * calls.open_index_write_units_per_execution, mean),
+            jobs.take(now, take * calls.jobs_write_units_per_execution / 2, mean),
+        )
+        started = take
+        while take > 1e-9 and queue:
+            entry = queue[0]
+            part = min(entry[1], take)
+            begin = max(now + wait + self._before_call, entry[0])
+            start_lag.add(begin - entry[0], part)
+            for duration, share in self._groups:
+                end = begin + duration + self._after_call
+                key = max(step + 1, math.ceil(end / STEP))
+                self._frees[key] = self._frees.get(key, 0.0) + part * share
+            entry[1] -= part
+            take -= part
+            if entry[1] <= 1e-9:
+                queue.popleft()
+        self.busy += started - take
+        return started - take
+
+    def release(self, step: int) -> None:
+        self.busy = max(0.0, self.busy - self._frees.pop(step, 0.0))
 
 
 def _start_offsets(

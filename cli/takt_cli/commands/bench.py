@@ -254,21 +254,40 @@ def noisy_table(report: dict[str, Any]) -> str:
     show_default=True,
     help="How long each job's call takes (the seed's average is 10 s).",
 )
+@click.option(
+    "--job-seconds-dist",
+    "job_dist",
+    default=None,
+    metavar="fixed:MEAN|lognormal:MEAN:SIGMA",
+    help="The calls' durations as a distribution, e.g. lognormal:10:1.0 (mean 10 s, p99 62 s); "
+    "overrides --job-seconds.",
+)
 @OUT_OPTION
-def simulate(scenario: str, profile: Path | None, job_seconds: float, out: Path | None) -> None:
+def simulate(
+    scenario: str,
+    profile: Path | None,
+    job_seconds: float,
+    job_dist: str | None,
+    out: Path | None,
+) -> None:
     """Simulate the seed's scenarios as shipped and as planned (N, quotas, cost per hour)."""
     from dataclasses import replace
 
-    from takt_cli.capacity.model import CallProfile, profile_from_report
+    from takt_cli.capacity.cost import metered_components
+    from takt_cli.capacity.model import CallProfile, JobDuration, profile_from_report
     from takt_cli.capacity.scenarios import SEED, plan
 
+    try:
+        job = JobDuration.parse(job_dist) if job_dist else JobDuration(job_seconds)
+    except ValueError as exc:
+        raise CliError(f"--job-seconds-dist: {exc}") from None
     calls = CallProfile()
-    usd_per_million: float | None = None
+    metered: dict[str, float] | None = None
     if profile is not None:
         measured = json.loads(profile.read_text())
         calls = profile_from_report(measured)
-        usd_per_million = measured["cost_per_million_recurring"]["usd_per_million_executions"]
-    calls = replace(calls, target_latency_ms=job_seconds * 1000)
+        metered = metered_components(measured["cost_per_million_recurring"]["breakdown"])
+    calls = replace(calls, target_latency_ms=job.mean_sec * 1000, target_latency_sigma=job.sigma)
     if scenario == "noisy":
         from takt_cli.capacity.scenarios import noisy_neighbour
 
@@ -279,5 +298,5 @@ def simulate(scenario: str, profile: Path | None, job_seconds: float, out: Path 
     results = []
     for item in chosen:
         click.echo(f"simulating {item.name}", err=True)
-        results.append(plan(item, calls, usd_per_million=usd_per_million))
+        results.append(plan(item, calls, metered=metered))
     _emit({"call_profile": calls.__dict__, "scenarios": results}, out)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from takt_cli.capacity.cost import (
@@ -9,10 +11,14 @@ from takt_cli.capacity.cost import (
     CloudModel,
     ExecutionProfile,
     FunctionProfile,
+    LogsAndMetrics,
     alternatives,
     cost_per_million,
+    fargate_task_hour_usd,
+    metered_components,
     worker_wait_usd_per_million,
 )
+from takt_cli.capacity.model import JobDuration
 
 
 def _profile(**overrides: object) -> ExecutionProfile:
@@ -88,3 +94,44 @@ def test_the_memory_table_matches_the_cdk_functions() -> None:
     from infra.functions import SPECS
 
     assert {spec.name: spec.memory_mb for spec in SPECS} == dict(FUNCTION_MEMORY_MB)
+
+
+def test_a_job_duration_is_parsed_and_keeps_its_mean() -> None:
+    flat = JobDuration.parse("fixed:10")
+    tail = JobDuration.parse("lognormal:10:1.0")
+
+    assert flat == JobDuration(10.0) and flat.groups() == [(10.0, 1.0)]
+    assert sum(duration * share for duration, share in tail.groups()) == pytest.approx(10.0)
+    # sigma 1: the median is e^-0.5 of the mean, the p99 e^(2.326 - 0.5) of it.
+    assert tail.quantile(0.5) == pytest.approx(10 * math.exp(-0.5))
+    assert tail.quantile(0.99) == pytest.approx(10 * math.exp(2.3263 - 0.5), rel=1e-3)
+    assert tail.expected_max(100) == pytest.approx(tail.quantile(100 / 101))
+    for bad in ("lognormal:10", "fixed:0", "gamma:1:2", "lognormal:x:1"):
+        with pytest.raises(ValueError, match=r"fixed:MEAN|not a number"):
+            JobDuration.parse(bad)
+
+
+def test_logs_cost_one_info_line_per_execution_and_emf_per_invocation() -> None:
+    model = LogsAndMetrics(bytes_per_info_line=500, bytes_per_metric_value=0)
+    per_gb = 0.50 + 0.03
+
+    usd, _ = model.lambda_usd_per_million(invocations_per_execution=0.01)
+    fargate, _ = model.fargate_usd_per_million(task_hours_per_million=10)
+
+    assert usd == pytest.approx((500 + 0.01 * 930) * 1e6 / 1e9 * per_gb)
+    # 10 task-hours send 600 PutMetricData requests ($0.01 per 1,000).
+    assert fargate == pytest.approx(500 * 1e6 / 1e9 * per_gb + 600 * 10 / 1e6)
+
+
+def test_a_fargate_task_hour_is_its_vcpu_and_memory_at_arm64_prices() -> None:
+    assert fargate_task_hour_usd(0.5, 1.0) == pytest.approx(0.5 * 0.03238 + 0.00356)
+
+
+def test_the_metered_breakdown_sums_a_reports_write_lines() -> None:
+    report = {
+        "DynamoDB writes: executions PutItem (claimer)": {"usd": 1.0},
+        "DynamoDB writes: jobs UpdateItem (worker)": {"usd": 0.5},
+        "Lambda worker": {"usd": 0.8},
+    }
+    assert metered_components(report) == {"DynamoDB writes": 1.5, "Lambda worker": 0.8}
+    assert sum(metered_components(None).values()) == pytest.approx(7.08)

@@ -120,3 +120,52 @@ def test_account_concurrency_bounds_every_function_together() -> None:
         warm_rate=0,
     ).run()
     assert result.peak_concurrency["total"] <= 50
+
+
+def _fleet(tasks: int, slots: int, **design: object) -> Design:
+    return replace(
+        Design(due_shards=1, dispatch_ahead_sec=0),
+        fargate_tasks=tasks,
+        fargate_slots=slots,
+        fargate_vcpu=1.0,
+        **design,  # type: ignore[arg-type]
+    )
+
+
+def test_a_fargate_fleet_runs_as_many_calls_at_once_as_it_has_slots() -> None:
+    # 2 tasks of 10 slots and calls of 1 s serve 20/s: 10/s starts at once; 40/s for 10 s
+    # leaves 200 behind at t=10, served by t=20, so the last starts about 10 s late, plus up
+    # to a second waiting for its tick (nothing is claimed ahead) and the grid's steps.
+    one_second = replace(FLAT, target_latency_ms=1000)
+    light = Simulator(
+        Load(steady_per_sec=10, duration_sec=10), _fleet(2, 10), calls=one_second, warm_rate=0
+    ).run()
+    heavy = Simulator(
+        Load(steady_per_sec=40, duration_sec=10), _fleet(2, 10), calls=one_second, warm_rate=0
+    ).run()
+
+    assert light.start_lag["max"] < 1.2
+    assert light.peak_concurrency["worker"] == 0
+    assert heavy.peak_concurrency["fargate_slots_busy"] == pytest.approx(20, abs=0.5)
+    assert 10.0 <= heavy.start_lag["max"] <= 13.0
+    assert heavy.unstarted == pytest.approx(0, abs=1e-6)
+
+
+def test_a_long_tail_holds_a_lambda_batch_until_its_slowest_call_but_a_slot_only_for_its_own() -> (
+    None
+):
+    # Mean 1 s either way; with sigma 1.5 the slowest of a batch of 10 takes about 2.4 s, so a
+    # lane of 10 concurrent batches serves about 42/s instead of 100/s, and 80/s for 20 s leaves
+    # a backlog of ~760; a fleet's slots free as each call ends.
+    load = Load(steady_per_sec=80, duration_sec=20)
+    flat = replace(FLAT, target_latency_ms=1000)
+    tail = replace(flat, target_latency_sigma=1.5)
+    lanes = Design(due_shards=1, dispatch_ahead_sec=0, lane_max_concurrency=10, batch_size=10)
+
+    lane_flat = Simulator(load, lanes, calls=flat, warm_rate=80).run()
+    lane_tail = Simulator(load, lanes, calls=tail, warm_rate=80).run()
+    fleet_tail = Simulator(load, _fleet(1, 200), calls=tail, warm_rate=80).run()
+
+    assert lane_flat.start_lag["p99"] < 2.0
+    assert lane_tail.start_lag["p99"] > 10.0
+    assert fleet_tail.start_lag["p99"] < 1.2
