@@ -42,6 +42,9 @@ synth: install ## synthesize the CDK app into cdk.out (needs Node.js; runs npm c
 chaos: install ## every fault scenario in full (tests/chaos; reports in test-artifacts/chaos/)
 	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(PY) -m pytest tests/chaos -n 2 -q --chaos-full
 
+mutants: install ## break each rule on purpose (tests/mutants) and show which test catches it (~10 min)
+	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(PY) -m tests.mutants
+
 bench: install ## measure takt locally, price it, plan its capacity (docs/CAPACITY.md; ~15 min)
 	.venv/bin/takt bench local --stored 10000 --burst 1000 --out bench-local.json
 	.venv/bin/takt bench simulate --profile bench-local.json --out capacity.json
@@ -49,4 +52,4 @@ bench: install ## measure takt locally, price it, plan its capacity (docs/CAPACI
 lock: $(UV) ## re-resolve uv.lock after changing pyproject.toml
 	$(UV) lock
 
-.PHONY: help install local test lint fmt openapi synth chaos bench lock
+.PHONY: help install local test lint fmt openapi synth chaos mutants bench lock

@@ -1,0 +1,232 @@
+"""The named mutations `make mutants` applies, one at a time, to a copy of the checkout.
+
+Each breaks one rule on purpose: a DESIGN invariant (docs/RELIABILITY.md restates them) or a rule
+issue 14 added. `old` is text that occurs exactly once in `path` (a test in `make test`,
+tests/unit/test_mutants_anchored.py, keeps it so after a refactor), `new` replaces it, and `tests`
+are the pytest ids that must fail once it is applied: the fault suite's scenario for the rule and
+the integration test named for it, the quickest first (the run stops at the first failure). A
+mutation no listed test catches is a rule no test defends: the answer is a new test, not a
+shorter list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+S16 = "tests/chaos/test_chaos_leases.py::test_s16_lease_races_judged_by_the_oracle"
+RUNNER = "layers/takt/worker/runner.py"
+SWEEPER = "layers/takt/watchdog/sweeper.py"
+CLAIMER = "layers/takt/dispatch/claimer.py"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    breaks: str
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+# The lease's condition, as the runner writes it: the lease mutations change one line of it.
+_LEASE_EXPECT = """                expect={
+                    "state": (ExecState.PENDING, ExecState.RETRY_WAIT),
+                    "attempt": message.attempt,
+                },
+                set={
+                    "state": ExecState.RUNNING,"""
+
+MUTATIONS: tuple[Mutation, ...] = (
+    Mutation(
+        name="completion-fenced-on-state-only",
+        breaks="4. fenced completion (issue 14: completion fenced on state only)",
+        path=RUNNER,
+        old="""                Transition(
+                    expect=lease_fence(record),
+                    set=values,""",
+        new="""                Transition(
+                    expect={"state": ExecState.RUNNING},
+                    set=values,""",
+        tests=(f"{S16}[worker-minutes-behind-reports-late]",),
+    ),
+    Mutation(
+        name="lease-ignores-the-attempt",
+        breaks="3. no double dispatch (issue 14: lease ignoring the attempt)",
+        path=RUNNER,
+        old=_LEASE_EXPECT,
+        new=_LEASE_EXPECT.replace('                    "attempt": message.attempt,\n', ""),
+        tests=(f"{S16}[stale-copy-during-retry-wait]",),
+    ),
+    Mutation(
+        name="lease-takes-a-running-execution",
+        breaks="3. no double dispatch (issue 14: lease taking a running execution)",
+        path=RUNNER,
+        old=_LEASE_EXPECT,
+        new=_LEASE_EXPECT.replace(
+            "(ExecState.PENDING, ExecState.RETRY_WAIT)",
+            "(ExecState.PENDING, ExecState.RETRY_WAIT, ExecState.RUNNING)",
+        ),
+        tests=(
+            "tests/integration/test_worker_runner.py::test_a_duplicate_message_while_the_attempt_runs_does_not_call_the_target_again",
+            f"{S16}[copy-while-running]",
+        ),
+    ),
+    Mutation(
+        name="expiry-fence-without-the-heartbeat-sequence",
+        breaks="4. fenced completion (issue 14: expiry fence without the heartbeat sequence)",
+        path=SWEEPER,
+        old='fence = {**lease_fence(record), "heartbeat_seq": record.heartbeat_seq}',
+        new="fence = {**lease_fence(record)}",
+        tests=(
+            "tests/integration/test_watchdog.py::test_a_lease_renewed_after_the_watchdog_read_it_is_not_reclaimed",
+            f"{S16}[heartbeat-between-read-and-reclaim]",
+        ),
+    ),
+    Mutation(
+        name="watchdog-reclaims-live-leases",
+        breaks="10. a worker that lost its lease stops (issue 14: watchdog reclaiming live leases)",
+        path=SWEEPER,
+        old="if record.lease_expires_at >= cutoff:",
+        new="if record.lease_expires_at >= cutoff + 10**12:",
+        tests=(
+            "tests/integration/test_watchdog.py::test_an_expired_lease_is_not_reclaimed_before_the_margin",
+            f"{S16}[call-outlasts-the-resend-wait]",
+        ),
+    ),
+    Mutation(
+        name="watchdog-ignores-the-clock-margin",
+        breaks="5. clocks (issue 14: watchdog ignoring the clock margin)",
+        path=SWEEPER,
+        old="cutoff = to_ms(now - timedelta(seconds=self._settings.clock_margin_sec))",
+        new="cutoff = to_ms(now)",
+        tests=(
+            "tests/integration/test_watchdog.py::test_an_expired_lease_is_not_reclaimed_before_the_margin",
+            f"{S16}[worker-behind-within-margin]",
+        ),
+    ),
+    Mutation(
+        name="worker-never-holds-an-early-message",
+        breaks="5. clocks (issue 14: worker never holding an early message)",
+        path=RUNNER,
+        old="self._sleep(min(early, self._settings.dispatch_ahead_sec + 1))",
+        new="self._sleep(0)",
+        tests=(f"{S16}[claimed-ahead]",),
+    ),
+    Mutation(
+        name="lost-lease-does-not-stop-the-worker",
+        breaks="10. a worker that lost its lease stops (issue 14 item 4)",
+        path=RUNNER,
+        old="""                if lease.expired():
+                    stop.set("lease_lost")""",
+        new="""                if False:
+                    stop.set("lease_lost")""",
+        tests=(
+            "tests/integration/worker/test_worker_lease_lost.py::test_a_heartbeat_that_never_answers_does_not_keep_the_worker_past_its_lease",
+            "tests/integration/worker/test_worker_lease_lost.py::test_a_slow_last_attempt_is_marked_dead_only_after_its_worker_stopped",
+        ),
+    ),
+    Mutation(
+        name="heartbeat-does-not-renew-the-workers-lease",
+        breaks="10. a worker that lost its lease stops (only a lost one: a renewed lease runs on)",
+        path=RUNNER,
+        old="lease.renewed(beat.sent_at)",
+        new="pass",
+        tests=(
+            "tests/integration/worker/test_worker_lease_lost.py::test_a_heartbeat_that_succeeds_renews_the_lease_on_the_workers_clock",
+        ),
+    ),
+    Mutation(
+        name="claimer-advance-without-the-version-fence",
+        breaks="8. edits decide (issue 14: version fence on the claimer's advance)",
+        path="layers/takt/store/jobs.py",
+        old='ConditionExpression="#n = :fired AND #s = :active AND #v = :version",',
+        new='ConditionExpression="#n = :fired AND #s = :active AND #v = #v",',
+        tests=(
+            "tests/integration/test_store_jobs.py::test_advance_does_not_move_a_job_edited_since_it_was_read",
+            "tests/integration/test_dispatch_edits.py::test_an_edit_that_lands_after_the_claims_advance_still_keeps_every_new_occurrence",
+        ),
+    ),
+    Mutation(
+        name="watchdog-stops-at-a-bad-record",
+        breaks="9. no record stops others (issue 14: bad record isolation, watchdog)",
+        path=SWEEPER,
+        old="""                except Exception as exc:
+                    if not is_record_fault(exc):
+                        raise
+                    self._park(item, str(shard), exc, now)""",
+        new="""                except Exception as exc:
+                    raise
+                    self._park(item, str(shard), exc, now)""",
+        tests=(
+            "tests/integration/test_quarantine_watchdog.py::test_an_execution_that_cannot_be_parsed_is_quarantined_and_the_others_are_swept",
+        ),
+    ),
+    Mutation(
+        name="claimer-stops-at-a-bad-record",
+        breaks="9. no record stops others (issue 14: bad record isolation, claimer)",
+        path=CLAIMER,
+        old="""            except Exception as exc:
+                if not is_record_fault(exc):
+                    raise
+                firing.quarantined = True""",
+        new="""            except Exception as exc:
+                raise
+                firing.quarantined = True""",
+        tests=(
+            "tests/integration/test_quarantine_claimer.py::test_a_year_500_job_is_quarantined_and_its_neighbours_run",
+        ),
+    ),
+    Mutation(
+        name="watchdog-does-not-resend-a-lost-message",
+        breaks="1. nothing due is lost",
+        path=SWEEPER,
+        old="""            self._send(record, record.attempt)
+            result.resent += 1""",
+        new="""            result.resent += 1""",
+        tests=(
+            "tests/integration/test_watchdog.py::test_a_pending_execution_whose_message_was_lost_is_resent",
+            "tests/chaos/test_chaos_dispatch.py::test_s3_messages_lost_after_the_execution_is_written_are_sent_again",
+        ),
+    ),
+    Mutation(
+        name="execution-id-not-deterministic",
+        breaks="2. atomic advance, or idempotent recovery (deterministic ids)",
+        path=CLAIMER,
+        old="job, execution_id(job.job_id, scheduled), scheduled, state, now, reason=reason",
+        new="job, execution_id(job.job_id, now), scheduled, state, now, reason=reason",
+        tests=(
+            "tests/integration/test_dispatch_crash.py::test_a_claim_that_crashes_between_steps_is_finished_by_the_next_ticks",
+            "tests/chaos/test_chaos_dispatch.py::test_s2_a_claimer_dying_between_each_pair_of_steps_loses_and_doubles_nothing",
+        ),
+    ),
+    Mutation(
+        name="execution-create-unconditional",
+        breaks="3. no double dispatch (attribute_not_exists on the execution id)",
+        path="layers/takt/store/executions.py",
+        old="""                Item=item,
+                ConditionExpression="attribute_not_exists(sk)",""",
+        new="""                Item=item,""",
+        tests=(
+            "tests/integration/test_store_executions.py::test_create_is_idempotent_and_keeps_the_first_record",
+        ),
+    ),
+    Mutation(
+        name="idempotency-key-ignores-the-body",
+        breaks="6. idempotent create",
+        path="layers/takt/api/service.py",
+        old="if earlier.body_hash != digest:",
+        new="if False:",
+        tests=(
+            "tests/api/test_api_jobs.py::test_same_idempotency_key_with_another_body_is_422_problem",
+        ),
+    ),
+    Mutation(
+        name="payload-limit-not-enforced",
+        breaks="7. bad input never corrupts",
+        path="layers/takt/api/service.py",
+        old="        if size > limit:\n            raise PayloadTooLargeError(",
+        new="        if size > 10 * limit:\n            raise PayloadTooLargeError(",
+        tests=("tests/api/test_api_bad_input.py",),
+    ),
+)

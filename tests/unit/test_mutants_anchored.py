@@ -1,0 +1,45 @@
+"""Every named mutation still applies: its text occurs exactly once in its file, and the tests
+named for it exist. A refactor that moved the text would otherwise make `make mutants` report a
+mutation as run while it changed nothing."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.mutants.mutations import MUTATIONS, Mutation
+
+ROOT = Path(__file__).resolve().parents[2]
+DESIGN_INVARIANTS = range(1, 11)
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.name for m in MUTATIONS])
+def test_the_mutations_text_occurs_once_and_changes_it(mutation: Mutation) -> None:
+    text = (ROOT / mutation.path).read_text()
+
+    assert text.count(mutation.old) == 1
+    assert mutation.new != mutation.old
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.name for m in MUTATIONS])
+def test_the_tests_named_for_a_mutation_exist(mutation: Mutation) -> None:
+    assert mutation.tests
+    for test in mutation.tests:
+        path, _, node = test.partition("::")
+        source = (ROOT / path).read_text()
+        function = node.partition("[")[0]
+        assert not function or re.search(rf"^def {re.escape(function)}\(", source, re.M), test
+
+
+def test_every_design_invariant_has_a_mutation() -> None:
+    broken = {int(m.breaks.split(".", 1)[0]) for m in MUTATIONS}
+
+    assert broken >= set(DESIGN_INVARIANTS)
+
+
+def test_mutation_names_are_unique() -> None:
+    names = [m.name for m in MUTATIONS]
+
+    assert len(names) == len(set(names))
