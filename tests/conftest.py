@@ -42,7 +42,7 @@ def _environment_restored() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
+    from moto.server import ThreadedMotoServer  # noqa: PLC0415 - moto's server loads only for the tests that start it
 
     moto_speedups.apply()
     port = free_port()
@@ -69,8 +69,6 @@ def make_settings(endpoint: str, **overrides: object) -> Settings:
         **{"egress_allow": TEST_EGRESS_ALLOW, **overrides},  # type: ignore[arg-type]
     )
     env = provision(build_services(base).clients, base, prefix=f"takt-{uid}")
-    import json
-
     return base.model_copy(update={"lane_urls": json.loads(env["TAKT_LANE_URLS"])})
 
 

@@ -17,7 +17,7 @@ def main() -> None:
     """The `takt` command. Its dependencies (click, moto) are the `local` extra's: without them,
     one line says how to get them rather than a traceback."""
     try:
-        from takt_cli.commands.main import main as run
+        from takt_cli.commands.main import main as run  # noqa: PLC0415 - the local extra is optional: without it, one line says so
     except ModuleNotFoundError as error:
         if error.name not in _EXTRA:
             raise

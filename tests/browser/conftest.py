@@ -58,7 +58,7 @@ def browser() -> Iterator[Browser]:
     if not Path(CHROMIUM).is_file():
         pytest.skip("no chromium to drive: apt-get install -y chromium")
     try:
-        from playwright.sync_api import expect, sync_playwright
+        from playwright.sync_api import expect, sync_playwright  # noqa: PLC0415 - playwright loads only for browser tests
     except ImportError:
         pytest.skip("the playwright package is not installed (the dev group has it)")
 

@@ -160,9 +160,9 @@ def synth_as_cli(overrides: Mapping[str, Any], outdir: Path) -> Path:
     them. Raises as `infra.app.main` does on a cdk-nag error, with the validation report's
     findings appended so the failure says what broke.
     """
-    from aws_cdk import App
+    from aws_cdk import App  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
-    from infra.app import build
+    from infra.app import build  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
     with _environment(CLI_ENV):
         app = App(context=cli_context(overrides), outdir=str(outdir))
@@ -186,7 +186,7 @@ def cfn_lint(paths: list[Path]) -> list[LintFinding]:
     In process through cfn-lint's API: a `cfn-lint` subprocess per template would spend most of
     its time loading the rules.
     """
-    from cfnlint.api import ManualArgs, lint_file
+    from cfnlint.api import ManualArgs, lint_file  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
     config = ManualArgs(append_rules=["cfn_lint_serverless.rules"], regions=["us-east-1"])
     return [

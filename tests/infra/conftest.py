@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from tests.infra.cli_synth import VARIANTS, synth_as_cli
+
 # Set before anything imports aws_cdk (which starts its Node process), hence the imports of CDK
 # modules inside the fixtures below: Node 20 would print an end-of-life banner on every run.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
@@ -64,9 +66,9 @@ def synth_context() -> Callable[..., dict[str, Any]]:
 
 @pytest.fixture(scope="session")
 def stacks() -> tuple[StatefulStack, StatelessStack]:
-    from aws_cdk import App
+    from aws_cdk import App  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
-    from infra.app import build
+    from infra.app import build  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
     return build(App(context=cdk_context()))
 
@@ -95,9 +97,9 @@ FARGATE_CONTEXT = {
 
 @pytest.fixture(scope="session")
 def fargate_stacks() -> tuple[StatefulStack, StatelessStack]:
-    from aws_cdk import App
+    from aws_cdk import App  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
-    from infra.app import build
+    from infra.app import build  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
     return build(App(context=cdk_context(**FARGATE_CONTEXT)))
 
@@ -109,7 +111,7 @@ def fargate_stateless(fargate_stacks: tuple[StatefulStack, StatelessStack]) -> S
 
 @pytest.fixture(scope="session")
 def fargate_template(fargate_stateless: StatelessStack) -> Template:
-    from aws_cdk.assertions import Template
+    from aws_cdk.assertions import Template  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
     return Template.from_stack(fargate_stateless)
 
@@ -126,14 +128,14 @@ def stateless(stacks: tuple[StatefulStack, StatelessStack]) -> StatelessStack:
 
 @pytest.fixture(scope="session")
 def stateful_template(stateful: StatefulStack) -> Template:
-    from aws_cdk.assertions import Template
+    from aws_cdk.assertions import Template  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
     return Template.from_stack(stateful)
 
 
 @pytest.fixture(scope="session")
 def stateless_template(stateless: StatelessStack) -> Template:
-    from aws_cdk.assertions import Template
+    from aws_cdk.assertions import Template  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
     return Template.from_stack(stateless)
 
@@ -144,7 +146,7 @@ LogicalId = Callable[["Stack", "IConstruct"], str]
 @pytest.fixture(scope="session")
 def logical_id() -> LogicalId:
     """The CloudFormation logical id of an L2 construct's resource in `stack`."""
-    from aws_cdk import CfnElement
+    from aws_cdk import CfnElement  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
     def find(stack: Stack, construct: IConstruct) -> str:
         return stack.get_logical_id(cast(CfnElement, construct.node.default_child))
@@ -186,7 +188,7 @@ def resolve(stateful_template: Template) -> Callable[[Any], Any]:
 
 @pytest.fixture(scope="session")
 def fargate_resolve(fargate_stacks: tuple[StatefulStack, StatelessStack]) -> Callable[[Any], Any]:
-    from aws_cdk.assertions import Template
+    from aws_cdk.assertions import Template  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
     return output_resolver(Template.from_stack(fargate_stacks[0]))
 
@@ -195,8 +197,6 @@ def fargate_resolve(fargate_stacks: tuple[StatefulStack, StatelessStack]) -> Cal
 def cli_assemblies(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """The cloud assembly of a `tests.infra.cli_synth.VARIANTS` variant, synthesized as the CDK
     CLI does, once per test process."""
-    from tests.infra.cli_synth import VARIANTS, synth_as_cli
-
     built: dict[str, Path] = {}
 
     def assembly(variant: str) -> Path:

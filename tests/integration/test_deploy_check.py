@@ -12,6 +12,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 
 from infra.deploy_check import DictContext, check, plan
+from takt_cli.commands.main import main
 
 CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
 
@@ -79,8 +80,6 @@ def test_lanes_beyond_the_quota_would_throttle(dynamodb: Any) -> None:
 def test_the_command_refuses_a_bad_context_value_in_one_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from takt_cli.commands.main import main
-
     status = main(["deploy", "check", "--cdk-json", str(CDK_JSON), "-c", "profile=tiny"])
 
     err = capsys.readouterr().err

@@ -22,6 +22,7 @@ import pytest
 
 from takt.aws import AwsClients, make_clients
 from takt.clock import ManualClock
+from takt.config import Settings
 from takt.dispatch.claimer import Claimer
 from takt.models.records import ExecState, JobRecord, JobStatus
 from takt.store.due import minute_of
@@ -241,8 +242,6 @@ def test_a_parallel_claim_that_crashes_leaves_no_later_phase_started(
 @pytest.fixture(scope="module")
 def fault_clients(moto_endpoint: str) -> AwsClients:
     """Clients of their own for the faulty claimer, so its hooks never touch `svc`'s."""
-    from takt.config import Settings
-
     return make_clients(Settings(aws_endpoint_url=moto_endpoint))
 
 

@@ -67,8 +67,8 @@ class SigV4Signer:
     def _signing(self) -> tuple[Credentials, str]:
         # Imported here: boto3 takes most of a second to import, which every command that does
         # not sign (and `takt --help`) would otherwise pay.
-        import boto3
-        from botocore.exceptions import BotoCoreError
+        import boto3  # noqa: PLC0415 - botocore costs most of a second; only signing pays it
+        from botocore.exceptions import BotoCoreError  # noqa: PLC0415 - botocore costs most of a second; only signing pays it
 
         try:
             session = boto3.session.Session(profile_name=self._profile)
@@ -88,8 +88,8 @@ class SigV4Signer:
     def apply(
         self, method: str, url: str, body: bytes | None, headers: dict[str, str]
     ) -> dict[str, str]:
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
+        from botocore.auth import SigV4Auth  # noqa: PLC0415 - botocore costs most of a second; only signing pays it
+        from botocore.awsrequest import AWSRequest  # noqa: PLC0415 - botocore costs most of a second; only signing pays it
 
         credentials, region = self._signing
         request = AWSRequest(method=method, url=url, data=body or b"", headers=headers)

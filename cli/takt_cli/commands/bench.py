@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
+from takt_cli.commands.context import render_table
 from takt_cli.commands.errors import CliError
 
 SCENARIOS = ("steady", "top-of-hour", "ten-x")
@@ -79,8 +81,8 @@ def local(
     out: Path | None,
 ) -> None:
     """Run takt locally on a workload and report throughput, lag, metered calls and cost."""
-    from takt_cli.local.bench import Bench, Workload
-    from takt_cli.local.runtime import FAKE_CREDENTIALS
+    from takt_cli.local.bench import Bench, Workload  # noqa: PLC0415 - only this command loads the bench and moto
+    from takt_cli.local.runtime import FAKE_CREDENTIALS  # noqa: PLC0415 - only this command loads the bench and moto
 
     if not (one_off or burst or recurring):
         raise CliError("nothing to run: give --one-off, --burst or --recurring")
@@ -163,8 +165,8 @@ def noisy(
     out: Path | None,
 ) -> None:
     """Noisy neighbour: A floods, B runs steadily; B's start lag alone and under the flood."""
-    from takt_cli.local.noisy import NoisyBench, NoisyWorkload
-    from takt_cli.local.runtime import FAKE_CREDENTIALS
+    from takt_cli.local.noisy import NoisyBench, NoisyWorkload  # noqa: PLC0415 - only this command loads the bench and moto
+    from takt_cli.local.runtime import FAKE_CREDENTIALS  # noqa: PLC0415 - only this command loads the bench and moto
 
     if flood < 1 or b_rate < 1 or not 1 <= b_weight <= 1000 or window < 10:
         raise CliError(
@@ -217,8 +219,6 @@ def noisy_table(report: dict[str, Any]) -> str:
             "a_per_sec": report["a_alone"]["executions_per_sec"],
         }
     )
-    from takt_cli.commands.context import render_table
-
     p99_alone, p99_flooded = alone["start_lag_sec"]["p99"], flooded["start_lag_sec"]["p99"]
     settings = report["settings"]
     if p99_alone is None or p99_flooded is None:
@@ -271,11 +271,9 @@ def simulate(
     out: Path | None,
 ) -> None:
     """Simulate the seed's scenarios as shipped and as planned (N, quotas, cost per hour)."""
-    from dataclasses import replace
-
-    from takt_cli.capacity.cost import metered_components
-    from takt_cli.capacity.model import CallProfile, JobDuration, profile_from_report
-    from takt_cli.capacity.scenarios import SEED, plan
+    from takt_cli.capacity.cost import metered_components  # noqa: PLC0415 - only this command loads the bench and moto
+    from takt_cli.capacity.model import CallProfile, JobDuration, profile_from_report  # noqa: PLC0415 - only this command loads the bench and moto
+    from takt_cli.capacity.scenarios import SEED, plan  # noqa: PLC0415 - only this command loads the bench and moto
 
     try:
         job = JobDuration.parse(job_dist) if job_dist else JobDuration(job_seconds)
@@ -289,7 +287,7 @@ def simulate(
         metered = metered_components(measured["cost_per_million_recurring"]["breakdown"])
     calls = replace(calls, target_latency_ms=job.mean_sec * 1000, target_latency_sigma=job.sigma)
     if scenario == "noisy":
-        from takt_cli.capacity.scenarios import noisy_neighbour
+        from takt_cli.capacity.scenarios import noisy_neighbour  # noqa: PLC0415 - only this command loads the bench and moto
 
         click.echo("simulating the noisy neighbour", err=True)
         _emit({"call_profile": calls.__dict__, "scenarios": [noisy_neighbour(calls)]}, out)

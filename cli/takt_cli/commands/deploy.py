@@ -38,10 +38,10 @@ def deploy() -> None:
 )
 def check(overrides: tuple[str, ...], cdk_json: Path) -> None:
     """Read the account's Lambda and DynamoDB limits and say what the deployment would break."""
-    from infra.context import ContextError
-    from infra.deploy_check import DictContext, check, plan
-    from takt.aws import make_clients, make_lambda_client
-    from takt.config import get_settings
+    from infra.context import ContextError  # noqa: PLC0415 - only this command loads the CDK app and boto3
+    from infra.deploy_check import DictContext, check, plan  # noqa: PLC0415 - only this command loads the CDK app and boto3
+    from takt.aws import make_clients, make_lambda_client  # noqa: PLC0415 - only this command loads the CDK app and boto3
+    from takt.config import get_settings  # noqa: PLC0415 - only this command loads the CDK app and boto3
 
     try:
         context = dict(json.loads(cdk_json.read_text())["context"])

@@ -81,14 +81,14 @@ def local(
     strict_egress: bool,
 ) -> None:
     """Run the API, scheduler, workers and watchdog locally on moto, keeping the data."""
-    from takt_cli.local.persistence import DataDirInUseError, DataStore
+    from takt_cli.local.persistence import DataDirInUseError, DataStore  # noqa: PLC0415 - only this command loads the local runtime and moto
 
     folder = None if in_memory else data_dir.resolve()
     try:
         data = None if folder is None else DataStore(folder)
     except DataDirInUseError as exc:
         raise click.ClickException(f"{exc} (--data DIR for another folder)") from None
-    from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, describe_egress, worker_env
+    from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, describe_egress, worker_env  # noqa: PLC0415 - only this command loads the local runtime and moto
 
     # Other libraries' lines, with the time as takt's own JSON lines write it (RFC 3339, UTC).
     plain = logging.Formatter(

@@ -127,7 +127,7 @@ def cli(
     token: str | None,
 ) -> None:
     """takt: a distributed job scheduler for AWS."""
-    from takt_cli.commands.context import context_of
+    from takt_cli.commands.context import context_of  # noqa: PLC0415 - `takt --help` loads no command
 
     ctx.obj = context_of(ctx.params)
 

@@ -61,7 +61,7 @@ _target = click.option(
 @click.pass_obj
 def import_k8s(ctx: CliContext, file: str, target: str, dry_run: bool) -> None:
     """CronJob manifests (YAML, several documents or a List)."""
-    from takt_cli.migrate import MappingError, k8s
+    from takt_cli.migrate import MappingError, k8s  # noqa: PLC0415 - only this command loads its mapping and YAML
 
     try:
         items = k8s.load(_read(file), target)
@@ -76,7 +76,7 @@ def import_k8s(ctx: CliContext, file: str, target: str, dry_run: bool) -> None:
 @click.pass_obj
 def import_eventbridge(ctx: CliContext, file: str, dry_run: bool) -> None:
     """`aws scheduler get-schedule` output, or {"Schedules": [...]} of them (JSON)."""
-    from takt_cli.migrate import MappingError, eventbridge
+    from takt_cli.migrate import MappingError, eventbridge  # noqa: PLC0415 - only this command loads its mapping and YAML
 
     try:
         items = eventbridge.load(_read(file), datetime.now(UTC))
@@ -92,7 +92,7 @@ def import_eventbridge(ctx: CliContext, file: str, dry_run: bool) -> None:
 @click.pass_obj
 def import_crontab(ctx: CliContext, file: str, target: str, dry_run: bool) -> None:
     """A user crontab: CRON_TZ/TZ lines, comments, @daily-style macros."""
-    from takt_cli.migrate import crontab
+    from takt_cli.migrate import crontab  # noqa: PLC0415 - only this command loads its mapping and YAML
 
     _import(ctx, crontab.load(_read(file), target), dry_run)
 
@@ -167,7 +167,7 @@ _jobs_option = click.option(
 @click.pass_obj
 def export_eventbridge(ctx: CliContext, job_ids: tuple[str, ...], role_arn: str | None) -> None:
     """{"Schedules": [...]}, each the input of `aws scheduler create-schedule`."""
-    from takt_cli.migrate import eventbridge
+    from takt_cli.migrate import eventbridge  # noqa: PLC0415 - only this command loads its mapping and YAML
 
     out = [eventbridge.export(job, role_arn) for job in _jobs(ctx, job_ids)]
     click.echo(json.dumps({"Schedules": _mapped(out)}, indent=2))
@@ -178,9 +178,9 @@ def export_eventbridge(ctx: CliContext, job_ids: tuple[str, ...], role_arn: str 
 @click.pass_obj
 def export_k8s(ctx: CliContext, job_ids: tuple[str, ...]) -> None:
     """CronJob manifests (YAML documents; `-o json`: a JSON array) for container payloads."""
-    import yaml
+    import yaml  # noqa: PLC0415 - only this command loads its mapping and YAML
 
-    from takt_cli.migrate import k8s
+    from takt_cli.migrate import k8s  # noqa: PLC0415 - only this command loads its mapping and YAML
 
     manifests = _mapped([k8s.export(job) for job in _jobs(ctx, job_ids)])
     if ctx.output == "json":

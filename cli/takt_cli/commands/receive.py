@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from takt_cli.commands.client import call
 from takt_cli.commands.context import CliContext
 from takt_cli.commands.errors import CliError
 
@@ -47,7 +48,6 @@ class Keys:
 
     def refresh(self) -> bool:
         """Fetch the tenant's keys again (not more than every REFETCH_SEC); whether it did."""
-        from takt_cli.commands.client import call
 
         with self._lock:
             if self._fixed or time.monotonic() - self._fetched_at < REFETCH_SEC:
@@ -65,7 +65,7 @@ class Keys:
 
 def problem_of(secrets: list[str], headers: dict[str, str], body: bytes, now: float) -> str | None:
     """Why the call's signature does not verify with any of `secrets`, or None when it does."""
-    from takt.tenants.webhook_keys import verify
+    from takt.tenants.webhook_keys import verify  # noqa: PLC0415 - botocore costs most of a second; only receive pays it
 
     msg_id = headers.get("webhook-id")
     stamp = headers.get("webhook-timestamp", "")
@@ -100,7 +100,7 @@ def receive(ctx: CliContext, host: str, port: int, status: int, secret: str | No
     """Receive takt's calls: print each one, verify its signature, answer --status."""
     # Imported now, not at the first call: it pulls in botocore, and a call that waits on that
     # import may time out at the worker.
-    import takt.tenants.webhook_keys  # noqa: F401
+    import takt.tenants.webhook_keys  # noqa: F401, PLC0415 - botocore costs most of a second; only receive pays it
 
     keys = Keys(ctx, secret)
     lock = threading.Lock()

@@ -17,8 +17,10 @@ from pydantic import ValidationError
 
 from takt.api.identity import is_tenant_id
 from takt.config import Settings, get_settings
+from takt.schedule.durations import parse_duration
 from takt.tenants import RecountError
 from takt.wiring import build_services
+from takt_cli.commands.client import call
 from takt_cli.commands.context import CliContext, CliError
 
 
@@ -81,8 +83,6 @@ def show_webhook_key(ctx: CliContext, tenant: str) -> None:
 
     In `takt local` the tenant is `local` unless started with --tenant.
     """
-    from takt_cli.commands.client import call
-
     answer, _ = call(ctx, "GET", "/v1/webhook-keys", headers={"Takt-Tenant": tenant})
     _emit_keys(ctx, answer)
 
@@ -99,9 +99,6 @@ def show_webhook_key(ctx: CliContext, tenant: str) -> None:
 @click.pass_obj
 def rotate_webhook_key(ctx: CliContext, tenant: str, overlap: str) -> None:
     """Give TENANT a new signing key; the old one keeps signing for --overlap."""
-    from takt.schedule.durations import parse_duration
-    from takt_cli.commands.client import call
-
     try:
         seconds = 0.0 if overlap.strip() == "0" else parse_duration(overlap).total_seconds()
     except ValueError as exc:

@@ -78,8 +78,8 @@ def _narrowed(items: list[Any], query: _RangeQuery, range_key_attr: str) -> list
     condition keeps, after its start key, and of a limited query only as many as moto reads
     (one more than the limit, so moto still says whether more are left). moto checks each again;
     this only spares it comparing and sorting a whole partition for a page of a few items."""
-    from moto.dynamodb.comparisons import get_comparison_func
-    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.comparisons import get_comparison_func  # noqa: PLC0415 - moto's internals load only with the local runtime
+    from moto.dynamodb.models.dynamo_type import DynamoType  # noqa: PLC0415 - moto's internals load only with the local runtime
 
     keyed = [(item.range_key.value, item) for item in items]
     if query.comparison is not None:
@@ -102,7 +102,7 @@ def _each(partition: Any) -> list[Any]:
 
 
 def _patch_sqs() -> None:
-    import moto.sqs.models as sqs
+    import moto.sqs.models as sqs  # noqa: PLC0415 - moto's internals load only with the local runtime
 
     if getattr(sqs.SQSBackend.is_message_valid_based_on_retention_period, "_takt", False):
         return
@@ -137,15 +137,15 @@ def _patch_transactions() -> None:
     and `ALL_OLD` items are moto's. Transactions run one at a time (a lock), as they would
     serialize on their items in DynamoDB.
     """
-    from moto.dynamodb.comparisons import get_filter_expression
-    from moto.dynamodb.exceptions import (
+    from moto.dynamodb.comparisons import get_filter_expression  # noqa: PLC0415 - moto's internals load only with the local runtime
+    from moto.dynamodb.exceptions import (  # noqa: PLC0415 - moto's internals load only with the local runtime
         ConditionalCheckFailed,
         MultipleTransactionsException,
         TooManyTransactionsException,
         TransactionCanceledException,
         TransactWriteSingleOpException,
     )
-    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models import DynamoDBBackend  # noqa: PLC0415 - moto's internals load only with the local runtime
 
     if getattr(DynamoDBBackend.transact_write_items, "_takt", False):
         return
@@ -213,10 +213,10 @@ def _patch_transactions() -> None:
 def apply() -> None:
     """Cache moto's per-request reflection, query one partition, take the cheap SQS paths, and
     silence the access log."""
-    import moto.backends
-    import moto.core.responses
-    import moto.core.utils
-    from moto.dynamodb.models.table import Table
+    import moto.backends  # noqa: PLC0415 - moto's internals load only with the local runtime
+    import moto.core.responses  # noqa: PLC0415 - moto's internals load only with the local runtime
+    import moto.core.utils  # noqa: PLC0415 - moto's internals load only with the local runtime
+    from moto.dynamodb.models.table import Table  # noqa: PLC0415 - moto's internals load only with the local runtime
 
     modules = tuple(moto.backends.list_of_moto_modules())
     moto.backends.list_of_moto_modules = lambda: iter(modules)

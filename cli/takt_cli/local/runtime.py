@@ -173,7 +173,7 @@ class LocalRuntime:
         return f"http://{host!s}:{port}"
 
     def start(self) -> None:
-        from moto.server import ThreadedMotoServer
+        from moto.server import ThreadedMotoServer  # noqa: PLC0415 - moto's server loads only when the runtime starts
 
         moto_speedups.apply()
         if self.data is None and self.options.data_dir is not None:
@@ -523,7 +523,7 @@ class MotoProcess:
 
 def _serve_moto(host: str, port: int, ready: Any, stop: Any) -> None:
     """The child process: moto's server with the same speedups, until told to stop."""
-    from moto.server import ThreadedMotoServer
+    from moto.server import ThreadedMotoServer  # noqa: PLC0415 - moto's server loads only when the runtime starts
 
     moto_speedups.apply()
     server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
@@ -536,13 +536,13 @@ def _serve_moto(host: str, port: int, ready: Any, stop: Any) -> None:
 def _journaled_moto(host: str, port: int, wrap: Callable[[WsgiApp], WsgiApp]) -> Any:
     """`ThreadedMotoServer` whose WSGI app is wrapped by `wrap` (the data folder's journal).
     It builds its app inside its thread's entry, so that entry is the one place to wrap it."""
-    from moto.moto_server.werkzeug_app import (
+    from moto.moto_server.werkzeug_app import (  # noqa: PLC0415 - moto's server loads only when the runtime starts
         DomainDispatcherApplication,
         MotoRequestHandler,
         create_backend_app,
     )
-    from moto.server import ThreadedMotoServer
-    from werkzeug.serving import make_server
+    from moto.server import ThreadedMotoServer  # noqa: PLC0415 - moto's server loads only when the runtime starts
+    from werkzeug.serving import make_server  # noqa: PLC0415 - moto's server loads only when the runtime starts
 
     class JournaledMotoServer(ThreadedMotoServer):
         def _server_entry(self) -> None:

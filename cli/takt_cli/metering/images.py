@@ -31,8 +31,8 @@ class MotoImages:
     """
 
     def __init__(self, region: str, account: str | None = None) -> None:
-        from moto.core.models import DEFAULT_ACCOUNT_ID
-        from moto.dynamodb.models import dynamodb_backends
+        from moto.core.models import DEFAULT_ACCOUNT_ID  # noqa: PLC0415 - moto's internals load only when metering
+        from moto.dynamodb.models import dynamodb_backends  # noqa: PLC0415 - moto's internals load only when metering
 
         self._backend = dynamodb_backends[account or DEFAULT_ACCOUNT_ID][region]
         self._shapes: dict[str, TableShape] = {}
@@ -50,7 +50,7 @@ class MotoImages:
         return self._shapes[table]
 
     def image(self, table: str, key: Item) -> dict[str, Any] | None:
-        from moto.dynamodb.models.dynamo_type import DynamoType
+        from moto.dynamodb.models.dynamo_type import DynamoType  # noqa: PLC0415 - moto's internals load only when metering
 
         found = self._backend.tables.get(table)
         shape = self.shape(table)

@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from takt.schedule import parse_duration
+from takt.schedule import ScheduleError, parse_duration, validate_time_zone
 from takt_cli.migrate.awscron import from_aws, to_aws
 from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
 
@@ -142,7 +142,6 @@ def _expression(expression: str, tz: str, now: datetime) -> dict[str, Any]:
 
 
 def _zone_name(tz: str) -> str:
-    from takt.schedule import ScheduleError, validate_time_zone
 
     try:
         return validate_time_zone(tz)

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import yaml
+
 from takt.schedule import parse_duration
 from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
 
@@ -39,7 +41,6 @@ _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
 
 def load(text: str, target: str) -> list[Imported]:
     """Every CronJob in the YAML `text`, mapped to a job body for `target`."""
-    import yaml
 
     try:
         documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]

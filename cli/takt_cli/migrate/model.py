@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from takt.api.models import JobCreate
+
 MAX_KEY_LENGTH = 256
 
 
@@ -56,7 +58,6 @@ def source_key(kind: str, identity: str) -> str:
 def checked(item: Imported) -> Imported:
     """Refuse the item now if the API would refuse its body (same models, same checks), so a
     dry run shows what the import would refuse."""
-    from takt.api.models import JobCreate
 
     if item.body is None:
         return item

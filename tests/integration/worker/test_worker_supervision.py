@@ -201,7 +201,7 @@ def test_the_worker_lambda_serves_the_handlers_of_its_handler_modules_setting(
         install(None)
 
     # Imported only now: the handler must have been registered by the setting, not by this test.
-    from tests.integration.worker import env_handlers
+    from tests.integration.worker import env_handlers  # noqa: PLC0415 - the setting, not this test, must register the handler
 
     assert stored(svc, record).state == ExecState.SUCCEEDED
     assert env_handlers.runs == [record.execution_id]
