@@ -584,7 +584,9 @@ def judge_run(
                 recovered.append((first - fault_end).total_seconds())
         for at in (*expect.must, *expect.may):
             got = by_occurrence.get((expect.job_id, at), [])
-            duplicate_calls += max(0, len(got) - 1)
+            # A retry is a new attempt; the same attempt called again is a duplicate.
+            per_attempt = Counter((c.execution_id, c.attempt) for c in got)
+            duplicate_calls += sum(n - 1 for n in per_attempt.values())
             for call in got:
                 if (call.at - at).total_seconds() < -margin_sec:
                     verdict.early_calls.append(
