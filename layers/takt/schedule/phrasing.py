@@ -54,26 +54,33 @@ def _describe_cron(schedule: CronSchedule) -> str:
 def _time_phrase(expression: CronExpression) -> str | None:
     seconds = expression.seconds.values if expression.seconds is not None else frozenset({0})
     minutes, hours = expression.minutes.values, expression.hours.values
-    every_hour = hours == frozenset(range(24))
-    if len(seconds) == 1 and len(minutes) == 1 and len(hours) <= 3:
+    if len(seconds) == 1 and len(minutes) == 1:
         (second,), (minute,) = seconds, minutes
-        times = [_clock(hour, minute, second) for hour in sorted(hours)]
-        return f"at {_join(times)}"
-    if len(seconds) == 1 and len(minutes) == 1 and _is_run(sorted(hours)):
-        (second,), (minute,) = seconds, minutes
-        if every_hour:
-            return f"every hour at {_clock_minute(minute, second)}"
-        first, last = min(hours), max(hours)
-        return f"every hour from {_clock(first, minute, second)} to {_clock(last, minute, second)}"
-    if len(seconds) == 1 and min(seconds) == 0 and every_hour:
+        return _fixed_minute_phrase(second, minute, hours)
+    if hours != frozenset(range(24)):
+        return None
+    if len(seconds) == 1 and min(seconds) == 0:
         step = _even_step(minutes, 60)
         if step is not None:
             return "every minute" if step == 1 else f"every {step} minutes"
-    if every_hour and minutes == frozenset(range(60)):
+    if minutes == frozenset(range(60)):
         step = _even_step(seconds, 60)
         if step is not None:
             return "every second" if step == 1 else f"every {step} seconds"
     return None
+
+
+def _fixed_minute_phrase(second: int, minute: int, hours: frozenset[int]) -> str | None:
+    """The times of a schedule firing at one second of one minute, in the given hours: each of
+    up to three hours, or a run of hours as a range."""
+    if len(hours) <= 3:
+        return f"at {_join([_clock(hour, minute, second) for hour in sorted(hours)])}"
+    if not _is_run(sorted(hours)):
+        return None
+    if hours == frozenset(range(24)):
+        return f"every hour at {_clock_minute(minute, second)}"
+    first, last = min(hours), max(hours)
+    return f"every hour from {_clock(first, minute, second)} to {_clock(last, minute, second)}"
 
 
 def _day_phrase(expression: CronExpression) -> str | None:

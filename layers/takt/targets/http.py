@@ -207,20 +207,9 @@ class HttpTarget:
                     error=f"connection failed: {exc.__class__.__name__}",
                     duration_ms=_elapsed(started),
                 )
-            location = resp.headers.get("Location")
-            if resp.status not in FOLLOWED_REDIRECTS or not location:
+            following = _redirect(resp, url, parts, hops)
+            if following is None:
                 return _outcome(resp, started)
-            if hops == MAX_REDIRECTS:
-                raise _NotCalledError(
-                    _permanent(f"more than {MAX_REDIRECTS} redirects", status=resp.status)
-                )
-            following = urlsplit(urljoin(url, location))
-            if following.scheme not in _DEFAULT_PORTS or not following.hostname:
-                raise _NotCalledError(
-                    _permanent("redirect to a non-http(s) URL", status=resp.status)
-                )
-            if parts.scheme == "https" and following.scheme == "http":
-                raise _NotCalledError(_permanent("redirect from https to http", status=resp.status))
             if _origin(following) != _origin(parts):
                 headers = {k: v for k, v in headers.items() if k.lower() not in credentials}
             url = following.geturl()
@@ -322,6 +311,28 @@ class HttpTarget:
             problem = name_problem(name, ctx.tenant_id, self._secret_prefix)
             if problem is not None:
                 raise _NotCalledError(_permanent(f"secret refused: {problem}"))
+        headers, credentials = self._credential_headers(spec, ctx)
+        if body:
+            headers["Content-Type"] = "application/json"
+        headers.update(
+            {
+                "User-Agent": "takt/0.1",
+                "Takt-Job-Id": ctx.job_id,
+                "Takt-Execution-Id": ctx.execution_id,
+                "Takt-Attempt": str(ctx.attempt),
+                "Takt-Scheduled-Time": format_time(ctx.scheduled_time),
+                "Idempotency-Key": ctx.execution_id,
+            }
+        )
+        headers.update(self._signature_headers(spec, ctx, body))
+        return headers, credentials
+
+    def _credential_headers(
+        self, spec: HttpSpec, ctx: CallContext
+    ) -> tuple[dict[str, str], set[str]]:
+        """The job's own headers with the credentials it names (a headers secret, a bearer
+        secret, an OIDC token; SigV4 removes what its signature replaces), and the lower-case
+        names of the headers that carry credentials."""
         headers: dict[str, str] = dict(spec.headers)
         credentials: set[str] = set()
         if spec.headers_secret is not None:
@@ -346,33 +357,27 @@ class HttpTarget:
             # replaced by it anyway.
             headers = {k: v for k, v in headers.items() if k.lower() not in _SIGV4_HEADERS}
             credentials.update(_SIGV4_HEADERS)
-        if body:
-            headers["Content-Type"] = "application/json"
-        headers.update(
-            {
-                "User-Agent": "takt/0.1",
-                "Takt-Job-Id": ctx.job_id,
-                "Takt-Execution-Id": ctx.execution_id,
-                "Takt-Attempt": str(ctx.attempt),
-                "Takt-Scheduled-Time": format_time(ctx.scheduled_time),
-                "Idempotency-Key": ctx.execution_id,
-            }
-        )
+        return headers, credentials
+
+    def _signature_headers(self, spec: HttpSpec, ctx: CallContext, body: bytes) -> dict[str, str]:
+        """The Standard Webhooks headers when the job or its tenant has a signing key."""
         keys, key_name = self._signing_keys(spec, ctx)
-        if keys:
-            timestamp = int(time.time())
-            try:
-                signatures = [sign(key, ctx.execution_id, timestamp, body) for key in keys]
-            except binascii.Error:
-                raise _NotCalledError(
-                    _permanent(f"signing secret {key_name or ''!r} is not a base64 whsec_ key")
-                ) from None
-            headers["webhook-id"] = ctx.execution_id
-            headers["webhook-timestamp"] = str(timestamp)
+        if not keys:
+            return {}
+        timestamp = int(time.time())
+        try:
+            signatures = [sign(key, ctx.execution_id, timestamp, body) for key in keys]
+        except binascii.Error:
+            raise _NotCalledError(
+                _permanent(f"signing secret {key_name or ''!r} is not a base64 whsec_ key")
+            ) from None
+        return {
+            "webhook-id": ctx.execution_id,
+            "webhook-timestamp": str(timestamp),
             # Standard Webhooks: several signatures, space-separated; a receiver accepts the
             # request when any one verifies (during a rotation, the new key's and the old's).
-            headers["webhook-signature"] = " ".join(signatures)
-        return headers, credentials
+            "webhook-signature": " ".join(signatures),
+        }
 
     def _oidc_token(self, audience: str, ctx: CallContext) -> str:
         if self._tokens is None:
@@ -451,6 +456,26 @@ def _secret_headers(name: str, value: str) -> dict[str, str]:
             # The problem names the header, never its value.
             raise _NotCalledError(_permanent(f"secret {name!r}: {problem}"))
     return dict(data)
+
+
+def _redirect(
+    resp: urllib3.BaseHTTPResponse, url: str, parts: SplitResult, hops: int
+) -> SplitResult | None:
+    """Where a followed redirect leads, or None when `resp` is the answer; a redirect that
+    must not be followed (too many, to another scheme, from https to http) is refused."""
+    location = resp.headers.get("Location")
+    if resp.status not in FOLLOWED_REDIRECTS or not location:
+        return None
+    if hops == MAX_REDIRECTS:
+        raise _NotCalledError(
+            _permanent(f"more than {MAX_REDIRECTS} redirects", status=resp.status)
+        )
+    following = urlsplit(urljoin(url, location))
+    if following.scheme not in _DEFAULT_PORTS or not following.hostname:
+        raise _NotCalledError(_permanent("redirect to a non-http(s) URL", status=resp.status))
+    if parts.scheme == "https" and following.scheme == "http":
+        raise _NotCalledError(_permanent("redirect from https to http", status=resp.status))
+    return following
 
 
 def _outcome(resp: urllib3.BaseHTTPResponse, started: float) -> TargetResult:
