@@ -44,8 +44,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
 
+from takt.api.jobs import JobService  # noqa: E402
 from takt.api.models import JobCreate  # noqa: E402
-from takt.api.service import JobService  # noqa: E402
 from takt.models.records import ExecState, ExecutionRecord  # noqa: E402
 from takt.store.items import execution_record  # noqa: E402
 from takt.wiring import Services  # noqa: E402
@@ -226,7 +226,7 @@ def run(args: argparse.Namespace, runtime: LocalRuntime, spy: str | None) -> Run
     """Create the due jobs, start the workers (profiled), and wait until every run succeeded."""
     assert runtime.services is not None
     svc = runtime.services
-    service = JobService(svc)
+    service = JobService(svc.api)
     out_dir = Path(tempfile.mkdtemp(prefix="takt-bench-workers-"))
     profilers: list[tuple[subprocess.Popen[bytes], Path]] = []
     workers = start_workers(runtime, args.workers, args.concurrency)

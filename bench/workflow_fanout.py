@@ -33,8 +33,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate
-from takt.api.service import JobService
 from takt.executions.lifecycle import Lifecycle
 from takt.models.ids import execution_id, format_time
 from takt.models.records import ExecutionRecord
@@ -107,7 +107,7 @@ def run(shape: str, width: int, pollers: int, timeout_sec: float) -> dict[str, A
         assert svc is not None
         due = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0)
         body = JobCreate(run_at=due, tasks=_tasks(shape, width, receiver.url))
-        job, _ = JobService(svc).create(TENANT, body, None)
+        job, _ = JobService(svc.api).create(TENANT, body, None)
         before = meter.usage()
         run_id = execution_id(job.job_id, due)
         _wait_for_end(svc.executions, run_id, timeout_sec)

@@ -14,6 +14,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from takt.api.app import handle
 from takt.observability import log_keys, logger, tracer
+from takt.wiring import services
 
 _JOB = re.compile(r"^/v1/jobs/(?P<job>job_[^/]+)")
 _EXECUTION = re.compile(r"^/v1/executions/(?P<execution>(?P<job>job_[^/.]+)\.[^/]+)")
@@ -34,7 +35,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     method = event.get("requestContext", {}).get("http", {}).get("method", "")
     path = event.get("rawPath", "")
     with log_keys(**ids_in(path)):
-        answer = handle(event, context)
+        answer = handle(event, context, services().api)
         if method != "GET":
             logger.info("api change", method=method, path=path, status=answer.get("statusCode"))
         return answer

@@ -24,8 +24,8 @@ class ClaimEvent(BaseModel):
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     task = ClaimEvent.model_validate(event)
-    svc = services()
-    result = svc.claimer.claim(parse_time(task.minute), task.shard, svc.clock.now())
+    claiming = services().claimer_function
+    result = claiming.claimer.claim(parse_time(task.minute), task.shard, claiming.clock.now())
     if result.due:
         logger.info(
             "claim",

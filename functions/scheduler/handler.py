@@ -42,13 +42,13 @@ def _record(tick: TickResult) -> None:
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    svc = services()
+    scheduler = services().scheduler_function
     scheduled = event.get("time")
-    if scheduled is not None and not svc.due.claim_start(datetime.fromisoformat(scheduled)):
+    if scheduled is not None and not scheduler.due.claim_start(datetime.fromisoformat(scheduled)):
         logger.info("a driver already started for this event", scheduled=scheduled)
         return {"seconds": 0, "ticks": 0, "dispatched": 0}
     ticks = event.get("ticks")
-    result = svc.driver.run(
+    result = scheduler.driver.run(
         keep_going=lambda: context.get_remaining_time_in_millis() >= STOP_BEFORE_END_MS,
         wait=time.sleep,
         ticks=None if ticks is None else int(ticks),

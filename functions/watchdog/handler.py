@@ -14,8 +14,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import BotoCoreError, ClientError
 
+from takt.clock import Clock
+from takt.dispatch.ahead import ScaleAhead
 from takt.observability import MetricUnit, add_metric, logger, metrics, tracer
-from takt.wiring import Services, services
+from takt.wiring import services
 
 STOP_BEFORE_END_MS = 5000
 
@@ -24,13 +26,13 @@ STOP_BEFORE_END_MS = 5000
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    svc = services()
-    if svc.settings.scale_ahead_minutes > 0:
-        _scale_ahead(svc)
+    sweeping = services().watchdog_function
+    if sweeping.scale_ahead is not None:
+        _scale_ahead(sweeping.scale_ahead, sweeping.clock)
     sweeps = int(event.get("sweeps", 6))
     totals = {"resent": 0, "lease_expired": 0, "dead": 0, "retries_released": 0}
     for done in range(1, sweeps + 1):
-        result = svc.watchdog.sweep(svc.clock.now())
+        result = sweeping.watchdog.sweep(sweeping.clock.now())
         totals["resent"] += result.resent
         totals["lease_expired"] += result.lease_expired
         totals["dead"] += result.dead
@@ -42,18 +44,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         # (and the console's dead count per minute) would miss every worker that crashed.
         add_metric("Dead", MetricUnit.Count, result.dead)
         remaining = context.get_remaining_time_in_millis()
-        if (
-            done == sweeps
-            or remaining < STOP_BEFORE_END_MS + svc.settings.watchdog_interval_sec * 1000
-        ):
+        if done == sweeps or remaining < STOP_BEFORE_END_MS + sweeping.interval_sec * 1000:
             break
-        time.sleep(svc.settings.watchdog_interval_sec)
+        time.sleep(sweeping.interval_sec)
     return totals
 
 
-def _scale_ahead(svc: Services) -> None:
+def _scale_ahead(ahead: ScaleAhead, clock: Clock) -> None:
     try:
-        result = svc.scale_ahead.step(svc.clock.now())
+        result = ahead.step(clock.now())
     except (ClientError, BotoCoreError):
         logger.warning("scale-ahead step failed; sweeping anyway", exc_info=True)
         return

@@ -29,17 +29,17 @@ from takt.worker.metrics import record_outcome
 
 def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = None) -> str:
     message = LaneMessage.model_validate_json(record.body)
-    svc = services()
+    worker = services().worker_function
     host = None
     if lambda_context is not None:
         left = lambda_context.get_remaining_time_in_millis() / 1000
-        host = HostDeadline.after(left - svc.settings.give_back_margin_sec)
+        host = HostDeadline.after(left - worker.give_back_margin_sec)
     # Every line logged while this message is processed (the runner's and the target's too)
     # names the execution, so one query of the logs finds an execution's whole story.
     with log_keys(
         job_id=message.job_id, execution_id=message.execution_id, attempt=message.attempt
     ):
-        outcome = svc.runner.process(message, host=host)
+        outcome = worker.runner.process(message, host=host)
         logger.info("execution processed", state=outcome.state, detail=outcome.detail)
     record_outcome(outcome, add_metric)
     return outcome.state
@@ -53,7 +53,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> Any:
     # local runtime calls this handler from several lane pollers at once. The batch's messages
     # run side by side, so none waits for another's call (takt.worker.batch).
     processor = ConcurrentBatchProcessor(
-        event_type=EventType.SQS, concurrency=services().settings.worker_batch_concurrency
+        event_type=EventType.SQS, concurrency=services().worker_function.batch_concurrency
     )
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context

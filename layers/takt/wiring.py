@@ -1,20 +1,28 @@
-"""Builds takt's services from settings and clients, once per process.
+"""Builds each Lambda function's parts from settings and clients, once per process.
 
-Handlers call `services()`; the local runtime and the tests build their own `Services` with
-`build_services`, against moto, and may pass a clock.
+One builder per function (`build_api`, `build_worker`, `build_scheduler`, `build_claimer`,
+`build_watchdog`, `build_indexer`) constructs only what that function uses, and hands each part
+the settings it reads. The handlers take their function's parts from the process-wide `Services`
+(`services()`), which builds a function's parts the first time that function asks for them, so a
+deployed function builds nothing of the others. The local runtime and the tests run every
+function in one process: they build a `Services` of their own, against moto, with a clock of
+their choice, and `install` it for the handlers; its parts come from the same builders.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import boto3
 
+from takt.api.identity import IdentityMapping
+from takt.api.parts import Api, ApiSettings, TenantData
 from takt.aws import (
     AwsClients,
     ClientObserver,
@@ -36,18 +44,21 @@ from takt.dispatch.driver import Driver
 from takt.dispatch.indexer import DueIndexer
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
+from takt.executions.lifecycle import Lifecycle
 from takt.fairness.adaptive import LaneGauge
 from takt.fairness.gate import WorkerGate, running_check
 from takt.fairness.shares import DispatchShares
 from takt.handlers import load_modules, registry
 from takt.notify.notifier import Notifier
-from takt.stats import CloudWatchMetricsReader, MetricsReader
+from takt.stats import CloudWatchMetricsReader, MetricsReader, lane_depths
+from takt.store.backfills import BackfillStore
 from takt.store.buckets import TokenBuckets
 from takt.store.calendars import CalendarStore
 from takt.store.due import DueStore
 from takt.store.executions import ExecutionStore
 from takt.store.idempotency import IdempotencyStore
 from takt.store.jobs import JobStore
+from takt.store.names import JobNames
 from takt.store.quarantine import QuarantineStore
 from takt.store.running import RunningSlots
 from takt.targets.egress import EgressPolicy
@@ -58,10 +69,13 @@ from takt.targets.publish import QueueTopicTarget
 from takt.targets.router import TargetRouter
 from takt.targets.secrets import SecretsManagerSource
 from takt.tenants import TenantLimiter
-from takt.tenants.sessions import TenantSessions
+from takt.tenants.sessions import PerTenant, TenantSessions
 from takt.tenants.webhook_keys import WebhookKeys
 from takt.watchdog.sweeper import Watchdog
 from takt.worker.runner import ExecutionRunner
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 DAY = 24 * 3600
 ClaimCall = Callable[[datetime, int, datetime], ClaimResult]
@@ -74,11 +88,354 @@ class Instrument(ClientObserver, Protocol):
     def metered_claim(self, claim: ClaimCall) -> ClaimCall: ...
 
 
-MAX_TENANT_SESSIONS = 64
+# The stores and adapters, each made the one way every builder makes it.
+
+
+def job_store(settings: Settings, dynamodb: DynamoDBClient) -> JobStore:
+    return JobStore(dynamodb, settings.jobs_table)
+
+
+def due_store(settings: Settings, dynamodb: DynamoDBClient) -> DueStore:
+    return DueStore(dynamodb, settings.due_table, settings.due_shards)
+
+
+def execution_store(settings: Settings, dynamodb: DynamoDBClient) -> ExecutionStore:
+    return ExecutionStore(
+        dynamodb,
+        settings.executions_table,
+        settings.open_shards,
+        int(settings.history_retention_days * DAY),
+    )
+
+
+def idempotency_store(settings: Settings, dynamodb: DynamoDBClient) -> IdempotencyStore:
+    return IdempotencyStore(
+        dynamodb, settings.idempotency_table, int(settings.idempotency_retention_days * DAY)
+    )
+
+
+def calendar_store(settings: Settings, dynamodb: DynamoDBClient) -> CalendarStore:
+    return CalendarStore(dynamodb, settings.tenants_table)
+
+
+def quarantine_store(settings: Settings, dynamodb: DynamoDBClient) -> QuarantineStore:
+    return QuarantineStore(dynamodb, settings.tenants_table)
+
+
+def token_buckets(settings: Settings, dynamodb: DynamoDBClient) -> TokenBuckets:
+    return TokenBuckets(dynamodb, settings.tenants_table)
+
+
+def tenant_limiter(
+    settings: Settings, dynamodb: DynamoDBClient, buckets: TokenBuckets
+) -> TenantLimiter:
+    return TenantLimiter(dynamodb, settings, settings.jobs_table, buckets)
+
+
+def lane_sender(
+    settings: Settings, clients: AwsClients, clock: Clock, buckets: TokenBuckets
+) -> LaneSender:
+    """The lanes, with weighted fair dispatch when the deployment turns it on."""
+    route = None
+    if settings.fair_dispatch_per_sec is not None:
+        route = DispatchShares(settings, buckets, clock).route
+    return LaneSender(clients.sqs, settings, route)
+
+
+def worker_gate(
+    settings: Settings,
+    dynamodb: DynamoDBClient,
+    clock: Clock,
+    buckets: TokenBuckets,
+    executions: ExecutionStore,
+) -> WorkerGate:
+    return WorkerGate(
+        settings,
+        buckets,
+        RunningSlots(dynamodb, settings.tenants_table),
+        clock,
+        running_check(executions),
+    )
+
+
+def webhook_keys(settings: Settings, dynamodb: DynamoDBClient) -> WebhookKeys:
+    """Each tenant's signing keys, derived from the deployment's master secret: by name from
+    Secrets Manager, else the plain value (local use), else none (nothing is signed)."""
+    source = SecretsManagerSource(lambda: make_secrets_client(settings), settings.secret_cache_sec)
+
+    def master() -> str | None:
+        if settings.signing_secret_name is not None:
+            return source.get(settings.signing_secret_name)
+        return settings.signing_secret
+
+    return WebhookKeys(dynamodb, settings.tenants_table, master, settings.secret_cache_sec)
+
+
+def oidc_signer(settings: Settings) -> OidcSigner | None:
+    """The OIDC token signer, when the deployment names a KMS key for it."""
+    if settings.oidc_key_id is None:
+        return None
+    return OidcSigner(lambda: make_kms_client(settings), settings.oidc_key_id, settings.oidc_issuer)
+
+
+def http_target(
+    settings: Settings, clock: Clock, keys: WebhookKeys, oidc: OidcSigner | None
+) -> HttpTarget:
+    """HTTP targets and webhook notifications: the egress policy, secrets and signing."""
+    return HttpTarget(
+        EgressPolicy(settings.egress_allow),
+        SecretsManagerSource(lambda: make_secrets_client(settings), settings.secret_cache_sec),
+        tenant_keys=lambda tenant_id: keys.signing_keys(tenant_id, clock.now()),
+        secret_prefix=settings.secret_prefix,
+        credentials=credential_source(settings),
+        tokens=oidc,
+    )
+
+
+def target_router(settings: Settings, clients: AwsClients, http: HttpTarget) -> TargetRouter:
+    """Every target kind, with the handlers of `handler_modules` (imported here, once)."""
+    load_modules(settings.handler_module_names)
+    return TargetRouter(
+        http,
+        QueueTopicTarget(clients.sqs, clients.sns, clients.events, settings.region),
+        registry,
+        AwsInvokeTarget(
+            lambda timeout: make_lambda_client(settings, timeout),
+            lambda: make_states_client(settings),
+            settings.region,
+        ),
+    )
+
+
+def notifier(settings: Settings, clients: AwsClients, jobs: JobStore, http: HttpTarget) -> Notifier:
+    return Notifier(settings, jobs, http, clients.sns, clients.events)
+
+
+# One builder per function.
+
+
+@dataclass(frozen=True)
+class WorkerFunction:
+    runner: ExecutionRunner
+    # How many of a batch's messages run at once, and how long before the function's own
+    # timeout an unfinished execution is given back.
+    batch_concurrency: int
+    give_back_margin_sec: float
+
+
+def build_worker(settings: Settings, clients: AwsClients, clock: Clock) -> WorkerFunction:
+    jobs = job_store(settings, clients.dynamodb)
+    executions = execution_store(settings, clients.dynamodb)
+    buckets = token_buckets(settings, clients.dynamodb)
+    http = http_target(
+        settings, clock, webhook_keys(settings, clients.dynamodb), oidc_signer(settings)
+    )
+    runner = ExecutionRunner(
+        settings,
+        jobs,
+        executions,
+        lane_sender(settings, clients, clock, buckets),
+        target_router(settings, clients, http),
+        clock,
+        gate=worker_gate(settings, clients.dynamodb, clock, buckets, executions),
+        notifier=notifier(settings, clients, jobs, http),
+    )
+    return WorkerFunction(runner, settings.worker_batch_concurrency, settings.give_back_margin_sec)
+
+
+@dataclass(frozen=True)
+class ClaimerFunction:
+    claimer: Claimer
+    clock: Clock
+
+
+def build_claimer(settings: Settings, clients: AwsClients, clock: Clock) -> ClaimerFunction:
+    gauge = None
+    if settings.claim_max_items is not None and settings.fair_queue_sec is not None:
+        gauge = LaneGauge(clients.sqs, settings.lane_urls)
+    claimer = Claimer(
+        settings,
+        job_store(settings, clients.dynamodb),
+        due_store(settings, clients.dynamodb),
+        execution_store(settings, clients.dynamodb),
+        lane_sender(settings, clients, clock, token_buckets(settings, clients.dynamodb)),
+        calendar_store(settings, clients.dynamodb),
+        gauge,
+        quarantine_store(settings, clients.dynamodb),
+    )
+    return ClaimerFunction(claimer, clock)
+
+
+@dataclass(frozen=True)
+class SchedulerFunction:
+    due: DueStore
+    ticker: Ticker
+    driver: Driver
+
+
+def build_scheduler(
+    settings: Settings,
+    clients: AwsClients,
+    clock: Clock,
+    meter: Instrument | None = None,
+    claimer: Claimer | None = None,
+) -> SchedulerFunction:
+    """The per-second driver and its ticker. Inline, the ticker claims in this process (with
+    `claimer`, or one of its own); in lambda mode it invokes the claimer function per partition
+    that has something due."""
+    due = due_store(settings, clients.dynamodb)
+    ahead = timedelta(seconds=settings.dispatch_ahead_sec)
+    fanout: Fanout
+    if settings.claimer_mode == "lambda":
+        if not settings.claimer_function:
+            raise RuntimeError("TAKT_CLAIMER_FUNCTION is required in lambda claimer mode")
+        fanout = LambdaFanout(
+            boto3.session.Session(region_name=settings.region).client("lambda"),
+            settings.claimer_function,
+            lambda task: due.has_due(task.minute, task.shard, task.now + ahead),
+            settings.claimer_threads,
+        )
+    else:
+        claim: ClaimCall = (claimer or build_claimer(settings, clients, clock).claimer).claim
+        if meter is not None:
+            claim = meter.metered_claim(claim)
+        fanout = InlineFanout(claim, settings.claimer_threads)
+    ticker = Ticker(due, fanout, settings.max_catchup_buckets, ahead)
+    return SchedulerFunction(due, ticker, Driver(due, ticker, clock))
+
+
+@dataclass(frozen=True)
+class WatchdogFunction:
+    watchdog: Watchdog
+    clock: Clock
+    interval_sec: float
+    # The minute's step that sizes the Fargate worker service ahead of the due index, when the
+    # deployment turns it on (`scale_ahead_minutes`).
+    scale_ahead: ScaleAhead | None = None
+
+
+def build_watchdog(settings: Settings, clients: AwsClients, clock: Clock) -> WatchdogFunction:
+    jobs = job_store(settings, clients.dynamodb)
+    executions = execution_store(settings, clients.dynamodb)
+    buckets = token_buckets(settings, clients.dynamodb)
+    http = http_target(
+        settings, clock, webhook_keys(settings, clients.dynamodb), oidc_signer(settings)
+    )
+    watchdog = Watchdog(
+        settings,
+        jobs,
+        executions,
+        lane_sender(settings, clients, clock, buckets),
+        release_slot=worker_gate(settings, clients.dynamodb, clock, buckets, executions).release,
+        notifier=notifier(settings, clients, jobs, http),
+        quarantine=quarantine_store(settings, clients.dynamodb),
+    )
+    return WatchdogFunction(
+        watchdog, clock, settings.watchdog_interval_sec, scale_ahead(settings, clients)
+    )
+
+
+def scale_ahead(settings: Settings, clients: AwsClients) -> ScaleAhead | None:
+    """What falls due in the next minutes, and the Fargate worker service sized for it."""
+    if settings.scale_ahead_minutes <= 0:
+        return None
+    return ScaleAhead(
+        DueForecaster(
+            due_store(settings, clients.dynamodb),
+            settings.scale_ahead_minutes,
+            settings.scale_ahead_count_pages,
+        ),
+        FleetPlan(
+            job_sec=settings.scale_ahead_job_sec,
+            slots=settings.fargate_slots,
+            min_tasks=settings.fargate_min_tasks,
+            max_tasks=settings.fargate_max_tasks,
+        ),
+        make_autoscaling_client(settings) if settings.fargate_service else None,
+        settings.fargate_service,
+    )
+
+
+def build_indexer(settings: Settings, clients: AwsClients, clock: Clock) -> DueIndexer:
+    return DueIndexer(due_store(settings, clients.dynamodb), clock)
+
+
+def build_api(
+    settings: Settings,
+    clients: AwsClients,
+    clock: Clock,
+    metrics: MetricsReader | None = None,
+) -> Api:
+    """The API's parts. `metrics` is where the stats route reads the last hour: None means
+    CloudWatch; `takt local` passes its in-memory window, since nothing publishes there."""
+
+    def over(dynamodb: DynamoDBClient) -> TenantData:
+        return _tenant_data(settings, clients, clock, dynamodb)
+
+    tenant: Callable[[str], TenantData]
+    if settings.tenant_data_role_arn is None:
+        shared = over(clients.dynamodb)
+        tenant = lambda _tenant_id: shared  # noqa: E731 - every tenant uses the function's role
+    else:
+        sessions = TenantSessions(
+            settings, make_sts_client(settings), settings.tenant_data_role_arn
+        )
+        tenant = PerTenant(sessions, over, clock).get
+
+    @functools.cache
+    def reader() -> MetricsReader:
+        if metrics is not None:
+            return metrics
+        return CloudWatchMetricsReader(make_cloudwatch_client(settings), settings.metrics_namespace)
+
+    return Api(
+        settings=ApiSettings(
+            region=settings.region,
+            egress_allow=settings.egress_allow,
+            secret_prefix=settings.secret_prefix,
+            pending_resend_after_sec=settings.pending_resend_after_sec,
+            tenant_limits=settings.tenant_limits,
+            tenant_limit_overrides=settings.tenant_limit_overrides,
+        ),
+        identity=IdentityMapping.of(settings),
+        clock=clock,
+        tenant=tenant,
+        metrics=reader,
+        lane_depths=lambda: lane_depths(clients.sqs, settings.lane_urls),
+        oidc=oidc_signer(settings),
+    )
+
+
+def _tenant_data(
+    settings: Settings, clients: AwsClients, clock: Clock, dynamodb: DynamoDBClient
+) -> TenantData:
+    """What the API uses of one tenant's tables, over `dynamodb` (the tenant's own session,
+    or the function's)."""
+    jobs = job_store(settings, dynamodb)
+    executions = execution_store(settings, dynamodb)
+    buckets = token_buckets(settings, dynamodb)
+    lanes = lane_sender(settings, clients, clock, buckets)
+    return TenantData(
+        jobs=jobs,
+        executions=executions,
+        idempotency=idempotency_store(settings, dynamodb),
+        calendars=calendar_store(settings, dynamodb),
+        names=JobNames(dynamodb, settings.tenants_table),
+        limiter=tenant_limiter(settings, dynamodb, buckets),
+        buckets=buckets,
+        webhook_keys=webhook_keys(settings, dynamodb),
+        lanes=lanes,
+        lifecycle=Lifecycle(settings, jobs, executions, lanes),
+        backfill_store=BackfillStore(dynamodb, settings.tenants_table),
+    )
 
 
 @dataclass
 class Services:
+    """Every function's parts in one process, each built by its function's builder on first
+    use: what the handlers read (`services()`), and what the local runtime and the tests build
+    against moto. The stores and adapters below are the tests' way into the same tables."""
+
     settings: Settings
     clients: AwsClients
     clock: Clock
@@ -88,267 +445,118 @@ class Services:
     # Set by `takt bench`: the clients report to it, and each inline claim is timed as one
     # claimer invocation, as the cloud's LambdaFanout would invoke it.
     meter: Instrument | None = None
-    _tenant_scoped: dict[str, tuple[datetime, Services]] = field(
-        default_factory=dict, init=False, repr=False
-    )
-    _tenant_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
-    def for_tenant(self, tenant_id: str) -> Services:
-        """The services one tenant's API request uses: with `tenant_data_role_arn` set, their
-        DynamoDB calls go through that tenant's own session (`takt.tenants.sessions`), so IAM
-        confines them to its items; without it, these services."""
-        role_arn = self.settings.tenant_data_role_arn
-        if role_arn is None:
-            return self
-        with self._tenant_lock:
-            renew_at, scoped = self._tenant_scoped.pop(tenant_id, (None, None))
-            if scoped is None or renew_at is None or self.clock.now() >= renew_at:
-                session = self.tenant_sessions.open(tenant_id, self.clock.now())
-                scoped = Services(
-                    self.settings,
-                    replace(self.clients, dynamodb=session.dynamodb),
-                    self.clock,
-                    self.metrics_source,
-                    self.meter,
-                )
-                renew_at = session.renew_at
-            # Most recently used last; one function instance keeps the sessions of at most
-            # MAX_TENANT_SESSIONS tenants (each holds a client), dropping the least recent.
-            self._tenant_scoped[tenant_id] = (renew_at, scoped)
-            while len(self._tenant_scoped) > MAX_TENANT_SESSIONS:
-                del self._tenant_scoped[next(iter(self._tenant_scoped))]
-            return scoped
+    # The functions.
 
     @cached_property
-    def tenant_sessions(self) -> TenantSessions:
-        assert self.settings.tenant_data_role_arn is not None
-        return TenantSessions(
-            self.settings, make_sts_client(self.settings), self.settings.tenant_data_role_arn
-        )
+    def api(self) -> Api:
+        return build_api(self.settings, self.clients, self.clock, self.metrics_source)
 
     @cached_property
-    def metrics_reader(self) -> MetricsReader:
-        if self.metrics_source is not None:
-            return self.metrics_source
-        return CloudWatchMetricsReader(
-            make_cloudwatch_client(self.settings), self.settings.metrics_namespace
-        )
+    def worker_function(self) -> WorkerFunction:
+        return build_worker(self.settings, self.clients, self.clock)
 
     @cached_property
-    def jobs(self) -> JobStore:
-        return JobStore(self.clients.dynamodb, self.settings.jobs_table)
+    def claimer_function(self) -> ClaimerFunction:
+        return build_claimer(self.settings, self.clients, self.clock)
 
     @cached_property
-    def due(self) -> DueStore:
-        return DueStore(self.clients.dynamodb, self.settings.due_table, self.settings.due_shards)
+    def scheduler_function(self) -> SchedulerFunction:
+        # In one process the inline ticker claims with this process's claimer.
+        claimer = self.claimer if self.settings.claimer_mode == "inline" else None
+        return build_scheduler(self.settings, self.clients, self.clock, self.meter, claimer)
 
     @cached_property
-    def executions(self) -> ExecutionStore:
-        return ExecutionStore(
-            self.clients.dynamodb,
-            self.settings.executions_table,
-            self.settings.open_shards,
-            int(self.settings.history_retention_days * DAY),
-        )
-
-    @cached_property
-    def idempotency(self) -> IdempotencyStore:
-        return IdempotencyStore(
-            self.clients.dynamodb,
-            self.settings.idempotency_table,
-            int(self.settings.idempotency_retention_days * DAY),
-        )
-
-    @cached_property
-    def buckets(self) -> TokenBuckets:
-        return TokenBuckets(self.clients.dynamodb, self.settings.tenants_table)
-
-    @cached_property
-    def gate(self) -> WorkerGate:
-        return WorkerGate(
-            self.settings,
-            self.buckets,
-            RunningSlots(self.clients.dynamodb, self.settings.tenants_table),
-            self.clock,
-            running_check(self.executions),
-        )
-
-    @cached_property
-    def lanes(self) -> LaneSender:
-        route = None
-        if self.settings.fair_dispatch_per_sec is not None:
-            route = DispatchShares(self.settings, self.buckets, self.clock).route
-        return LaneSender(self.clients.sqs, self.settings, route)
-
-    @cached_property
-    def limiter(self) -> TenantLimiter:
-        return TenantLimiter(
-            self.clients.dynamodb, self.settings, self.settings.jobs_table, self.buckets
-        )
-
-    @cached_property
-    def quarantine(self) -> QuarantineStore:
-        return QuarantineStore(self.clients.dynamodb, self.settings.tenants_table)
+    def watchdog_function(self) -> WatchdogFunction:
+        return build_watchdog(self.settings, self.clients, self.clock)
 
     @cached_property
     def indexer(self) -> DueIndexer:
-        return DueIndexer(self.due, self.clock)
+        return build_indexer(self.settings, self.clients, self.clock)
+
+    @property
+    def runner(self) -> ExecutionRunner:
+        return self.worker_function.runner
+
+    @property
+    def claimer(self) -> Claimer:
+        return self.claimer_function.claimer
+
+    @property
+    def ticker(self) -> Ticker:
+        return self.scheduler_function.ticker
+
+    @property
+    def driver(self) -> Driver:
+        return self.scheduler_function.driver
+
+    @property
+    def watchdog(self) -> Watchdog:
+        return self.watchdog_function.watchdog
+
+    # The tables and adapters, for the tests.
+
+    @cached_property
+    def jobs(self) -> JobStore:
+        return job_store(self.settings, self.clients.dynamodb)
+
+    @cached_property
+    def due(self) -> DueStore:
+        return due_store(self.settings, self.clients.dynamodb)
+
+    @cached_property
+    def executions(self) -> ExecutionStore:
+        return execution_store(self.settings, self.clients.dynamodb)
+
+    @cached_property
+    def idempotency(self) -> IdempotencyStore:
+        return idempotency_store(self.settings, self.clients.dynamodb)
 
     @cached_property
     def calendars(self) -> CalendarStore:
-        return CalendarStore(self.clients.dynamodb, self.settings.tenants_table)
+        return calendar_store(self.settings, self.clients.dynamodb)
 
     @cached_property
-    def claimer(self) -> Claimer:
-        gauge = None
-        if self.settings.claim_max_items is not None and self.settings.fair_queue_sec is not None:
-            gauge = LaneGauge(self.clients.sqs, self.settings.lane_urls)
-        return Claimer(
-            self.settings,
-            self.jobs,
-            self.due,
-            self.executions,
-            self.lanes,
-            self.calendars,
-            gauge,
-            self.quarantine,
-        )
+    def quarantine(self) -> QuarantineStore:
+        return quarantine_store(self.settings, self.clients.dynamodb)
 
     @cached_property
-    def fanout(self) -> Fanout:
-        if self.settings.claimer_mode == "lambda":
-            if not self.settings.claimer_function:
-                raise RuntimeError("TAKT_CLAIMER_FUNCTION is required in lambda claimer mode")
-            client = boto3.session.Session(region_name=self.settings.region).client("lambda")
-            ahead = timedelta(seconds=self.settings.dispatch_ahead_sec)
-            return LambdaFanout(
-                client,
-                self.settings.claimer_function,
-                lambda task: self.due.has_due(task.minute, task.shard, task.now + ahead),
-                self.settings.claimer_threads,
-            )
-        claim: Callable[[datetime, int, datetime], ClaimResult] = self.claimer.claim
-        if self.meter is not None:
-            claim = self.meter.metered_claim(claim)
-        return InlineFanout(claim, self.settings.claimer_threads)
+    def buckets(self) -> TokenBuckets:
+        return token_buckets(self.settings, self.clients.dynamodb)
 
     @cached_property
-    def ticker(self) -> Ticker:
-        return Ticker(
-            self.due,
-            self.fanout,
-            self.settings.max_catchup_buckets,
-            timedelta(seconds=self.settings.dispatch_ahead_sec),
+    def limiter(self) -> TenantLimiter:
+        return tenant_limiter(self.settings, self.clients.dynamodb, self.buckets)
+
+    @cached_property
+    def lanes(self) -> LaneSender:
+        return lane_sender(self.settings, self.clients, self.clock, self.buckets)
+
+    @cached_property
+    def gate(self) -> WorkerGate:
+        return worker_gate(
+            self.settings, self.clients.dynamodb, self.clock, self.buckets, self.executions
         )
 
     @cached_property
     def webhook_keys(self) -> WebhookKeys:
-        """Each tenant's signing keys, derived from the deployment's master secret: by name from
-        Secrets Manager, else the plain value (local use), else none (nothing is signed)."""
-        settings = self.settings
-        source = SecretsManagerSource(
-            lambda: make_secrets_client(settings), settings.secret_cache_sec
-        )
-
-        def master() -> str | None:
-            if settings.signing_secret_name is not None:
-                return source.get(settings.signing_secret_name)
-            return settings.signing_secret
-
-        return WebhookKeys(
-            self.clients.dynamodb, settings.tenants_table, master, settings.secret_cache_sec
-        )
-
-    @cached_property
-    def driver(self) -> Driver:
-        return Driver(self.due, self.ticker, self.clock)
-
-    @cached_property
-    def http(self) -> HttpTarget:
-        """HTTP targets and webhook notifications: the egress policy, secrets and signing."""
-        settings = self.settings
-        return HttpTarget(
-            EgressPolicy(settings.egress_allow),
-            SecretsManagerSource(lambda: make_secrets_client(settings), settings.secret_cache_sec),
-            tenant_keys=lambda tenant_id: self.webhook_keys.signing_keys(
-                tenant_id, self.clock.now()
-            ),
-            secret_prefix=settings.secret_prefix,
-            credentials=credential_source(settings),
-            tokens=self.oidc,
-        )
+        return webhook_keys(self.settings, self.clients.dynamodb)
 
     @cached_property
     def oidc(self) -> OidcSigner | None:
-        """The OIDC token signer, when the deployment names a KMS key for it."""
-        settings = self.settings
-        if settings.oidc_key_id is None:
-            return None
-        return OidcSigner(
-            lambda: make_kms_client(settings), settings.oidc_key_id, settings.oidc_issuer
-        )
+        return oidc_signer(self.settings)
 
     @cached_property
-    def notifier(self) -> Notifier:
-        return Notifier(self.settings, self.jobs, self.http, self.clients.sns, self.clients.events)
+    def http(self) -> HttpTarget:
+        return http_target(self.settings, self.clock, self.webhook_keys, self.oidc)
 
     @cached_property
     def targets(self) -> TargetRouter:
-        """Every target kind, with the handlers of `handler_modules` (imported here, once)."""
-        load_modules(self.settings.handler_module_names)
-        settings = self.settings
-        return TargetRouter(
-            self.http,
-            QueueTopicTarget(
-                self.clients.sqs, self.clients.sns, self.clients.events, self.settings.region
-            ),
-            registry,
-            AwsInvokeTarget(
-                lambda timeout: make_lambda_client(settings, timeout),
-                lambda: make_states_client(settings),
-                settings.region,
-            ),
-        )
+        return target_router(self.settings, self.clients, self.http)
 
     @cached_property
-    def runner(self) -> ExecutionRunner:
-        return ExecutionRunner(
-            self.settings,
-            self.jobs,
-            self.executions,
-            self.lanes,
-            self.targets,
-            self.clock,
-            gate=self.gate,
-            notifier=self.notifier,
-        )
-
-    @cached_property
-    def scale_ahead(self) -> ScaleAhead:
-        settings = self.settings
-        return ScaleAhead(
-            DueForecaster(self.due, settings.scale_ahead_minutes, settings.scale_ahead_count_pages),
-            FleetPlan(
-                job_sec=settings.scale_ahead_job_sec,
-                slots=settings.fargate_slots,
-                min_tasks=settings.fargate_min_tasks,
-                max_tasks=settings.fargate_max_tasks,
-            ),
-            make_autoscaling_client(settings) if settings.fargate_service else None,
-            settings.fargate_service,
-        )
-
-    @cached_property
-    def watchdog(self) -> Watchdog:
-        return Watchdog(
-            self.settings,
-            self.jobs,
-            self.executions,
-            self.lanes,
-            release_slot=self.gate.release,
-            notifier=self.notifier,
-            quarantine=self.quarantine,
-        )
+    def notifier(self) -> Notifier:
+        return notifier(self.settings, self.clients, self.jobs, self.http)
 
 
 def build_services(

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from takt.api.errors import TooManyRequestsError
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate
-from takt.api.service import JobService
 from takt.clock import ManualClock
 from takt.config import TenantLimits
 from takt.models.records import JobRecord
@@ -175,9 +175,11 @@ def test_a_try_whose_twin_took_the_last_slot_after_its_lookup_gets_the_twins_job
         if not started:  # the twin's own lookup comes through here too
             started = True
             body = JobCreate.model_validate(job("a"))
-            twin.append(JobService(api.svc).create(TENANT, body, KEY["Idempotency-Key"])[0])
+            twin.append(JobService(api.svc.api).create(TENANT, body, KEY["Idempotency-Key"])[0])
 
-    api.svc.idempotency = interleave(api.svc.idempotency, "find", twin_lands_once)
+    data = api.svc.api.tenant(TENANT)
+    racing = replace(data, idempotency=interleave(data.idempotency, "find", twin_lands_once))
+    api.svc.api = replace(api.svc.api, tenant=lambda _tenant_id: racing)
 
     resp = api.create(job("a"), headers=KEY)
 
@@ -190,7 +192,7 @@ def test_racing_creates_never_both_take_the_last_slot(limited: Limited) -> None:
     api = limited(max_jobs=1)
     # Racing as API instances do, each its own process: one resolver serves one request at a
     # time (a Lambda instance, takt local's API lock), so the race is the service's.
-    service = JobService(api.svc)
+    service = JobService(api.svc.api)
 
     def create(i: int) -> int:
         try:

@@ -15,8 +15,8 @@ import pytest
 from takt.aws import AwsClients
 from takt.clock import ManualClock
 from takt.config import Settings
-from takt.tenants.sessions import session_name
-from takt.wiring import MAX_TENANT_SESSIONS, Services, install
+from takt.tenants.sessions import MAX_TENANT_SESSIONS, session_name
+from takt.wiring import Services, install
 from tests.api.harness import OTHER_TENANT, TENANT, Api
 
 TRUST = {
@@ -46,8 +46,8 @@ def scoped(
     )
 
 
-def _signing_keys(svc: Services) -> list[str]:
-    """The access key ids that sign the DynamoDB calls of `svc`'s client from now on."""
+def _signing_keys(dynamodb: Any) -> list[str]:
+    """The access key ids that sign the calls of the DynamoDB client `dynamodb` from now on."""
     keys: list[str] = []
 
     def capture(request: Any, **_: Any) -> None:
@@ -56,27 +56,27 @@ def _signing_keys(svc: Services) -> list[str]:
         if match:
             keys.append(match[1])
 
-    svc.clients.dynamodb.meta.events.register("before-send.dynamodb", capture)
+    dynamodb.meta.events.register("before-send.dynamodb", capture)
     return keys
 
 
-def test_without_a_role_the_api_uses_its_own_services(svc: Services) -> None:
-    assert svc.for_tenant(TENANT) is svc
+def test_without_a_role_the_api_uses_its_own_client_for_every_tenant(svc: Services) -> None:
+    assert svc.api.tenant(TENANT) is svc.api.tenant(OTHER_TENANT)
+    assert svc.api.tenant(TENANT).executions.client is svc.clients.dynamodb
 
 
 def test_each_tenant_gets_its_own_session_reused_until_it_is_due_for_renewal(
     scoped: Services, clock: ManualClock
 ) -> None:
-    first = scoped.for_tenant(TENANT)
-    other = scoped.for_tenant(OTHER_TENANT)
+    first = scoped.api.tenant(TENANT)
+    other = scoped.api.tenant(OTHER_TENANT)
 
-    assert first is not scoped and first.clients.dynamodb is not scoped.clients.dynamodb
-    assert scoped.for_tenant(TENANT) is first
-    assert other is not first
-    assert first.clients.sqs is scoped.clients.sqs  # only DynamoDB is per tenant
+    assert first.executions.client is not scoped.clients.dynamodb
+    assert scoped.api.tenant(TENANT) is first
+    assert other.executions.client is not first.executions.client
 
     clock.advance(56 * 60)
-    assert scoped.for_tenant(TENANT) is not first
+    assert scoped.api.tenant(TENANT) is not first
 
 
 def test_a_tenants_requests_are_signed_by_its_session_not_the_functions_role(
@@ -85,9 +85,9 @@ def test_a_tenants_requests_are_signed_by_its_session_not_the_functions_role(
     install(scoped)
     try:
         api = Api(scoped)
-        own_keys = _signing_keys(scoped)
-        tenant_keys = _signing_keys(scoped.for_tenant(TENANT))
-        other_keys = _signing_keys(scoped.for_tenant(OTHER_TENANT))
+        own_keys = _signing_keys(scoped.clients.dynamodb)
+        tenant_keys = _signing_keys(scoped.api.tenant(TENANT).executions.client)
+        other_keys = _signing_keys(scoped.api.tenant(OTHER_TENANT).executions.client)
 
         job = api.created_job({"schedule": "0 3 * * *", "target": "https://svc.example/hook"})
         assert api.request("GET", f"/v1/jobs/{job['id']}").status == 200
@@ -108,13 +108,11 @@ def test_session_names_show_the_tenant_within_stss_rules() -> None:
 
 
 def test_an_instance_keeps_the_sessions_of_its_most_recent_tenants_only(scoped: Services) -> None:
-    first = scoped.for_tenant("tenant-0")
-    for i in range(1, MAX_TENANT_SESSIONS):
-        scoped.for_tenant(f"tenant-{i}")
-    assert scoped.for_tenant("tenant-0") is first  # used again: now the most recent
+    seen = {f"tenant-{i}": scoped.api.tenant(f"tenant-{i}") for i in range(MAX_TENANT_SESSIONS)}
+    assert scoped.api.tenant("tenant-0") is seen["tenant-0"]  # used again: now the most recent
 
-    scoped.for_tenant("one-more")  # evicts tenant-1, the least recently used
+    scoped.api.tenant("one-more")  # evicts tenant-1, the least recently used
 
-    assert scoped.for_tenant("tenant-0") is first
-    assert len(scoped._tenant_scoped) == MAX_TENANT_SESSIONS
-    assert "tenant-1" not in scoped._tenant_scoped
+    assert scoped.api.tenant("tenant-0") is seen["tenant-0"]
+    assert scoped.api.tenant("tenant-2") is seen["tenant-2"]
+    assert scoped.api.tenant("tenant-1") is not seen["tenant-1"]  # a new session

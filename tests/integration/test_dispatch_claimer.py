@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate
-from takt.api.service import JobService
 from takt.clock import ManualClock
 from takt.dispatch.claimer import ClaimResult
 from takt.models.records import ExecState, JobRecord, JobStatus
@@ -54,7 +54,7 @@ def _cron_jobs_in_shard(
 def test_a_one_off_job_due_now_is_dispatched_once_and_completed(
     svc: Services, clock: ManualClock
 ) -> None:
-    job, created = JobService(svc).create(
+    job, created = JobService(svc.api).create(
         TENANT, JobCreate(run_at=clock.now(), target="https://example.com/hook"), None
     )
     assert created

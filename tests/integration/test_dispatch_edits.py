@@ -9,14 +9,14 @@ actor's write) on the manual clock, and then checks what the schedule leaves beh
 
 from __future__ import annotations
 
-import copy
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate, JobPatch
-from takt.api.service import JobService
 from takt.clock import ManualClock
 from takt.dispatch.claimer import Claimer
 from takt.models.ids import execution_id
@@ -65,7 +65,7 @@ def test_an_hourly_job_made_every_minute_just_before_it_fires_keeps_every_new_oc
 ) -> None:
     """The issue's case: hourly, changed to every minute at 12:59:59.5, acknowledged while the
     claim of 13:00 (made at 12:59:59) was between its read and its advance."""
-    api = JobService(svc)
+    api = JobService(svc.api)
     clock.set(THIRTEEN - timedelta(minutes=5))
     job, _ = api.create(TENANT, JobCreate(schedule="0 * * * *", target=UNREACHABLE), None)
     index_due(svc)
@@ -92,7 +92,7 @@ def test_an_edit_that_lands_after_the_claims_advance_still_keeps_every_new_occur
 ) -> None:
     """The other order: the claim advanced the hourly job to 14:00 first, then the edit's
     new schedule points it back at 13:00, whose execution the claim already made."""
-    api = JobService(svc)
+    api = JobService(svc.api)
     clock.set(THIRTEEN - timedelta(minutes=5))
     job, _ = api.create(TENANT, JobCreate(schedule="0 * * * *", target=UNREACHABLE), None)
     index_due(svc)
@@ -114,7 +114,7 @@ def test_a_one_off_moved_while_its_claim_completes_it_runs_at_its_new_time(
 ) -> None:
     """The API reads the one-off (active), the claim made ahead completes it, then the API's
     write moves it ten minutes on: it must be active there, with its due item, not completed."""
-    api = JobService(svc)
+    api = JobService(svc.api)
     clock.set(THIRTEEN - timedelta(minutes=5))
     job, _ = api.create(TENANT, JobCreate(run_at=THIRTEEN, target=UNREACHABLE), None)
     index_due(svc)
@@ -125,8 +125,9 @@ def test_a_one_off_moved_while_its_claim_completes_it_runs_at_its_new_time(
         assert svc.jobs.get(TENANT, job.job_id).status == JobStatus.COMPLETED
 
     clock.set(EDITED_AT)
-    racing = copy.copy(svc)
-    racing.jobs = precede(svc.jobs, "update_definition", claim)
+    data = svc.api.tenant(TENANT)
+    raced = replace(data, jobs=precede(data.jobs, "update_definition", claim))
+    racing = replace(svc.api, tenant=lambda _tenant_id: raced)
     JobService(racing).update(TENANT, job.job_id, JobPatch(run_at=moved), None)
 
     stored = svc.jobs.get(TENANT, job.job_id)
@@ -160,7 +161,7 @@ def _edit_one_off(api: JobService, job_id: str, edit: str) -> None:
 def test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not_run(
     svc: Services, clock: ManualClock, receiver: Receiver, edit: str
 ) -> None:
-    api = JobService(svc)
+    api = JobService(svc.api)
     clock.set(THIRTEEN - timedelta(minutes=5))
     job, _ = api.create(TENANT, JobCreate(run_at=THIRTEEN, target=receiver.url), None)
     index_due(svc)
@@ -193,7 +194,7 @@ def test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not
 def test_a_claimed_one_off_whose_payload_changed_before_its_time_runs_as_it_now_is(
     svc: Services, clock: ManualClock, receiver: Receiver
 ) -> None:
-    api = JobService(svc)
+    api = JobService(svc.api)
     clock.set(THIRTEEN - timedelta(minutes=5))
     job, _ = api.create(
         TENANT, JobCreate(run_at=THIRTEEN, target=receiver.url, payload={"v": 1}), None
@@ -219,7 +220,7 @@ def test_an_edit_after_the_due_time_does_not_stop_a_claimed_occurrence(
 ) -> None:
     """The rule is about edits acknowledged before the due time: a claim made at or after it
     read every such edit, and its run is not checked again."""
-    api = JobService(svc)
+    api = JobService(svc.api)
     clock.set(THIRTEEN - timedelta(minutes=5))
     job, _ = api.create(TENANT, JobCreate(run_at=THIRTEEN, target=receiver.url), None)
     index_due(svc)

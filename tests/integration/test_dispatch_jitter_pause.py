@@ -12,8 +12,8 @@ import pytest
 from croniter import croniter
 
 from takt.api.errors import InvalidRequestError
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate, JobPatch
-from takt.api.service import JobService
 from takt.clock import ManualClock
 from takt.models.calendars import CalendarBody, DailyWindow
 from takt.models.ids import execution_id
@@ -33,7 +33,7 @@ FALL_BACK_EVE = datetime(2026, 10, 31, 22, 0, tzinfo=UTC)
 
 def _create(svc: Services, **fields: object) -> JobRecord:
     body = JobCreate.model_validate({"target": TARGET, **fields})
-    return JobService(svc).create(TENANT, body, None)[0]
+    return JobService(svc.api).create(TENANT, body, None)[0]
 
 
 def _history(svc: Services, job_id: str) -> list[tuple[datetime, ExecState, str | None]]:
@@ -77,7 +77,7 @@ def test_the_preview_shows_the_jittered_firing_beside_the_occurrence(
     svc: Services, clock: ManualClock
 ) -> None:
     job = _create(svc, schedule="0 9 * * *", time_zone="UTC", jitter="10m")
-    _, runs = JobService(svc).next_runs(TENANT, job.job_id, 3)
+    _, runs = JobService(svc.api).next_runs(TENANT, job.job_id, 3)
     assert [job.fire_time(r) - r for r in runs] == [
         jitter_offset(job.job_id, r, timedelta(minutes=10)) for r in runs
     ]
@@ -86,7 +86,7 @@ def test_the_preview_shows_the_jittered_firing_beside_the_occurrence(
 def test_changing_the_jitter_moves_the_due_item(svc: Services, clock: ManualClock) -> None:
     job = _create(svc, schedule="0 9 * * *", time_zone="UTC")
     index_due(svc)
-    JobService(svc).update(TENANT, job.job_id, JobPatch(jitter="1h"), None)
+    JobService(svc.api).update(TENANT, job.job_id, JobPatch(jitter="1h"), None)
     index_due(svc)
     stored = svc.jobs.get(TENANT, job.job_id)
     assert stored.next_run_time is not None
@@ -101,7 +101,7 @@ def test_pause_until_across_dst_skips_the_span_unrecorded_and_resumes_by_itself(
     until = datetime(2026, 11, 3, 0, 0, tzinfo=UTC)
     job = _create(svc, schedule="0 9 * * *", time_zone="America/New_York")
     index_due(svc)
-    paused = JobService(svc).update(TENANT, job.job_id, JobPatch(pause_until=until), None)
+    paused = JobService(svc.api).update(TENANT, job.job_id, JobPatch(pause_until=until), None)
     index_due(svc)
 
     expected = croniter("0 9 * * *", until.astimezone(NEW_YORK)).get_next(datetime)
@@ -123,7 +123,7 @@ def test_pause_until_across_dst_skips_the_span_unrecorded_and_resumes_by_itself(
 def test_resuming_ends_a_pause_until_now(svc: Services, clock: ManualClock) -> None:
     job = _create(svc, interval="1h", pause_until=(clock.now() + timedelta(days=2)).isoformat())
     assert job.next_run_time == clock.now() + timedelta(days=2)
-    resumed = JobService(svc).update(
+    resumed = JobService(svc.api).update(
         TENANT, job.job_id, JobPatch.model_validate({"pause_until": None}), None
     )
     assert resumed.next_run_time == clock.now() + timedelta(hours=1)

@@ -11,8 +11,8 @@ from typing import Any, cast
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.indexer.handler import handler
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate, JobPatch
-from takt.api.service import JobService
 from takt.clock import ManualClock
 from takt.dispatch.indexer import due_write
 from takt.models.records import JobStatus
@@ -35,7 +35,7 @@ def due_keys(svc: Services) -> list[str]:
 
 def create(svc: Services, **fields: Any) -> str:
     body = JobCreate(target="https://svc.example/hook", **fields)
-    job, created = JobService(svc).create(TENANT, body, None)
+    job, created = JobService(svc.api).create(TENANT, body, None)
     assert created
     return job.job_id
 
@@ -84,7 +84,7 @@ def test_a_rescheduled_job_is_indexed_at_its_new_time(svc: Services, clock: Manu
     job_id = create(svc, interval="1h")
     index_due(svc)
 
-    JobService(svc).update(TENANT, job_id, JobPatch(interval="5m"), None)
+    JobService(svc.api).update(TENANT, job_id, JobPatch(interval="5m"), None)
     result = index_due(svc)
 
     assert result.indexed == 1
@@ -98,7 +98,7 @@ def test_pausing_indexes_nothing_and_resuming_indexes_again(
 ) -> None:
     job_id = create(svc, interval="1h")
     index_due(svc)
-    service = JobService(svc)
+    service = JobService(svc.api)
 
     service.update(TENANT, job_id, JobPatch(status="paused"), None)
     paused = index_due(svc)
@@ -113,7 +113,7 @@ def test_a_renamed_job_is_not_indexed_again(svc: Services, clock: ManualClock) -
     job_id = create(svc, interval="1h")
     index_due(svc)
 
-    JobService(svc).update(TENANT, job_id, JobPatch(name="renamed"), None)
+    JobService(svc.api).update(TENANT, job_id, JobPatch(name="renamed"), None)
 
     assert index_due(svc).indexed == 0
 
@@ -122,7 +122,7 @@ def test_a_deleted_job_indexes_nothing(svc: Services, clock: ManualClock) -> Non
     job_id = create(svc, interval="1h")
     index_due(svc)
 
-    JobService(svc).delete(TENANT, job_id)
+    JobService(svc.api).delete(TENANT, job_id)
 
     assert index_due(svc).indexed == 0
 

@@ -214,7 +214,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="idempotency-key-ignores-the-body",
         breaks="6. idempotent create",
-        path="layers/takt/api/service.py",
+        path="layers/takt/api/jobs.py",
         old="if earlier.body_hash != digest:",
         new="if False:",
         tests=(
@@ -224,7 +224,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="payload-limit-not-enforced",
         breaks="7. bad input never corrupts",
-        path="layers/takt/api/service.py",
+        path="layers/takt/api/jobs.py",
         old="        if size > limit:\n            raise PayloadTooLargeError(",
         new="        if size > 10 * limit:\n            raise PayloadTooLargeError(",
         tests=("tests/api/test_api_bad_input.py",),

@@ -28,8 +28,8 @@ from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate
-from takt.api.service import JobService
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, job_key
 from takt.observability import logger
 from takt.schedule import next_after
@@ -257,7 +257,7 @@ class Bench:
     def _run(self, runtime: LocalRuntime, receiver: Receiver) -> dict[str, Any]:
         w = self.workload
         assert runtime.services is not None
-        service = JobService(runtime.services)
+        service = JobService(runtime.services.api)
         idle = {"schedule": IDLE_SCHEDULE, "target": receiver.url}
         start = time.monotonic()
         self._progress(f"storing {w.stored} idle jobs")

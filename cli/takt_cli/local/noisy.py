@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate
-from takt.api.service import JobService
 from takt.models.ids import new_job_id
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, job_key
 from takt.store.due import DueStore
@@ -119,7 +119,7 @@ class NoisyBench:
         w = self.workload
         load_at_start = round(os.getloadavg()[0], 1)
         assert runtime.services is not None
-        service = JobService(runtime.services)
+        service = JobService(runtime.services.api)
         # The flood is stored first, due at an instant that leaves room for storing it (at a
         # conservative `store_per_sec`) and then for B's first window alone.
         margin = timedelta(seconds=w.flood / w.store_per_sec + 10)

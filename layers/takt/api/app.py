@@ -25,14 +25,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
 from takt.api import backfills, calendars, oidc, runs, webhook_keys
-from takt.api.access import Caller, audit, authorize
+from takt.api.access import audit, authorize
 from takt.api.backfills import BackfillIn
 from takt.api.errors import (
     ApiError,
     TooManyRequestsError,
-    UnauthenticatedError,
     UnsupportedMediaTypeError,
 )
+from takt.api.executions import ExecutionService
 from takt.api.gate import (
     IDEMPOTENCY_KEY_PATTERN,
     IF_MATCH_PATTERN,
@@ -41,7 +41,8 @@ from takt.api.gate import (
     if_match_version,
     model_errors,
 )
-from takt.api.identity import IdentityMapping, identity_of
+from takt.api.identity import identity_of
+from takt.api.jobs import JobService
 from takt.api.models import (
     TEXT_PATTERN,
     BulkRerunIn,
@@ -58,62 +59,40 @@ from takt.api.models import (
     RerunRefused,
     StatsOut,
 )
+from takt.api.parts import Api
 from takt.api.ratelimit import take_request_token
-from takt.api.service import JobService
+from takt.api.routing import (
+    PROBLEM_JSON,
+    api_of,
+    json_response,
+    responses,
+    tenant_of,
+)
 from takt.api.stats import StatsService
 from takt.api.webhook_keys import RotateIn
 from takt.models.calendars import CalendarBody, CalendarCreate
 from takt.observability import logger
 from takt.store.jobs import ATTENTION_CURSOR, EXECUTION_CURSOR, JOB_CURSOR
-from takt.wiring import Services, services
-
-PROBLEM_JSON = "application/problem+json"
 
 app = APIGatewayHttpResolver(enable_validation=True)
-
-_PROBLEMS: dict[int, str] = {
-    400: "Invalid request: `errors[].field` names each field at fault",
-    401: "No caller identity, or no tenant claim in it",
-    403: "The caller's role does not allow this method (read: GET only; worker: nothing)",
-    404: "No such job or execution for this caller",
-    409: "Conflict: the execution's state does not allow this, or the job name is taken "
-    "(names are unique among a tenant's jobs)",
-    410: "The idempotency key's job was created and has since been deleted",
-    412: "If-Match names an older version of the job",
-    413: "Payload or request body too large",
-    415: "The body is not application/json",
-    422: "Idempotency key reused with a different body",
-    429: "A limit of the tenant is reached (request rate, jobs stored, creation rate); see "
-    "Retry-After",
-}
+_responses = responses
 
 
-def _responses(success: dict[int, str], *problems: int) -> dict[int, Any]:
-    """The documented answers of a route: its successes (schema from the return type) and its
-    problem+json errors. Every route lists its success codes: once `responses` is given,
-    Powertools documents no success answer by itself."""
-    documented: dict[int, Any] = {code: {"description": text} for code, text in success.items()}
-    # Every route: the access check, then the tenant's request rate (429), come first.
-    for code in (400, 401, 403, 429, *problems):
-        documented[code] = {
-            "description": _PROBLEMS[code],
-            "content": {PROBLEM_JSON: {"model": Problem}},
-        }
-    return documented
-
-
-def _services() -> Services:
-    """The services of the request's tenant (its own DynamoDB session when deployed)."""
-    return services().for_tenant(_tenant())
+def _api() -> Api:
+    return api_of(app)
 
 
 def _service() -> JobService:
-    return JobService(_services())
+    return JobService(_api())
+
+
+def _executions() -> ExecutionService:
+    return ExecutionService(_api())
 
 
 def _check_access(resolver: APIGatewayHttpResolver) -> None:
     """The access check (takt.api.access): who calls, and may its role use this method."""
-    identity = identity_of(resolver.current_event, IdentityMapping.of(services().settings))
+    identity = identity_of(resolver.current_event, api_of(resolver).identity)
     caller = authorize(
         identity, resolver.current_event.http_method, resolver.current_event.headers or {}
     )
@@ -129,16 +108,8 @@ def _access(resolver: APIGatewayHttpResolver, next_middleware: NextMiddleware) -
 app.use(middlewares=[_access])
 
 
-def _caller() -> Caller:
-    caller = app.context.get("caller")
-    if not isinstance(caller, Caller):
-        raise UnauthenticatedError("no caller identity on the request")
-    return caller
-
-
 def _tenant() -> str:
-    """The tenant the request acts for: the caller's own, or the one an admin named."""
-    return _caller().tenant
+    return tenant_of(app)
 
 
 def _etag(version: int) -> str:
@@ -161,8 +132,7 @@ def _job_response(job: JobOut, status: int) -> Response[Any]:
     )
 
 
-def _json(model: Any, status: int = 200) -> Response[Any]:
-    return Response(status_code=status, content_type="application/json", body=model)
+_json = json_response
 
 
 @app.post(
@@ -246,12 +216,7 @@ def list_executions(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(pattern=EXECUTION_CURSOR)] = None,
 ) -> Response[ExecutionPage]:
-    service, tenant = _service(), _tenant()
-    records, next_cursor = service.executions(tenant, job_id, limit, cursor)
-    if not records and cursor is None:
-        # A deleted job's history stays readable until it expires; a job that never existed
-        # (or is another tenant's) is 404.
-        service.get(tenant, job_id)
+    records, next_cursor = _executions().of_job(_tenant(), job_id, limit, cursor)
     return _json(
         ExecutionPage(items=[ExecutionOut.of(r) for r in records], next_cursor=next_cursor)
     )
@@ -262,7 +227,7 @@ def list_executions(
     responses=_responses({200: "The execution with its attempts"}, 404),
 )
 def get_execution(execution_id: str) -> Response[ExecutionOut]:
-    return _json(ExecutionOut.of(_service().execution(_tenant(), execution_id)))
+    return _json(ExecutionOut.of(_executions().get(_tenant(), execution_id)))
 
 
 @app.get(
@@ -280,7 +245,7 @@ def list_executions_by_state(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[str | None, Query(pattern=ATTENTION_CURSOR)] = None,
 ) -> Response[ExecutionPage]:
-    records, next_cursor = _service().needing_attention(_tenant(), state, limit, cursor)
+    records, next_cursor = _executions().needing_attention(_tenant(), state, limit, cursor)
     return _json(
         ExecutionPage(items=[ExecutionOut.of(r) for r in records], next_cursor=next_cursor)
     )
@@ -298,7 +263,7 @@ def retry_execution(
     """Re-run a dead, failed or cancelled execution: with the job as it is now, or with
     `{"as_was": true}` as it ran (its snapshot). The body is optional."""
     as_was = body.as_was if body is not None else False
-    record = _service().retry_execution(_tenant(), execution_id, as_was=as_was)
+    record = _executions().retry_execution(_tenant(), execution_id, as_was=as_was)
     return _json(ExecutionOut.of(record), 202)
 
 
@@ -314,7 +279,7 @@ def retry_job_executions(
     """Re-run a job's dead (or failed) executions at once, at most `limit` per call. The body
     is optional."""
     ask = body if body is not None else BulkRerunIn()
-    done, refused, more = _service().retry_dead_of_job(
+    done, refused, more = _executions().retry_dead_of_job(
         _tenant(), job_id, state=ask.state, as_was=ask.as_was, limit=ask.limit
     )
     return _json(
@@ -333,7 +298,7 @@ def retry_job_executions(
     ),
 )
 def stats() -> Response[StatsOut]:
-    return _json(StatsService(_services()).overview(_tenant()))
+    return _json(StatsService(_api()).overview(_tenant()))
 
 
 @app.post(
@@ -348,14 +313,11 @@ def stats() -> Response[StatsOut]:
     ),
 )
 def cancel_execution(execution_id: str) -> Response[ExecutionOut]:
-    return _json(ExecutionOut.of(_service().cancel_execution(_tenant(), execution_id)), 202)
+    return _json(ExecutionOut.of(_executions().cancel_execution(_tenant(), execution_id)), 202)
 
 
-runs.register(app, _tenant, _services, _responses)
-webhook_keys.register(app, _caller, _services, _responses)
-oidc.register(app, _services, _responses)
-calendars.register(app, _tenant, _services, _responses)
-backfills.register(app, _tenant, _services, _responses)
+for _router in (runs.router, webhook_keys.router, oidc.router, calendars.router, backfills.router):
+    app.include_router(_router)
 
 
 @app.get("/v1/openapi.json", include_in_schema=False)
@@ -572,16 +534,16 @@ def body_model(method: str, path: str) -> tuple[type[BaseModel], bool] | None:
     return None
 
 
-def admit(event: dict[str, Any]) -> dict[str, Any] | None:
+def admit(event: dict[str, Any], api: Api) -> dict[str, Any] | None:
     """The refusal of a request that must not reach its route, as the answer API Gateway
     sends, or None to let it through (`takt.api.gate` says in which order it checks)."""
     request = APIGatewayProxyEventV2(event)
     headers = request.headers or {}
     try:
-        identity = identity_of(request, IdentityMapping.of(services().settings))
+        identity = identity_of(request, api.identity)
         caller = authorize(identity, request.http_method, headers)
         audit(caller, request.http_method)
-        take_request_token(services().for_tenant(caller.identity.tenant), caller)
+        take_request_token(api, caller)
         check_headers(headers)
         route = body_model(request.http_method, request.path)
         body = request.decoded_body or ""
@@ -600,6 +562,11 @@ def admit(event: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """Answer one API Gateway event: `admit`, then the route."""
-    return admit(event) or app.resolve(event, context)
+def handle(event: dict[str, Any], context: LambdaContext, api: Api) -> dict[str, Any]:
+    """Answer one API Gateway event with `api`: `admit`, then the route (which finds `api` in
+    the resolver's context, cleared when the request is answered)."""
+    refused = admit(event, api)
+    if refused is not None:
+        return refused
+    app.append_context(api=api)  # type: ignore[no-untyped-call]
+    return app.resolve(event, context)

@@ -1,27 +1,26 @@
 """The backfill routes: run every occurrence of a job in a range (takt.backfill).
 
 `POST /v1/jobs/{id}/backfill` starts one, `GET /v1/jobs/{id}/backfills` lists the job's latest,
-`GET` and `DELETE /v1/jobs/{id}/backfills/{backfill_id}` read and cancel one. `register` adds the
-routes with the API's own helpers, as takt.api.runs does.
+`GET` and `DELETE /v1/jobs/{id}/backfills/{backfill_id}` read and cancel one. A Powertools
+`Router` that `takt.api.app` includes, as takt.api.runs is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel, ConfigDict, Field
 
-from takt.api.errors import InvalidRequestError, JobNotFoundError
-from takt.api.service import JobService
-from takt.backfill import MAX_PARALLEL, Backfiller, BackfillError
+from takt.api.errors import InvalidRequestError, store_errors
+from takt.api.jobs import JobService
+from takt.api.routing import api_of, json_response, responses, tenant_of
+from takt.backfill import MAX_PARALLEL, BackfillError
 from takt.models.ids import format_time
 from takt.models.instants import Instant
-from takt.store.backfills import BackfillRecord, BackfillStore
-from takt.store.errors import NotFoundError
-from takt.wiring import Services
+from takt.store.backfills import BackfillRecord
 
 
 class BackfillIn(BaseModel):
@@ -74,75 +73,58 @@ class BackfillPage(BaseModel):
     items: list[BackfillOut]
 
 
-def backfiller(svc: Services) -> Backfiller:
-    return JobService(svc).lifecycle().backfills
+router = Router()  # type: ignore[no-untyped-call]
 
 
-def _json(body: Any, status: int = 200) -> Response[Any]:
-    return Response(status_code=status, content_type="application/json", body=body)
-
-
-def register(
-    app: APIGatewayHttpResolver,
-    tenant: Callable[[], str],
-    services: Callable[[], Services],
-    responses: Callable[..., dict[int, Any]],
-) -> None:
-    """Add the backfill routes to `app`."""
-
-    @app.post(
-        "/v1/jobs/<job_id>/backfill",
-        responses=responses({202: "The backfill, running its first occurrences"}, 404, 415),
-    )
-    def start_backfill(job_id: str, body: Annotated[BackfillIn, Body()]) -> Response[BackfillOut]:
-        svc, tenant_id = services(), tenant()
-        job = JobService(svc).get(tenant_id, job_id)
-        try:
-            record = backfiller(svc).start(
-                job, body.start, body.end, body.max_parallel, svc.clock.now()
-            )
-        except BackfillError as exc:
-            raise InvalidRequestError(
-                str(exc), [{"field": exc.field, "message": str(exc)}]
-            ) from None
-        return _json(BackfillOut.of(record), 202)
-
-    @app.get(
-        "/v1/jobs/<job_id>/backfills",
-        responses=responses({200: "The job's latest backfills, newest first"}, 404),
-    )
-    def list_backfills(job_id: str) -> Response[BackfillPage]:
-        svc, tenant_id = services(), tenant()
-        JobService(svc).get(tenant_id, job_id)
-        store = BackfillStore(svc.clients.dynamodb, svc.settings.tenants_table)
-        page = BackfillPage(
-            items=[BackfillOut.of(r) for r in store.list_for_job(tenant_id, job_id)]
+@router.post(
+    "/v1/jobs/<job_id>/backfill",
+    responses=responses({202: "The backfill, running its first occurrences"}, 404, 415),
+)
+def start_backfill(job_id: str, body: Annotated[BackfillIn, Body()]) -> Response[BackfillOut]:
+    api, tenant_id = api_of(router), tenant_of(router)
+    job = JobService(api).get(tenant_id, job_id)
+    try:
+        record = api.tenant(tenant_id).lifecycle.backfills.start(
+            job, body.start, body.end, body.max_parallel, api.clock.now()
         )
-        return _json(page)
+    except BackfillError as exc:
+        raise InvalidRequestError(str(exc), [{"field": exc.field, "message": str(exc)}]) from None
+    return json_response(BackfillOut.of(record), 202)
 
-    @app.get(
-        "/v1/jobs/<job_id>/backfills/<backfill_id>",
-        responses=responses({200: "The backfill and its progress"}, 404),
-    )
-    def get_backfill(job_id: str, backfill_id: str) -> Response[BackfillOut]:
-        svc = services()
-        store = BackfillStore(svc.clients.dynamodb, svc.settings.tenants_table)
-        try:
-            record = store.get(tenant(), job_id, backfill_id)
-        except NotFoundError:
-            raise JobNotFoundError(f"backfill {backfill_id} not found") from None
-        return _json(BackfillOut.of(record))
 
-    @app.delete(
-        "/v1/jobs/<job_id>/backfills/<backfill_id>",
-        responses=responses(
-            {200: "The backfill, cancelled: no more of it starts, its open executions stop"}, 404
-        ),
-    )
-    def cancel_backfill(job_id: str, backfill_id: str) -> Response[BackfillOut]:
-        svc = services()
-        try:
-            record = backfiller(svc).cancel(tenant(), job_id, backfill_id, svc.clock.now())
-        except NotFoundError:
-            raise JobNotFoundError(f"backfill {backfill_id} not found") from None
-        return _json(BackfillOut.of(record))
+@router.get(
+    "/v1/jobs/<job_id>/backfills",
+    responses=responses({200: "The job's latest backfills, newest first"}, 404),
+)
+def list_backfills(job_id: str) -> Response[BackfillPage]:
+    api, tenant_id = api_of(router), tenant_of(router)
+    JobService(api).get(tenant_id, job_id)
+    store = api.tenant(tenant_id).backfill_store
+    page = BackfillPage(items=[BackfillOut.of(r) for r in store.list_for_job(tenant_id, job_id)])
+    return json_response(page)
+
+
+@router.get(
+    "/v1/jobs/<job_id>/backfills/<backfill_id>",
+    responses=responses({200: "The backfill and its progress"}, 404),
+)
+def get_backfill(job_id: str, backfill_id: str) -> Response[BackfillOut]:
+    tenant_id = tenant_of(router)
+    store = api_of(router).tenant(tenant_id).backfill_store
+    with store_errors(f"backfill {backfill_id}"):
+        record = store.get(tenant_id, job_id, backfill_id)
+    return json_response(BackfillOut.of(record))
+
+
+@router.delete(
+    "/v1/jobs/<job_id>/backfills/<backfill_id>",
+    responses=responses(
+        {200: "The backfill, cancelled: no more of it starts, its open executions stop"}, 404
+    ),
+)
+def cancel_backfill(job_id: str, backfill_id: str) -> Response[BackfillOut]:
+    api, tenant_id = api_of(router), tenant_of(router)
+    backfills = api.tenant(tenant_id).lifecycle.backfills
+    with store_errors(f"backfill {backfill_id}"):
+        record = backfills.cancel(tenant_id, job_id, backfill_id, api.clock.now())
+    return json_response(BackfillOut.of(record))

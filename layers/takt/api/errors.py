@@ -1,8 +1,13 @@
-"""Domain errors of the job API, each mapped once to an HTTP problem (see app.py)."""
+"""Domain errors of the job API, each mapped once to an HTTP problem (see app.py), and the one
+place the store's outcomes become them (`store_errors`, `cursor_errors`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from takt.store.errors import ConflictError, NotFoundError
 
 
 class ApiError(Exception):
@@ -81,3 +86,30 @@ class TooManyRequestsError(ApiError):
     ) -> None:
         super().__init__(detail, errors)
         self.retry_after_sec = retry_after_sec
+
+
+@contextmanager
+def store_errors(
+    subject: str,
+    *,
+    conflict: str | None = None,
+    changed: type[ApiError] = ConflictingStateError,
+) -> Iterator[None]:
+    """The store's outcomes inside the block as problems about `subject` ("job job_1"): a
+    missing item is 404, a conditional write that lost is `changed` (409; 412 where the request
+    named the version it expected) with `conflict` as its detail (default: changed meanwhile)."""
+    try:
+        yield
+    except NotFoundError:
+        raise JobNotFoundError(f"{subject} not found") from None
+    except ConflictError:
+        raise changed(conflict or f"{subject} changed meanwhile") from None
+
+
+@contextmanager
+def cursor_errors() -> Iterator[None]:
+    """A page cursor the store cannot read (it raises ValueError) as 400 naming `cursor`."""
+    try:
+        yield
+    except ValueError as exc:
+        raise InvalidRequestError(str(exc), [{"field": "cursor", "message": str(exc)}]) from exc

@@ -7,15 +7,13 @@ publishes the document where receivers fetch it (docs/SECURITY.md, "OIDC tokens"
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, Field
 
 from takt.api.errors import ConflictingStateError
+from takt.api.routing import api_of, json_response, responses
 from takt.targets.http import TokenError
-from takt.wiring import Services
 
 
 class JwkOut(BaseModel):
@@ -31,21 +29,19 @@ class JwksOut(BaseModel):
     keys: list[JwkOut]
 
 
-def register(
-    app: APIGatewayHttpResolver,
-    services: Callable[[], Services],
-    responses: Callable[..., dict[int, Any]],
-) -> None:
-    @app.get(
-        "/v1/oidc/jwks",
-        responses=responses({200: "The JSON Web Key Set that verifies takt's OIDC tokens"}, 409),
-    )
-    def oidc_jwks() -> Response[JwksOut]:
-        signer = services().oidc
-        if signer is None:
-            raise ConflictingStateError("this deployment signs no OIDC tokens (no oidc_key_id)")
-        try:
-            jwks = JwksOut.model_validate(signer.jwks())
-        except TokenError as exc:
-            raise ConflictingStateError(f"the OIDC key cannot be read: {exc}") from exc
-        return Response(status_code=200, content_type="application/json", body=jwks)
+router = Router()  # type: ignore[no-untyped-call]
+
+
+@router.get(
+    "/v1/oidc/jwks",
+    responses=responses({200: "The JSON Web Key Set that verifies takt's OIDC tokens"}, 409),
+)
+def oidc_jwks() -> Response[JwksOut]:
+    signer = api_of(router).oidc
+    if signer is None:
+        raise ConflictingStateError("this deployment signs no OIDC tokens (no oidc_key_id)")
+    try:
+        jwks = JwksOut.model_validate(signer.jwks())
+    except TokenError as exc:
+        raise ConflictingStateError(f"the OIDC key cannot be read: {exc}") from exc
+    return json_response(jwks)

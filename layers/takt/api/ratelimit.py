@@ -17,21 +17,21 @@ from __future__ import annotations
 
 from takt.api.access import Caller
 from takt.api.errors import TooManyRequestsError
+from takt.api.parts import Api
 from takt.tenants.limits import retry_after
-from takt.wiring import Services
 
 REQUEST_BUCKET = "api-rate"
 
 
-def take_request_token(svc: Services, caller: Caller) -> None:
-    """Spend one of the caller's tenant's request tokens; TooManyRequestsError without one.
-    `svc` is the services of that tenant (its own DynamoDB session when deployed)."""
+def take_request_token(api: Api, caller: Caller) -> None:
+    """Spend one of the caller's tenant's request tokens (through that tenant's own DynamoDB
+    session when deployed); TooManyRequestsError without one."""
     tenant_id = caller.identity.tenant
-    limits = svc.settings.limits_for(tenant_id)
+    limits = api.settings.limits_for(tenant_id)
     if limits.api_per_sec is None:
         return
-    grant = svc.buckets.take(
-        tenant_id, REQUEST_BUCKET, 1, limits.api_per_sec, limits.api_burst, svc.clock.now()
+    grant = api.tenant(tenant_id).buckets.take(
+        tenant_id, REQUEST_BUCKET, 1, limits.api_per_sec, limits.api_burst, api.clock.now()
     )
     if not grant.granted:
         raise TooManyRequestsError(

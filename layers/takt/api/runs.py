@@ -1,26 +1,26 @@
 """The workflow run routes: a job's runs, one run with its tasks, and re-running a failed run.
 
-`register` adds them to the API's resolver with the same tenant helper and documented problem
-answers as every other route, so the access middleware and problem+json mapping apply unchanged.
+A Powertools `Router` that `takt.api.app` includes, with the same request helpers and documented
+problem answers as every other route (takt.api.routing), so the access middleware and the
+problem+json mapping apply unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, Field
 
-from takt.api.errors import ConflictingStateError, JobNotFoundError
+from takt.api.errors import ConflictingStateError, store_errors
+from takt.api.executions import ExecutionService
 from takt.api.models import ExecutionOut
-from takt.api.service import JobService
+from takt.api.routing import api_of, json_response, responses, tenant_of
 from takt.models.ids import format_time
 from takt.models.records import ExecutionRecord
-from takt.store.errors import NotFoundError
 from takt.store.jobs import EXECUTION_CURSOR
-from takt.wiring import Services
 from takt.workflows.engine import RunEngine, RunStateError, RunView
 from takt.workflows.model import depths
 
@@ -103,66 +103,54 @@ def _t(value: Any) -> str | None:
     return None if value is None else format_time(value)
 
 
-def _engine(svc: Services) -> RunEngine:
-    return JobService(svc).lifecycle().runs
+def _view(runs: RunEngine, tenant_id: str, run_id: str) -> RunView:
+    with store_errors(f"run {run_id}"):
+        return runs.view(tenant_id, run_id)
 
 
-def _view(svc: Services, tenant_id: str, run_id: str) -> RunView:
+router = Router()  # type: ignore[no-untyped-call]
+
+
+@router.get(
+    "/v1/jobs/<job_id>/runs",
+    responses=responses({200: "A page of the workflow's runs, newest first"}, 404),
+)
+def list_runs(
+    job_id: str,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(pattern=EXECUTION_CURSOR)] = None,
+) -> Response[RunPage]:
+    service = ExecutionService(api_of(router))
+    records, next_cursor = service.of_job(tenant_of(router), job_id, limit, cursor)
+    page = RunPage(
+        items=[RunSummaryOut.of(r) for r in records if r.run_tasks is not None],
+        next_cursor=next_cursor,
+    )
+    return json_response(page)
+
+
+@router.get(
+    "/v1/runs/<run_id>",
+    responses=responses({200: "The run: each task's state and its executions"}, 404),
+)
+def get_run(run_id: str) -> Response[RunOut]:
+    tenant_id = tenant_of(router)
+    runs = api_of(router).tenant(tenant_id).lifecycle.runs
+    return json_response(RunOut.of_view(_view(runs, tenant_id, run_id)))
+
+
+@router.post(
+    "/v1/runs/<run_id>/retry",
+    responses=responses(
+        {202: "The run, running again: its failed and not-run tasks re-run"}, 404, 409
+    ),
+)
+def retry_run(run_id: str) -> Response[RunOut]:
+    api, tenant_id = api_of(router), tenant_of(router)
+    runs = api.tenant(tenant_id).lifecycle.runs
     try:
-        return _engine(svc).view(tenant_id, run_id)
-    except NotFoundError:
-        raise JobNotFoundError(f"run {run_id} not found") from None
-
-
-def register(
-    app: APIGatewayHttpResolver,
-    tenant: Callable[[], str],
-    services: Callable[[], Services],
-    responses: Callable[..., dict[int, Any]],
-) -> None:
-    """Add the run routes to `app`; `tenant`, `services` (the tenant's) and `responses` are
-    the API's own helpers."""
-
-    @app.get(
-        "/v1/jobs/<job_id>/runs",
-        responses=responses({200: "A page of the workflow's runs, newest first"}, 404),
-    )
-    def list_runs(
-        job_id: str,
-        limit: Annotated[int, Query(ge=1, le=200)] = 50,
-        cursor: Annotated[str | None, Query(pattern=EXECUTION_CURSOR)] = None,
-    ) -> Response[RunPage]:
-        service, tenant_id = JobService(services()), tenant()
-        records, next_cursor = service.executions(tenant_id, job_id, limit, cursor)
-        if not records and cursor is None:
-            service.get(tenant_id, job_id)  # 404 for a job that never existed
-        page = RunPage(
-            items=[RunSummaryOut.of(r) for r in records if r.run_tasks is not None],
-            next_cursor=next_cursor,
-        )
-        return Response(status_code=200, content_type="application/json", body=page)
-
-    @app.get(
-        "/v1/runs/<run_id>",
-        responses=responses({200: "The run: each task's state and its executions"}, 404),
-    )
-    def get_run(run_id: str) -> Response[RunOut]:
-        body = RunOut.of_view(_view(services(), tenant(), run_id))
-        return Response(status_code=200, content_type="application/json", body=body)
-
-    @app.post(
-        "/v1/runs/<run_id>/retry",
-        responses=responses(
-            {202: "The run, running again: its failed and not-run tasks re-run"}, 404, 409
-        ),
-    )
-    def retry_run(run_id: str) -> Response[RunOut]:
-        tenant_id, svc = tenant(), services()
-        try:
-            _engine(svc).retry(tenant_id, run_id, svc.clock.now())
-        except NotFoundError:
-            raise JobNotFoundError(f"run {run_id} not found") from None
-        except RunStateError as exc:
-            raise ConflictingStateError(str(exc)) from None
-        body = RunOut.of_view(_view(svc, tenant_id, run_id))
-        return Response(status_code=202, content_type="application/json", body=body)
+        with store_errors(f"run {run_id}"):
+            runs.retry(tenant_id, run_id, api.clock.now())
+    except RunStateError as exc:
+        raise ConflictingStateError(str(exc)) from None
+    return json_response(RunOut.of_view(_view(runs, tenant_id, run_id)), 202)

@@ -4,7 +4,7 @@
   so thousands of jobs fit in one page), up to `JOB_READ_LIMIT` jobs a call.
 - Dead and failed executions: counts of the caller's partitions of the `attention` index.
 - Lane depths: SQS GetQueueAttributes on every lane and its dead-letter queue.
-- Throughput and lag per minute: the metrics the handlers publish, from `Services.metrics_reader`
+- Throughput and lag per minute: the metrics the handlers publish, from `Api.metrics`
   (CloudWatch in the cloud, the in-memory window under `takt local`), so the console, `takt top`
   and the CloudWatch alarms agree. Recomputing them from the executions table would need a read
   of every execution of the hour, and would be a second definition of the same numbers.
@@ -22,13 +22,13 @@ from takt.api.models import (
     StatsOut,
     TotalsOut,
 )
+from takt.api.parts import Api
 from takt.models.ids import format_time, parse_time
 from takt.models.records import ExecState, JobStatus
-from takt.stats import MetricQuery, lane_depths
+from takt.stats import MetricQuery
 from takt.stats.base import MINUTE_SEC
 from takt.store.executions import ATTENTION_STATES
 from takt.store.jobs import JobOutline
-from takt.wiring import Services
 
 WINDOW_MINUTES = 60
 JOB_READ_LIMIT = 10_000
@@ -66,19 +66,20 @@ def window_start(now: datetime) -> datetime:
 
 
 class StatsService:
-    def __init__(self, svc: Services) -> None:
-        self._svc = svc
+    def __init__(self, api: Api) -> None:
+        self._api = api
 
     def overview(self, tenant_id: str) -> StatsOut:
-        now = self._svc.clock.now()
-        outlines, complete = self._svc.jobs.outlines(tenant_id, limit=JOB_READ_LIMIT)
-        executions = self._svc.executions
+        now = self._api.clock.now()
+        data = self._api.tenant(tenant_id)
+        outlines, complete = data.jobs.outlines(tenant_id, limit=JOB_READ_LIMIT)
+        executions = data.executions
         attention = {
             state: executions.count_needing_attention(tenant_id, state)
             for state in ATTENTION_STATES
         }
         start = window_start(now)
-        series = self._svc.metrics_reader.minutely(QUERIES, start, WINDOW_MINUTES)
+        series = self._api.metrics().minutely(QUERIES, start, WINDOW_MINUTES)
         return StatsOut(
             generated_at=format_time(now),
             window_minutes=WINDOW_MINUTES,
@@ -94,7 +95,7 @@ class StatsService:
                     delayed=d.delayed,
                     dead_letter=d.dead_letter,
                 )
-                for d in lane_depths(self._svc.clients.sqs, self._svc.settings.lane_urls)
+                for d in self._api.lane_depths()
             ],
             minutes=[_minute(series, start, i) for i in range(WINDOW_MINUTES)],
             totals=TotalsOut.model_validate(

@@ -9,18 +9,18 @@ tenant's receivers accept, which no read-only caller should be able to do.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from pydantic import BaseModel, ConfigDict, Field
 
 from takt.api.access import RIGHTS, Caller
 from takt.api.errors import ConflictingStateError, ForbiddenError
+from takt.api.routing import api_of, caller_of, json_response, responses
 from takt.tenants.webhook_keys import DEFAULT_OVERLAP, MAX_OVERLAP, WebhookKey, WebhookKeyError
-from takt.wiring import Services
 
 
 class WebhookKeyOut(BaseModel):
@@ -55,51 +55,46 @@ class RotateIn(BaseModel):
     )
 
 
-def register(
-    app: APIGatewayHttpResolver,
-    caller: Callable[[], Caller],
-    services: Callable[[], Services],
-    responses: Callable[..., dict[int, Any]],
-) -> None:
-    def keys_caller() -> Caller:
-        who = caller()
-        role = who.identity.role
-        if role is None or "write" not in RIGHTS[role]:
-            raise ForbiddenError(f"the {role} role may not see or rotate signing keys")
-        return who
-
-    @app.get(
-        "/v1/webhook-keys",
-        responses=responses({200: "The tenant's signing keys, current first"}, 409),
-    )
-    def show_webhook_keys() -> Response[WebhookKeysOut]:
-        tenant = keys_caller().tenant
-        svc = services()
-        try:
-            keys = svc.webhook_keys.keys(tenant, svc.clock.now())
-        except WebhookKeyError as exc:
-            raise ConflictingStateError(str(exc)) from exc
-        return _json(WebhookKeysOut.of(tenant, keys))
-
-    @app.post(
-        "/v1/webhook-keys/rotate",
-        responses=responses(
-            {200: "The tenant's keys after the rotation: the new one, then the one it replaces"},
-            409,
-        ),
-    )
-    def rotate_webhook_key(
-        body: Annotated[RotateIn | None, Body()] = None,
-    ) -> Response[WebhookKeysOut]:
-        tenant = keys_caller().tenant
-        overlap = timedelta(seconds=(body or RotateIn()).overlap_sec)
-        svc = services()
-        try:
-            keys = svc.webhook_keys.rotate(tenant, svc.clock.now(), overlap)
-        except WebhookKeyError as exc:
-            raise ConflictingStateError(str(exc)) from exc
-        return _json(WebhookKeysOut.of(tenant, keys))
+router = Router()  # type: ignore[no-untyped-call]
 
 
-def _json(model: BaseModel) -> Response[Any]:
-    return Response(status_code=200, content_type="application/json", body=model)
+def _keys_caller() -> Caller:
+    who = caller_of(router)
+    role = who.identity.role
+    if role is None or "write" not in RIGHTS[role]:
+        raise ForbiddenError(f"the {role} role may not see or rotate signing keys")
+    return who
+
+
+@router.get(
+    "/v1/webhook-keys",
+    responses=responses({200: "The tenant's signing keys, current first"}, 409),
+)
+def show_webhook_keys() -> Response[WebhookKeysOut]:
+    tenant = _keys_caller().tenant
+    api = api_of(router)
+    try:
+        keys = api.tenant(tenant).webhook_keys.keys(tenant, api.clock.now())
+    except WebhookKeyError as exc:
+        raise ConflictingStateError(str(exc)) from exc
+    return json_response(WebhookKeysOut.of(tenant, keys))
+
+
+@router.post(
+    "/v1/webhook-keys/rotate",
+    responses=responses(
+        {200: "The tenant's keys after the rotation: the new one, then the one it replaces"},
+        409,
+    ),
+)
+def rotate_webhook_key(
+    body: Annotated[RotateIn | None, Body()] = None,
+) -> Response[WebhookKeysOut]:
+    tenant = _keys_caller().tenant
+    overlap = timedelta(seconds=(body or RotateIn()).overlap_sec)
+    api = api_of(router)
+    try:
+        keys = api.tenant(tenant).webhook_keys.rotate(tenant, api.clock.now(), overlap)
+    except WebhookKeyError as exc:
+        raise ConflictingStateError(str(exc)) from exc
+    return json_response(WebhookKeysOut.of(tenant, keys))

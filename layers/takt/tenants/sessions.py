@@ -11,13 +11,16 @@ credentials expire, then assumed again.
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import boto3
 
 from takt.aws import client_config
+from takt.clock import Clock
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -30,6 +33,9 @@ SESSION_SEC = 3600
 # A session is replaced this long before its credentials expire.
 RENEW_BEFORE = timedelta(minutes=5)
 _NOT_IN_SESSION_NAME = re.compile(r"[^\w+=,.@-]")
+# One function instance keeps the sessions of at most this many tenants (each holds a client).
+MAX_TENANT_SESSIONS = 64
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -70,3 +76,31 @@ class TenantSessions:
             "dynamodb", endpoint_url=self._settings.aws_endpoint_url, config=client_config(32)
         )
         return TenantSession(client, now + timedelta(seconds=SESSION_SEC) - RENEW_BEFORE)
+
+
+class PerTenant(Generic[T]):
+    """One `T` per tenant, built over that tenant's own DynamoDB session and built again when
+    the session is due for renewal; the sessions of the `MAX_TENANT_SESSIONS` most recently
+    used tenants are kept, the least recent dropped."""
+
+    def __init__(
+        self, sessions: TenantSessions, build: Callable[[DynamoDBClient], T], clock: Clock
+    ) -> None:
+        self._sessions = sessions
+        self._build = build
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._kept: dict[str, tuple[datetime, T]] = {}
+
+    def get(self, tenant_id: str) -> T:
+        with self._lock:
+            now = self._clock.now()
+            kept = self._kept.pop(tenant_id, None)
+            if kept is None or now >= kept[0]:
+                session = self._sessions.open(tenant_id, now)
+                kept = (session.renew_at, self._build(session.dynamodb))
+            # Most recently used last.
+            self._kept[tenant_id] = kept
+            while len(self._kept) > MAX_TENANT_SESSIONS:
+                del self._kept[next(iter(self._kept))]
+            return kept[1]

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from takt.api.errors import ConflictingStateError
-from takt.api.service import JobService
+from takt.api.executions import ExecutionService
 from takt.clock import ManualClock
 from takt.models.records import ExecState, ExecutionRecord, RetryPolicy
 from takt.store.executions import Transition
@@ -50,7 +50,7 @@ def test_a_pending_execution_is_cancelled_at_once_and_its_message_then_runs_noth
 ) -> None:
     record, message = submit_to(svc, clock, "handler:it.ok", {"key": key})
 
-    cancelled = JobService(svc).cancel_execution(TENANT, record.execution_id)
+    cancelled = ExecutionService(svc.api).cancel_execution(TENANT, record.execution_id)
     outcome = runner_for(svc).process(message)
 
     assert cancelled.state == ExecState.CANCELLED
@@ -67,7 +67,7 @@ def test_a_running_handler_is_stopped_at_its_next_heartbeat_and_not_retried(
     thread, outcomes = in_thread(lambda: runner_for(fast).process(message))
     poll_until(lambda: stored(fast, record).state == ExecState.RUNNING, "the lease")
 
-    requested = JobService(fast).cancel_execution(TENANT, record.execution_id)
+    requested = ExecutionService(fast.api).cancel_execution(TENANT, record.execution_id)
     thread.join(timeout=DEADLINE_SEC)
 
     after = stored(fast, record)
@@ -89,7 +89,7 @@ def test_a_running_http_call_is_abandoned_when_cancelled(
     thread, outcomes = in_thread(lambda: runner_for(fast).process(message))
     receiver.wait_for_calls(1)
 
-    JobService(fast).cancel_execution(TENANT, record.execution_id)
+    ExecutionService(fast.api).cancel_execution(TENANT, record.execution_id)
     thread.join(timeout=DEADLINE_SEC)
     still_waiting = not answer.is_set()
     answer.set()
@@ -107,7 +107,7 @@ def test_a_failure_after_the_cancel_but_before_a_heartbeat_is_cancelled_not_retr
     thread, outcomes = in_thread(lambda: runner_for(svc).process(message))
     poll_until(lambda: stored(svc, record).state == ExecState.RUNNING, "the lease")
 
-    JobService(svc).cancel_execution(TENANT, record.execution_id)
+    ExecutionService(svc.api).cancel_execution(TENANT, record.execution_id)
     handlers.gate(key).set()
     thread.join(timeout=DEADLINE_SEC)
 
@@ -121,7 +121,7 @@ def test_the_watchdog_cancels_an_expired_lease_whose_cancel_was_asked_for(
     svc: Services, clock: ManualClock, key: str
 ) -> None:
     record = _leased_by_a_dead_worker(svc, clock, key)
-    JobService(svc).cancel_execution(TENANT, record.execution_id)
+    ExecutionService(svc.api).cancel_execution(TENANT, record.execution_id)
 
     clock.advance(svc.settings.lease_sec + svc.settings.clock_margin_sec + 1)
     result = svc.watchdog.sweep(clock.now())
@@ -143,7 +143,7 @@ def test_a_cancel_landing_between_the_watchdogs_read_and_write_wins_over_the_ret
     def cancel_once() -> None:
         if not requested:
             requested.append(record.execution_id)
-            JobService(svc).cancel_execution(TENANT, record.execution_id)
+            ExecutionService(svc.api).cancel_execution(TENANT, record.execution_id)
 
     watchdog = Watchdog(
         svc.settings, svc.jobs, interleave(svc.executions, "get", cancel_once), svc.lanes
@@ -184,7 +184,7 @@ def test_a_rerun_of_a_cancelled_execution_is_not_cancelled_again(
     record, message = submit_to(fast, clock, "handler:it.wait", {"key": key})
     thread, _ = in_thread(lambda: runner_for(fast).process(message))
     poll_until(lambda: stored(fast, record).state == ExecState.RUNNING, "the lease")
-    service = JobService(fast)
+    service = ExecutionService(fast.api)
     service.cancel_execution(TENANT, record.execution_id)
     thread.join(timeout=DEADLINE_SEC)
 
@@ -203,7 +203,7 @@ def test_cancelling_a_finished_execution_is_a_conflict(
     runner_for(svc).process(message)
 
     with pytest.raises(ConflictingStateError, match="is succeeded"):
-        JobService(svc).cancel_execution(TENANT, record.execution_id)
+        ExecutionService(svc.api).cancel_execution(TENANT, record.execution_id)
 
 
 def _leased_by_a_dead_worker(svc: Services, clock: ManualClock, key: str) -> ExecutionRecord:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from takt.api.errors import InvalidRequestError
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate
-from takt.api.service import JobService
 from takt.clock import ManualClock
 from takt.models.calls import CallContext
 from takt.models.ids import format_time
@@ -200,7 +200,7 @@ def test_a_target_in_another_region_is_refused_at_create_and_failed_if_stored(
     record, message = submit_to(svc, clock, elsewhere)
 
     with pytest.raises(InvalidRequestError) as refused:
-        JobService(svc).create(TENANT, JobCreate(interval="1h", target=elsewhere), None)
+        JobService(svc.api).create(TENANT, JobCreate(interval="1h", target=elsewhere), None)
     outcome = runner_for(svc).process(message)
 
     assert refused.value.errors == [

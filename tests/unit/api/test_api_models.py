@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from takt.api.jobs import body_hash
 from takt.api.models import FieldError, JobCreate, JobPatch
-from takt.api.service import body_hash
 
 TARGET = "https://svc/report"
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from takt.api.jobs import body_hash
 from takt.api.models import JobCreate, JobPatch
-from takt.api.service import body_hash
 
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:jobs"
 TOPIC_ARN = "arn:aws:sns:us-east-1:123456789012:events"

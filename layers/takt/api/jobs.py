@@ -1,0 +1,446 @@
+"""The job commands: what each API call on a job does to the tables, in crash-safe order.
+
+What a change does to a job is decided by `takt.api.patch` (pure); this module checks what needs
+a table or the deployment's settings and writes. Commands on executions are in
+`takt.api.executions`.
+
+The API writes jobs only, never the due index: the jobs table's stream carries every change to
+the due indexer (`takt.dispatch.indexer`), which puts the due item of an active job's new
+`next_run_time`. A job write that succeeded is in the stream, which Lambda reads until the
+indexer has taken it, so a crash of the API after its write loses no index entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any
+
+from takt.api.errors import (
+    ApiError,
+    ConflictingStateError,
+    GoneError,
+    IdempotencyMismatchError,
+    InvalidRequestError,
+    PayloadTooLargeError,
+    PreconditionFailedError,
+    TooManyRequestsError,
+    cursor_errors,
+    store_errors,
+)
+from takt.api.models import JobCreate, JobPatch
+from takt.api.parts import Api, TenantData
+from takt.api.patch import apply_patch, check_not_late, first_run
+from takt.models.ids import execution_id, new_job_id, to_ms
+from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, JobRecord, JobStatus
+from takt.models.targets import HttpSpec, parse_target
+from takt.schedule import preview
+from takt.store.errors import ConflictError, NotFoundError
+from takt.store.idempotency import IdempotencyRecord
+from takt.store.names import NameTakenError
+from takt.targets.egress import EgressPolicy
+from takt.targets.http import definition_problems
+from takt.tenants import JobLimitError, RateLimitedError
+from takt.tenants.limits import retry_after
+
+
+def _too_many_jobs(exc: JobLimitError) -> TooManyRequestsError:
+    return TooManyRequestsError(
+        f"{exc}: delete jobs to create more",
+        [{"field": "max_jobs", "message": f"the tenant's limit is {exc.limit} jobs"}],
+    )
+
+
+def body_hash(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class JobService:
+    """The job commands of one API (its settings, clock and tenants' data)."""
+
+    def __init__(self, api: Api) -> None:
+        self._api = api
+
+    def _data(self, tenant_id: str) -> TenantData:
+        return self._api.tenant(tenant_id)
+
+    # Jobs
+
+    def create(
+        self, tenant_id: str, body: JobCreate, idempotency_key: str | None
+    ) -> tuple[JobRecord, bool]:
+        """Create a job; (job, False) when the idempotency key returns an earlier one.
+
+        Everything that can refuse the request runs before the first write, so a refused
+        request leaves no idempotency record behind (DESIGN invariant 7): otherwise the
+        corrected retry under the same key would be refused as a different body.
+        """
+        now = self._api.clock.now()
+        key = idempotency_key or body.idempotency_key
+        job = JobRecord(
+            tenant_id=tenant_id,
+            job_id=new_job_id(),
+            name=body.name,
+            schedule=body.schedule,
+            interval=body.interval,
+            run_at=body.run_at,
+            time_zone=body.time_zone,
+            dst=body.dst,
+            start_at=body.start_at,
+            end_at=body.end_at,
+            anchor=body.start_at or now,
+            target=body.target or WORKFLOW_TARGET,
+            tasks=body.tasks,
+            payload=body.payload,
+            retry=body.retry,
+            timeout_sec=body.timeout_sec,
+            priority=body.priority,
+            catchup=body.catchup,
+            catchup_window=body.catchup_window,
+            overlap=body.overlap,
+            jitter=body.jitter,
+            status=JobStatus(body.status),
+            pause_until=body.pause_until,
+            calendars=body.calendars,
+            notify=body.notify,
+            idempotency_key=key,
+            created_at=now,
+            updated_at=now,
+        )
+        if not body.run_late:
+            check_not_late(job, now)
+        job.next_run_time = first_run(job, now)
+        self._check_calendars(tenant_id, job.calendars)
+        self._check_payload(job)
+        self._check_target_region(job)
+        self._check_http_target(job)
+        if key:
+            digest = body_hash(
+                body.model_dump(mode="json", exclude={"idempotency_key", "run_late"})
+            )
+            return self._create_keyed(job, key, digest, now)
+        self._within_limits(tenant_id, now)
+        self._store(job, None)
+        return job, True
+
+    def _claim_name(self, job: JobRecord, now: datetime) -> None:
+        """Claim the job's name for it (409 when another job of the tenant has it)."""
+        if job.name is None:
+            return
+
+        def holds(holder: str) -> bool:
+            try:
+                return self._data(job.tenant_id).jobs.get(job.tenant_id, holder).name == job.name
+            except NotFoundError:
+                return False
+
+        try:
+            self._data(job.tenant_id).names.claim(
+                job.tenant_id, job.name, job.job_id, to_ms(now), holds
+            )
+        except NameTakenError as exc:
+            raise ConflictingStateError(
+                f"{exc}: names are unique among a tenant's jobs",
+                [{"field": "name", "message": f"taken by job {exc.holder}"}],
+            ) from None
+
+    def _create_keyed(
+        self, job: JobRecord, key: str, digest: str, now: datetime
+    ) -> tuple[JobRecord, bool]:
+        """Create `job` under idempotency key `key`, or answer with the job an earlier try under
+        that key made.
+
+        The key is looked up before the tenant's limits are taken, so a retry of a create that
+        succeeded gets its job back even at a limit, and takes no job slot and no rate token.
+        A try racing another one of the same key is answered with that one's job too: if the
+        other stored it before this one's limit check refused, and if the other claimed the key
+        first. The slot is only ever taken by the transaction that writes the job, but in that
+        second race the rate token this try took stays spent: TokenBuckets gives none back.
+        """
+        tenant_id = job.tenant_id
+        now_epoch = int(now.timestamp())
+        earlier = self._data(tenant_id).idempotency.find(tenant_id, key, now_epoch)
+        if earlier is not None:
+            replayed = self._replay(tenant_id, key, digest, earlier)
+            if replayed is not None:
+                return replayed, False
+            job.job_id = earlier.job_id  # an earlier try crashed: finish its work
+        try:
+            self._within_limits(tenant_id, now)
+        except TooManyRequestsError:
+            replayed = self._replay_stored(tenant_id, key, digest, now_epoch)
+            if replayed is None:
+                raise
+            return replayed, False
+        if earlier is None:
+            earlier = self._data(tenant_id).idempotency.claim(
+                tenant_id, key, job.job_id, digest, now_epoch
+            )
+            if earlier is not None:
+                replayed = self._replay(tenant_id, key, digest, earlier)
+                if replayed is not None:
+                    return replayed, False
+                job.job_id = earlier.job_id
+        try:
+            self._store(job, key)
+        except ConflictError:
+            # Another try finishing the same earlier one wrote the job first.
+            return self._data(tenant_id).jobs.get(tenant_id, job.job_id), False
+        return job, True
+
+    def _store(self, job: JobRecord, key: str | None) -> None:
+        """Write and count the job, and mark `key` done with it; 429 at the job limit, giving
+        back `key`, claimed for it, so the refused create leaves nothing behind.
+
+        Any other failure gives the key back too when the job is not stored, so a create that
+        failed (500) does not hold its key for a different, corrected body. When the failure
+        hides a write that happened (a lost answer), the key stays, and a retry finds the job.
+        """
+        data = self._data(job.tenant_id)
+        idempotency = data.idempotency
+        done = idempotency.done_item(job.tenant_id, key, job.job_id) if key else None
+        self._claim_name(job, job.created_at)
+        try:
+            data.limiter.create_job(job, done)
+        except JobLimitError as exc:
+            if key:
+                idempotency.release(job.tenant_id, key, job.job_id)
+            self._release_name(job.tenant_id, job.name, job.job_id)
+            raise _too_many_jobs(exc) from None
+        except ConflictError:
+            raise
+        except Exception:
+            if not self._stored(job):
+                if key:
+                    idempotency.release(job.tenant_id, key, job.job_id)
+                self._release_name(job.tenant_id, job.name, job.job_id)
+            raise
+
+    def _stored(self, job: JobRecord) -> bool:
+        try:
+            self._data(job.tenant_id).jobs.get(job.tenant_id, job.job_id)
+        except NotFoundError:
+            return False
+        return True
+
+    def _release_name(self, tenant_id: str, name: str | None, job_id: str) -> None:
+        if name is not None:
+            self._data(tenant_id).names.release(tenant_id, name, job_id)
+
+    def _replay(
+        self, tenant_id: str, key: str, digest: str, earlier: IdempotencyRecord
+    ) -> JobRecord | None:
+        """The job an earlier create under `key` made; 422 when that create had another body.
+
+        None when no such job is stored yet (the earlier try crashed before writing it, or is
+        still writing it): this create then writes it under that id. 410 when the job was
+        stored and has been deleted since: the key does not bring it back.
+        """
+        if earlier.body_hash != digest:
+            raise IdempotencyMismatchError(
+                f"idempotency key {key!r} was used with a different body",
+                [{"field": "idempotency_key", "message": "used with a different body"}],
+            )
+        try:
+            return self._data(tenant_id).jobs.get(tenant_id, earlier.job_id)
+        except NotFoundError:
+            if earlier.done:
+                raise GoneError(
+                    f"job {earlier.job_id}, created with idempotency key {key!r}, was deleted",
+                    [
+                        {
+                            "field": "idempotency_key",
+                            "message": f"its job {earlier.job_id} was deleted",
+                        }
+                    ],
+                ) from None
+            return None
+
+    def _replay_stored(
+        self, tenant_id: str, key: str, digest: str, now_epoch: int
+    ) -> JobRecord | None:
+        """The job stored under `key` by now, if any (`_replay`)."""
+        earlier = self._data(tenant_id).idempotency.find(tenant_id, key, now_epoch)
+        return None if earlier is None else self._replay(tenant_id, key, digest, earlier)
+
+    def _within_limits(self, tenant_id: str, now: datetime) -> None:
+        """Refuse a create over the tenant's job limit or creation rate (429), after every
+        check of the request itself and the idempotency key's lookup, so neither a bad request
+        nor a retry of a create that succeeded spends a token."""
+        limiter = self._data(tenant_id).limiter
+        try:
+            limiter.check_room(tenant_id)
+            limiter.take_create_token(tenant_id, now)
+        except JobLimitError as exc:
+            raise _too_many_jobs(exc) from None
+        except RateLimitedError as exc:
+            raise TooManyRequestsError(
+                f"{exc}; try again in {exc.retry_after_sec:.1f} s",
+                [{"field": "create_per_sec", "message": f"over {exc.rate:g} jobs a second"}],
+                retry_after_sec=retry_after(exc.retry_after_sec),
+            ) from None
+
+    def _check_payload(self, job: JobRecord) -> None:
+        size = len(json.dumps(job.payload, separators=(",", ":")).encode())
+        limit = self._api.settings.limits_for(job.tenant_id).max_payload_bytes
+        if size > limit:
+            raise PayloadTooLargeError(
+                f"payload is {size} bytes; the limit is {limit}",
+                [{"field": "payload", "message": f"{size} bytes; the limit is {limit}"}],
+            )
+
+    def get(self, tenant_id: str, job_id: str) -> JobRecord:
+        with store_errors(f"job {job_id}"):
+            return self._data(tenant_id).jobs.get(tenant_id, job_id)
+
+    def list_jobs(
+        self,
+        tenant_id: str,
+        limit: int,
+        cursor: str | None,
+        status: str | None,
+        name_prefix: str | None,
+    ) -> tuple[list[JobRecord], str | None]:
+        with cursor_errors():
+            return self._data(tenant_id).jobs.list(
+                tenant_id, limit=limit, cursor=cursor, status=status, name_prefix=name_prefix
+            )
+
+    def update(
+        self, tenant_id: str, job_id: str, patch: JobPatch, if_match: int | None
+    ) -> JobRecord:
+        """Change a job (`apply_patch`), check what needs a table or the settings, write once."""
+        current = self.get(tenant_id, job_id)
+        if if_match is not None and if_match != current.version:
+            raise PreconditionFailedError(
+                f"job {job_id} is at version {current.version}, not {if_match}"
+            )
+        patched = apply_patch(current, patch, self._api.clock.now())
+        updated = patched.job
+        if patch.target is not None or patch.tasks is not None or patch.notify is not None:
+            self._check_target_region(updated)
+            self._check_http_target(updated)
+        if "calendars" in patch.model_fields_set:
+            self._check_calendars(tenant_id, updated.calendars)
+        self._check_payload(updated)
+        self._write_update(current, updated, patched.written)
+        return self.get(tenant_id, job_id)
+
+    def _write_update(
+        self, current: JobRecord, updated: JobRecord, written: frozenset[str]
+    ) -> None:
+        """Write an update; a new name is claimed first and the old one given back after."""
+        tenant_id, job_id = current.tenant_id, current.job_id
+        renamed = updated.name != current.name
+        if renamed:
+            self._claim_name(updated, updated.updated_at)
+        try:
+            with store_errors(
+                f"job {job_id}",
+                conflict=f"job {job_id} changed meanwhile; read it again",
+                changed=PreconditionFailedError,
+            ):
+                self._data(tenant_id).jobs.update_definition(updated, current.version, set(written))
+        except ApiError:
+            if renamed:
+                self._release_name(tenant_id, updated.name, job_id)
+            raise
+        if renamed:
+            self._release_name(tenant_id, current.name, job_id)
+
+    def _check_calendars(self, tenant_id: str, names: list[str] | None) -> None:
+        """Refuse (400, naming `calendars`) a job that names a calendar the tenant lacks."""
+        for name in names or []:
+            try:
+                self._data(tenant_id).calendars.get(tenant_id, name)
+            except NotFoundError:
+                message = f"no calendar named {name!r}: create it with POST /v1/calendars"
+                raise InvalidRequestError(
+                    message, [{"field": "calendars", "message": message}]
+                ) from None
+
+    def delete(self, tenant_id: str, job_id: str) -> None:
+        name = self.get(tenant_id, job_id).name
+        with store_errors(f"job {job_id}"):
+            self._data(tenant_id).limiter.delete_job(tenant_id, job_id)
+        # After the job is gone: a crash in between leaves a claim whose holder is gone, which
+        # the next claim of the name takes over.
+        self._release_name(tenant_id, name, job_id)
+
+    def next_runs(
+        self, tenant_id: str, job_id: str, count: int
+    ) -> tuple[JobRecord, list[datetime]]:
+        """A job and its next `count` occurrences after now (none once it has completed).
+
+        Computed with the scheduler's own schedule functions, so the preview and the runs agree.
+        """
+        job = self.get(tenant_id, job_id)
+        if job.status == JobStatus.COMPLETED:
+            return job, []
+        runs = preview(
+            job.parsed_schedule(),
+            self._api.clock.now(),
+            count,
+            start_at=job.first_allowed,
+            end_at=job.end_at,
+        )
+        return job, runs
+
+    def trigger(self, tenant_id: str, job_id: str) -> ExecutionRecord:
+        """Run a job once, now, outside its schedule."""
+        job = self.get(tenant_id, job_id)
+        now = self._api.clock.now()
+        record = ExecutionRecord.for_job(
+            job,
+            execution_id(job_id, now, manual=True),
+            now,
+            ExecState.PENDING,
+            now,
+            trigger="manual",
+        )
+        data = self._data(tenant_id)
+        if not data.executions.create(record, check_at_ms=data.lifecycle.check_at(now)):
+            raise ConflictingStateError("triggered twice in the same millisecond; try again")
+        data.lifecycle.dispatch(record, now, job)
+        return record
+
+    def _check_target_region(self, job: JobRecord) -> None:
+        """Queue-topic targets are published with this deployment's clients, in its region."""
+        targets = [("target", job.target)]
+        if job.tasks:
+            targets = [(f"tasks[{i}].target", t.target) for i, t in enumerate(job.tasks)]
+        if job.notify is not None:
+            targets.append(("notify.to", job.notify.to))
+        for field, target in targets:
+            region = getattr(parse_target(target), "region", None)
+            if region is not None and region != self._api.settings.region:
+                message = f"target is in {region}; this deployment publishes in " + (
+                    self._api.settings.region
+                )
+                raise InvalidRequestError(message, [{"field": field, "message": message}])
+
+    def _check_http_target(self, job: JobRecord) -> None:
+        """An HTTP target the worker would refuse on sight (a workflow's task targets too) is
+        refused now (docs/SECURITY.md)."""
+        targets = [("", job.target)]
+        if job.tasks:
+            targets = [(f"tasks[{i}].", t.target) for i, t in enumerate(job.tasks)]
+        settings = self._api.settings
+        policy = EgressPolicy(settings.egress_allow)
+        problems: list[tuple[str, str]] = []
+        for prefix, target in targets:
+            spec = parse_target(target)
+            if isinstance(spec, HttpSpec):
+                found = definition_problems(spec, job.tenant_id, policy, settings.secret_prefix)
+                problems.extend((prefix + field, text) for field, text in found)
+        if job.notify is not None:
+            spec = parse_target(job.notify.to)
+            if isinstance(spec, HttpSpec):
+                found = definition_problems(spec, job.tenant_id, policy, settings.secret_prefix)
+                # A webhook's own fields are `notify.to`, whichever part of it is wrong.
+                problems.extend(("notify.to", text) for _, text in found)
+        if problems:
+            raise InvalidRequestError(
+                problems[0][1], [{"field": field, "message": text} for field, text in problems]
+            )

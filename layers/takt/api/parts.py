@@ -1,0 +1,82 @@
+"""What the API works with, handed to it by its builder (`takt.wiring.build_api`).
+
+The API does not build its stores or read the deployment's whole configuration: the handler
+passes an `Api` into each request (`takt.api.app.handle`), and the routes and commands take what
+they need from it. A tenant's tables are reached through `Api.tenant`, which, deployed, gives the
+stores of that tenant's own DynamoDB session (`takt.tenants.sessions`), so IAM confines each
+request to its tenant's items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from takt.api.identity import IdentityMapping
+from takt.clock import Clock
+from takt.config import TenantLimits
+from takt.dispatch.lanes import LaneSender
+from takt.executions.lifecycle import Lifecycle
+from takt.stats import LaneDepth, MetricsReader
+from takt.store.backfills import BackfillStore
+from takt.store.buckets import TokenBuckets
+from takt.store.calendars import CalendarStore
+from takt.store.executions import ExecutionStore
+from takt.store.idempotency import IdempotencyStore
+from takt.store.jobs import JobStore
+from takt.store.names import JobNames
+from takt.targets.oidc import OidcSigner
+from takt.tenants import TenantLimiter
+from takt.tenants.webhook_keys import WebhookKeys
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """The settings the API's commands read."""
+
+    # Queue-topic targets are published in this region; others are refused at create.
+    region: str
+    # What HTTP targets may reach and which secrets they may name, checked at create.
+    egress_allow: tuple[str, ...]
+    secret_prefix: str
+    # When the watchdog first looks at an execution the API makes runnable.
+    pending_resend_after_sec: float
+    tenant_limits: TenantLimits
+    tenant_limit_overrides: Mapping[str, TenantLimits]
+
+    def limits_for(self, tenant_id: str) -> TenantLimits:
+        """The limits that apply to `tenant_id`."""
+        return self.tenant_limit_overrides.get(tenant_id, self.tenant_limits)
+
+
+@dataclass(frozen=True)
+class TenantData:
+    """One tenant's tables, and the engines the API drives over them."""
+
+    jobs: JobStore
+    executions: ExecutionStore
+    idempotency: IdempotencyStore
+    calendars: CalendarStore
+    names: JobNames
+    limiter: TenantLimiter
+    buckets: TokenBuckets
+    webhook_keys: WebhookKeys
+    lanes: LaneSender
+    # Every change of an execution's state the API makes (trigger, cancel), with the workflow
+    # runs and backfills it drives.
+    lifecycle: Lifecycle
+    backfill_store: BackfillStore
+
+
+@dataclass(frozen=True)
+class Api:
+    settings: ApiSettings
+    identity: IdentityMapping
+    clock: Clock
+    # A tenant's data, through its own session when the deployment names a tenant-data role.
+    tenant: Callable[[str], TenantData]
+    # The last hour's metrics for the stats route (CloudWatch, or `takt local`'s window).
+    metrics: Callable[[], MetricsReader]
+    lane_depths: Callable[[], list[LaneDepth]]
+    # The OIDC token signer whose public keys the JWKS route serves, when there is one.
+    oidc: OidcSigner | None
