@@ -137,6 +137,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="stopped-http-call-follows-a-redirect",
+        breaks="10. a worker that lost its lease stops (no call after the stop, redirects too)",
+        path="layers/takt/targets/http.py",
+        old="""            if ctx.stop.is_set():
+                # The worker stopped waiting""",
+        new="""            if False:
+                # The worker stopped waiting""",
+        tests=(
+            "tests/integration/worker/test_http_egress.py::test_a_call_told_to_stop_does_not_follow_a_redirect_that_comes_after",
+        ),
+    ),
+    Mutation(
         name="claimer-advance-without-the-version-fence",
         breaks="8. edits decide (issue 14: version fence on the claimer's advance)",
         path="layers/takt/store/jobs.py",
@@ -145,6 +157,27 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             "tests/integration/test_store_jobs.py::test_advance_does_not_move_a_job_edited_since_it_was_read",
             "tests/integration/test_dispatch_edits.py::test_an_edit_that_lands_after_the_claims_advance_still_keeps_every_new_occurrence",
+        ),
+    ),
+    Mutation(
+        name="worker-skips-the-lease-time-job-check",
+        breaks="8. edits decide (issue 14: the worker's lease-time job check)",
+        path=RUNNER,
+        old="if claimed_ahead(message, self._settings.clock_margin_sec):",
+        new="if False:",
+        tests=(
+            "tests/integration/test_dispatch_edits.py::test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not_run",
+        ),
+    ),
+    Mutation(
+        name="lease-time-check-ignores-the-version",
+        breaks="8. edits decide (issue 14: an edited job runs as claimed)",
+        path="layers/takt/worker/recheck.py",
+        old="if job.version == message.job_version:",
+        new="if True:",
+        tests=(
+            "tests/integration/test_dispatch_edits.py::test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not_run[moved]",
+            "tests/integration/test_dispatch_edits.py::test_a_claimed_one_off_whose_payload_changed_before_its_time_runs_as_it_now_is",
         ),
     ),
     Mutation(

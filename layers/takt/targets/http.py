@@ -212,6 +212,14 @@ class HttpTarget:
                 return _outcome(resp, started)
             if _origin(following) != _origin(parts):
                 headers = {k: v for k, v in headers.items() if k.lower() not in credentials}
+            if ctx.stop.is_set():
+                # The worker stopped waiting (a lost lease, a timeout, a cancel): following now
+                # would be a new call that nobody watches, possibly beside the next attempt's.
+                return TargetResult(
+                    "retryable",
+                    error=f"stopped ({ctx.stop.reason}) before following a redirect",
+                    duration_ms=_elapsed(started),
+                )
             url = following.geturl()
             hops += 1
 

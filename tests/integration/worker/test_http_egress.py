@@ -7,6 +7,7 @@ hop only) plays the public internet. Names resolve through an injected resolver.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
@@ -23,6 +24,7 @@ from takt.wiring import Services, build_services
 from tests.integration.worker.conftest import runner_for, stored, submit_to
 from tests.support.jobs import TENANT
 from tests.support.receiver import Receiver, Reply
+from tests.support.threads import in_thread
 
 LOOPBACK = ("127.0.0.0/8",)
 
@@ -263,6 +265,29 @@ def test_redirects_stop_after_the_maximum(receiver: Receiver) -> None:
     assert result.outcome == "permanent"
     assert result.error == f"more than {MAX_REDIRECTS} redirects"
     assert len(receiver.calls) == MAX_REDIRECTS + 1
+
+
+def test_a_call_told_to_stop_does_not_follow_a_redirect_that_comes_after(
+    receiver: Receiver,
+) -> None:
+    answered = threading.Event()
+    receiver.script(Reply(307, {"Location": "/elsewhere"}, gate=answered, body=b""))
+    call = ctx()
+    thread, results = in_thread(
+        lambda: HttpTarget(EgressPolicy(LOOPBACK)).call(HttpSpec(receiver.url), call)
+    )
+    receiver.wait_for_calls(1)
+
+    call.stop.set("lease_lost")  # the worker's lease expired on its clock while the call ran
+    answered.set()
+    thread.join(timeout=10)
+
+    [result] = results
+    assert (result.outcome, result.error) == (
+        "retryable",
+        "stopped (lease_lost) before following a redirect",
+    )
+    assert [c.path for c in receiver.calls] == ["/hook"]
 
 
 def test_a_refused_execution_fails_at_once_with_the_reason_and_is_not_retried(
