@@ -23,10 +23,11 @@ local: install ## run takt locally on moto: API on http://127.0.0.1:8080 (PORT=.
 test: install ## run the whole test suite
 	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(PY) -m pytest -n auto -q
 
-lint: install ## ruff (lint and format check) and mypy --strict
+lint: install ## ruff (lint and format check), mypy --strict and the import contracts
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy .
+	.venv/bin/lint-imports --no-cache
 
 fmt: install ## format the code
 	$(PY) -m ruff format .

@@ -39,14 +39,13 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from takt.config import Settings
-from takt.dispatch.lanes import LaneSender
 from takt.dispatch.plan import FiringPlan, plan_firing
 from takt.executions.lifecycle import Lifecycle
 from takt.fairness.adaptive import LaneGauge, LaneState, claim_budget, fast_headroom
 from takt.fairness.shares import fair_take
 from takt.models.calendars import Calendar, blackout
 from takt.models.ids import execution_id, format_time, to_ms
-from takt.models.lanes import Outgoing
+from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.observability import logger
 from takt.store.calendars import CalendarStore
@@ -176,7 +175,7 @@ class Claimer:
         jobs: JobStore,
         due: DueStore,
         executions: ExecutionStore,
-        lanes: LaneSender,
+        lanes: Lanes,
         calendars: CalendarStore | None = None,
         gauge: LaneGauge | None = None,
         quarantine: QuarantineStore | None = None,

@@ -17,7 +17,7 @@ steps delays the next run by at most one watchdog interval, and never loses it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from takt.backfill.engine import Backfiller
 from takt.config import Settings
@@ -28,11 +28,22 @@ from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.store.backfills import BackfillStore
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.executions import ExecutionStore, Transition, lease_fence
-from takt.store.jobs import JobStore
+from takt.store.jobs import JobStore, OutcomeNote
 from takt.workflows.engine import RunEngine
 
-if TYPE_CHECKING:
-    from takt.notify.notifier import Notifier
+
+class Incidents(Protocol):
+    """What tells people about a job's runs going wrong (`takt.notify.notifier.Notifier`, over
+    SNS, EventBridge or a webhook): declared here, so the lifecycle imports no adapter."""
+
+    def noted(
+        self,
+        record: ExecutionRecord,
+        state: ExecState,
+        note: OutcomeNote,
+        now: datetime,
+        error: str | None = None,
+    ) -> None: ...
 
 
 class Lifecycle:
@@ -49,7 +60,7 @@ class Lifecycle:
         executions: ExecutionStore,
         lanes: Lanes,
         *,
-        notifier: Notifier | None = None,
+        notifier: Incidents | None = None,
     ) -> None:
         self._settings = settings
         self._jobs = jobs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 # `unserved`: this worker has no handler of that name; the execution goes back, unharmed.
 Outcome = Literal["success", "retryable", "permanent", "unserved"]
@@ -70,3 +70,14 @@ class TargetResult:
     error: str | None = None
     retry_after_sec: float | None = None
     duration_ms: int = 0
+
+
+class Targets(Protocol):
+    """What calls a job's target (`takt.targets.router.TargetRouter`, over HTTP, AWS and the
+    registered handlers): the runner takes this, so the engine imports no adapter."""
+
+    def serves(self, handler: str) -> bool:
+        """Whether this worker runs the registered handler `handler`."""
+        ...
+
+    def call(self, target: str, ctx: CallContext) -> TargetResult: ...

@@ -27,11 +27,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from takt.config import Settings
-from takt.executions.lifecycle import Lifecycle
+from takt.executions.lifecycle import Incidents, Lifecycle
 from takt.models.ids import format_time, to_ms
 from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord
-from takt.notify.notifier import Notifier
 from takt.observability import log_keys, logger
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
 from takt.store.executions import (
@@ -66,7 +65,7 @@ class Watchdog:
         executions: ExecutionStore,
         lanes: Lanes,
         release_slot: Callable[[str, str], None] | None = None,
-        notifier: Notifier | None = None,
+        notifier: Incidents | None = None,
         quarantine: QuarantineStore | None = None,
     ) -> None:
         self._settings = settings

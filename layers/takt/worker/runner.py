@@ -63,13 +63,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.clock import Clock
 from takt.config import Settings
-from takt.executions.lifecycle import Lifecycle
+from takt.executions.lifecycle import Incidents, Lifecycle
 from takt.fairness.gate import WorkerGate
-from takt.models.calls import CallContext, StopSignal, TargetResult
+from takt.models.calls import CallContext, StopSignal, TargetResult, Targets
 from takt.models.ids import format_time, to_ms
 from takt.models.lanes import LaneMessage, Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
-from takt.notify.notifier import Notifier
 from takt.observability import logger
 from takt.retry import backoff_delay
 from takt.store.errors import ConflictError, ExecutionConflictError, NotFoundError
@@ -81,7 +80,6 @@ from takt.store.executions import (
 )
 from takt.store.items import execution_snapshot
 from takt.store.jobs import JobStore
-from takt.targets.router import TargetRouter
 from takt.worker.deadline import HostDeadline
 from takt.worker.recheck import Verdict, claimed_ahead, judge
 
@@ -122,13 +120,13 @@ class ExecutionRunner:
         jobs: JobStore,
         executions: ExecutionStore,
         lanes: Lanes,
-        targets: TargetRouter,
+        targets: Targets,
         clock: Clock,
         worker_id: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         unserved_delay_sec: int = UNSERVED_DELAY_SEC,
         gate: WorkerGate | None = None,
-        notifier: Notifier | None = None,
+        notifier: Incidents | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings

@@ -1,0 +1,83 @@
+"""The import contracts in pyproject.toml (docs/ARCHITECTURE.md's layers, no cycle between takt's
+parts, takt never importing takt_cli) hold, and each one fails on the import it forbids.
+
+The breaking cases run lint-imports on a copy of the two packages with one import added, inside
+a function: grimp counts those too, so a lazy import cannot hide a cycle or a layer crossed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(packages: Path) -> subprocess.CompletedProcess[str]:
+    """lint-imports with the repository's contracts, on the packages found in `packages`."""
+    env = {**os.environ, "PYTHONPATH": str(packages)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache", "--no-logo", "--config", str(ROOT / "pyproject.toml")],
+        cwd=packages,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def packages(tmp_path: Path) -> Path:
+    """A copy of takt and takt_cli to break."""
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "layers" / "takt", tmp_path / "takt", ignore=skip)
+    shutil.copytree(ROOT / "cli" / "takt_cli", tmp_path / "takt_cli", ignore=skip)
+    return tmp_path
+
+
+def add_lazy_import(module: Path, statement: str) -> None:
+    with module.open("a") as out:
+        out.write(f"\n\ndef _added_on_purpose() -> None:\n    {statement}\n")
+
+
+def test_the_repository_keeps_every_import_contract() -> None:
+    done = lint_imports(ROOT / "layers")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 kept, 0 broken" in done.stdout
+
+
+def test_the_domain_importing_the_api_breaks_the_layers_and_makes_a_cycle(packages: Path) -> None:
+    add_lazy_import(packages / "takt" / "models" / "ids.py", "from takt.api import app")
+
+    done = lint_imports(packages)
+
+    assert done.returncode == 1
+    assert "api and wiring BROKEN" in done.stdout  # the layers
+    assert "in functions too) BROKEN" in done.stdout  # no cycle between takt's parts
+    assert "takt.models.ids -> takt.api.app" in done.stdout
+
+
+def test_an_engine_importing_an_adapter_breaks_the_layers(packages: Path) -> None:
+    add_lazy_import(packages / "takt" / "worker" / "runner.py", "import takt.targets.router")
+
+    done = lint_imports(packages)
+
+    assert done.returncode == 1
+    assert "takt.worker.runner -> takt.targets.router" in done.stdout
+
+
+def test_the_runtime_importing_the_tooling_breaks_its_contract(packages: Path) -> None:
+    add_lazy_import(packages / "takt" / "clock.py", "import takt_cli")
+
+    done = lint_imports(packages)
+
+    assert done.returncode == 1
+    assert "never imports the tooling (takt_cli) BROKEN" in done.stdout
