@@ -42,6 +42,9 @@ LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 # The worker's timeout bounds one batch; the lanes' visibility timeout (QueueSpec, 360 s) must be
 # at least six times this, so Lambda can retry a throttled batch before the message reappears.
 WORKER_TIMEOUT_SEC = 60
+# The share of invocations logged at DEBUG (Powertools' `sample_rate`): logs are billed by the
+# byte (docs/CAPACITY.md prices them), so the happy path logs one INFO line per execution.
+DEBUG_SAMPLE_RATE = 0.01
 # The watchdog loops for about 60 s inside one invocation per minute (the scheduler's drivers
 # live longer: infra/driver.py).
 LOOP_TIMEOUT_SEC = 70
@@ -248,6 +251,10 @@ def takt_environment(
         "POWERTOOLS_SERVICE_NAME": metric_names.SERVICE,
         "POWERTOOLS_METRICS_NAMESPACE": metric_names.NAMESPACE,
         "LOG_LEVEL": config.log_level,
+        # Powertools logs this share of invocations at DEBUG whatever LOG_LEVEL says (decided
+        # per invocation in Lambda, once per process in `takt worker`): the worker's "execution
+        # received" lines, the claimer's per-claim details, without paying for them every time.
+        "POWERTOOLS_LOGGER_SAMPLE_RATE": str(DEBUG_SAMPLE_RATE),
     }
     return environment
 

@@ -13,6 +13,7 @@ at the same attempt, rather than left for the watchdog to find after its lease.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from aws_lambda_powertools.utilities.batch import EventType, process_partial_response
@@ -24,10 +25,15 @@ from takt.observability import add_metric, log_keys, logger, metrics, tracer
 from takt.wiring import services
 from takt.worker.batch import ConcurrentBatchProcessor
 from takt.worker.deadline import HostDeadline
-from takt.worker.metrics import record_outcome
+from takt.worker.metrics import Emit, InvocationMetrics, record_outcome
 
 
-def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = None) -> str:
+def record_handler(
+    record: SQSRecord, lambda_context: LambdaContext | None = None, emit: Emit = add_metric
+) -> str:
+    """Run one message. Its one INFO line is the only line of a run that went as planned (the
+    runner logs only what went wrong), and `emit` takes its metrics: the handler passes the
+    invocation's `InvocationMetrics`, so they are emitted once for the whole batch."""
     message = LaneMessage.model_validate_json(record.body)
     worker = services().worker_function
     host = None
@@ -39,9 +45,11 @@ def record_handler(record: SQSRecord, lambda_context: LambdaContext | None = Non
     with log_keys(
         job_id=message.job_id, execution_id=message.execution_id, attempt=message.attempt
     ):
+        # Only in the sampled invocations (POWERTOOLS_LOGGER_SAMPLE_RATE): when a run started.
+        logger.debug("execution received")
         outcome = worker.runner.process(message, host=host)
         logger.info("execution processed", state=outcome.state, detail=outcome.detail)
-    record_outcome(outcome, add_metric)
+    record_outcome(outcome, emit)
     return outcome.state
 
 
@@ -55,6 +63,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> Any:
     processor = ConcurrentBatchProcessor(
         event_type=EventType.SQS, concurrency=services().worker_function.batch_concurrency
     )
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+    collected = InvocationMetrics()
+    try:
+        return process_partial_response(
+            event=event,
+            record_handler=partial(record_handler, emit=collected.add),
+            processor=processor,
+            context=context,
+        )
+    finally:
+        collected.emit_into(add_metric)

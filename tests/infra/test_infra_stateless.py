@@ -465,3 +465,19 @@ def test_the_claimer_is_capped_at_two_per_due_shard(
     assert claimer["ReservedConcurrentExecutions"] == 2 * int(
         claimer["Environment"]["Variables"]["TAKT_DUE_SHARDS"]
     )
+
+
+def test_every_function_logs_a_sampled_share_of_its_invocations_at_debug(
+    stateless_template: Template,
+) -> None:
+    """One INFO line per execution; DEBUG only in 1 % of invocations (Powertools' sample rate)."""
+    functions = stateless_template.find_resources("AWS::Lambda::Function").values()
+    takt = [
+        f["Properties"]["Environment"]["Variables"]
+        for f in functions
+        if "TAKT_DUE_TABLE" in f["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+
+    assert len(takt) >= len(SPECS)
+    assert {v["POWERTOOLS_LOGGER_SAMPLE_RATE"] for v in takt} == {"0.01"}
+    assert {v["LOG_LEVEL"] for v in takt} == {"INFO"}

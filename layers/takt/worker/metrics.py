@@ -54,6 +54,40 @@ def record_outcome(outcome: RunOutcome, emit: Emit) -> None:
         emit(name, MetricUnit.Count, 1)
 
 
+class InvocationMetrics:
+    """One worker invocation's metrics, emitted once at its end (`emit_into`).
+
+    A batch of 100 messages would otherwise add 100 `Succeeded` values of 1, and Powertools
+    writes an EMF document each time a metric reaches 100 values, so one invocation would log
+    two or three documents. Here each count is summed into one value, and each run's start lag
+    stays a value of its own (the p99 alarm needs the distribution): with the counts emitted
+    first, a batch's metrics fill one document, flushed once when the invocation ends (or when
+    its hundredth lag value is added, after which nothing is left to flush). Thread-safe: the
+    batch's runs record from threads of their own.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, MetricUnit], float] = {}
+        self._values: list[tuple[str, MetricUnit, float]] = []
+
+    def add(self, name: str, unit: MetricUnit, value: float) -> None:
+        with self._lock:
+            if unit == MetricUnit.Count:
+                self._counts[(name, unit)] = self._counts.get((name, unit), 0.0) + value
+            else:
+                self._values.append((name, unit, value))
+
+    def emit_into(self, emit: Emit) -> None:
+        with self._lock:
+            counts, self._counts = self._counts, {}
+            values, self._values = self._values, []
+        for (name, unit), total in counts.items():
+            emit(name, unit, total)
+        for name, unit, value in values:
+            emit(name, unit, value)
+
+
 class MetricPublisher:
     """Collects metric values in memory and sends them to CloudWatch with PutMetricData.
 
