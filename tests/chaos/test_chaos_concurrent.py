@@ -14,11 +14,16 @@ makes them:
 - some targets fail their first attempt (a fixed 2 s retry);
 - SQS delivers a fifth of the messages twice (a copy after the first is consumed);
 - one worker's DynamoDB writes fail 10 % of the time (throttling the SDK retries, conflicts it
-  does not: a partial batch failure, redelivered).
+  does not: a partial batch failure, redelivered);
+- edits race the claims: one-off jobs created through the API (and indexed by the real indexer)
+  are paused, deleted or moved ten minutes on through the API between 0.2 and 1.5 s before their
+  time, inside the claim's 2 s reach; untouched one-offs beside them are the controls.
 
 The verdict: every occurrence from the first through the last tick (intervals by arithmetic on
 the anchor) reached its target; no call before its time less the margin; one accepted completion
-per execution, from its lease holder; no live lease taken over; no retry before its backoff.
+per execution, from its lease holder; no live lease taken over; no retry before its backoff;
+no edited one-off whose edit was acknowledged before its time reached its target, and every
+control did.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,11 +40,14 @@ import pytest
 from aws_lambda_powertools.utilities.batch import EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from takt.api.models import JobCreate, JobPatch
+from takt.api.service import JobService
 from takt.aws import AwsClients
 from takt.clock import SystemClock
 from takt.models.lanes import LaneMessage
 from takt.models.records import RetryPolicy
 from takt.watchdog.sweeper import Watchdog
+from takt.wiring import Services
 from takt.worker.batch import ConcurrentBatchProcessor
 from takt.worker.runner import ExecutionRunner
 from tests.chaos.conftest import Form, publish
@@ -46,6 +55,8 @@ from tests.chaos.oracle import Call, Expectation, WireTap, Witness, expected_tim
 from tests.chaos.rig import Rig
 from tests.support.env import fresh_settings
 from tests.support.faults import RandomWriteFaults
+from tests.support.indexer import index_due
+from tests.support.jobs import TENANT
 from tests.support.receiver import Reply
 from tests.support.threads import poll_until
 
@@ -168,8 +179,39 @@ def _sweep(watchdog: Watchdog, now: datetime) -> None:
     watchdog.sweep(now)
 
 
+class Editor:
+    """Edits through the API, each at its instant: `step` makes those whose time has come and
+    records when the API acknowledged each (its call returned)."""
+
+    def __init__(self, api: JobService, clock: SystemClock) -> None:
+        self._api = api
+        self._clock = clock
+        self._planned: list[tuple[datetime, str, str, datetime]] = []
+        self.acknowledged: dict[str, datetime] = {}
+        self.kinds: dict[str, str] = {}
+
+    def plan(self, at: datetime, job_id: str, kind: str, due: datetime) -> None:
+        self._planned.append((at, job_id, kind, due))
+        self.kinds[job_id] = kind
+
+    def step(self) -> None:
+        now = self._clock.now()
+        for entry in [p for p in self._planned if p[0] <= now]:
+            self._planned.remove(entry)
+            _, job_id, kind, due = entry
+            if kind == "deleted":
+                self._api.delete(TENANT, job_id)
+            elif kind == "paused":
+                self._api.update(TENANT, job_id, JobPatch(status="paused"), None)
+            else:
+                moved = JobPatch(run_at=due + timedelta(minutes=10))
+                self._api.update(TENANT, job_id, moved, None)
+            self.acknowledged[job_id] = self._clock.now()
+
+
 @pytest.fixture
 def rig(moto_endpoint: str, clients: AwsClients) -> Iterator[tuple[Rig, Plan]]:
+    """The rig on the system clock, with a lane whose visibility timeout is short."""
     clock = SystemClock()
     settings = fresh_settings(
         clients,
@@ -196,7 +238,7 @@ def rig(moto_endpoint: str, clients: AwsClients) -> Iterator[tuple[Rig, Plan]]:
 
 
 def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
-    rig: tuple[Rig, Plan], form: Form, seed: int, report_for: Any
+    rig: tuple[Rig, Plan], clients: AwsClients, form: Form, seed: int, report_for: Any
 ) -> None:
     the_rig, plan = rig
     rng = random.Random(seed)
@@ -220,6 +262,18 @@ def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
         plan.kind[job.job_id] = kind
         intervals[job.job_id] = (period, anchor, kind)
 
+    api = JobService(the_rig.services("api"))
+    edits = Editor(api, SystemClock())
+    one_offs: dict[str, datetime] = {}
+    for i in range(form.pick(9, 24)):
+        due = start + timedelta(seconds=rng.randint(4, form.pick(18, 80)))
+        job, _ = api.create(TENANT, JobCreate(run_at=due, target=the_rig.witness.url), None)
+        one_offs[job.job_id] = due
+        kind = ("control", "paused", "deleted", "moved")[i % 4]
+        if kind != "control":
+            edits.plan(due - timedelta(seconds=rng.uniform(0.2, 1.5)), job.job_id, kind, due)
+    index_due(Services(settings=the_rig.settings, clients=clients, clock=the_rig.clock))
+
     ticker = the_rig.ticker()
     last_tick: list[datetime] = []
 
@@ -241,6 +295,7 @@ def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
     loops = {
         **{c.name: Loop(c.name, c.step, 0) for c in consumers},
         "watchdog": Loop("watchdog", lambda: _sweep(watchdog, watchdog_svc.clock.now()), 0.5),
+        "api": Loop("api", edits.step, 0.02),
     }
     for loop in loops.values():
         loop.start()
@@ -266,6 +321,14 @@ def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
         )
         for job_id, (period, anchor, _) in intervals.items()
     ]
+    for job_id, due in one_offs.items():
+        acked = edits.acknowledged.get(job_id)
+        if job_id not in edits.kinds:
+            expectations.append(Expectation(job_id, [due]))
+        elif acked is not None and acked < due:
+            expectations.append(Expectation(job_id, [], must_not=[due]))
+        else:  # the edit came too late to decide: either is right
+            expectations.append(Expectation(job_id, [], may=[due]))
     must = {(e.job_id, t) for e in expectations for t in e.must}
 
     def settled() -> bool:
@@ -293,7 +356,24 @@ def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
         "slow_call_sec": SLOW_SEC,
         "visibility_sec": VISIBILITY_SEC,
     }
-    report.extra.update({"run_sec": run_sec, "jobs": {k: v[2] for k, v in intervals.items()}})
+    late_edits = [
+        j for j, k in edits.kinds.items() if not edits.acknowledged.get(j, due) < one_offs[j]
+    ]
+    report.extra.update(
+        {
+            "run_sec": run_sec,
+            "jobs": {k: v[2] for k, v in intervals.items()},
+            "edits": {
+                "made": dict(Counter(edits.kinds.values())),
+                "acknowledged_before_due": len(edits.kinds) - len(late_edits),
+                "acknowledged_after_due": len(late_edits),
+                "lead_sec": {
+                    j: (one_offs[j] - at).total_seconds() for j, at in edits.acknowledged.items()
+                },
+                "controls": len(one_offs) - len(edits.kinds),
+            },
+        }
+    )
     publish(report)
 
     assert report.problems() == []
