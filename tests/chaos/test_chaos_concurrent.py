@@ -15,6 +15,8 @@ makes them:
 - SQS delivers a fifth of the messages twice (a copy after the first is consumed);
 - one worker's DynamoDB writes fail 10 % of the time (throttling the SDK retries, conflicts it
   does not: a partial batch failure, redelivered);
+- a fourth worker is a real `takt worker` process, killed with `kill -9` as soon as it holds a
+  lease (its call in flight), and started again (short: one kill; full: three);
 - edits race the claims: one-off jobs created through the API (and indexed by the real indexer)
   are paused, deleted or moved ten minutes on through the API between 0.2 and 1.5 s before their
   time, inside the claim's 2 s reach; untouched one-offs beside them are the controls.
@@ -28,12 +30,17 @@ control did.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,6 +57,7 @@ from takt.watchdog.sweeper import Watchdog
 from takt.wiring import Services
 from takt.worker.batch import ConcurrentBatchProcessor
 from takt.worker.runner import ExecutionRunner
+from takt_cli.local.runtime import worker_env
 from tests.chaos.conftest import Form, publish
 from tests.chaos.oracle import Call, Expectation, WireTap, Witness, expected_times, table_items
 from tests.chaos.rig import Rig
@@ -61,6 +69,8 @@ from tests.support.receiver import Reply
 from tests.support.threads import poll_until
 
 VISIBILITY_SEC = 3
+PROCESS_ACTOR = "worker-proc"
+ROOT = Path(__file__).resolve().parents[2]
 SLOW_SEC = 5.0
 RETRY_SEC = 2
 
@@ -179,6 +189,61 @@ def _sweep(watchdog: Watchdog, now: datetime) -> None:
     watchdog.sweep(now)
 
 
+class KilledWorker:
+    """`takt worker` processes behind the tap's `worker-proc` port, each killed with SIGKILL
+    once the tap sees it granted a lease; `step` starts the next one until `kills` are done."""
+
+    def __init__(self, rig: Rig, logs: Path, kills: int) -> None:
+        settings = rig.settings.model_copy(
+            update={"aws_endpoint_url": rig.tap.endpoint(PROCESS_ACTOR)}
+        )
+        self._env = {
+            **os.environ,
+            **worker_env(settings),
+            "TAKT_CLOCK_MARGIN_SEC": str(settings.clock_margin_sec),
+            "PYTHONPATH": str(ROOT),
+        }
+        self._rig = rig
+        self._logs = logs
+        self._left = kills
+        self._process: subprocess.Popen[bytes] | None = None
+        self._grants_seen = 0
+        self.killed_at: list[datetime] = []
+
+    def step(self) -> None:
+        if self._process is None:
+            if self._left:
+                self._start()
+            return
+        grants = [w for w in self._rig.tap.writes if w.actor == PROCESS_ACTOR and w.grant]
+        if len(grants) > self._grants_seen and grants[-1].accepted:
+            self._process.send_signal(signal.SIGKILL)
+            self._process.wait(30)
+            self.killed_at.append(self._rig.clock.now())
+            self._grants_seen = len(grants)
+            self._process = None
+            self._left -= 1
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.send_signal(signal.SIGKILL)
+            self._process.wait(30)
+
+    def _start(self) -> None:
+        log = self._logs / f"takt-worker-{len(self.killed_at)}.log"
+        with log.open("wb") as sink:
+            self._process = subprocess.Popen(
+                [
+                    *(sys.executable, "-m", "takt_cli.commands.main", "worker"),
+                    *("--concurrency", "1", "--log-level", "WARNING"),
+                ],
+                cwd=ROOT,
+                env=self._env,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+
+
 class Editor:
     """Edits through the API, each at its instant: `step` makes those whose time has come and
     records when the API acknowledged each (its call returned)."""
@@ -238,7 +303,12 @@ def rig(moto_endpoint: str, clients: AwsClients) -> Iterator[tuple[Rig, Plan]]:
 
 
 def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
-    rig: tuple[Rig, Plan], clients: AwsClients, form: Form, seed: int, report_for: Any
+    rig: tuple[Rig, Plan],
+    clients: AwsClients,
+    form: Form,
+    seed: int,
+    report_for: Any,
+    tmp_path: Path,
 ) -> None:
     the_rig, plan = rig
     rng = random.Random(seed)
@@ -297,6 +367,8 @@ def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
         "watchdog": Loop("watchdog", lambda: _sweep(watchdog, watchdog_svc.clock.now()), 0.5),
         "api": Loop("api", edits.step, 0.02),
     }
+    killed = KilledWorker(the_rig, tmp_path, form.pick(1, 3))
+    loops["worker-proc"] = Loop("worker-proc", killed.step, 0.05)
     for loop in loops.values():
         loop.start()
     claimer = Loop("claimer", tick, 0.25).start()
@@ -343,6 +415,7 @@ def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
     finally:
         for loop in loops.values():
             loop.stop()
+        killed.stop()
         for fault in faults:
             fault.__exit__(None, None, None)
 
@@ -353,6 +426,7 @@ def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
         "batch_item_failures": sum(c.failed_items for c in consumers),
         "refused_writes": {k: v for f in faults for k, v in f.refused.items()},
         "invocation_errors": {name: loop.errors for name, loop in loops.items()},
+        "takt_worker_kill_9": len(killed.killed_at),
         "slow_call_sec": SLOW_SEC,
         "visibility_sec": VISIBILITY_SEC,
     }
@@ -380,3 +454,4 @@ def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
     assert verdict.live_takeovers == []
     assert verdict.early_calls == []
     assert report.occurrences > 0
+    assert len(killed.killed_at) == form.pick(1, 3)
