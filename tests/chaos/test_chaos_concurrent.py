@@ -47,8 +47,8 @@ import pytest
 from aws_lambda_powertools.utilities.batch import EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate, JobPatch
-from takt.api.service import JobService
 from takt.aws import AwsClients
 from takt.clock import SystemClock
 from takt.models.lanes import LaneMessage
@@ -332,7 +332,7 @@ def test_s17_claimers_workers_and_watchdogs_at_once_on_real_sqs(
         plan.kind[job.job_id] = kind
         intervals[job.job_id] = (period, anchor, kind)
 
-    api = JobService(the_rig.services("api"))
+    api = JobService(the_rig.services("api").api)
     edits = Editor(api, SystemClock())
     one_offs: dict[str, datetime] = {}
     for i in range(form.pick(9, 24)):
