@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from takt.config import Settings
 from takt.dispatch.plan import FiringPlan, plan_firing
@@ -49,7 +49,7 @@ from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.observability import logger
 from takt.store.calendars import CalendarStore
-from takt.store.due import DueItem, DueStore, FairRead
+from takt.store.due import DueItem, DueStore, FairRead, UnreadableDue
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
 from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
@@ -217,8 +217,8 @@ class Claimer:
             budget = self._budget(bound) if backlogged else bound
             items, later = self._bounded(read, budget)
             result.left += len(later)
-        for raw, error in read.unreadable:
-            self._park_due_item(raw, error, now, result)
+        for unreadable in read.unreadable:
+            self._park_due_item(unreadable, now, result)
         if not items:
             return result
         started = self._gauge.monotonic() if self._gauge is not None else 0.0
@@ -461,14 +461,12 @@ class Claimer:
         result.quarantined += 1
         self._delete_stale(item)
 
-    def _park_due_item(
-        self, raw: dict[str, Any], error: BaseException, now: datetime, result: ClaimResult
-    ) -> None:
+    def _park_due_item(self, item: UnreadableDue, now: datetime, result: ClaimResult) -> None:
         """Quarantine a due item that cannot be read (it names no job takt can find) and remove
         it from its partition; the record keeps its key and its text for the operator."""
-        key = {name: str(raw.get(name, {}).get("S", "")) for name in ("bucket", "due_key")}
+        key = {"bucket": item.bucket, "due_key": item.due_key}
         if self._quarantine is not None:
-            self._quarantine.park(table="due", key=key, where="claimer", error=error, now=now)
+            self._quarantine.park(table="due", key=key, where="claimer", error=item.error, now=now)
         result.quarantined += 1
         self._due.delete_raw(key["bucket"], key["due_key"])
 

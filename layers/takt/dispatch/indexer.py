@@ -33,6 +33,7 @@ from takt.models.ids import parse_time
 from takt.models.records import JobStatus
 from takt.schedule import jitter_offset, parse_duration
 from takt.store.due import DueStore
+from takt.store.items import stream_images
 
 
 @dataclass(frozen=True)
@@ -52,16 +53,13 @@ class IndexResult:
 
 
 def _text(image: Mapping[str, Any], name: str) -> str | None:
-    value = image.get(name) or {}
-    found = value.get("S", value.get("N"))
-    return str(found) if found is not None else None
+    value = image.get(name)
+    return str(value) if value is not None else None
 
 
 def due_write(record: Mapping[str, Any]) -> DueWrite | None:
     """The due item a jobs-table stream record calls for, or None; a pure function."""
-    change = record.get("dynamodb") or {}
-    new: Mapping[str, Any] = change.get("NewImage") or {}
-    old: Mapping[str, Any] = change.get("OldImage") or {}
+    old, new = stream_images(record)
     next_run = _text(new, "next_run_time")
     if not new or next_run is None or _text(new, "status") != JobStatus.ACTIVE.value:
         return None

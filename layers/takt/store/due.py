@@ -80,6 +80,16 @@ class SecondClaim:
 
 
 @dataclass(frozen=True)
+class UnreadableDue:
+    """A due item that does not read as one, by its key (blank where the key is missing too),
+    with why: the claimer parks it in quarantine and deletes it (`delete_raw`)."""
+
+    bucket: str
+    due_key: str
+    error: Exception
+
+
+@dataclass(frozen=True)
 class FairRead:
     """What `DueStore.read_fair` read, oldest first, and the tenants it left items of unread
     (a run it skipped, or a page it had no query left to read past)."""
@@ -87,7 +97,7 @@ class FairRead:
     items: list[DueItem]
     backlogged: frozenset[str]
     # Items of the partition that cannot be read, with why: the claimer quarantines them.
-    unreadable: tuple[tuple[dict[str, Any], Exception], ...] = ()
+    unreadable: tuple[UnreadableDue, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,7 +134,7 @@ class DueStore:
 
     def read_due(self, minute: datetime, shard: int, until: datetime) -> FairRead:
         """`query_due`, with the items that cannot be read set apart rather than raised."""
-        unreadable: list[tuple[dict[str, Any], Exception]] = []
+        unreadable: list[UnreadableDue] = []
         items: list[DueItem] = []
         kwargs = self._due_by(minute, shard, until)
         while True:
@@ -150,7 +160,7 @@ class DueStore:
         """
         found: dict[str, DueItem] = {}
         backlogged: set[str] = set()
-        unreadable: list[tuple[dict[str, Any], Exception]] = []
+        unreadable: list[UnreadableDue] = []
         low: str | None = None
         for _ in range(max(1, pages - 1)):
             batch, read = self._page(minute, shard, until, page, low=low, unreadable=unreadable)
@@ -176,7 +186,7 @@ class DueStore:
         return FairRead(
             sorted(found.values(), key=_by_due_key),
             frozenset(backlogged),
-            tuple({id(raw): (raw, exc) for raw, exc in unreadable}.values()),
+            tuple({(u.bucket, u.due_key): u for u in unreadable}.values()),
         )
 
     def _page(
@@ -187,7 +197,7 @@ class DueStore:
         limit: int,
         *,
         low: str | None,
-        unreadable: list[tuple[dict[str, Any], Exception]],
+        unreadable: list[UnreadableDue],
         newest: bool = False,
     ) -> tuple[list[DueItem], int]:
         """One page's readable items (the others added to `unreadable`), and how many it read."""
@@ -360,16 +370,20 @@ def _watermark_of(item: Mapping[str, Any]) -> datetime | None:
     return datetime.strptime(item[_WATERMARK]["S"], "%Y%m%d%H%M").replace(tzinfo=UTC)
 
 
-def _readable(
-    raw: list[dict[str, Any]], unreadable: list[tuple[dict[str, Any], Exception]]
-) -> list[DueItem]:
+def _readable(raw: list[dict[str, Any]], unreadable: list[UnreadableDue]) -> list[DueItem]:
     """The items of `raw` that read as due items; the others go to `unreadable` with why."""
     items = []
     for item in raw:
         try:
             items.append(DueItem.from_item(item))
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
-            unreadable.append((item, exc))
+            unreadable.append(
+                UnreadableDue(
+                    bucket=str(item.get("bucket", {}).get("S", "")),
+                    due_key=str(item.get("due_key", {}).get("S", "")),
+                    error=exc,
+                )
+            )
     return items
 
 

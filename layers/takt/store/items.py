@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -111,6 +112,13 @@ def execution_record(item: Item) -> ExecutionRecord:
         if isinstance(value, str) and key in _TIME_FIELDS:
             data[key] = parse_time(value)
     return ExecutionRecord.model_validate(data)
+
+
+def stream_images(record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A table stream record's old and new images as plain values (empty when absent)."""
+    change = record.get("dynamodb") or {}
+    old, new = change.get("OldImage") or {}, change.get("NewImage") or {}
+    return _plain(from_attr_map(dict(old))), _plain(from_attr_map(dict(new)))
 
 
 def _plain(value: Any) -> Any:
