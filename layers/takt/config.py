@@ -94,6 +94,13 @@ class Settings(BaseSettings):
     # Occurrences due within this long are claimed now and held by the worker until their exact
     # time, so a run starts on time instead of at the next whole-second tick.
     dispatch_ahead_sec: float = Field(default=1.0, ge=0.0, le=5.0)
+    # The top-of-minute burst (what is due in a minute's first second: every hourly or daily
+    # cron job) is claimed up to this long before the minute, each message delayed by SQS
+    # until its second, so the claims' writes are done before the burst is due
+    # (docs/CAPACITY.md). Only jobs whose run depends on nothing at that instant are taken so
+    # early (overlap `allow`, not a workflow); an edit before the due time still decides
+    # (takt.worker.recheck). 0 claims the burst like any other second.
+    burst_ahead_sec: float = Field(default=30.0, ge=0.0, le=50.0)
 
     lease_sec: float = 30.0
     heartbeat_sec: float = 10.0

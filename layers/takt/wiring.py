@@ -39,7 +39,7 @@ from takt.aws import (
 from takt.clock import Clock, SystemClock
 from takt.config import Settings, get_settings
 from takt.dispatch.ahead import DueForecaster, FleetPlan, ScaleAhead
-from takt.dispatch.claimer import Claimer, ClaimResult
+from takt.dispatch.claimer import Claimer, ClaimResult, claim_horizon
 from takt.dispatch.driver import Driver
 from takt.dispatch.indexer import DueIndexer
 from takt.dispatch.lanes import LaneSender
@@ -292,7 +292,9 @@ def build_scheduler(
         fanout = LambdaFanout(
             boto3.session.Session(region_name=settings.region).client("lambda"),
             settings.claimer_function,
-            lambda task: due.has_due(task.minute, task.shard, task.now + ahead),
+            lambda task: due.has_due(
+                task.minute, task.shard, claim_horizon(settings, task.minute, task.now)
+            ),
             settings.claimer_threads,
         )
     else:
@@ -300,7 +302,8 @@ def build_scheduler(
         if meter is not None:
             claim = meter.metered_claim(claim)
         fanout = InlineFanout(claim, settings.claimer_threads)
-    ticker = Ticker(due, fanout, settings.max_catchup_buckets, ahead)
+    burst_ahead = timedelta(seconds=settings.burst_ahead_sec)
+    ticker = Ticker(due, fanout, settings.max_catchup_buckets, ahead, burst_ahead)
     return SchedulerFunction(due, ticker, Driver(due, ticker, clock))
 
 

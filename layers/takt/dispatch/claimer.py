@@ -31,6 +31,7 @@ advanced), which is the only order they need.
 from __future__ import annotations
 
 import contextvars
+import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -64,6 +65,10 @@ SEND_BATCH = 10
 FAIR_READ_PAGE = 50
 # A claim that takes a backlog's items should end inside its tick's second (Claimer._budget).
 CLAIM_TIME_SEC = 1.0
+# The top-of-minute burst: the items due in a minute's first second (`burst_ahead_sec`).
+BURST_SECOND = timedelta(seconds=1)
+# SQS's longest DelaySeconds.
+MAX_SQS_DELAY_SEC = 900
 # How many times one item's advance re-reads a job edited meanwhile (each edit moves its
 # version on; a job edited this often in one claim is left to the next tick).
 MAX_ADVANCE_TRIES = 3
@@ -129,6 +134,26 @@ class Phases:
         return outcomes
 
 
+def claim_horizon(settings: Settings, minute: datetime, now: datetime) -> datetime:
+    """The latest due time a claim of `minute`'s bucket at `now` takes: `dispatch_ahead_sec`
+    ahead, and, from `burst_ahead_sec` before the minute, the whole of its first second (the
+    top-of-minute burst; docs/CAPACITY.md). The ticker's probes use the same horizon."""
+    until = now + timedelta(seconds=settings.dispatch_ahead_sec)
+    burst_from = minute - timedelta(seconds=settings.burst_ahead_sec)
+    if settings.burst_ahead_sec > 0 and burst_from <= now and until < minute + BURST_SECOND:
+        # Due keys are in milliseconds: the last one of the minute's first second.
+        return minute + BURST_SECOND - timedelta(milliseconds=1)
+    return until
+
+
+def _early_claimable(job: JobRecord) -> bool:
+    """Whether a job's occurrence may be claimed ahead for the burst (beyond
+    `dispatch_ahead_sec`): only when nothing of its run is decided by the claim's instant. An
+    overlap policy judges the previous run as it is at the claim, and a workflow's run starts
+    at its claim; those are claimed within `dispatch_ahead_sec` as ever."""
+    return job.overlap == "allow" and job.tasks is None
+
+
 def _send_batches(outgoing: list[Outgoing]) -> list[list[Outgoing]]:
     """The messages as SQS batches: up to ten, all for one lane (one request each)."""
     by_lane: dict[str, list[Outgoing]] = {}
@@ -145,6 +170,17 @@ def _unparked(firings: list[_Firing], result: ClaimResult) -> list[_Firing]:
     """The firings no record fault parked; the parked ones are counted in `result`."""
     result.quarantined += sum(1 for f in firings if f.quarantined)
     return [f for f in firings if not f.quarantined]
+
+
+def _delayed(outgoing: Outgoing, now: datetime, elapsed_sec: float, ahead_sec: float) -> Outgoing:
+    """The message, when it was claimed for the burst (due more than `ahead_sec` after `now`),
+    delayed by SQS for the whole seconds left until its time once it is sent (`elapsed_sec`
+    after `now`): it reaches the workers just before its second, and the worker holds it for
+    the rest, as it holds any message claimed ahead."""
+    until = (outgoing.message.scheduled_time - now).total_seconds()
+    if until <= ahead_sec or until - elapsed_sec < 1 or outgoing.delay_sec:
+        return outgoing
+    return replace(outgoing, delay_sec=min(MAX_SQS_DELAY_SEC, math.floor(until - elapsed_sec)))
 
 
 def _timed(action: Callable[[T], R], item: T) -> tuple[R, float]:
@@ -179,8 +215,11 @@ class Claimer:
         calendars: CalendarStore | None = None,
         gauge: LaneGauge | None = None,
         quarantine: QuarantineStore | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings
+        # Times a claim, so the delays of the burst's messages count from when they are sent.
+        self._monotonic = monotonic
         self._quarantine = quarantine
         self._calendars = calendars
         self._gauge = gauge
@@ -198,19 +237,18 @@ class Claimer:
 
     def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
         result = ClaimResult()
-        ahead = timedelta(seconds=self._settings.dispatch_ahead_sec)
+        claimed_from = self._monotonic()
+        until = claim_horizon(self._settings, minute, now)
         bound = self._settings.claim_max_items
         backlogged: frozenset[str] = frozenset()
         if bound is None:
-            read = self._due.read_due(minute, shard, now + ahead)
+            read = self._due.read_due(minute, shard, until)
             items = read.items
             result.due = len(items)
         else:
             # Pages as large as the last budget: a claim may take that many of a backlog.
             page = max(self._last_budget, FAIR_READ_PAGE)
-            read = self._due.read_fair(
-                minute, shard, now + ahead, page, self._settings.claim_read_pages
-            )
+            read = self._due.read_fair(minute, shard, until, page, self._settings.claim_read_pages)
             result.due = len(read.items)
             backlogged = read.backlogged
             # Only a backlog is sized by the lanes: an idle or quiet claim measures nothing.
@@ -237,7 +275,10 @@ class Claimer:
             result.add(firing.result)
         firings = _unparked(firings, result)
         if outgoing:
-            self._send(outgoing, backlogged, result)
+            elapsed = self._monotonic() - claimed_from
+            ahead = self._settings.dispatch_ahead_sec
+            delayed = [_delayed(o, now, elapsed, ahead) for o in outgoing]
+            self._send(delayed, backlogged, result)
             result.lags_ms.extend(
                 max(0, to_ms(now) - to_ms(f.item.due)) for f in firings if f.run_ids
             )
@@ -265,6 +306,8 @@ class Claimer:
         cannot be read or planned are parked, and the young items that match no job yet left."""
         jobs, unreadable = self._jobs.batch_read([(i.tenant_id, i.job_id) for i in items])
         grace_ms = int(self._settings.due_grace_sec * 1000)
+        # Items beyond this were read for the burst (`claim_horizon`).
+        regular = now + timedelta(seconds=self._settings.dispatch_ahead_sec)
         firings: list[_Firing] = []
         stale: list[DueItem] = []
         for item in items:
@@ -279,6 +322,9 @@ class Claimer:
                 and job.status == JobStatus.ACTIVE
                 and job.fire_time(nominal) == item.due
             ):
+                if item.due > regular and not _early_claimable(job):
+                    result.left += 1
+                    continue
                 try:
                     plan = plan_firing(job, nominal, now)
                 except Exception as exc:
@@ -581,7 +627,10 @@ class Claimer:
         record = ExecutionRecord.for_job(
             job, execution_id(job.job_id, scheduled), scheduled, state, now, reason=reason
         )
-        if self._executions.create(record, check_at_ms=self._lifecycle.check_at(now)):
+        # A message claimed ahead is first taken at its time: the watchdog waits from then.
+        ahead_sec = max(0.0, (scheduled - now).total_seconds())
+        check_at = self._lifecycle.check_at(now, delay_sec=ahead_sec)
+        if self._executions.create(record, check_at_ms=check_at):
             logger.debug(
                 "execution created",
                 job_id=job.job_id,

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 WATERMARK_LAG = timedelta(minutes=2)
 BACKLOG_EVERY_SEC = 10
+BURST_EVERY_SEC = 5
 
 
 @dataclass(frozen=True)
@@ -114,13 +115,30 @@ class TickResult:
 
 
 class Ticker:
+    """Sweeps the due index once a tick (module docstring).
+
+    From `burst_ahead` before a minute, its partitions are swept for the minute's first second
+    too (the claimer's `claim_horizon`): every `BURST_EVERY_SEC`, and on every tick those where
+    the last sweep found some, so the top-of-minute burst is claimed before it is due while an
+    idle deployment probes the next minute only a few times a minute.
+    """
+
     def __init__(
-        self, due: DueStore, fanout: Fanout, max_catchup_buckets: int, ahead: timedelta
+        self,
+        due: DueStore,
+        fanout: Fanout,
+        max_catchup_buckets: int,
+        ahead: timedelta,
+        burst_ahead: timedelta = timedelta(0),
     ) -> None:
         self._due = due
         self._fanout = fanout
         self._max_buckets = max_catchup_buckets
         self._ahead = ahead
+        self._burst_ahead = burst_ahead
+        # Partitions of the next minute whose burst the last sweep found items in: swept on
+        # every tick until empty, so a bounded claim's share of a burst drains at its pace.
+        self._early: set[tuple[datetime, int]] = set()
         # Partitions of older minutes that had something due at their last sweep: swept again on
         # every tick until found empty, so a backlog (an outage's, or a flood a bounded claim
         # takes a slice of a tick) drains at the claim rate, not one sweep every few seconds.
@@ -155,6 +173,7 @@ class Ticker:
         partitions = {(m, s) for m in minutes for s in range(self._due.shards)} | {
             (m, s) for m, s in self._behind if m >= watermark
         }
+        partitions |= self._burst_partitions(now, current)
         tasks = [ClaimTask(m, s, now) for m, s in sorted(partitions)]
         result = TickResult(claims=len(tasks), watermark=watermark)
         found = self._fanout.run(tasks)
@@ -162,9 +181,20 @@ class Ticker:
             result.total.add(found_claim)
         recent = current - timedelta(minutes=1)
         self._behind = {(t.minute, t.shard) for t in found if t.minute < recent}
+        self._early = {(t.minute, t.shard) for t in found if t.minute > current}
         if watermark < oldest and all(
             self._due.bucket_empty(watermark, s) for s in range(self._due.shards)
         ):
             self._due.advance_watermark(watermark + timedelta(minutes=1))
             result.watermark = watermark + timedelta(minutes=1)
         return result
+
+    def _burst_partitions(self, now: datetime, current: datetime) -> set[tuple[datetime, int]]:
+        """The next minute's partitions this tick sweeps for its burst (class docstring)."""
+        upcoming = current + timedelta(minutes=1)
+        if not self._burst_ahead or now < upcoming - self._burst_ahead:
+            return set()
+        busy = {(m, s) for m, s in self._early if m == upcoming}
+        if now.second % BURST_EVERY_SEC:
+            return busy
+        return busy | {(upcoming, s) for s in range(self._due.shards)}
