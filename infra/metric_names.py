@@ -46,6 +46,9 @@ FAILED = MetricName("Failed", "Count", "worker", WORKER_PATHS)
 DEAD = MetricName("Dead", "Count", "worker, watchdog", WORKER_PATHS + WATCHDOG_PATHS)
 RETRIED = MetricName("Retried", "Count", "worker", WORKER_PATHS)
 STALE_REPORT_FENCED = MetricName("StaleReportFenced", "Count", "worker", WORKER_PATHS)
+# A worker whose lease expired on its own clock before a heartbeat succeeded: it stopped the
+# call and wrote nothing (DESIGN invariant 10); the watchdog's LeaseExpired follows.
+LEASE_LOST = MetricName("LeaseLost", "Count", "worker", WORKER_PATHS)
 LEASE_EXPIRED = MetricName("LeaseExpired", "Count", "watchdog", WATCHDOG_PATHS)
 PENDING_RESENT = MetricName("PendingResent", "Count", "watchdog", WATCHDOG_PATHS)
 RETRIES_RELEASED = MetricName("RetriesReleased", "Count", "watchdog", WATCHDOG_PATHS)
@@ -67,6 +70,7 @@ ALL: tuple[MetricName, ...] = (
     DEAD,
     RETRIED,
     STALE_REPORT_FENCED,
+    LEASE_LOST,
     LEASE_EXPIRED,
     PENDING_RESENT,
     RETRIES_RELEASED,

@@ -246,7 +246,13 @@ class Observability(Construct):
                     takt_metric(metric_names.RETRIES_RELEASED),
                 ],
             ),
-            _graph("Stale reports fenced / min", [takt_metric(metric_names.STALE_REPORT_FENCED)]),
+            _graph(
+                "Stale reports fenced, leases lost / min",
+                [
+                    takt_metric(metric_names.STALE_REPORT_FENCED),
+                    takt_metric(metric_names.LEASE_LOST),
+                ],
+            ),
         )
         dashboard.add_widgets(
             _graph(

@@ -38,6 +38,7 @@ _STATE_COUNTS = {
     "dead": "Dead",
     "retry_wait": "Retried",
     "fenced": "StaleReportFenced",
+    "lease_lost": "LeaseLost",
 }
 # PutMetricData takes at most 150 distinct values per datum and 1,000 data per request.
 MAX_VALUES_PER_DATUM = 150

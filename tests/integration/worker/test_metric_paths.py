@@ -100,7 +100,7 @@ def test_the_worker_function_emits_the_worker_metrics(
     worker_handler(sqs_event("arn:aws:sqs:us-east-1:0:lane", received), _context("worker"))
 
     emitted = _emf_names(capsys.readouterr().out)
-    assert _serving("worker function") - {"StaleReportFenced"} <= emitted
+    assert _serving("worker function") - {"StaleReportFenced", "LeaseLost"} <= emitted
 
 
 def test_takt_worker_publishes_the_worker_metrics_to_cloudwatch(
@@ -130,8 +130,20 @@ def test_takt_worker_publishes_the_worker_metrics_to_cloudwatch(
 
     listed = cloudwatch.list_metrics(Namespace=namespace)["Metrics"]
     emitted = {metric["MetricName"] for metric in listed}
-    assert _serving("takt worker") - {"StaleReportFenced"} <= emitted
+    assert _serving("takt worker") - {"StaleReportFenced", "LeaseLost"} <= emitted
     assert {d["Name"]: d["Value"] for d in listed[0]["Dimensions"]} == {"service": "takt"}
+
+
+@pytest.mark.parametrize("path", ["worker function", "takt worker"])
+def test_a_lost_lease_is_counted_on_both_worker_paths(path: str) -> None:
+    """A lease lost needs heartbeats failing mid-run (test_worker_lease_lost.py); both paths
+    count it through `record_outcome`."""
+    names: list[str] = []
+
+    record_outcome(RunOutcome("e-1", "lease_lost"), lambda name, unit, value: names.append(name))
+
+    assert "LeaseLost" in _serving(path)
+    assert names == ["LeaseLost"]
 
 
 @pytest.mark.parametrize("path", ["worker function", "takt worker"])
