@@ -181,6 +181,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="burst-message-not-delayed-to-its-second",
+        breaks="5. clocks (issue 14: the :00 burst claimed 30 s ahead starts on its second)",
+        path=CLAIMER,
+        old="if until <= ahead_sec or until - elapsed_sec < 1 or outgoing.delay_sec:",
+        new="if True:",
+        tests=(
+            "tests/integration/test_dispatch_burst.py::test_the_minutes_first_second_is_claimed_30_s_ahead_and_delayed_until_then",
+        ),
+    ),
+    Mutation(
+        name="burst-claims-runs-its-instant-decides",
+        breaks="8. edits decide (issue 14: overlap and workflow runs wait for the regular claim)",
+        path=CLAIMER,
+        old='return job.overlap == "allow" and job.tasks is None',
+        new="return True",
+        tests=(
+            "tests/integration/test_dispatch_burst.py::test_a_job_whose_run_depends_on_its_instant_waits_for_the_regular_claim",
+        ),
+    ),
+    Mutation(
         name="watchdog-stops-at-a-bad-record",
         breaks="9. no record stops others (issue 14: bad record isolation, watchdog)",
         path=SWEEPER,
