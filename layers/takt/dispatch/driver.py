@@ -25,12 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from takt.clock import Clock
 from takt.dispatch.ticker import Ticker, TickResult
 from takt.observability import logger
 from takt.store.due import DueStore, SecondClaim
+from takt.store.errors import StoreUnavailableError
 
 MAX_FAILED_TICKS = 5
 # How long after the whole second a driver that did not win the last one looks at the next: enough
@@ -68,7 +67,7 @@ class Driver:
             if not self.leading and self._due.second_claimed(now):
                 return None
             claim = self._due.claim_second(now)
-        except (ClientError, BotoCoreError):
+        except StoreUnavailableError:
             logger.warning("second not claimed: sweeping it anyway", exc_info=True)
             claim = None
         self.leading = claim is None or claim.won

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.models.ids import from_ms, to_ms
-from takt.store.errors import is_condition_failure
+from takt.store.errors import StoreUnavailableError, is_condition_failure
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -320,19 +320,24 @@ class DueStore:
             resp = self._advance(_TICK, {"N": str(epoch_sec)}, returns=True)
         except ClientError as exc:
             if not is_condition_failure(exc):
-                raise
+                raise StoreUnavailableError(f"second {epoch_sec} not claimed: {exc}") from exc
             return SecondClaim(won=False)
+        except BotoCoreError as exc:
+            raise StoreUnavailableError(f"second {epoch_sec} not claimed: {exc}") from exc
         return SecondClaim(won=True, watermark=_watermark_of(resp.get("Attributes", {})))
 
     def second_claimed(self, second: datetime) -> bool:
         """Whether some driver has claimed `second` (or a later one): a follower's look before
         it claims, at half a read unit where a lost claim costs a write unit."""
-        resp = self._db.get_item(
-            TableName=self._table,
-            Key=_META_KEY,
-            ProjectionExpression="#t",
-            ExpressionAttributeNames={"#t": _TICK},
-        )
+        try:
+            resp = self._db.get_item(
+                TableName=self._table,
+                Key=_META_KEY,
+                ProjectionExpression="#t",
+                ExpressionAttributeNames={"#t": _TICK},
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreUnavailableError(f"the claimed second not read: {exc}") from exc
         claimed = resp.get("Item", {}).get(_TICK)
         return claimed is not None and int(claimed["N"]) >= to_ms(second) // 1000
 

@@ -14,6 +14,11 @@ class NotFoundError(Exception):
     """The item does not exist (or belongs to another tenant, which looks the same)."""
 
 
+class StoreUnavailableError(Exception):
+    """The table did not answer for now (throttled past the SDK's retries, the network down): a
+    caller that can go on without this read or write does, and tries again later."""
+
+
 class ConflictError(Exception):
     """A conditional write lost: the item changed under us."""
 
