@@ -98,7 +98,7 @@ def _pow2(value: float) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1.0, value))))
 
 
-def _quotas(
+def quotas_asked(
     scenario: Scenario, result: SimResult, calls: CallProfile
 ) -> tuple[Design, Limits, dict[str, Any]]:
     """The design and limits a run asks for. Write throughput is sized from the scenario's
@@ -169,10 +169,10 @@ def plan(
         for parallelism in PARALLELISM_CANDIDATES:
             design = Design(due_shards=shards, claim_parallelism=parallelism)
             first = Simulator(scenario.load, design, Limits(), calls, drain_sec=DRAIN_SEC).run()
-            design, limits, _ = _quotas(scenario, first, calls)
+            design, limits, _ = quotas_asked(scenario, first, calls)
             result = Simulator(scenario.load, design, limits, calls, drain_sec=DRAIN_SEC).run()
             # What the planned run itself still wanted (its backlog is gone or smaller).
-            asks = _quotas(scenario, result, calls)[2]
+            asks = quotas_asked(scenario, result, calls)[2]
             last = (result, asks, limits)
             if meets(scenario, result):
                 found = last
