@@ -396,7 +396,6 @@ def build_api(
             region=settings.region,
             egress_allow=settings.egress_allow,
             secret_prefix=settings.secret_prefix,
-            pending_resend_after_sec=settings.pending_resend_after_sec,
             tenant_limits=settings.tenant_limits,
             tenant_limit_overrides=settings.tenant_limit_overrides,
         ),

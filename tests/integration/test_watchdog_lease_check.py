@@ -18,11 +18,11 @@ import pytest
 
 from takt.aws import make_clients
 from takt.clock import ManualClock
+from takt.executions.rules import lease_moves_check_at
 from takt.models.ids import to_ms
 from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobStatus
 from takt.wiring import Services
-from takt.worker.runner import lease_moves_check_at
 from takt_cli.metering import OUTSIDE, Meter, MotoImages
 from tests.support.env import ServicesFactory, SettingsFactory
 from tests.support.jobs import TENANT, make_execution, make_job, store_execution
@@ -81,7 +81,7 @@ def test_a_lease_and_its_heartbeats_write_no_open_index_entry(
 ) -> None:
     meter = Meter(MotoImages("us-east-1"))
     svc = _metered(make_test_settings, clock, meter, heartbeat_sec=0.2)
-    assert not lease_moves_check_at(svc.settings)
+    assert not lease_moves_check_at(svc.settings.lease_sec, svc.settings.pending_resend_after_sec)
     receiver.script(Reply(gate=gate))
     message = _submit(svc, clock, receiver)
     check_at = _stored(svc, message)["check_at"]
@@ -146,7 +146,7 @@ def test_a_lease_shorter_than_the_resend_wait_moves_check_at_to_its_expiry(
     make_svc: ServicesFactory, clock: ManualClock, receiver: Receiver, gate: threading.Event
 ) -> None:
     svc = make_svc(lease_sec=10.0, heartbeat_sec=3.0, pending_resend_after_sec=30.0)
-    assert lease_moves_check_at(svc.settings)
+    assert lease_moves_check_at(svc.settings.lease_sec, svc.settings.pending_resend_after_sec)
     receiver.script(Reply(gate=gate))
     message = _submit(svc, clock, receiver)
     clock.set(NOON + timedelta(seconds=1))

@@ -17,6 +17,7 @@ S16 = "tests/chaos/test_chaos_leases.py::test_s16_lease_races_judged_by_the_orac
 RUNNER = "layers/takt/worker/runner.py"
 SWEEPER = "layers/takt/watchdog/sweeper.py"
 CLAIMER = "layers/takt/dispatch/claimer.py"
+LIFECYCLE = "layers/takt/executions/lifecycle.py"
 
 
 @dataclass(frozen=True)
@@ -29,19 +30,19 @@ class Mutation:
     tests: tuple[str, ...]
 
 
-# The lease's condition, as the runner writes it: the lease mutations change one line of it.
-_LEASE_EXPECT = """                expect={
-                    "state": (ExecState.PENDING, ExecState.RETRY_WAIT),
-                    "attempt": message.attempt,
-                },
-                set={
-                    "state": ExecState.RUNNING,"""
+# The lease's condition, as the lifecycle writes it: the lease mutations change one line of it.
+_LEASE_EXPECT = """                    expect={
+                        "state": (ExecState.PENDING, ExecState.RETRY_WAIT),
+                        "attempt": message.attempt,
+                    },
+                    set={
+                        "state": ExecState.RUNNING,"""
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="completion-fenced-on-state-only",
         breaks="4. fenced completion (issue 14: completion fenced on state only)",
-        path=RUNNER,
+        path=LIFECYCLE,
         old="""                Transition(
                     expect=lease_fence(record),
                     set=values,""",
@@ -53,15 +54,15 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="lease-ignores-the-attempt",
         breaks="3. no double dispatch (issue 14: lease ignoring the attempt)",
-        path=RUNNER,
+        path=LIFECYCLE,
         old=_LEASE_EXPECT,
-        new=_LEASE_EXPECT.replace('                    "attempt": message.attempt,\n', ""),
+        new=_LEASE_EXPECT.replace('                        "attempt": message.attempt,\n', ""),
         tests=(f"{S16}[stale-copy-during-retry-wait]",),
     ),
     Mutation(
         name="lease-takes-a-running-execution",
         breaks="3. no double dispatch (issue 14: lease taking a running execution)",
-        path=RUNNER,
+        path=LIFECYCLE,
         old=_LEASE_EXPECT,
         new=_LEASE_EXPECT.replace(
             "(ExecState.PENDING, ExecState.RETRY_WAIT)",
@@ -75,7 +76,7 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="expiry-fence-without-the-heartbeat-sequence",
         breaks="4. fenced completion (issue 14: expiry fence without the heartbeat sequence)",
-        path=SWEEPER,
+        path=LIFECYCLE,
         old='fence = {**lease_fence(record), "heartbeat_seq": record.heartbeat_seq}',
         new="fence = {**lease_fence(record)}",
         tests=(
@@ -234,7 +235,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="watchdog-does-not-resend-a-lost-message",
         breaks="1. nothing due is lost",
         path=SWEEPER,
-        old="""            self._send(record, record.attempt)
+        old="""            self._lifecycle.resend(record, now)
             result.resent += 1""",
         new="""            result.resent += 1""",
         tests=(

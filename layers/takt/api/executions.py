@@ -8,16 +8,13 @@ what it did not see.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import Any
 
 from takt.api.errors import ConflictingStateError, cursor_errors, store_errors
 from takt.api.parts import Api, TenantData
-from takt.models.ids import to_ms
-from takt.models.lanes import Outgoing
+from takt.executions.rules import RERUNNABLE
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.store.errors import ConflictError, NotFoundError
-from takt.store.executions import Transition, open_shard_of
 
 # How many pages of the attention index one bulk re-run reads at most (200 executions each).
 BULK_RERUN_PAGES = 10
@@ -73,7 +70,7 @@ class ExecutionService:
             raise ConflictingStateError(
                 f"{exec_id} belongs to a workflow run; re-run it with POST /v1/runs/<run id>/retry"
             )
-        if record.state not in (ExecState.DEAD, ExecState.FAILED, ExecState.CANCELLED):
+        if record.state not in RERUNNABLE:
             raise ConflictingStateError(
                 f"execution {exec_id} is {record.state.value}; only dead, failed or cancelled "
                 "executions can be re-run"
@@ -93,30 +90,11 @@ class ExecutionService:
                 "lane": job.priority,
                 "job_version": job.version,
             }
-        now = self._api.clock.now()
-        check_at = now + timedelta(seconds=self._api.settings.pending_resend_after_sec)
+        reason = "re-run requested as it was" if as_was else "re-run requested"
         with store_errors(f"execution {exec_id}"):
-            updated = self._data(tenant_id).executions.transition(
-                tenant_id,
-                exec_id,
-                Transition(
-                    expect={"state": record.state, "attempt": record.attempt},
-                    set={
-                        **now_fields,
-                        "state": ExecState.PENDING,
-                        "attempt": record.attempt + 1,
-                        "max_attempts": record.attempt + budget,
-                        "open_shard": open_shard_of(
-                            exec_id, self._data(tenant_id).executions.open_shards
-                        ),
-                        "check_at": to_ms(check_at),
-                        "reason": "re-run requested as it was" if as_was else "re-run requested",
-                    },
-                    remove=("finished_at", "lease_token", "lease_expires_at", "cancel_requested"),
-                ),
+            return self._data(tenant_id).lifecycle.rerun(
+                record, self._api.clock.now(), budget=budget, definition=now_fields, reason=reason
             )
-        self._data(tenant_id).lanes.send([Outgoing.of(updated, updated.attempt)])
-        return updated
 
     def _current_job_for_rerun(self, tenant_id: str, record: ExecutionRecord) -> JobRecord:
         """The job a default re-run takes its definition from; 409 when there is none to take."""

@@ -39,8 +39,6 @@ class ApiSettings:
     # What HTTP targets may reach and which secrets they may name, checked at create.
     egress_allow: tuple[str, ...]
     secret_prefix: str
-    # When the watchdog first looks at an execution the API makes runnable.
-    pending_resend_after_sec: float
     tenant_limits: TenantLimits
     tenant_limit_overrides: Mapping[str, TenantLimits]
 

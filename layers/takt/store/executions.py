@@ -41,11 +41,6 @@ ATTENTION_STATES = frozenset({ExecState.DEAD, ExecState.FAILED})
 _ATTENTION_ATTRS = ("attention_key", "attention_at")
 
 
-NOT_CANCEL_REQUESTED = "attribute_not_exists(cancel_requested)"
-"""An extra condition for writes that would retry or re-run an execution: a cancel asked for
-after the writer's read makes them fail, so the cancel wins (`Transition.extra_condition`)."""
-
-
 def open_shard_of(execution_id: str, shards: int) -> str:
     return str(zlib.crc32(execution_id.encode()) % shards)
 
@@ -80,7 +75,10 @@ class Transition:
     """A conditional update of one execution: what must hold, and what to change.
 
     `expect` maps attribute -> value (or a tuple of allowed values); every transition is fenced
-    by at least the attempt, so a stale actor's write fails instead of applying.
+    by at least the attempt, so a stale actor's write fails instead of applying. `expect_absent`
+    names attributes that must not exist: a retry is fenced on `cancel_requested` so that a
+    cancel asked for after the writer's read wins. The named operations that build these are
+    in `takt.executions.lifecycle`.
     """
 
     expect: dict[str, Any]
@@ -89,8 +87,7 @@ class Transition:
     remove: tuple[str, ...] = ()
     append_attempt: dict[str, Any] | None = None
     add: dict[str, int] = field(default_factory=dict)
-    extra_condition: str | None = None
-    extra_values: dict[str, Any] = field(default_factory=dict)
+    expect_absent: tuple[str, ...] = ()
 
 
 class ExecutionStore:
@@ -170,9 +167,9 @@ class ExecutionStore:
                 conditions.append(f"#e{i} = {placeholders[0]}")
             else:
                 conditions.append(f"#e{i} IN ({', '.join(placeholders)})")
-        if change.extra_condition:
-            conditions.append(change.extra_condition)
-            values.update(change.extra_values)
+        for i, attr in enumerate(change.expect_absent):
+            names[f"#x{i}"] = attr
+            conditions.append(f"attribute_not_exists(#x{i})")
         sets = []
         for i, (attr, value) in enumerate(change.set.items()):
             names[f"#s{i}"] = attr

@@ -14,6 +14,10 @@ of the execution decides, and a write fenced on (state, attempt, lease token) ac
 - `queued` behind an overlap slot that is free again: start it;
 - a workflow run (pending or running) that made no progress for a while: `RunEngine.check`.
 
+Each write is one of the execution lifecycle's named operations (`takt.executions.lifecycle`:
+`resend`, `recheck_at_expiry`, `expire`, `release_retry`, `promote`, `postpone`); this module only
+decides which one a candidate needs.
+
 A candidate that cannot be read or written (a record fault: an item that does not parse, a write
 DynamoDB refuses as invalid) is parked in quarantine and taken out of the `open` index, and the
 sweep goes on with the others (DESIGN invariant 9); clearing the record puts it back.
@@ -21,25 +25,18 @@ sweep goes on with the others (DESIGN invariant 9); clearing the record puts it 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from takt.config import Settings
 from takt.executions.lifecycle import Incidents, Lifecycle
-from takt.models.ids import format_time, to_ms
-from takt.models.lanes import Lanes, Outgoing
+from takt.models.ids import to_ms
+from takt.models.lanes import Lanes
 from takt.models.records import ExecState, ExecutionRecord
 from takt.observability import log_keys, logger
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
-from takt.store.executions import (
-    NOT_CANCEL_REQUESTED,
-    ExecutionStore,
-    OpenCandidate,
-    Transition,
-    lease_fence,
-)
+from takt.store.executions import ExecutionStore, OpenCandidate
 from takt.store.jobs import JobStore
 from takt.store.quarantine import QuarantineStore
 
@@ -70,9 +67,7 @@ class Watchdog:
     ) -> None:
         self._settings = settings
         self._quarantine = quarantine
-        self._jobs = jobs
         self._executions = executions
-        self._lanes = lanes
         self._release_slot = release_slot
         self._lifecycle = Lifecycle(settings, jobs, executions, lanes, notifier=notifier)
 
@@ -121,169 +116,39 @@ class Watchdog:
     def _act(
         self, record: ExecutionRecord, now: datetime, cutoff: int, result: SweepResult
     ) -> None:
-        resend_at = to_ms(now + timedelta(seconds=self._settings.pending_resend_after_sec))
         if record.run_tasks is not None and record.state != ExecState.QUEUED:
             # A workflow run that made no progress for a while: re-evaluate it (the backstop).
             self._lifecycle.runs.check(record, now)
             result.runs_checked += 1
         elif record.state == ExecState.PENDING:
-            self._executions.transition(
-                record.tenant_id,
-                record.execution_id,
-                Transition(
-                    expect={"state": ExecState.PENDING, "attempt": record.attempt},
-                    set={"check_at": resend_at},
-                ),
-            )
-            self._send(record, record.attempt)
+            self._lifecycle.resend(record, now)
             result.resent += 1
         elif record.state == ExecState.RUNNING:
             if record.lease_expires_at is None:
                 return
             if record.lease_expires_at >= cutoff:
-                self._look_again_at_expiry(record)
+                # A lease and its heartbeats leave `check_at` where the execution became
+                # runnable (`rules.lease_moves_check_at`), so a run longer than the resend wait
+                # is found here once per lease.
+                self._lifecycle.recheck_at_expiry(record)
                 return
-            self._expire(record, now, resend_at, result)
+            logger.warning("lease expired", attempt=record.attempt)
+            outcome = self._lifecycle.expire(record, now)
+            if outcome == ExecState.CANCELLED:
+                result.cancelled += 1
+            elif outcome == ExecState.DEAD:
+                result.dead += 1
+            else:
+                result.lease_expired += 1
             if self._release_slot is not None:
                 self._release_slot(record.tenant_id, record.execution_id)
         elif record.state == ExecState.RETRY_WAIT:
             if record.retry_at is None or to_ms(record.retry_at) > cutoff:
                 return
-            self._executions.transition(
-                record.tenant_id,
-                record.execution_id,
-                Transition(
-                    expect={"state": ExecState.RETRY_WAIT, "attempt": record.attempt},
-                    set={"state": ExecState.PENDING, "check_at": resend_at},
-                ),
-            )
-            self._send(record, record.attempt)
+            self._lifecycle.release_retry(record, now)
             result.retries_released += 1
         elif record.state == ExecState.QUEUED:
-            released = self._lifecycle.promote(record.tenant_id, record.job_id, now)
-            if released:
+            if self._lifecycle.promote(record.tenant_id, record.job_id, now):
                 result.queued_released += 1
             else:
-                self._executions.transition(
-                    record.tenant_id,
-                    record.execution_id,
-                    Transition(
-                        expect={"state": ExecState.QUEUED, "attempt": record.attempt},
-                        set={"check_at": resend_at},
-                    ),
-                )
-
-    def _look_again_at_expiry(self, record: ExecutionRecord) -> None:
-        """A live lease: look again when it expires, not on every sweep until then.
-
-        A lease and its heartbeats leave `check_at` where the execution became runnable
-        (`takt.worker.runner.lease_moves_check_at`), so a run longer than the resend wait is
-        found here once per lease; fenced on the lease, so a run that ended or moved on meanwhile
-        is left as it is.
-        """
-        self._executions.transition(
-            record.tenant_id,
-            record.execution_id,
-            Transition(
-                expect=lease_fence(record),
-                set={"check_at": record.lease_expires_at},
-            ),
-        )
-
-    def _expire(
-        self, record: ExecutionRecord, now: datetime, resend_at: int, result: SweepResult
-    ) -> None:
-        # The heartbeat sequence is part of the fence (DESIGN: reclaim is conditional on it): a
-        # late worker whose heartbeat lands between our read and this write has renewed the lease,
-        # and without it we would hand a live execution to a second worker.
-        fence = {**lease_fence(record), "heartbeat_seq": record.heartbeat_seq}
-        entry = {
-            "attempt": record.attempt,
-            "started_at": format_time(record.started_at) if record.started_at else None,
-            "finished_at": format_time(now),
-            "outcome": "lease_expired",
-            "error": f"lease held by {record.worker_id} expired",
-        }
-        entry = {k: v for k, v in entry.items() if v is not None}
-        logger.warning("lease expired", attempt=record.attempt)
-        if record.cancel_requested:
-            self._cancel(record, fence, entry, now)
-            result.cancelled += 1
-            return
-        # Both writes below are fenced on the flag too: a cancel asked for after our read makes
-        # them fail, and the next sweep reads the flag and cancels instead of retrying.
-        if record.attempt >= record.max_attempts:
-            self._end(
-                record,
-                fence,
-                entry,
-                now,
-                ExecState.DEAD,
-                "lease expired on the last attempt",
-                extra_condition=NOT_CANCEL_REQUESTED,
-            )
-            result.dead += 1
-            return
-        self._executions.transition(
-            record.tenant_id,
-            record.execution_id,
-            Transition(
-                expect=fence,
-                set={
-                    "state": ExecState.PENDING,
-                    "attempt": record.attempt + 1,
-                    "check_at": resend_at,
-                },
-                remove=("lease_token", "lease_expires_at"),
-                append_attempt=entry,
-                extra_condition=NOT_CANCEL_REQUESTED,
-            ),
-        )
-        self._send(record, record.attempt + 1)
-        result.lease_expired += 1
-
-    def _cancel(
-        self,
-        record: ExecutionRecord,
-        fence: dict[str, Any],
-        entry: Mapping[str, object],
-        now: datetime,
-    ) -> None:
-        """A cancel was asked for and the worker went silent: cancelled, never retried."""
-        self._end(
-            record,
-            fence,
-            {**entry, "outcome": ExecState.CANCELLED.value},
-            now,
-            ExecState.CANCELLED,
-            "cancelled; its worker stopped reporting",
-        )
-
-    def _end(
-        self,
-        record: ExecutionRecord,
-        fence: dict[str, Any],
-        entry: Mapping[str, object],
-        now: datetime,
-        state: ExecState,
-        error: str,
-        *,
-        extra_condition: str | None = None,
-    ) -> None:
-        """End an execution whose lease expired, and do what every terminal state does on its
-        job (outcome, overlap slot, next queued run), as the worker does after its completion."""
-        self._executions.transition(
-            record.tenant_id,
-            record.execution_id,
-            Transition(
-                expect=fence,
-                set={"state": state, "finished_at": format_time(now), "error": error},
-                remove=("open_shard", "check_at"),
-                append_attempt=dict(entry),
-                extra_condition=extra_condition,
-            ),
-        )
-        self._lifecycle.ended(record, state, now, error=error, notify=True)
-
-    def _send(self, record: ExecutionRecord, attempt: int) -> None:
-        self._lanes.send([Outgoing.of(record, attempt)])
+                self._lifecycle.postpone(record, now)

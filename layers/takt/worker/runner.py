@@ -11,12 +11,14 @@ time costs one read before them: the job as it now is, so an edit acknowledged b
 time decides the occurrence (`takt.worker.recheck`): skipped with the reason, or run as the job
 now is.
 
-The lease and its heartbeats leave the execution's `check_at` where it is when a lease outlasts
-the watchdog's resend wait (`lease_moves_check_at`): every writer that makes an execution
-runnable sets `check_at` to at most `pending_resend_after_sec` after the message can first be
-taken, so it already falls before the lease's expiry, and the watchdog, finding a live lease
-there, moves it to the expiry itself. A lease then changes nothing the `open` index holds and
-costs one write unit instead of three (docs/CAPACITY.md).
+The writes themselves are the execution lifecycle's named operations (`takt.executions`:
+`lease`, `heartbeat`, `complete`, `retry`, `give_back`, `requeue`); this module decides when to
+make them. The lease and its heartbeats leave the execution's `check_at` where it is when a lease
+outlasts the watchdog's resend wait (`rules.lease_moves_check_at`): every writer that makes an
+execution runnable sets `check_at` to at most `pending_resend_after_sec` after the message can
+first be taken, so it already falls before the lease's expiry, and the watchdog, finding a live
+lease there, moves it to the expiry itself. A lease then changes nothing the `open` index holds
+and costs one write unit instead of three (docs/CAPACITY.md).
 
 The target is called in a thread of its own while this one supervises: every `heartbeat_sec` it
 extends the lease (and, through the host's `keepalive`, the SQS message), and the heartbeat's
@@ -50,42 +52,31 @@ and with it the slot, went to someone else).
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.clock import Clock
 from takt.config import Settings
+from takt.executions import rules
 from takt.executions.lifecycle import Incidents, Lifecycle
 from takt.fairness.gate import WorkerGate
 from takt.models.calls import CallContext, StopSignal, TargetResult, Targets
-from takt.models.ids import format_time, to_ms
-from takt.models.lanes import LaneMessage, Lanes, Outgoing
+from takt.models.lanes import LaneMessage, Lanes
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.observability import logger
 from takt.retry import backoff_delay
 from takt.store.errors import ConflictError, ExecutionConflictError, NotFoundError
-from takt.store.executions import (
-    NOT_CANCEL_REQUESTED,
-    ExecutionStore,
-    Transition,
-    lease_fence,
-)
-from takt.store.items import execution_snapshot
+from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
 from takt.worker.deadline import HostDeadline
 from takt.worker.recheck import Verdict, claimed_ahead, judge
 
-OPEN_ATTRS = ("open_shard", "check_at")
-MAX_SQS_DELAY_SEC = 900
-MAX_GIVE_BACKS = 3
 # How long a message for a handler this worker does not serve waits before it is offered again.
 UNSERVED_DELAY_SEC = 5
 # Outcomes after which the execution's lease is someone else's (or the watchdog's to take), so
@@ -104,13 +95,6 @@ class RunOutcome:
     state: str
     detail: str = ""
     lag_ms: int | None = None
-
-
-def lease_moves_check_at(settings: Settings) -> bool:
-    """Whether a lease must move `check_at` to its expiry: only when a lease is shorter than the
-    resend wait, so the `check_at` it finds could fall after the lease expired and delay the
-    watchdog's recovery of a dead worker."""
-    return settings.lease_sec < settings.pending_resend_after_sec
 
 
 class ExecutionRunner:
@@ -135,7 +119,6 @@ class ExecutionRunner:
         self._monotonic = monotonic
         self._jobs = jobs
         self._executions = executions
-        self._lanes = lanes
         self._targets = targets
         self._clock = clock
         self._sleep = sleep
@@ -186,7 +169,9 @@ class ExecutionRunner:
         try:
             if verdict.skip_reason is not None:
                 return self._skip(message, verdict.skip_reason)
-            leased = self._lease(message, self._clock.now(), verdict.job)
+            leased = self._lifecycle.lease(
+                message, self.worker_id, self._clock.now(), job=verdict.job
+            )
         except NotFoundError:
             self._free(message.tenant_id, message.execution_id)
             return RunOutcome(message.execution_id, "missing", "no such execution")
@@ -227,88 +212,16 @@ class ExecutionRunner:
         self._free(record.tenant_id, record.execution_id)
         return RunOutcome(record.execution_id, ExecState.SKIPPED.value, reason)
 
-    def _lease(
-        self, message: LaneMessage, now: datetime, job: JobRecord | None = None
-    ) -> ExecutionRecord:
-        """Lease the message's execution; with `job` (edited since the claim, and still firing
-        at this occurrence), the lease also takes the job's current snapshot of what to run."""
-        expires = now + timedelta(seconds=self._settings.lease_sec)
-        token = uuid.uuid4().hex
-        try:
-            return self._lease_with(message, now, expires, token, job)
-        except ExecutionConflictError as exc:
-            # The SDK retried a lease whose answer was lost and met its own first write: the
-            # lease is ours. Without this the call waits for the lease to expire and costs an
-            # attempt (the last one: dead without ever running).
-            if exc.current.lease_token == token:
-                return exc.current
-            raise
-
-    def _lease_with(
-        self,
-        message: LaneMessage,
-        now: datetime,
-        expires: datetime,
-        token: str,
-        job: JobRecord | None,
-    ) -> ExecutionRecord:
-        return self._executions.transition(
-            message.tenant_id,
-            message.execution_id,
-            Transition(
-                expect={
-                    "state": (ExecState.PENDING, ExecState.RETRY_WAIT),
-                    "attempt": message.attempt,
-                },
-                set={
-                    "state": ExecState.RUNNING,
-                    "lease_token": token,
-                    "worker_id": self.worker_id,
-                    "lease_expires_at": to_ms(expires),
-                    "started_at": format_time(now),
-                    **self._check_at(to_ms(expires)),
-                    **(execution_snapshot(job) if job is not None else {}),
-                },
-                # The schedule lag is measured at the first start only.
-                set_if_absent={"lag_ms": to_ms(now) - to_ms(message.scheduled_time)},
-            ),
-        )
-
-    def _check_at(self, expires_ms: int) -> dict[str, int]:
-        """What a lease or heartbeat writes to `check_at`: nothing, unless the lease is shorter
-        than the resend wait (`lease_moves_check_at`)."""
-        return {"check_at": expires_ms} if lease_moves_check_at(self._settings) else {}
-
     def _requeue(self, message: LaneMessage, delay_sec: int, outcome: str) -> RunOutcome:
-        """Send a not-yet-started execution back to its lane as a fresh copy of its message.
-
-        The execution's check time moves past the copy's arrival first, so the watchdog does
-        not add a second message while this one circles (a waiting execution keeps exactly the
-        messages it had, however long it waits), and a fresh copy, unlike a returned message,
-        never reaches the dead-letter queue by being received too often.
-        """
-        check_at = self._clock.now() + timedelta(
-            seconds=delay_sec + self._settings.pending_resend_after_sec
-        )
+        """Send a not-yet-started execution back to its lane (`Lifecycle.requeue`)."""
         try:
-            record = self._executions.transition(
-                message.tenant_id,
-                message.execution_id,
-                Transition(
-                    expect={
-                        "state": (ExecState.PENDING, ExecState.RETRY_WAIT),
-                        "attempt": message.attempt,
-                    },
-                    set={"check_at": to_ms(check_at)},
-                ),
-            )
+            record = self._lifecycle.requeue(message, delay_sec, self._clock.now())
         except NotFoundError:
             return RunOutcome(message.execution_id, "missing", "no such execution")
         except ExecutionConflictError as exc:
             return RunOutcome(
                 message.execution_id, exc.current.state.value, "duplicate or stale message"
             )
-        self._lanes.send([Outgoing.of(record, message.attempt, delay_sec)])
         return RunOutcome(message.execution_id, outcome, f"sent back to the {record.lane} lane")
 
     def _supervise(
@@ -403,17 +316,8 @@ class ExecutionRunner:
         A write that fails for another reason (throttled past botocore's retries, the network)
         raises: the next beat tries again, and the lease's local expiry says when to give up.
         """
-        expires = to_ms(self._clock.now() + timedelta(seconds=self._settings.lease_sec))
         try:
-            return self._executions.transition(
-                record.tenant_id,
-                record.execution_id,
-                Transition(
-                    expect=lease_fence(record),
-                    set={"lease_expires_at": expires, **self._check_at(expires)},
-                    add={"heartbeat_seq": 1},
-                ),
-            )
+            return self._lifecycle.heartbeat(record, self._clock.now())
         except (ConflictError, NotFoundError):
             logger.warning("lease lost", execution_id=record.execution_id)
             return None
@@ -443,118 +347,38 @@ class ExecutionRunner:
             return self._give_back(
                 record, outcome="unserved", reason=result.error, delay_sec=self._unserved_delay_sec
             )
-        if record.attempt >= record.max_attempts:
+        if rules.last_attempt(record):
             return self._finish(record, ExecState.DEAD, result, result.error)
         return self._retry(record, result)
-
-    def _attempt_entry(
-        self,
-        record: ExecutionRecord,
-        outcome: str,
-        error: str | None,
-        result: TargetResult | None = None,
-    ) -> dict[str, object]:
-        entry: dict[str, object | None] = {
-            "attempt": record.attempt,
-            "started_at": format_time(record.started_at) if record.started_at else None,
-            "finished_at": format_time(self._clock.now()),
-            "outcome": outcome,
-            "error": error,
-            "status_code": result.status_code if result else None,
-            "duration_ms": result.duration_ms if result else None,
-        }
-        return {k: v for k, v in entry.items() if v is not None}
 
     def _finish(
         self, record: ExecutionRecord, state: ExecState, result: TargetResult, error: str | None
     ) -> RunOutcome:
-        now = self._clock.now()
-        values: dict[str, object] = {"state": state, "finished_at": format_time(now)}
-        if error:
-            values["error"] = error
-        if result.status_code is not None:
-            values["status_code"] = result.status_code
-        try:
-            self._executions.transition(
-                record.tenant_id,
-                record.execution_id,
-                Transition(
-                    expect=lease_fence(record),
-                    set=values,
-                    remove=OPEN_ATTRS,
-                    append_attempt=self._attempt_entry(record, state.value, error, result),
-                ),
-            )
-        except ExecutionConflictError as exc:
-            if not _applied_by_us(exc, record, state):
-                return self._fenced(record)
-        self._after_terminal(record, state, now, error)
+        report = rules.Report(state.value, error, result.status_code, result.duration_ms)
+        if not self._lifecycle.complete(record, state, self._clock.now(), report):
+            return self._fenced(record)
         return RunOutcome(record.execution_id, state.value, error or "", record.lag_ms)
 
     def _cancel(self, record: ExecutionRecord) -> RunOutcome:
         """Complete as cancelled: the call was told to stop and is no longer waited for."""
-        now = self._clock.now()
-        error = "cancelled while running"
-        try:
-            self._executions.transition(
-                record.tenant_id,
-                record.execution_id,
-                Transition(
-                    expect=lease_fence(record),
-                    set={
-                        "state": ExecState.CANCELLED,
-                        "finished_at": format_time(now),
-                        "error": error,
-                    },
-                    remove=OPEN_ATTRS,
-                    append_attempt=self._attempt_entry(record, ExecState.CANCELLED.value, error),
-                ),
-            )
-        except ConflictError:
+        report = rules.CANCELLED_WHILE_RUNNING
+        if not self._lifecycle.complete(record, ExecState.CANCELLED, self._clock.now(), report):
             return self._fenced(record)
-        self._after_terminal(record, ExecState.CANCELLED, now)
+        return self._cancelled(record)
+
+    def _cancelled(self, record: ExecutionRecord) -> RunOutcome:
+        error = rules.CANCELLED_WHILE_RUNNING.error or ""
         return RunOutcome(record.execution_id, ExecState.CANCELLED.value, error, record.lag_ms)
 
-    def _after_terminal(
-        self, record: ExecutionRecord, state: ExecState, now: datetime, error: str | None = None
-    ) -> None:
-        self._lifecycle.ended(record, state, now, error=error, notify=True)
-
     def _retry(self, record: ExecutionRecord, result: TargetResult) -> RunOutcome:
-        now = self._clock.now()
         delay = backoff_delay(record.retry, record.attempt, retry_after=result.retry_after_sec)
-        retry_at = now + delay
-        send_now = delay.total_seconds() <= MAX_SQS_DELAY_SEC
-        # With a delayed message in flight the watchdog only needs to look if it never arrives;
-        # a longer wait lives in DynamoDB and the watchdog sends it when due.
-        check_at = retry_at + timedelta(
-            seconds=self._settings.pending_resend_after_sec if send_now else 0
-        )
-        written = self._write_unless_cancelled(
-            record,
-            Transition(
-                expect=lease_fence(record),
-                set={
-                    "state": ExecState.RETRY_WAIT,
-                    "attempt": record.attempt + 1,
-                    "retry_at": format_time(retry_at),
-                    "check_at": to_ms(check_at),
-                    "error": result.error,
-                },
-                remove=("lease_token", "lease_expires_at"),
-                append_attempt=self._attempt_entry(record, "retry", result.error, result),
-                extra_condition=NOT_CANCEL_REQUESTED,
-            ),
-        )
-        if isinstance(written, RunOutcome):
-            return written
-        if send_now:
-            self._lanes.send(
-                [Outgoing.of(written, record.attempt + 1, math.ceil(delay.total_seconds()))]
+        report = rules.Report("retry", result.error, result.status_code, result.duration_ms)
+        written = self._lifecycle.retry(record, self._clock.now(), delay, report)
+        if written == ExecState.RETRY_WAIT:
+            return RunOutcome(
+                record.execution_id, ExecState.RETRY_WAIT.value, result.error or "", record.lag_ms
             )
-        return RunOutcome(
-            record.execution_id, ExecState.RETRY_WAIT.value, result.error or "", record.lag_ms
-        )
+        return self._cancelled(record) if written == ExecState.CANCELLED else self._fenced(record)
 
     def _give_back(
         self,
@@ -565,48 +389,20 @@ class ExecutionRunner:
         delay_sec: int = 0,
     ) -> RunOutcome:
         """Return a leased execution to its lane at the same attempt, for another worker."""
-        if outcome == "given_back":
-            earlier = sum(
-                1 for a in record.attempts if a.attempt == record.attempt and a.outcome == outcome
+        if outcome == "given_back" and rules.give_backs_exhausted(record):
+            return self._complete(
+                record,
+                TargetResult(
+                    "retryable",
+                    error=f"given back {rules.MAX_GIVE_BACKS} times: the call does not finish "
+                    "within its worker's time",
+                ),
             )
-            if earlier + 1 >= MAX_GIVE_BACKS:
-                return self._complete(
-                    record,
-                    TargetResult(
-                        "retryable",
-                        error=f"given back {MAX_GIVE_BACKS} times: the call does not finish "
-                        "within its worker's time",
-                    ),
-                )
-        check_at = self._clock.now() + timedelta(
-            seconds=delay_sec + self._settings.pending_resend_after_sec
-        )
-        written = self._write_unless_cancelled(
-            record,
-            Transition(
-                expect=lease_fence(record),
-                set={"state": ExecState.PENDING, "check_at": to_ms(check_at)},
-                remove=("lease_token", "lease_expires_at"),
-                append_attempt=self._attempt_entry(record, outcome, reason),
-                extra_condition=NOT_CANCEL_REQUESTED,
-            ),
-        )
-        if isinstance(written, RunOutcome):
-            return written
-        self._lanes.send([Outgoing.of(written, delay_sec=delay_sec)])
-        return RunOutcome(record.execution_id, outcome, reason or "", record.lag_ms)
-
-    def _write_unless_cancelled(
-        self, record: ExecutionRecord, change: Transition
-    ) -> ExecutionRecord | RunOutcome:
-        """A fenced write that must not apply once a cancel was asked for: then it cancels."""
-        try:
-            return self._executions.transition(record.tenant_id, record.execution_id, change)
-        except ExecutionConflictError as exc:
-            current = exc.current
-            if current.cancel_requested and _holds(current, record):
-                return self._cancel(record)
-            return self._fenced(record)
+        report = rules.Report(outcome, reason)
+        written = self._lifecycle.give_back(record, self._clock.now(), report, delay_sec=delay_sec)
+        if written == ExecState.PENDING:
+            return RunOutcome(record.execution_id, outcome, reason or "", record.lag_ms)
+        return self._cancelled(record) if written == ExecState.CANCELLED else self._fenced(record)
 
     def _fenced(self, record: ExecutionRecord) -> RunOutcome:
         """A stale report: the lease moved on. Count it on the execution, apply nothing."""
@@ -674,24 +470,3 @@ class _Heartbeat:
         finally:
             self.done.set()
             self._wake.set()
-
-
-def _applied_by_us(exc: ExecutionConflictError, record: ExecutionRecord, state: ExecState) -> bool:
-    """Whether a completion that failed its fence had in fact been applied by our own first try,
-    whose answer was lost before the SDK retried it (the terminal write keeps the lease token).
-    Such a completion is not a stale report, and what follows it must still be done."""
-    current = exc.current
-    return (
-        current.state == state
-        and current.attempt == record.attempt
-        and current.lease_token == record.lease_token
-    )
-
-
-def _holds(current: ExecutionRecord, record: ExecutionRecord) -> bool:
-    """Whether `record`'s lease is still the execution's current one."""
-    return (
-        current.state == ExecState.RUNNING
-        and current.attempt == record.attempt
-        and current.lease_token == record.lease_token
-    )

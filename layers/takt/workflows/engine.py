@@ -35,20 +35,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from takt.models.ids import format_time, task_execution_id, to_ms
+from takt.models.ids import task_execution_id
 from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.observability import logger
 from takt.store.errors import ConflictError, NotFoundError
-from takt.store.executions import ExecutionStore, Transition, open_shard_of
+from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
 from takt.store.runs import SUCCEEDED, UPSTREAM_FAILED, RunRef, RunStore, TaskItem
 from takt.workflows.model import downstream_of, topological_order
 
 POOL_SIZE = 8
 """Threads for a wide step (1,000 downstream tasks): DynamoDB writes are I/O bound."""
-
-OPEN_ATTRS = ("open_shard", "check_at")
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -104,15 +102,15 @@ class RunLifecycle(Protocol):
 
     def check_at(self, now: datetime, *, delay_sec: float = 0) -> int: ...
 
-    def ended(
-        self,
-        record: ExecutionRecord,
-        state: ExecState,
-        now: datetime,
-        *,
-        error: str | None = None,
-        notify: bool = False,
-    ) -> None: ...
+    def start_run(self, run: ExecutionRecord, now: datetime, tasks: int) -> ExecutionRecord: ...
+
+    def fail_run(self, run: ExecutionRecord, now: datetime, error: str) -> None: ...
+
+    def finish_run(
+        self, run: ExecutionRecord, gen: int, state: ExecState, error: str | None, now: datetime
+    ) -> bool: ...
+
+    def rerun_run(self, run: ExecutionRecord, gen: int, now: datetime) -> ExecutionRecord: ...
 
 
 class RunEngine:
@@ -128,9 +126,6 @@ class RunEngine:
         self._lanes = lanes
         self._lifecycle = lifecycle
         self.store = RunStore(executions.client, executions.table)
-
-    def _check_at(self, now: datetime) -> int:
-        return self._lifecycle.check_at(now)
 
     # Starting
 
@@ -152,21 +147,7 @@ class RunEngine:
             self._fail_unstarted(run, now)
             return
         try:
-            started = self._executions.transition(
-                run.tenant_id,
-                run.execution_id,
-                Transition(
-                    expect={"state": ExecState.PENDING, "attempt": run.attempt},
-                    set={
-                        "state": ExecState.RUNNING,
-                        "started_at": format_time(now),
-                        "run_gen": 0,
-                        "run_tasks": len(tasks),
-                        "check_at": self._check_at(now),
-                    },
-                    set_if_absent={"lag_ms": to_ms(now) - to_ms(run.scheduled_time)},
-                ),
-            )
+            started = self._lifecycle.start_run(run, now, len(tasks))
         except ConflictError:
             return
         ref = RunRef(run.tenant_id, run.execution_id)
@@ -188,23 +169,7 @@ class RunEngine:
 
     def _fail_unstarted(self, run: ExecutionRecord, now: datetime) -> None:
         """A run whose job was deleted (or is no longer a workflow) before it started."""
-        try:
-            self._executions.transition(
-                run.tenant_id,
-                run.execution_id,
-                Transition(
-                    expect={"state": ExecState.PENDING, "attempt": run.attempt},
-                    set={
-                        "state": ExecState.FAILED,
-                        "finished_at": format_time(now),
-                        "error": "its job was deleted or is no longer a workflow",
-                    },
-                    remove=OPEN_ATTRS,
-                ),
-            )
-        except ConflictError:
-            return
-        self._lifecycle.ended(run, ExecState.FAILED, now)
+        self._lifecycle.fail_run(run, now, "its job was deleted or is no longer a workflow")
 
     def _dispatch(
         self, origin: ExecutionRecord, ref: RunRef, tasks: list[TaskItem], now: datetime
@@ -217,7 +182,7 @@ class RunEngine:
         An execution that exists already (a redo) is sent again while still pending: a duplicate
         message finds nothing to lease. Its `check_at` lets the watchdog resend a lost message.
         """
-        check_at = self._check_at(now)
+        check_at = self._lifecycle.check_at(now)
 
         def create(task: TaskItem) -> Outgoing | None:
             record = self._task_record(origin, ref.run_id, task, now)
@@ -311,7 +276,7 @@ class RunEngine:
         return task
 
     def _note(self, ref: RunRef, gen: int, ended: int, now: datetime) -> None:
-        noted = self.store.note_ended(ref, gen, ended, self._check_at(now))
+        noted = self.store.note_ended(ref, gen, ended, self._lifecycle.check_at(now))
         if noted is None:
             return
         count, run = noted
@@ -326,27 +291,12 @@ class RunEngine:
             return
         bad = [t.task_id for t in tasks if t.state != SUCCEEDED]
         state = ExecState.FAILED if bad else ExecState.SUCCEEDED
-        values: dict[str, object] = {"state": state, "finished_at": format_time(now)}
-        remove: tuple[str, ...] = OPEN_ATTRS
+        error = None
         if bad:
             shown = ", ".join(bad[:5]) + (", ..." if len(bad) > 5 else "")
-            values["error"] = f"{len(bad)} of {len(tasks)} tasks did not succeed: {shown}"
-        else:
-            remove = (*OPEN_ATTRS, "error")
-        try:
-            self._executions.transition(
-                run.tenant_id,
-                run.execution_id,
-                Transition(
-                    expect={"state": ExecState.RUNNING, "run_gen": gen},
-                    set=values,
-                    remove=remove,
-                ),
-            )
-        except ConflictError:
-            return
-        logger.info("workflow run ended", run_id=run.execution_id, state=state.value)
-        self._lifecycle.ended(run, state, now)
+            error = f"{len(bad)} of {len(tasks)} tasks did not succeed: {shown}"
+        if self._lifecycle.finish_run(run, gen, state, error, now):
+            logger.info("workflow run ended", run_id=run.execution_id, state=state.value)
 
     # The backstop
 
@@ -449,22 +399,7 @@ class RunEngine:
             )
         gen = run.run_gen + 1
         try:
-            updated = self._executions.transition(
-                tenant_id,
-                run_id,
-                Transition(
-                    expect={"state": ExecState.FAILED, "run_gen": run.run_gen},
-                    set={
-                        "state": ExecState.RUNNING,
-                        "run_gen": gen,
-                        "open_shard": open_shard_of(run_id, self._executions.open_shards),
-                        "check_at": self._check_at(now),
-                        "reason": "re-run of its failed tasks requested",
-                        "ended_count": 0,
-                    },
-                    remove=("finished_at", "error"),
-                ),
-            )
+            updated = self._lifecycle.rerun_run(run, gen, now)
         except ConflictError:
             raise RunStateError(f"run {run_id} changed meanwhile") from None
         ref = RunRef(tenant_id, run_id)

@@ -11,12 +11,12 @@ import pytest
 
 from functions.worker.handler import handler as worker_handler
 from takt.clock import ManualClock
+from takt.executions.rules import MAX_GIVE_BACKS
 from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, RetryPolicy
 from takt.store.executions import Transition
 from takt.wiring import Services, install
 from takt.worker.deadline import HostDeadline
-from takt.worker.runner import MAX_GIVE_BACKS
 from takt_cli.local.events import LocalContext, sqs_event
 from tests.integration.worker import handlers
 from tests.integration.worker.conftest import runner_for, stored, submit_to
