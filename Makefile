@@ -23,11 +23,12 @@ local: install ## run takt locally on moto: API on http://127.0.0.1:8080 (PORT=.
 test: install ## run the whole test suite
 	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(PY) -m pytest -n auto -q
 
-lint: install ## ruff (lint and format check), mypy --strict and the import contracts
+lint: install ## ruff, mypy --strict, the import contracts and radon complexity <= 15 in the runtime
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy .
 	.venv/bin/lint-imports --no-cache
+	$(PY) -m pytest -q -n 0 tests/unit/test_complexity.py
 
 fmt: install ## format the code
 	$(PY) -m ruff format .

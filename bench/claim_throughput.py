@@ -29,7 +29,7 @@ from moto.server import ThreadedMotoServer  # noqa: E402
 
 from takt.clock import ManualClock  # noqa: E402
 from takt.config import Settings  # noqa: E402
-from takt.dispatch.claimer import Claimer  # noqa: E402
+from takt.dispatch.claimer import Claimer, ClaimerSettings  # noqa: E402
 from takt.store.due import minute_of  # noqa: E402
 from takt.wiring import build_services  # noqa: E402
 from takt_cli.local import moto_speedups  # noqa: E402
@@ -83,7 +83,9 @@ def _claim_rate(settings: Settings, threads: int, items: int, due: datetime) -> 
     for _ in range(items):
         job_id = job_id_in_shard(TENANT, SHARD, settings.due_shards)
         store_job(svc, make_job(now=clock.now(), next_run_time=due, job_id=job_id), clock.now())
-    claimer = Claimer(svc.settings, svc.jobs, svc.due, svc.executions, svc.lanes)
+    claimer = Claimer(
+        ClaimerSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, svc.lanes
+    )
     start = time.perf_counter()
     result = claimer.claim(minute_of(due), SHARD, due)
     spent = time.perf_counter() - start

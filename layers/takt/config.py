@@ -6,8 +6,9 @@ same variables for the moto-backed run. Nothing else in the library reads the en
 
 from __future__ import annotations
 
+from dataclasses import fields
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -243,6 +244,16 @@ class Settings(BaseSettings):
             return self.lane_urls[lane]
         except KeyError:
             raise RuntimeError(f"no queue configured for lane {lane!r}") from None
+
+
+S = TypeVar("S")
+
+
+def settings_slice(kind: type[S], settings: Settings) -> S:
+    """The settings a component reads, as its own frozen dataclass `kind` whose fields are named
+    as in `Settings`: the component receives those and no more (takt.wiring cuts them)."""
+    values: dict[str, Any] = {f.name: getattr(settings, f.name) for f in fields(kind)}  # type: ignore[arg-type]
+    return kind(**values)
 
 
 @lru_cache(maxsize=1)

@@ -37,9 +37,9 @@ from takt.aws import (
     make_sts_client,
 )
 from takt.clock import Clock, SystemClock
-from takt.config import Settings, get_settings
+from takt.config import Settings, get_settings, settings_slice
 from takt.dispatch.ahead import DueForecaster, FleetPlan, ScaleAhead
-from takt.dispatch.claimer import Claimer, ClaimResult, claim_horizon
+from takt.dispatch.claimer import Claimer, ClaimerSettings, ClaimResult, claim_horizon
 from takt.dispatch.driver import Driver
 from takt.dispatch.indexer import DueIndexer
 from takt.dispatch.lanes import LaneSender
@@ -71,8 +71,8 @@ from takt.targets.secrets import SecretsManagerSource
 from takt.tenants import TenantLimiter
 from takt.tenants.sessions import PerTenant, TenantSessions
 from takt.tenants.webhook_keys import WebhookKeys
-from takt.watchdog.sweeper import Watchdog
-from takt.worker.runner import ExecutionRunner
+from takt.watchdog.sweeper import Watchdog, WatchdogSettings
+from takt.worker.runner import ExecutionRunner, RunnerSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -231,7 +231,7 @@ def build_worker(settings: Settings, clients: AwsClients, clock: Clock) -> Worke
         settings, clock, webhook_keys(settings, clients.dynamodb), oidc_signer(settings)
     )
     runner = ExecutionRunner(
-        settings,
+        RunnerSettings.of(settings),
         jobs,
         executions,
         lane_sender(settings, clients, clock, buckets),
@@ -254,7 +254,7 @@ def build_claimer(settings: Settings, clients: AwsClients, clock: Clock) -> Clai
     if settings.claim_max_items is not None and settings.fair_queue_sec is not None:
         gauge = LaneGauge(clients.sqs, settings.lane_urls)
     claimer = Claimer(
-        settings,
+        ClaimerSettings.of(settings),
         job_store(settings, clients.dynamodb),
         due_store(settings, clients.dynamodb),
         execution_store(settings, clients.dynamodb),
@@ -285,6 +285,7 @@ def build_scheduler(
     that has something due."""
     due = due_store(settings, clients.dynamodb)
     ahead = timedelta(seconds=settings.dispatch_ahead_sec)
+    horizon = ClaimerSettings.of(settings)
     fanout: Fanout
     if settings.claimer_mode == "lambda":
         if not settings.claimer_function:
@@ -293,7 +294,7 @@ def build_scheduler(
             boto3.session.Session(region_name=settings.region).client("lambda"),
             settings.claimer_function,
             lambda task: due.has_due(
-                task.minute, task.shard, claim_horizon(settings, task.minute, task.now)
+                task.minute, task.shard, claim_horizon(horizon, task.minute, task.now)
             ),
             settings.claimer_threads,
         )
@@ -325,7 +326,7 @@ def build_watchdog(settings: Settings, clients: AwsClients, clock: Clock) -> Wat
         settings, clock, webhook_keys(settings, clients.dynamodb), oidc_signer(settings)
     )
     watchdog = Watchdog(
-        settings,
+        WatchdogSettings.of(settings),
         jobs,
         executions,
         lane_sender(settings, clients, clock, buckets),
@@ -392,13 +393,7 @@ def build_api(
         return CloudWatchMetricsReader(make_cloudwatch_client(settings), settings.metrics_namespace)
 
     return Api(
-        settings=ApiSettings(
-            region=settings.region,
-            egress_allow=settings.egress_allow,
-            secret_prefix=settings.secret_prefix,
-            tenant_limits=settings.tenant_limits,
-            tenant_limit_overrides=settings.tenant_limit_overrides,
-        ),
+        settings=settings_slice(ApiSettings, settings),
         identity=IdentityMapping.of(settings),
         clock=clock,
         tenant=tenant,

@@ -19,14 +19,14 @@ from typing import Any
 from takt.aws import AwsClients, make_clients
 from takt.clock import Clock, OffsetClock
 from takt.config import Settings
-from takt.dispatch.claimer import Claimer
+from takt.dispatch.claimer import Claimer, ClaimerSettings
 from takt.dispatch.ticker import InlineFanout, Ticker
 from takt.models.lanes import LaneMessage
 from takt.models.records import JobRecord, RetryPolicy
 from takt.store.due import minute_of
-from takt.watchdog.sweeper import Watchdog
+from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.wiring import Services
-from takt.worker.runner import ExecutionRunner
+from takt.worker.runner import ExecutionRunner, RunnerSettings
 from tests.chaos.oracle import Call, Expectation, Verdict, WireTap, Witness, judge_run, table_items
 from tests.support.history import ChaosReport
 from tests.support.jobs import make_job, store_job
@@ -71,7 +71,7 @@ class Rig:
     ) -> ExecutionRunner:
         svc = self.services(name, offset_sec)
         return ExecutionRunner(
-            svc.settings,
+            RunnerSettings.of(svc.settings),
             svc.jobs,
             svc.executions,
             svc.lanes,
@@ -83,13 +83,15 @@ class Rig:
 
     def watchdog(self, offset_sec: float = 0.0) -> tuple[Watchdog, Services]:
         svc = self.services("watchdog", offset_sec)
-        return Watchdog(svc.settings, svc.jobs, svc.executions, svc.lanes), svc
+        return Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, svc.executions, svc.lanes), svc
 
     def ticker(self) -> Ticker:
         svc = self.services("claimer")
         if svc.due.watermark() is None:
             svc.due.advance_watermark(minute_of(self.clock.now()) - timedelta(minutes=1))
-        claimer = Claimer(svc.settings, svc.jobs, svc.due, svc.executions, svc.lanes)
+        claimer = Claimer(
+            ClaimerSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, svc.lanes
+        )
         return Ticker(
             svc.due,
             InlineFanout(claimer.claim, 1),

@@ -28,15 +28,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 from takt.aws import AwsClients
 from takt.clock import Clock, ManualClock
 from takt.config import Settings
-from takt.dispatch.claimer import Claimer
+from takt.dispatch.claimer import Claimer, ClaimerSettings
 from takt.dispatch.lanes import LaneSender
 from takt.dispatch.ticker import InlineFanout, Ticker
 from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import JobRecord, RetryPolicy
 from takt.store.due import minute_of
-from takt.watchdog.sweeper import Watchdog
+from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.wiring import Services
-from takt.worker.runner import ExecutionRunner, RunOutcome
+from takt.worker.runner import ExecutionRunner, RunnerSettings, RunOutcome
 from tests.chaos import handlers
 from tests.chaos.oracle import expected_times
 from tests.support.faults import Crash
@@ -143,7 +143,7 @@ class Sim:
         lanes = SimLanes(clients.sqs, settings, clock, lose)
         worker_clock = worker_clock or clock
         runner = ExecutionRunner(
-            settings,
+            RunnerSettings.of(settings),
             svc.jobs,
             svc.executions,
             lanes,
@@ -152,7 +152,7 @@ class Sim:
             worker_id="w-sim",
             sleep=lambda _: None,
         )
-        claimer = Claimer(settings, svc.jobs, svc.due, svc.executions, lanes)
+        claimer = Claimer(ClaimerSettings.of(settings), svc.jobs, svc.due, svc.executions, lanes)
         log = EffectLog(log_dir / "effects.jsonl")
         handlers.bind(log, clock)
         if svc.due.watermark() is None:
@@ -224,7 +224,7 @@ class Sim:
         hold survives, including messages not yet visible."""
         settings = self.svc.settings
         runner = ExecutionRunner(
-            settings,
+            RunnerSettings.of(settings),
             self.svc.jobs,
             self.svc.executions,
             self.lanes,
@@ -237,11 +237,19 @@ class Sim:
             self,
             svc=Services(settings=settings, clients=self.svc.clients, clock=self.clock),
             runner=runner,
-            claimer=Claimer(settings, self.svc.jobs, self.svc.due, self.svc.executions, self.lanes),
+            claimer=Claimer(
+                ClaimerSettings.of(settings),
+                self.svc.jobs,
+                self.svc.due,
+                self.svc.executions,
+                self.lanes,
+            ),
         )
 
     def sweep(self) -> None:
-        watchdog = Watchdog(self.svc.settings, self.svc.jobs, self.svc.executions, self.lanes)
+        watchdog = Watchdog(
+            WatchdogSettings.of(self.svc.settings), self.svc.jobs, self.svc.executions, self.lanes
+        )
         self._guard("sweep", lambda: watchdog.sweep(self.watchdog_clock.now()))
 
     def receive(self) -> None:

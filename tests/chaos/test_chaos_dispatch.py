@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from typing import Any, TypeVar
 
-from takt.dispatch.claimer import Claimer
+from takt.dispatch.claimer import Claimer, ClaimerSettings
 from takt.models.lanes import LaneMessage, Outgoing
 from tests.chaos.conftest import Form, publish
 from tests.chaos.sim import Sim, interval_jobs
@@ -58,7 +58,7 @@ def test_s2_a_claimer_dying_between_each_pair_of_steps_loses_and_doubles_nothing
         crashing(sim.svc.executions, "executions"),
         crashing(sim.lanes, "lanes"),
     ]
-    sim.claimer = Claimer(sim.svc.settings, *parts)
+    sim.claimer = Claimer(ClaimerSettings.of(sim.svc.settings), *parts)
     sim.run(form.pick(40, 150))
     window.open = False
     fault_end = sim.clock.now()

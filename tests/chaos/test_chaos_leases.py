@@ -38,7 +38,7 @@ from takt.clock import ManualClock
 from takt.models.ids import to_ms
 from takt.models.records import RetryPolicy
 from takt.store.executions import Transition, lease_fence
-from takt.watchdog.sweeper import Watchdog
+from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.worker.runner import ExecutionRunner, RunOutcome
 from tests.chaos.conftest import publish
 from tests.chaos.oracle import Call, Expectation, WireTap, Witness
@@ -160,7 +160,7 @@ def _heartbeat_between_read_and_reclaim(case: Case) -> dict[str, object]:
 
     svc = case.rig.services("watchdog")
     racing = interleave(svc.executions, "get", heartbeat)
-    Watchdog(svc.settings, svc.jobs, racing, svc.lanes).sweep(case.clock.now())
+    Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, racing, svc.lanes).sweep(case.clock.now())
     gate.set()
     thread.join(10)
     _finish(case)

@@ -25,7 +25,7 @@ import pytest
 from takt.clock import ManualClock, OffsetClock
 from takt.models.lanes import LaneMessage
 from takt.models.records import ExecState, RetryPolicy
-from takt.watchdog.sweeper import Watchdog
+from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.worker.deadline import HostDeadline
 from takt.worker.runner import RunOutcome
 from tests.chaos import handlers
@@ -91,9 +91,13 @@ def test_s7_completion_racing_the_watchdogs_requeue_completes_once(
     if order == "completion-first":
         # The worker's completion lands between the watchdog's read and its fenced write.
         racing = interleave(svc.executions, "get", complete)
-        Watchdog(svc.settings, svc.jobs, racing, sim.lanes).sweep(sim.clock.now())
+        Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, racing, sim.lanes).sweep(
+            sim.clock.now()
+        )
     else:
-        Watchdog(svc.settings, svc.jobs, svc.executions, sim.lanes).sweep(sim.clock.now())
+        Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, svc.executions, sim.lanes).sweep(
+            sim.clock.now()
+        )
         complete()
     sim.settle(10)
 

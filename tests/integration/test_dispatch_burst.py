@@ -7,12 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from takt.clock import ManualClock
-from takt.dispatch.claimer import Claimer
+from takt.dispatch.claimer import Claimer, ClaimerSettings
 from takt.dispatch.ticker import BURST_EVERY_SEC
 from takt.models.ids import execution_id
 from takt.models.records import ExecState, JobStatus, TaskSpec
 from takt.wiring import Services
-from takt.worker.runner import ExecutionRunner
+from takt.worker.runner import ExecutionRunner, RunnerSettings
 from tests.support.env import ServicesFactory
 from tests.support.jobs import TENANT, job_id_in_shard, make_job, store_job
 from tests.support.lanes import RecordingLanes, delayed_count, visible_count
@@ -34,7 +34,7 @@ def _job_at(svc: Services, clock: ManualClock, due: datetime, **fields: object) 
 
 
 def _claimer(svc: Services, lanes: RecordingLanes) -> Claimer:
-    return Claimer(svc.settings, svc.jobs, svc.due, svc.executions, lanes)
+    return Claimer(ClaimerSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, lanes)
 
 
 def _state(svc: Services, job_id: str, due: datetime) -> ExecState | None:
@@ -125,7 +125,13 @@ def test_an_edit_after_the_early_claim_and_before_the_minute_still_decides(
     )
     clock.set(TOP)
     runner = ExecutionRunner(
-        svc.settings, svc.jobs, svc.executions, lanes, svc.targets, svc.clock, worker_id="w"
+        RunnerSettings.of(svc.settings),
+        svc.jobs,
+        svc.executions,
+        lanes,
+        svc.targets,
+        svc.clock,
+        worker_id="w",
     )
 
     assert runner.process(messages[paused]).state == "skipped"

@@ -23,7 +23,7 @@ import pytest
 from takt.aws import AwsClients, make_clients
 from takt.clock import ManualClock
 from takt.config import Settings
-from takt.dispatch.claimer import Claimer
+from takt.dispatch.claimer import Claimer, ClaimerSettings
 from takt.models.records import ExecState, JobRecord, JobStatus
 from takt.store.due import minute_of
 from takt.store.executions import Transition
@@ -148,7 +148,7 @@ def _crashing_claimer(
         return crash_on(target, method, call=call, when=when) if name == part else target
 
     return Claimer(
-        svc.settings.model_copy(update={"claimer_threads": threads}),
+        ClaimerSettings.of(svc.settings.model_copy(update={"claimer_threads": threads})),
         maybe("jobs", svc.jobs),
         maybe("due", svc.due),
         maybe("executions", svc.executions),

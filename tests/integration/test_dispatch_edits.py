@@ -18,13 +18,13 @@ import pytest
 from takt.api.jobs import JobService
 from takt.api.models import JobCreate, JobPatch
 from takt.clock import ManualClock
-from takt.dispatch.claimer import Claimer
+from takt.dispatch.claimer import Claimer, ClaimerSettings
 from takt.models.ids import execution_id
 from takt.models.records import ExecState, JobStatus
 from takt.store.due import minute_of, shard_of
 from takt.store.jobs import JobStore
 from takt.wiring import Services
-from takt.worker.runner import ExecutionRunner
+from takt.worker.runner import ExecutionRunner, RunnerSettings
 from tests.support.faults import precede
 from tests.support.indexer import index_due
 from tests.support.jobs import TENANT, UNREACHABLE
@@ -37,7 +37,9 @@ EDITED_AT = THIRTEEN - timedelta(milliseconds=500)
 
 
 def _claimer(svc: Services, jobs: JobStore | None = None) -> Claimer:
-    return Claimer(svc.settings, jobs or svc.jobs, svc.due, svc.executions, svc.lanes)
+    return Claimer(
+        ClaimerSettings.of(svc.settings), jobs or svc.jobs, svc.due, svc.executions, svc.lanes
+    )
 
 
 def _claim(svc: Services, claimer: Claimer, job_id: str, now: datetime) -> None:
@@ -144,7 +146,13 @@ def test_a_one_off_moved_while_its_claim_completes_it_runs_at_its_new_time(
 
 def _runner(svc: Services) -> ExecutionRunner:
     return ExecutionRunner(
-        svc.settings, svc.jobs, svc.executions, svc.lanes, svc.targets, svc.clock, worker_id="w"
+        RunnerSettings.of(svc.settings),
+        svc.jobs,
+        svc.executions,
+        svc.lanes,
+        svc.targets,
+        svc.clock,
+        worker_id="w",
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from takt.clock import ManualClock
-from takt.dispatch.claimer import FAIR_READ_PAGE, Claimer
+from takt.dispatch.claimer import FAIR_READ_PAGE, Claimer, ClaimerSettings
 from takt.fairness.adaptive import LaneGauge
 from takt.store.due import minute_of
 from takt.wiring import Services
@@ -41,7 +41,9 @@ def flood(svc: Services, clock: ManualClock, tenant: str, count: int, due: datet
 
 def claimer_with_gauge(svc: Services, ticks: Ticks) -> Claimer:
     gauge = LaneGauge(svc.clients.sqs, svc.settings.lane_urls, monotonic=ticks)
-    return Claimer(svc.settings, svc.jobs, svc.due, svc.executions, svc.lanes, gauge=gauge)
+    return Claimer(
+        ClaimerSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, svc.lanes, gauge=gauge
+    )
 
 
 def test_a_lone_backlog_is_claimed_faster_while_the_lanes_keep_up_and_at_the_floor_when_not(

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from takt.clock import ManualClock
 from takt.config import TenantLimits
-from takt.dispatch.claimer import FAIR_READ_PAGE, Claimer
+from takt.dispatch.claimer import FAIR_READ_PAGE, Claimer, ClaimerSettings
 from takt.models.lanes import LaneMessage
 from takt.store.due import minute_of
 from takt.wiring import Services
@@ -35,7 +35,9 @@ def _flood(svc: Services, clock: ManualClock, tenant: str, count: int, due: date
 
 
 def _claim(svc: Services, clock: ManualClock) -> None:
-    claimer = Claimer(svc.settings, svc.jobs, svc.due, svc.executions, svc.lanes)
+    claimer = Claimer(
+        ClaimerSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, svc.lanes
+    )
     claimer.claim(minute_of(clock.now()), 0, clock.now())
 
 

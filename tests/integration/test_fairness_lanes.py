@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from takt.clock import ManualClock
-from takt.dispatch.claimer import Claimer
+from takt.dispatch.claimer import Claimer, ClaimerSettings
 from takt.models.ids import split_execution_id
 from takt.store.due import minute_of
 from takt.wiring import Services
@@ -48,7 +48,7 @@ def test_higher_lanes_go_first_and_the_low_lane_is_never_starved(
             )
             store_job(svc, job, clock.now())
             lane_of[job.job_id] = lane
-    Claimer(svc.settings, svc.jobs, svc.due, svc.executions, svc.lanes).claim(
+    Claimer(ClaimerSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, svc.lanes).claim(
         minute_of(clock.now()), 0, clock.now()
     )
 

@@ -13,7 +13,7 @@ from takt.models.ids import format_time, to_ms
 from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, RetryPolicy
 from takt.store.executions import Transition
-from takt.watchdog.sweeper import Watchdog
+from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.wiring import Services
 from tests.support.faults import interleave
 from tests.support.jobs import TENANT, make_execution, make_job, store_execution
@@ -167,7 +167,10 @@ def test_a_lease_renewed_after_the_watchdog_read_it_is_not_reclaimed(
         )
 
     racing = Watchdog(
-        svc.settings, svc.jobs, interleave(svc.executions, "get", heartbeat), svc.lanes
+        WatchdogSettings.of(svc.settings),
+        svc.jobs,
+        interleave(svc.executions, "get", heartbeat),
+        svc.lanes,
     )
 
     result = racing.sweep(clock.now())

@@ -14,7 +14,7 @@ from takt.models.ids import to_ms
 from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus, RetryPolicy
 from takt.wiring import Services
-from takt.worker.runner import ExecutionRunner, RunOutcome
+from takt.worker.runner import ExecutionRunner, RunnerSettings, RunOutcome
 from tests.support.env import ServicesFactory
 from tests.support.history import Expect, HistoryChecker
 from tests.support.jobs import TENANT, make_execution, make_job, store_execution
@@ -34,7 +34,7 @@ class Worker:
     def __init__(self, svc: Services, worker_id: str = "w-1") -> None:
         self.lanes = RecordingLanes(svc)
         self.runner = ExecutionRunner(
-            svc.settings,
+            RunnerSettings.of(svc.settings),
             svc.jobs,
             svc.executions,
             self.lanes,

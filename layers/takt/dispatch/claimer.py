@@ -33,13 +33,13 @@ from __future__ import annotations
 import contextvars
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-from takt.config import Settings
+from takt.config import Settings, TenantLimits, settings_slice
 from takt.dispatch.plan import FiringPlan, plan_firing
 from takt.executions.lifecycle import Lifecycle
 from takt.fairness.adaptive import LaneGauge, LaneState, claim_budget, fast_headroom
@@ -134,7 +134,7 @@ class Phases:
         return outcomes
 
 
-def claim_horizon(settings: Settings, minute: datetime, now: datetime) -> datetime:
+def claim_horizon(settings: ClaimerSettings, minute: datetime, now: datetime) -> datetime:
     """The latest due time a claim of `minute`'s bucket at `now` takes: `dispatch_ahead_sec`
     ahead, and, from `burst_ahead_sec` before the minute, the whole of its first second (the
     top-of-minute burst; docs/CAPACITY.md). The ticker's probes use the same horizon."""
@@ -152,6 +152,23 @@ def _early_claimable(job: JobRecord) -> bool:
     overlap policy judges the previous run as it is at the claim, and a workflow's run starts
     at its claim; those are claimed within `dispatch_ahead_sec` as ever."""
     return job.overlap == "allow" and job.tasks is None
+
+
+def _note_created(firing: _Firing, record: ExecutionRecord, outgoing: list[Outgoing]) -> None:
+    """What one execution the firing created (or found) asks of the claim: it names the
+    firing's run, holds the job's overlap slot while open, and is sent (a pending execution)
+    or started as a workflow run."""
+    job = firing.job
+    firing.run_ids.append(record.execution_id)
+    # Not only a pending record holds the slot: after a crashed try, a worker may already
+    # be running the execution this retry found, and the next occurrence must see it busy.
+    open_run = record.state != ExecState.QUEUED and not record.state.terminal
+    if job.overlap != "allow" and open_run:
+        firing.holder = record.execution_id
+    if record.state == ExecState.PENDING and record.run_tasks is not None:
+        firing.runs.append(record)
+    elif record.state == ExecState.PENDING:
+        outgoing.append(Outgoing.of(record))
 
 
 def _send_batches(outgoing: list[Outgoing]) -> list[list[Outgoing]]:
@@ -204,10 +221,38 @@ class _Firing:
     quarantined: bool = False
 
 
+@dataclass(frozen=True)
+class ClaimerSettings:
+    """The settings the claimer reads (`of` cuts them from `Settings`)."""
+
+    dispatch_ahead_sec: float
+    burst_ahead_sec: float
+    due_grace_sec: float
+    due_shards: int
+    claim_max_items: int | None
+    claim_read_pages: int
+    claimer_threads: int
+    fair_queue_sec: float | None
+    overflow_lane: str
+    tenant_limits: TenantLimits
+    tenant_limit_overrides: Mapping[str, TenantLimits]
+    # The lifecycle's: its leases and resend wait, and its backfills' table.
+    lease_sec: float
+    pending_resend_after_sec: float
+    tenants_table: str
+
+    @classmethod
+    def of(cls, settings: Settings) -> ClaimerSettings:
+        return settings_slice(cls, settings)
+
+    def limits_for(self, tenant_id: str) -> TenantLimits:
+        return self.tenant_limit_overrides.get(tenant_id, self.tenant_limits)
+
+
 class Claimer:
     def __init__(
         self,
-        settings: Settings,
+        settings: ClaimerSettings,
         jobs: JobStore,
         due: DueStore,
         executions: ExecutionStore,
@@ -238,6 +283,49 @@ class Claimer:
     def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
         result = ClaimResult()
         claimed_from = self._monotonic()
+        items, backlogged = self._take(minute, shard, now, result)
+        if not items:
+            return result
+        started = self._gauge.monotonic() if self._gauge is not None else 0.0
+        firings, stale = self._firings(items, now, result)
+        self._phases.each(self._delete_stale, stale, result)
+        result.stale += len(stale)
+
+        nothing: list[Outgoing] = []
+        created = self._phases.each(
+            self._isolated(lambda f: self._create_executions(f, now, f.result), nothing, now),
+            firings,
+            result,
+        )
+        outgoing = [message for messages in created for message in messages]
+        for firing in firings:
+            result.add(firing.result)
+        firings = _unparked(firings, result)
+        if outgoing:
+            self._dispatch(outgoing, firings, backlogged, now, claimed_from, result)
+        for firing in firings:
+            for run in firing.runs:
+                # A workflow's run is not sent: it dispatches its root tasks (takt.workflows).
+                self._lifecycle.runs.start(run, now, firing.job)
+        recurring = [f for f in firings if f.plan.next_run is not None]
+        self._phases.each(
+            self._isolated(lambda f: self._index_next(f, now), None, now), recurring, result
+        )
+        firings = _unparked(firings, result)
+        self._phases.each(
+            self._isolated(lambda f: self._advance(f, now), None, now), firings, result
+        )
+        _unparked(firings, result)
+        if backlogged and self._gauge is not None:
+            self._last_claim_sec = self._gauge.monotonic() - started
+        return result
+
+    def _take(
+        self, minute: datetime, shard: int, now: datetime, result: ClaimResult
+    ) -> tuple[list[DueItem], frozenset[str]]:
+        """The due items this claim takes (up to `claim_horizon`), and the backlogged tenants
+        among them: everything due, or with `claim_max_items` a bounded share of the backlog
+        (docs/FAIRNESS.md). The items that cannot be read are parked."""
         until = claim_horizon(self._settings, minute, now)
         bound = self._settings.claim_max_items
         backlogged: frozenset[str] = frozenset()
@@ -257,47 +345,7 @@ class Claimer:
             result.left += len(later)
         for unreadable in read.unreadable:
             self._park_due_item(unreadable, now, result)
-        if not items:
-            return result
-        started = self._gauge.monotonic() if self._gauge is not None else 0.0
-        firings, stale = self._firings(items, now, result)
-        self._phases.each(self._delete_stale, stale, result)
-        result.stale += len(stale)
-
-        nothing: list[Outgoing] = []
-        created = self._phases.each(
-            self._isolated(lambda f: self._create_executions(f, now, f.result), nothing, now),
-            firings,
-            result,
-        )
-        outgoing = [message for messages in created for message in messages]
-        for firing in firings:
-            result.add(firing.result)
-        firings = _unparked(firings, result)
-        if outgoing:
-            elapsed = self._monotonic() - claimed_from
-            ahead = self._settings.dispatch_ahead_sec
-            delayed = [_delayed(o, now, elapsed, ahead) for o in outgoing]
-            self._send(delayed, backlogged, result)
-            result.lags_ms.extend(
-                max(0, to_ms(now) - to_ms(f.item.due)) for f in firings if f.run_ids
-            )
-        for firing in firings:
-            for run in firing.runs:
-                # A workflow's run is not sent: it dispatches its root tasks (takt.workflows).
-                self._lifecycle.runs.start(run, now, firing.job)
-        recurring = [f for f in firings if f.plan.next_run is not None]
-        self._phases.each(
-            self._isolated(lambda f: self._index_next(f, now), None, now), recurring, result
-        )
-        firings = _unparked(firings, result)
-        self._phases.each(
-            self._isolated(lambda f: self._advance(f, now), None, now), firings, result
-        )
-        _unparked(firings, result)
-        if backlogged and self._gauge is not None:
-            self._last_claim_sec = self._gauge.monotonic() - started
-        return result
+        return items, backlogged
 
     def _firings(
         self, items: list[DueItem], now: datetime, result: ClaimResult
@@ -339,6 +387,23 @@ class Claimer:
                 # Young and not matching: a create or update may still be writing its job.
                 result.left += 1
         return firings, stale
+
+    def _dispatch(
+        self,
+        outgoing: list[Outgoing],
+        firings: list[_Firing],
+        backlogged: frozenset[str],
+        now: datetime,
+        claimed_from: float,
+        result: ClaimResult,
+    ) -> None:
+        """Step 2: the claim's messages sent, each claimed for the burst delayed to its second
+        as counted from when it is sent; the lag of each firing that made a run recorded."""
+        elapsed = self._monotonic() - claimed_from
+        ahead = self._settings.dispatch_ahead_sec
+        delayed = [_delayed(o, now, elapsed, ahead) for o in outgoing]
+        self._send(delayed, backlogged, result)
+        result.lags_ms.extend(max(0, to_ms(now) - to_ms(f.item.due)) for f in firings if f.run_ids)
 
     def _send(
         self, outgoing: list[Outgoing], backlogged: frozenset[str], result: ClaimResult
@@ -519,6 +584,28 @@ class Claimer:
     def _create_executions(
         self, firing: _Firing, now: datetime, result: ClaimResult
     ) -> list[Outgoing]:
+        job = firing.job
+        run, busy = self._to_run(firing, now, result)
+        outgoing: list[Outgoing] = []
+        for index, scheduled in enumerate(run):
+            if busy and job.overlap == "skip":
+                self._create(job, scheduled, now, ExecState.SKIPPED, "overlap=skip")
+                result.skipped += 1
+                continue
+            queued = job.overlap == "queue" and (busy or index > 0)
+            state = ExecState.QUEUED if queued else ExecState.PENDING
+            record = self._create(job, scheduled, now, state, None)
+            if job.overlap == "skip":
+                busy = True
+            _note_created(firing, record, outgoing)
+        return outgoing
+
+    def _to_run(
+        self, firing: _Firing, now: datetime, result: ClaimResult
+    ) -> tuple[list[datetime], bool]:
+        """The occurrences of the firing that run, and whether the job's overlap slot is busy:
+        those its plan skips, those inside its calendars and, with `overlap: replace`, all but
+        the newest are recorded as skipped (the newest replacing a running holder)."""
         job, plan = firing.job, firing.plan
         for scheduled, reason in plan.skipped:
             self._create(job, scheduled, now, ExecState.SKIPPED, reason)
@@ -536,28 +623,7 @@ class Claimer:
             if busy:
                 self._replace_holder(job, run[0], now)
                 busy = False
-        outgoing = []
-        for index, scheduled in enumerate(run):
-            if busy and job.overlap == "skip":
-                self._create(job, scheduled, now, ExecState.SKIPPED, "overlap=skip")
-                result.skipped += 1
-                continue
-            queued = job.overlap == "queue" and (busy or index > 0)
-            state = ExecState.QUEUED if queued else ExecState.PENDING
-            record = self._create(job, scheduled, now, state, None)
-            if job.overlap == "skip":
-                busy = True
-            firing.run_ids.append(record.execution_id)
-            # Not only a pending record holds the slot: after a crashed try, a worker may already
-            # be running the execution this retry found, and the next occurrence must see it busy.
-            open_run = record.state != ExecState.QUEUED and not record.state.terminal
-            if job.overlap != "allow" and open_run:
-                firing.holder = record.execution_id
-            if record.state == ExecState.PENDING and record.run_tasks is not None:
-                firing.runs.append(record)
-            elif record.state == ExecState.PENDING:
-                outgoing.append(Outgoing.of(record))
-        return outgoing
+        return run, busy
 
     def _outside_calendars(
         self, job: JobRecord, run: list[datetime], now: datetime, result: ClaimResult

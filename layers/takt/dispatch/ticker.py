@@ -155,6 +155,33 @@ class Ticker:
             # before the scheduler first ran are found.
             watermark = current - timedelta(minutes=self._max_buckets - 1)
             self._due.advance_watermark(watermark)
+        minutes = self._minutes(now, current, watermark)
+        partitions = {(m, s) for m in minutes for s in range(self._due.shards)} | {
+            (m, s) for m, s in self._behind if m >= watermark
+        }
+        partitions |= self._burst_partitions(now, current)
+        tasks = [ClaimTask(m, s, now) for m, s in sorted(partitions)]
+        result = TickResult(claims=len(tasks), watermark=watermark)
+        found = self._fanout.run(tasks)
+        for found_claim in found.values():
+            result.total.add(found_claim)
+        recent = current - timedelta(minutes=1)
+        self._behind = {(t.minute, t.shard) for t in found if t.minute < recent}
+        self._early = {(t.minute, t.shard) for t in found if t.minute > current}
+        self._advance_watermark(watermark, oldest, result)
+        return result
+
+    def _advance_watermark(self, watermark: datetime, oldest: datetime, result: TickResult) -> None:
+        """Move the watermark on by a minute once its bucket, older than `oldest`, is empty in
+        every shard."""
+        if watermark < oldest and all(
+            self._due.bucket_empty(watermark, s) for s in range(self._due.shards)
+        ):
+            self._due.advance_watermark(watermark + timedelta(minutes=1))
+            result.watermark = watermark + timedelta(minutes=1)
+
+    def _minutes(self, now: datetime, current: datetime, watermark: datetime) -> set[datetime]:
+        """The minute buckets this tick sweeps in every shard."""
         # The previous minute is always swept (a crashed claim there is retried within a
         # second), the next one when the dispatch horizon reaches into it.
         minutes = set(
@@ -170,24 +197,7 @@ class Ticker:
                 watermark + timedelta(minutes=self._max_buckets - 1),
             )
             minutes |= set(minutes_between(watermark, backlog_end))
-        partitions = {(m, s) for m in minutes for s in range(self._due.shards)} | {
-            (m, s) for m, s in self._behind if m >= watermark
-        }
-        partitions |= self._burst_partitions(now, current)
-        tasks = [ClaimTask(m, s, now) for m, s in sorted(partitions)]
-        result = TickResult(claims=len(tasks), watermark=watermark)
-        found = self._fanout.run(tasks)
-        for found_claim in found.values():
-            result.total.add(found_claim)
-        recent = current - timedelta(minutes=1)
-        self._behind = {(t.minute, t.shard) for t in found if t.minute < recent}
-        self._early = {(t.minute, t.shard) for t in found if t.minute > current}
-        if watermark < oldest and all(
-            self._due.bucket_empty(watermark, s) for s in range(self._due.shards)
-        ):
-            self._due.advance_watermark(watermark + timedelta(minutes=1))
-            result.watermark = watermark + timedelta(minutes=1)
-        return result
+        return minutes
 
     def _burst_partitions(self, now: datetime, current: datetime) -> set[tuple[datetime, int]]:
         """The next minute's partitions this tick sweeps for its burst (class docstring)."""

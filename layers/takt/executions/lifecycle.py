@@ -32,7 +32,6 @@ from functools import cached_property
 from typing import Protocol
 
 from takt.backfill.engine import Backfiller
-from takt.config import Settings
 from takt.executions import rules
 from takt.models.ids import format_time, to_ms
 from takt.models.lanes import LaneMessage, Lanes, Outgoing
@@ -67,6 +66,20 @@ UNLESS_CANCEL_REQUESTED = ("cancel_requested",)
 writer's read makes it fail, so the cancel wins."""
 
 
+class LifecycleSettings(Protocol):
+    """What the lifecycle reads of the settings: `Settings`, or the slice of the component that
+    builds it (each slice names these fields too)."""
+
+    @property
+    def lease_sec(self) -> float: ...
+
+    @property
+    def pending_resend_after_sec(self) -> float: ...
+
+    @property
+    def tenants_table(self) -> str: ...
+
+
 class Lifecycle:
     """The named operations on executions, over the stores and lanes of one process.
 
@@ -76,7 +89,7 @@ class Lifecycle:
 
     def __init__(
         self,
-        settings: Settings,
+        settings: LifecycleSettings,
         jobs: JobStore,
         executions: ExecutionStore,
         lanes: Lanes,

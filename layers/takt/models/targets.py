@@ -304,16 +304,13 @@ def _parse_http_object(data: dict[str, Any]) -> HttpSpec:
         or not isinstance(parse_target(url), HttpSpec)
     ):
         raise ValueError("an HTTP target's url must be an http(s) URL")
-    names = {
-        "bearer_secret": auth.get("bearer_secret"),
-        "headers_secret": auth.get("headers_secret"),
-        "signing_secret": data.get("signing_secret"),
-    }
-    for key, name in names.items():
-        if name is not None and not (isinstance(name, str) and SECRET_NAME.match(name)):
-            raise ValueError(
-                f"{key} is a secret name: 1 to 512 letters, digits and /_+=.@- characters"
-            )
+    names = _secret_names(
+        {
+            "bearer_secret": auth.get("bearer_secret"),
+            "headers_secret": auth.get("headers_secret"),
+            "signing_secret": data.get("signing_secret"),
+        }
+    )
     method = data.get("method", "POST")
     if method not in METHODS:
         raise ValueError(f"method is one of {', '.join(METHODS)}")
@@ -327,6 +324,16 @@ def _parse_http_object(data: dict[str, Any]) -> HttpSpec:
     return HttpSpec(
         url=url, method=method, headers=headers, sigv4=sigv4, oidc_audience=oidc, **names
     )
+
+
+def _secret_names(names: dict[str, Any]) -> dict[str, Any]:
+    """`names` (field -> secret name or None), each name checked for a secret name's form."""
+    for key, name in names.items():
+        if name is not None and not (isinstance(name, str) and SECRET_NAME.match(name)):
+            raise ValueError(
+                f"{key} is a secret name: 1 to 512 letters, digits and /_+=.@- characters"
+            )
+    return names
 
 
 def _sigv4(value: Any, url: str) -> SigV4:

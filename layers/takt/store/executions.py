@@ -155,54 +155,14 @@ class ExecutionStore:
         change = self._with_attention(tenant_id, execution_id, change)
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
-        conditions = ["attribute_exists(sk)"]
-        for i, (attr, expected) in enumerate(change.expect.items()):
-            names[f"#e{i}"] = attr
-            options = expected if isinstance(expected, tuple) else (expected,)
-            placeholders = []
-            for j, option in enumerate(options):
-                values[f":e{i}_{j}"] = to_attr_map({"v": _plain_value(option)})["v"]
-                placeholders.append(f":e{i}_{j}")
-            if len(placeholders) == 1:
-                conditions.append(f"#e{i} = {placeholders[0]}")
-            else:
-                conditions.append(f"#e{i} IN ({', '.join(placeholders)})")
-        for i, attr in enumerate(change.expect_absent):
-            names[f"#x{i}"] = attr
-            conditions.append(f"attribute_not_exists(#x{i})")
-        sets = []
-        for i, (attr, value) in enumerate(change.set.items()):
-            names[f"#s{i}"] = attr
-            values[f":s{i}"] = to_attr_map({"v": _plain_value(value)})["v"]
-            sets.append(f"#s{i} = :s{i}")
-        for i, (attr, value) in enumerate(change.set_if_absent.items()):
-            names[f"#n{i}"] = attr
-            values[f":n{i}"] = to_attr_map({"v": _plain_value(value)})["v"]
-            sets.append(f"#n{i} = if_not_exists(#n{i}, :n{i})")
-        if change.append_attempt is not None:
-            values[":att"] = to_attr_map({"v": [change.append_attempt]})["v"]
-            values[":empty"] = {"L": []}
-            sets.append("attempts = list_append(if_not_exists(attempts, :empty), :att)")
-        parts = []
-        if sets:
-            parts.append("SET " + ", ".join(sets))
-        if change.remove:
-            for i, attr in enumerate(change.remove):
-                names[f"#r{i}"] = attr
-            parts.append("REMOVE " + ", ".join(f"#r{i}" for i in range(len(change.remove))))
-        if change.add:
-            adds = []
-            for i, (attr, amount) in enumerate(change.add.items()):
-                names[f"#a{i}"] = attr
-                values[f":a{i}"] = {"N": str(amount)}
-                adds.append(f"#a{i} :a{i}")
-            parts.append("ADD " + ", ".join(adds))
+        condition = _fence(change, names, values)
+        update = _update_expression(change, names, values)
         try:
             resp = self._db.update_item(
                 TableName=self._table,
                 Key=self.key(tenant_id, execution_id),
-                UpdateExpression=" ".join(parts),
-                ConditionExpression=" AND ".join(conditions),
+                UpdateExpression=update,
+                ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
@@ -413,3 +373,56 @@ def _plain_value(value: Any) -> Any:
     if isinstance(value, ExecState):
         return value.value
     return value
+
+
+def _fence(change: Transition, names: dict[str, str], values: dict[str, Any]) -> str:
+    """The condition of `change`: the item exists, holds every expected value (one of them,
+    for a tuple) and lacks every attribute expected absent; adds the names and values it uses."""
+    conditions = ["attribute_exists(sk)"]
+    for i, (attr, expected) in enumerate(change.expect.items()):
+        names[f"#e{i}"] = attr
+        options = expected if isinstance(expected, tuple) else (expected,)
+        placeholders = []
+        for j, option in enumerate(options):
+            values[f":e{i}_{j}"] = to_attr_map({"v": _plain_value(option)})["v"]
+            placeholders.append(f":e{i}_{j}")
+        if len(placeholders) == 1:
+            conditions.append(f"#e{i} = {placeholders[0]}")
+        else:
+            conditions.append(f"#e{i} IN ({', '.join(placeholders)})")
+    for i, attr in enumerate(change.expect_absent):
+        names[f"#x{i}"] = attr
+        conditions.append(f"attribute_not_exists(#x{i})")
+    return " AND ".join(conditions)
+
+
+def _update_expression(change: Transition, names: dict[str, str], values: dict[str, Any]) -> str:
+    """The update of `change` (SET, REMOVE, ADD); adds the names and values it uses."""
+    sets = []
+    for i, (attr, value) in enumerate(change.set.items()):
+        names[f"#s{i}"] = attr
+        values[f":s{i}"] = to_attr_map({"v": _plain_value(value)})["v"]
+        sets.append(f"#s{i} = :s{i}")
+    for i, (attr, value) in enumerate(change.set_if_absent.items()):
+        names[f"#n{i}"] = attr
+        values[f":n{i}"] = to_attr_map({"v": _plain_value(value)})["v"]
+        sets.append(f"#n{i} = if_not_exists(#n{i}, :n{i})")
+    if change.append_attempt is not None:
+        values[":att"] = to_attr_map({"v": [change.append_attempt]})["v"]
+        values[":empty"] = {"L": []}
+        sets.append("attempts = list_append(if_not_exists(attempts, :empty), :att)")
+    parts = []
+    if sets:
+        parts.append("SET " + ", ".join(sets))
+    if change.remove:
+        for i, attr in enumerate(change.remove):
+            names[f"#r{i}"] = attr
+        parts.append("REMOVE " + ", ".join(f"#r{i}" for i in range(len(change.remove))))
+    if change.add:
+        adds = []
+        for i, (attr, amount) in enumerate(change.add.items()):
+            names[f"#a{i}"] = attr
+            values[f":a{i}"] = {"N": str(amount)}
+            adds.append(f"#a{i} :a{i}")
+        parts.append("ADD " + ", ".join(adds))
+    return " ".join(parts)

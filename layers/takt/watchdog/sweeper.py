@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from takt.config import Settings
+from takt.config import Settings, settings_slice
 from takt.executions.lifecycle import Incidents, Lifecycle
 from takt.models.ids import to_ms
 from takt.models.lanes import Lanes
@@ -54,10 +54,24 @@ class SweepResult:
     quarantined: int = 0
 
 
+@dataclass(frozen=True)
+class WatchdogSettings:
+    """The settings the watchdog reads (`of` cuts them from `Settings`)."""
+
+    clock_margin_sec: float
+    pending_resend_after_sec: float
+    lease_sec: float  # the lifecycle's
+    tenants_table: str  # the lifecycle's backfills
+
+    @classmethod
+    def of(cls, settings: Settings) -> WatchdogSettings:
+        return settings_slice(cls, settings)
+
+
 class Watchdog:
     def __init__(
         self,
-        settings: Settings,
+        settings: WatchdogSettings,
         jobs: JobStore,
         executions: ExecutionStore,
         lanes: Lanes,

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.clock import Clock
-from takt.config import Settings
+from takt.config import Settings, settings_slice
 from takt.executions import rules
 from takt.executions.lifecycle import Incidents, Lifecycle
 from takt.fairness.gate import WorkerGate
@@ -97,10 +97,28 @@ class RunOutcome:
     lag_ms: int | None = None
 
 
+@dataclass(frozen=True)
+class RunnerSettings:
+    """The settings the runner reads (`of` cuts them from `Settings`)."""
+
+    lease_sec: float
+    heartbeat_sec: float
+    clock_margin_sec: float
+    pending_resend_after_sec: float
+    dispatch_ahead_sec: float
+    worker_id: str | None
+    worker_tenant: str | None
+    tenants_table: str  # the lifecycle's backfills
+
+    @classmethod
+    def of(cls, settings: Settings) -> RunnerSettings:
+        return settings_slice(cls, settings)
+
+
 class ExecutionRunner:
     def __init__(
         self,
-        settings: Settings,
+        settings: RunnerSettings,
         jobs: JobStore,
         executions: ExecutionStore,
         lanes: Lanes,
@@ -142,23 +160,9 @@ class ExecutionRunner:
         heartbeat (a `takt worker` extends its message's visibility there).
         """
         host = host or HostDeadline()
-        if message.handler is not None and not self._targets.serves(message.handler):
-            return self._requeue(message, self._unserved_delay_sec, "unserved")
-        tenant = self._settings.worker_tenant
-        if tenant is not None and message.tenant_id != tenant:
-            # A worker serving one tenant (`takt worker --tenant`) never leases another's
-            # execution: its role may not even write it (docs/SECURITY.md).
-            return self._requeue(message, self._unserved_delay_sec, "unserved")
-        early = (message.scheduled_time - self._clock.now()).total_seconds()
-        if early > 0:
-            # Claimed ahead of its time (dispatch_ahead_sec): start it on the dot.
-            self._sleep(min(early, self._settings.dispatch_ahead_sec + 1))
-        if host.passed():
-            return self._requeue(message, 0, "given_back")
-        if self._gate is not None:
-            wait = self._gate.admit(message)
-            if wait is not None:
-                return self._requeue(message, wait.delay_sec, wait.reason)
+        refused = self._admit(message, host)
+        if refused is not None:
+            return refused
         verdict = Verdict()
         if claimed_ahead(message, self._settings.clock_margin_sec):
             # After the hold: an edit acknowledged before the due time is in this read.
@@ -187,6 +191,29 @@ class ExecutionRunner:
         if outcome.state not in LEASE_GONE:
             self._free(leased.tenant_id, leased.execution_id)
         return outcome
+
+    def _admit(self, message: LaneMessage, host: HostDeadline) -> RunOutcome | None:
+        """The message sent back when this worker does not run it now (another worker's
+        handler or tenant, the host's time up, the tenant or host over its limits), or None
+        to run it, once its scheduled time has come."""
+        if message.handler is not None and not self._targets.serves(message.handler):
+            return self._requeue(message, self._unserved_delay_sec, "unserved")
+        tenant = self._settings.worker_tenant
+        if tenant is not None and message.tenant_id != tenant:
+            # A worker serving one tenant (`takt worker --tenant`) never leases another's
+            # execution: its role may not even write it (docs/SECURITY.md).
+            return self._requeue(message, self._unserved_delay_sec, "unserved")
+        early = (message.scheduled_time - self._clock.now()).total_seconds()
+        if early > 0:
+            # Claimed ahead of its time (dispatch_ahead_sec): start it on the dot.
+            self._sleep(min(early, self._settings.dispatch_ahead_sec + 1))
+        if host.passed():
+            return self._requeue(message, 0, "given_back")
+        if self._gate is not None:
+            wait = self._gate.admit(message)
+            if wait is not None:
+                return self._requeue(message, wait.delay_sec, wait.reason)
+        return None
 
     def _free(self, tenant_id: str, execution_id: str) -> None:
         if self._gate is not None:
@@ -423,7 +450,7 @@ class _LocalLease:
     """
 
     def __init__(
-        self, monotonic: Callable[[], float], settings: Settings, written_at: float
+        self, monotonic: Callable[[], float], settings: RunnerSettings, written_at: float
     ) -> None:
         self._monotonic = monotonic
         self._valid_sec = settings.lease_sec - settings.clock_margin_sec

@@ -14,7 +14,7 @@ from takt.clock import ManualClock
 from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecutionRecord, JobStatus
 from takt.wiring import Services
-from takt.worker.runner import ExecutionRunner
+from takt.worker.runner import ExecutionRunner, RunnerSettings
 from tests.integration.worker import handlers
 from tests.support.jobs import TENANT, make_execution, make_job, store_execution
 
@@ -46,7 +46,7 @@ def submit_to(
 
 def runner_for(svc: Services, worker_id: str = "w-1") -> ExecutionRunner:
     return ExecutionRunner(
-        svc.settings,
+        RunnerSettings.of(svc.settings),
         svc.jobs,
         svc.executions,
         svc.lanes,

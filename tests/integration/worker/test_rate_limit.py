@@ -9,7 +9,7 @@ from takt.config import RateLimit
 from takt.models.lanes import LaneMessage
 from takt.models.records import ExecState
 from takt.wiring import Services
-from takt.worker.runner import ExecutionRunner
+from takt.worker.runner import ExecutionRunner, RunnerSettings
 from tests.integration.worker.conftest import submit_to
 from tests.support.env import ServicesFactory
 from tests.support.jobs import TENANT
@@ -30,7 +30,13 @@ def test_without_a_token_the_message_comes_back_when_the_next_token_is_due(
     svc = _limited(make_svc)
     lanes = RecordingLanes(svc)
     runner = ExecutionRunner(
-        svc.settings, svc.jobs, svc.executions, lanes, svc.targets, clock, gate=svc.gate
+        RunnerSettings.of(svc.settings),
+        svc.jobs,
+        svc.executions,
+        lanes,
+        svc.targets,
+        clock,
+        gate=svc.gate,
     )
     submitted = [submit_to(svc, clock, receiver.url) for _ in range(3)]
 

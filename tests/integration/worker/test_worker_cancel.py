@@ -14,7 +14,7 @@ from takt.api.executions import ExecutionService
 from takt.clock import ManualClock
 from takt.models.records import ExecState, ExecutionRecord, RetryPolicy
 from takt.store.executions import Transition
-from takt.watchdog.sweeper import Watchdog
+from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.wiring import Services, install
 from tests.api.harness import PROBLEM_JSON, Api
 from tests.integration.worker import handlers
@@ -146,7 +146,10 @@ def test_a_cancel_landing_between_the_watchdogs_read_and_write_wins_over_the_ret
             ExecutionService(svc.api).cancel_execution(TENANT, record.execution_id)
 
     watchdog = Watchdog(
-        svc.settings, svc.jobs, interleave(svc.executions, "get", cancel_once), svc.lanes
+        WatchdogSettings.of(svc.settings),
+        svc.jobs,
+        interleave(svc.executions, "get", cancel_once),
+        svc.lanes,
     )
 
     first = watchdog.sweep(clock.now())

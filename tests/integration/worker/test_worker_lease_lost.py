@@ -19,9 +19,9 @@ import pytest
 
 from takt.clock import ManualClock
 from takt.models.records import ExecState, ExecutionRecord, RetryPolicy
-from takt.watchdog.sweeper import Watchdog
+from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.wiring import Services
-from takt.worker.runner import ExecutionRunner, RunOutcome
+from takt.worker.runner import ExecutionRunner, RunnerSettings, RunOutcome
 from tests.integration.worker import handlers
 from tests.integration.worker.conftest import stored, submit_to
 from tests.support.env import ServicesFactory
@@ -50,7 +50,7 @@ def gate() -> Iterator[threading.Event]:
 def _runner(svc: Services, clock: ManualClock, worker_id: str = "w-1") -> ExecutionRunner:
     """A runner whose own monotonic clock is the test's manual clock."""
     return ExecutionRunner(
-        svc.settings,
+        RunnerSettings.of(svc.settings),
         svc.jobs,
         svc.executions,
         svc.lanes,
@@ -143,7 +143,7 @@ def test_a_heartbeat_that_succeeds_renews_the_lease_on_the_workers_clock(
 def test_a_slow_last_attempt_is_marked_dead_only_after_its_worker_stopped(
     svc: Services, clock: ManualClock, gate: threading.Event
 ) -> None:
-    watchdog = Watchdog(svc.settings, svc.jobs, svc.executions, svc.lanes)
+    watchdog = Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, svc.executions, svc.lanes)
     margin = svc.settings.clock_margin_sec
     with Receiver(Reply(gate=gate)) as receiver:
         record, message = submit_to(svc, clock, receiver.url, retry=ONE_ATTEMPT)

@@ -17,7 +17,7 @@ from takt.targets.publish import QueueTopicTarget
 from takt.targets.router import TargetRouter
 from takt.wiring import Services
 from takt.worker.process import WorkerOptions, WorkerProcess
-from takt.worker.runner import ExecutionRunner
+from takt.worker.runner import ExecutionRunner, RunnerSettings
 from tests.integration.worker import handlers
 from tests.integration.worker.conftest import runner_for, stored, submit_to
 from tests.support.env import ServicesFactory
@@ -158,7 +158,7 @@ def test_an_execution_for_a_handler_no_running_worker_has_waits_in_its_lane_unti
 ) -> None:
     record = _queued(svc, clock, "handler:it.ok", {"key": key})
     without = ExecutionRunner(
-        svc.settings,
+        RunnerSettings.of(svc.settings),
         svc.jobs,
         svc.executions,
         svc.lanes,
