@@ -189,8 +189,15 @@ WATCHDOG = FunctionSpec(
     memory_mb=256,
     timeout_sec=LOOP_TIMEOUT_SEC,
     # A lease that dies on its last attempt records the outcome on the job; a queued run whose
-    # overlap slot is free takes it; an expired lease frees its running slot (tenants table).
-    tables={EXECUTIONS: "read_write", JOBS: "read_write", TENANTS: "read_write"},
+    # overlap slot is free takes it; an expired lease frees its running slot (tenants table,
+    # which also holds quarantine records). The reconciler reads the jobs table's `unindexed`
+    # markers and puts the due items the indexer did not (takt.dispatch.reconciler).
+    tables={
+        EXECUTIONS: "read_write",
+        JOBS: "read_write",
+        TENANTS: "read_write",
+        DUE: "read_write",
+    },
     sends_to_lanes=True,
     reserved_concurrency=2,
     async_retries=0,
@@ -202,8 +209,10 @@ INDEXER = FunctionSpec(
     description="takt due indexer: the jobs table's stream to the due index",
     memory_mb=256,
     timeout_sec=30,
-    # It reads the jobs table's stream (granted with its event source) and writes due items.
-    tables={DUE: "read_write"},
+    # It reads the jobs table's stream (granted with its event source) and writes due items,
+    # clears each job's `unindexed` marker once indexed (jobs table), and parks a record it
+    # cannot index in quarantine (tenants table, takt.store.quarantine).
+    tables={DUE: "read_write", JOBS: "read_write", TENANTS: "read_write"},
 )
 SPECS: tuple[FunctionSpec, ...] = (API, SCHEDULER, CLAIMER, WORKER, WATCHDOG, INDEXER)
 

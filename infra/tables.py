@@ -8,9 +8,15 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from takt.resources import TABLES, Key, TableSpec
+from takt.resources import TABLES, Index, Key, TableSpec
 
 _TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
+
+
+def _projection(index: Index) -> dynamodb.ProjectionType:
+    if index.include is None:
+        return dynamodb.ProjectionType.ALL
+    return dynamodb.ProjectionType.INCLUDE if index.include else dynamodb.ProjectionType.KEYS_ONLY
 
 
 def _attribute(key: Key) -> dynamodb.Attribute:
@@ -49,18 +55,15 @@ class Tables(Construct):
                 removal_policy=RemovalPolicy.RETAIN,
             )
             for index in spec.indexes:
-                # The projection `TableSpec.create_table_kwargs` creates locally: ALL, or the
-                # keys and `index.include` (the `open` index: docs/CAPACITY.md).
+                # The projection `TableSpec.create_table_kwargs` creates locally: ALL, the keys
+                # and `index.include` (the `open` index: docs/CAPACITY.md), or the keys alone
+                # (the jobs table's `unindexed` markers).
                 table.add_global_secondary_index(
                     index_name=index.name,
                     partition_key=_attribute(index.partition),
                     sort_key=_attribute(index.sort) if index.sort else None,
-                    projection_type=(
-                        dynamodb.ProjectionType.ALL
-                        if index.include is None
-                        else dynamodb.ProjectionType.INCLUDE
-                    ),
-                    non_key_attributes=None if index.include is None else list(index.include),
+                    projection_type=_projection(index),
+                    non_key_attributes=list(index.include) if index.include else None,
                 )
             self._tables[spec.logical_id] = table
 

@@ -2,9 +2,10 @@
 
 Lambda reads the stream in order per job and retries a batch from the first record this
 function reports failed (partial batch responses by sequence number), bisecting a batch that
-keeps failing; a record that still fails after the retries goes to the on-failure destination
-(a queue an alarm watches), as the stack configures. Which records index what:
-`takt.dispatch.indexer`.
+keeps failing. Only a transient error fails a record: one that cannot be indexed is parked in
+quarantine and the batch goes on. A record that still fails after the retries goes to the
+on-failure destination (a queue an alarm watches), as the stack configures, and its job stays
+marked unindexed for the reconciler. Which records index what: `takt.dispatch.indexer`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from takt.observability import logger, tracer
+from takt.observability import logger, metrics, tracer
 from takt.wiring import services
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
@@ -30,6 +31,8 @@ def record_handler(record: DynamoDBRecord) -> bool:
 
 
 @logger.inject_lambda_context
+# A record parked in quarantine counts `Quarantined` (takt.store.quarantine).
+@metrics.log_metrics
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> Any:
     return process_partial_response(

@@ -4,6 +4,9 @@ It is invoked once a minute, so it also takes the minute's scale-ahead step firs
 (`takt.dispatch.ahead`): count what falls due in the next minutes and size the Fargate worker
 service for it. A failure there is logged and the sweeps go on: a late fleet delays runs, an
 unswept lease loses none but delays its recovery.
+
+The reconciler (`takt.dispatch.reconciler`) also runs once an invocation, first: it repairs the
+due items of jobs the indexer did not index.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         _scale_ahead(sweeping.scale_ahead, sweeping.clock)
     sweeps = int(event.get("sweeps", 6))
     totals = {"resent": 0, "lease_expired": 0, "dead": 0, "retries_released": 0}
+    if sweeping.reconciler is not None:
+        # Once per invocation (a minute in the cloud): the markers it reads are minutes old.
+        totals["reindexed"] = sweeping.reconciler.run(sweeping.clock.now()).repaired
     for done in range(1, sweeps + 1):
         result = sweeping.watchdog.sweep(sweeping.clock.now())
         totals["resent"] += result.resent

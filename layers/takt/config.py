@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     # Due items younger than this are never deleted as stale: a create or update may still be
     # writing the job that points at them.
     due_grace_sec: float = 30.0
+    # A job the API marked unindexed and no indexer indexed within this long is indexed by the
+    # reconciler (takt.dispatch.reconciler); well above the stream's usual sub-second lag.
+    reindex_grace_sec: float = Field(default=120.0, ge=0.0)
     # Occurrences due within this long are claimed now and held by the worker until their exact
     # time, so a run starts on time instead of at the next whole-second tick.
     dispatch_ahead_sec: float = Field(default=1.0, ge=0.0, le=5.0)

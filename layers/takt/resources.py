@@ -23,8 +23,9 @@ class Key:
 @dataclass(frozen=True)
 class Index:
     """A global secondary index. `include` None projects every attribute; a tuple projects the
-    keys and those attributes only, so a write that changes nothing else leaves the index alone
-    (DynamoDB bills an index write whenever an item's projected image changes)."""
+    keys and those attributes only (the keys alone when empty), so a write that changes nothing
+    else leaves the index alone (DynamoDB bills an index write whenever an item's projected
+    image changes)."""
 
     name: str
     partition: Key
@@ -34,6 +35,8 @@ class Index:
     def projection(self) -> dict[str, Any]:
         if self.include is None:
             return {"ProjectionType": "ALL"}
+        if not self.include:
+            return {"ProjectionType": "KEYS_ONLY"}
         return {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(self.include)}
 
 
@@ -105,11 +108,19 @@ class QueueSpec:
     tags: dict[str, str] = field(default_factory=dict)
 
 
+UNINDEXED_INDEX = "unindexed"
 JOBS = TableSpec(
     logical_id="Jobs",
     setting="jobs_table",
     partition=Key("tenant_id"),
     sort=Key("job_id"),
+    indexes=(
+        # Sparse: only a job the API wrote and no indexer has indexed since carries these two
+        # attributes (`unindexed` a shard, `unindexed_at` the write's ms). The reconciler reads
+        # the markers older than a grace period here and repairs their due items, so a job the
+        # indexer never indexed is found without a scan (takt.dispatch.reconciler).
+        Index(UNINDEXED_INDEX, Key("unindexed"), Key("unindexed_at", "N"), include=()),
+    ),
     # The due indexer reads it: the API writes jobs only, never the due index.
     stream=True,
 )

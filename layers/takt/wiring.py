@@ -43,6 +43,7 @@ from takt.dispatch.claimer import Claimer, ClaimerSettings, ClaimResult, claim_h
 from takt.dispatch.driver import Driver
 from takt.dispatch.indexer import DueIndexer
 from takt.dispatch.lanes import LaneSender
+from takt.dispatch.reconciler import Reconciler
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
 from takt.executions.lifecycle import Lifecycle
 from takt.fairness.adaptive import LaneGauge
@@ -316,6 +317,8 @@ class WatchdogFunction:
     # The minute's step that sizes the Fargate worker service ahead of the due index, when the
     # deployment turns it on (`scale_ahead_minutes`).
     scale_ahead: ScaleAhead | None = None
+    # The repair of jobs the indexer did not index, once an invocation.
+    reconciler: Reconciler | None = None
 
 
 def build_watchdog(settings: Settings, clients: AwsClients, clock: Clock) -> WatchdogFunction:
@@ -335,7 +338,11 @@ def build_watchdog(settings: Settings, clients: AwsClients, clock: Clock) -> Wat
         quarantine=quarantine_store(settings, clients.dynamodb),
     )
     return WatchdogFunction(
-        watchdog, clock, settings.watchdog_interval_sec, scale_ahead(settings, clients)
+        watchdog,
+        clock,
+        settings.watchdog_interval_sec,
+        scale_ahead(settings, clients),
+        build_reconciler(settings, clients),
     )
 
 
@@ -361,7 +368,22 @@ def scale_ahead(settings: Settings, clients: AwsClients) -> ScaleAhead | None:
 
 
 def build_indexer(settings: Settings, clients: AwsClients, clock: Clock) -> DueIndexer:
-    return DueIndexer(due_store(settings, clients.dynamodb), clock)
+    return DueIndexer(
+        due_store(settings, clients.dynamodb),
+        clock,
+        job_store(settings, clients.dynamodb),
+        quarantine_store(settings, clients.dynamodb),
+    )
+
+
+def build_reconciler(settings: Settings, clients: AwsClients) -> Reconciler:
+    """The watchdog's repair of jobs the indexer did not index (takt.dispatch.reconciler)."""
+    return Reconciler(
+        job_store(settings, clients.dynamodb),
+        due_store(settings, clients.dynamodb),
+        settings.reindex_grace_sec,
+        quarantine_store(settings, clients.dynamodb),
+    )
 
 
 def build_api(
@@ -466,6 +488,12 @@ class Services:
     @cached_property
     def watchdog_function(self) -> WatchdogFunction:
         return build_watchdog(self.settings, self.clients, self.clock)
+
+    @property
+    def reconciler(self) -> Reconciler:
+        reconciler = self.watchdog_function.reconciler
+        assert reconciler is not None
+        return reconciler
 
     @cached_property
     def indexer(self) -> DueIndexer:

@@ -76,7 +76,8 @@ def test_the_claimers_advance_is_not_indexed_again(svc: Services, clock: ManualC
 
     result = index_due(svc)
 
-    assert (result.indexed, result.ignored) == (0, 1)
+    # Two records: the indexer's own clearing of the job's `unindexed` marker, and the advance.
+    assert (result.indexed, result.ignored) == (0, 2)
     assert len(due_keys(svc)) == 1  # the claimer indexed the next occurrence itself
 
 
@@ -172,9 +173,10 @@ def test_the_handler_indexes_its_sample_event(svc: Services) -> None:
     assert due_keys(svc) == [f"{1772517600000:013d}#acme#job_sampleindex"]
 
 
-def test_a_record_that_cannot_be_indexed_is_reported_by_its_sequence_number(
+def test_a_record_that_cannot_be_indexed_is_quarantined_and_not_retried(
     svc: Services,
 ) -> None:
+    """A record fault would fail the same way on every retry: it is parked, not reported."""
     event = json.loads((EVENTS / "indexer_stream.json").read_text())
     event["Records"][0]["dynamodb"]["NewImage"]["next_run_time"] = {"S": "not a time"}
     event["Records"].append(json.loads(json.dumps(event["Records"][0])))
@@ -186,8 +188,13 @@ def test_a_record_that_cannot_be_indexed_is_reported_by_its_sequence_number(
     finally:
         install(None)
 
-    assert result == {"batchItemFailures": [{"itemIdentifier": "111"}]}
+    assert result == {"batchItemFailures": []}
     assert due_keys(svc) == [f"{1772521200000:013d}#acme#job_sampleindex"]
+    [record] = svc.quarantine.list()
+    assert (record.where, record.key) == (
+        "indexer",
+        {"tenant_id": "acme", "job_id": "job_sampleindex"},
+    )
 
 
 def test_due_write_ignores_removals_and_jobs_without_a_next_run() -> None:

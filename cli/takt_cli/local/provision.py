@@ -6,7 +6,26 @@ import json
 
 from takt.aws import AwsClients
 from takt.config import Settings
-from takt.resources import QUEUES, TABLES
+from takt.resources import QUEUES, TABLES, TableSpec
+
+
+def _add_missing_indexes(clients: AwsClients, spec: TableSpec, name: str) -> None:
+    """Create the indexes `spec` has and an existing table lacks (a table made by an older
+    takt, such as the jobs table before its `unindexed` index), as a CDK update would."""
+    described = clients.dynamodb.describe_table(TableName=name)["Table"]
+    present = {index["IndexName"] for index in described.get("GlobalSecondaryIndexes", [])}
+    wanted = spec.create_table_kwargs(name)
+    for index in wanted.get("GlobalSecondaryIndexes", []):
+        if index["IndexName"] in present:
+            continue
+        names = {key["AttributeName"] for key in index["KeySchema"]}
+        clients.dynamodb.update_table(
+            TableName=name,
+            AttributeDefinitions=[
+                a for a in wanted["AttributeDefinitions"] if a["AttributeName"] in names
+            ],
+            GlobalSecondaryIndexUpdates=[{"Create": index}],
+        )
 
 
 def provision(clients: AwsClients, settings: Settings, prefix: str = "takt") -> dict[str, str]:
@@ -22,6 +41,8 @@ def provision(clients: AwsClients, settings: Settings, prefix: str = "takt") -> 
                     TableName=name,
                     TimeToLiveSpecification={"Enabled": True, "AttributeName": spec.ttl_attribute},
                 )
+        else:
+            _add_missing_indexes(clients, spec, name)
         env[f"TAKT_{spec.setting.upper()}"] = name
     urls: dict[str, str] = {}
     for queue in QUEUES:

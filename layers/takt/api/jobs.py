@@ -38,6 +38,7 @@ from takt.models.targets import HttpSpec, parse_target
 from takt.schedule import preview
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.idempotency import IdempotencyRecord
+from takt.store.jobs import needs_index
 from takt.store.names import NameTakenError
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import definition_problems
@@ -341,7 +342,12 @@ class JobService:
                 conflict=f"job {job_id} changed meanwhile; read it again",
                 changed=PreconditionFailedError,
             ):
-                self._data(tenant_id).jobs.update_definition(updated, current.version, set(written))
+                self._data(tenant_id).jobs.update_definition(
+                    updated,
+                    current.version,
+                    set(written),
+                    mark_unindexed=needs_index(current, updated),
+                )
         except ApiError:
             if renamed:
                 self._release_name(tenant_id, updated.name, job_id)

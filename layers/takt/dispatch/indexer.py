@@ -19,6 +19,16 @@ Which changes it indexes:
 Putting a due item is idempotent (same key, same item; only `written_ms` moves, which keeps a
 concurrent stale-delete from removing it), and the stream delivers the changes of one job in
 order, so a retried batch repeats writes without reordering them.
+
+A write of the API that calls for a due item also marks the job `unindexed` (a sparse index of
+the jobs table); once the indexer has put the due item it clears the marker that write set, and
+a marker the indexer never clears (it was down past the stream's 24 hours, or gave up on the
+record) is found and repaired by the reconciler (`takt.dispatch.reconciler`).
+
+A record that cannot be read or indexed (a record fault: a time or duration that does not
+parse, a write DynamoDB refuses) is parked in quarantine and counted, and the batch goes on;
+only a transient failure raises, and so fails the record for Lambda to retry (DESIGN
+invariant 9).
 """
 
 from __future__ import annotations
@@ -33,7 +43,10 @@ from takt.models.ids import parse_time
 from takt.models.records import JobStatus
 from takt.schedule import jitter_offset, parse_duration
 from takt.store.due import DueStore
+from takt.store.errors import is_record_fault
 from takt.store.items import stream_images
+from takt.store.jobs import JobStore
+from takt.store.quarantine import QuarantineStore
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,7 @@ class DueWrite:
 class IndexResult:
     indexed: int = 0
     ignored: int = 0
+    quarantined: int = 0
 
 
 def _text(image: Mapping[str, Any], name: str) -> str | None:
@@ -80,6 +94,23 @@ def due_write(record: Mapping[str, Any]) -> DueWrite | None:
     return DueWrite(tenant_id, job_id, nominal)
 
 
+def _new_marker(record: Mapping[str, Any]) -> int | None:
+    """The `unindexed` marker the write of `record` set (its time), or None when it set none."""
+    old, new = stream_images(record)
+    marked = _text(new, "unindexed_at")
+    if marked is None or marked == _text(old, "unindexed_at"):
+        return None
+    return int(marked)
+
+
+def _record_key(record: Mapping[str, Any]) -> dict[str, str]:
+    """The job a stream record is about, as its key's text (or the record's sequence number)."""
+    change = record.get("dynamodb") or {}
+    keys = change.get("Keys") or {}
+    found = {name: str(value.get("S", value)) for name, value in keys.items()}
+    return found or {"sequence_number": str(change.get("SequenceNumber", ""))}
+
+
 def _when(image: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """What decides where an image's due item is: its next occurrence and its jitter."""
     return _text(image, "next_run_time"), _text(image, "jitter")
@@ -88,24 +119,64 @@ def _when(image: Mapping[str, Any]) -> tuple[str | None, str | None]:
 class DueIndexer:
     """Applies jobs-table stream records to the due index."""
 
-    def __init__(self, due: DueStore, clock: Clock) -> None:
+    def __init__(
+        self,
+        due: DueStore,
+        clock: Clock,
+        jobs: JobStore | None = None,
+        quarantine: QuarantineStore | None = None,
+    ) -> None:
         self._due = due
         self._clock = clock
+        self._jobs = jobs
+        self._quarantine = quarantine
 
     def index(self, record: Mapping[str, Any]) -> bool:
-        """Index one stream record; True when it put a due item. AWS errors raise, so the
-        record is retried (the stream keeps its order per job)."""
-        write = due_write(record)
-        if write is None:
-            return False
-        self._due.put(write.tenant_id, write.job_id, write.due, self._clock.now())
-        return True
+        """Index one stream record; True when it put a due item. A transient AWS error raises,
+        so the record is retried (the stream keeps its order per job); a record fault parks the
+        record in quarantine and returns False."""
+        return self.index_one(record) == "indexed"
+
+    def index_one(self, record: Mapping[str, Any]) -> str:
+        """Index one stream record: "indexed", "ignored" or "quarantined"."""
+        try:
+            write = due_write(record)
+            if write is not None:
+                self._due.put(write.tenant_id, write.job_id, write.due, self._clock.now())
+            marked = _new_marker(record)
+            if marked is not None and self._jobs is not None:
+                key = _record_key(record)
+                self._jobs.clear_unindexed(key["tenant_id"], key["job_id"], marked)
+        except Exception as exc:
+            if not is_record_fault(exc):
+                raise
+            self._park(record, exc)
+            return "quarantined"
+        return "indexed" if write is not None else "ignored"
+
+    def _park(self, record: Mapping[str, Any], error: Exception) -> None:
+        """Quarantine a record that cannot be indexed. Its job keeps its `unindexed` marker, so
+        clearing the record (once the job is repaired) lets the reconciler index it."""
+        if self._quarantine is None:
+            return
+        key = _record_key(record)
+        self._quarantine.park(
+            table="jobs",
+            key=key,
+            where="indexer",
+            error=error,
+            now=self._clock.now(),
+            tenant_id=key.get("tenant_id"),
+        )
 
     def index_all(self, records: Iterable[Mapping[str, Any]]) -> IndexResult:
         result = IndexResult()
         for record in records:
-            if self.index(record):
+            outcome = self.index_one(record)
+            if outcome == "indexed":
                 result.indexed += 1
+            elif outcome == "quarantined":
+                result.quarantined += 1
             else:
                 result.ignored += 1
         return result

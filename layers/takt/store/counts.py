@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from takt.models.records import JobRecord
 from takt.store.errors import ConflictError, NotFoundError, is_condition_failure
 from takt.store.items import job_item
+from takt.store.jobs import needs_index, unindexed_marker
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -121,7 +122,12 @@ class JobCounts:
                 {
                     "Put": {
                         "TableName": self._jobs_table,
-                        "Item": job_item(job),
+                        # Marked unindexed until its due item is written (the reconciler's
+                        # guarantee that no job the API acknowledged stays unindexed).
+                        "Item": {
+                            **job_item(job),
+                            **(unindexed_marker(job) if needs_index(None, job) else {}),
+                        },
                         "ConditionExpression": "attribute_not_exists(job_id)",
                     }
                 },

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
-from takt.models.ids import format_time
+from takt.models.ids import format_time, to_ms
 from takt.models.records import JobRecord, JobStatus
+from takt.resources import UNINDEXED_INDEX
 from takt.store.errors import (
     ConflictError,
     NotFoundError,
@@ -81,6 +83,39 @@ class Advance:
     current: JobRecord | None = None
 
 
+# The `unindexed` index's partitions: the markers of a burst of creates spread over them, and
+# the reconciler reads each once a run.
+UNINDEXED_SHARDS = 8
+
+
+def needs_index(old: JobRecord | None, new: JobRecord) -> bool:
+    """Whether an API write from `old` to `new` calls for a due item (the indexer's rule,
+    `takt.dispatch.indexer.due_write`, on records): a new job, or one left active with a next
+    run whose time or jitter moved, or made active again."""
+    if new.status != JobStatus.ACTIVE or new.next_run_time is None:
+        return False
+    if old is None or old.status != JobStatus.ACTIVE:
+        return True
+    return (old.next_run_time, old.jitter) != (new.next_run_time, new.jitter)
+
+
+def unindexed_marker(job: JobRecord) -> dict[str, Any]:
+    """The attributes that put a job written by the API in the sparse `unindexed` index until
+    its due item is written (by the indexer, or else the reconciler): a shard, and the write's
+    time, which also tells this write's marker from a later one's."""
+    shard = zlib.crc32(f"{job.tenant_id}#{job.job_id}".encode()) % UNINDEXED_SHARDS
+    return {"unindexed": {"S": str(shard)}, "unindexed_at": {"N": str(to_ms(job.updated_at))}}
+
+
+@dataclass(frozen=True)
+class Unindexed:
+    """A marker the reconciler found: the job, and the write time its marker holds."""
+
+    tenant_id: str
+    job_id: str
+    marked_ms: int
+
+
 # Fields whose stored attribute has another name (takt.store.items.job_item).
 _STORED_AS = {"payload": "payload_json", "tasks": "tasks_z"}
 
@@ -148,18 +183,30 @@ class JobStore:
                 raise ConflictError(f"job {job.job_id} exists") from exc
             raise
 
-    def update_definition(self, job: JobRecord, expected_version: int, fields: set[str]) -> None:
+    def update_definition(
+        self,
+        job: JobRecord,
+        expected_version: int,
+        fields: set[str],
+        *,
+        mark_unindexed: bool = False,
+    ) -> None:
         """Write the named attributes of `job` if its version is still `expected_version`.
 
         Only the attributes the caller changed are written: the scheduler moves `next_run_time`
         concurrently, and writing back a stale copy of it would point the job at an occurrence
-        whose due item is already gone.
+        whose due item is already gone. `mark_unindexed` (the write moves the job's due item,
+        `needs_index`) sets the job's `unindexed` marker in the same write.
         """
         item = job_item(job)
         names: dict[str, str] = {"#v": "version"}
         values: dict[str, Any] = {":expected": {"N": str(expected_version)}}
         sets, removes = ["#v = :version"], []
         values[":version"] = {"N": str(job.version)}
+        if mark_unindexed:
+            marker = unindexed_marker(job)
+            sets.append("unindexed = :ui, unindexed_at = :uat")
+            values[":ui"], values[":uat"] = marker["unindexed"], marker["unindexed_at"]
         for i, name in enumerate(sorted(fields - {"version"})):
             attr = _STORED_AS.get(name, name)
             names[f"#f{i}"] = attr
@@ -185,6 +232,57 @@ class JobStore:
                     raise NotFoundError(job.job_id) from exc
                 raise ConflictError("version changed") from exc
             raise
+
+    def clear_unindexed(self, tenant_id: str, job_id: str, marked_ms: int) -> bool:
+        """Remove the job's `unindexed` marker if it is still the one set at `marked_ms` (a
+        later write's marker stays, for its own indexing); False when it was not."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+                UpdateExpression="REMOVE unindexed, unindexed_at",
+                ConditionExpression="unindexed_at = :at",
+                ExpressionAttributeValues={":at": {"N": str(marked_ms)}},
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def mark_unindexed(self, tenant_id: str, job_id: str) -> bool:
+        """Mark a job unindexed as of the epoch, whatever the item holds, so the reconciler's
+        next run indexes it from the job as it then is (a quarantined job, cleared); False when
+        the job is gone."""
+        shard = zlib.crc32(f"{tenant_id}#{job_id}".encode()) % UNINDEXED_SHARDS
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+                UpdateExpression="SET unindexed = :s, unindexed_at = :at",
+                ConditionExpression="attribute_exists(job_id)",
+                ExpressionAttributeValues={":s": {"S": str(shard)}, ":at": {"N": "0"}},
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise
+        return True
+
+    def unindexed(self, shard: int, until_ms: int, limit: int = 500) -> list[Unindexed]:
+        """The markers of one shard of the `unindexed` index set at or before `until_ms`, oldest
+        first (an index read: eventually consistent, so each is a candidate to re-read)."""
+        resp = self._db.query(
+            TableName=self._table,
+            IndexName=UNINDEXED_INDEX,
+            KeyConditionExpression="unindexed = :s AND unindexed_at <= :u",
+            ExpressionAttributeValues={":s": {"S": str(shard)}, ":u": {"N": str(until_ms)}},
+            Limit=limit,
+        )
+        return [
+            Unindexed(i["tenant_id"]["S"], i["job_id"]["S"], int(i["unindexed_at"]["N"]))
+            for i in resp.get("Items", [])
+        ]
 
     def delete(self, tenant_id: str, job_id: str) -> None:
         try:
