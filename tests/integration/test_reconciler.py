@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from takt.api.jobs import JobService
 from takt.api.models import JobCreate, JobPatch
-from takt.api.service import JobService
 from takt.clock import ManualClock
 from takt.models.ids import to_ms
 from takt.models.records import ExecState
@@ -22,7 +22,7 @@ TENANT = "tenant-a"
 
 
 def _create(svc: Services, **fields: Any) -> str:
-    job, created = JobService(svc).create(TENANT, JobCreate(**fields), None)
+    job, created = JobService(svc.api).create(TENANT, JobCreate(**fields), None)
     assert created
     return job.job_id
 
@@ -109,7 +109,7 @@ def test_a_later_writes_marker_outlives_the_indexing_of_an_earlier_one(
 ) -> None:
     job_id = _create(svc, interval="1h", target="https://svc.example/hook")
     clock.advance(5)
-    JobService(svc).update(TENANT, job_id, JobPatch(interval="5m"), None)
+    JobService(svc.api).update(TENANT, job_id, JobPatch(interval="5m"), None)
     created, updated = stream_records(svc)
 
     svc.indexer.index(created)
