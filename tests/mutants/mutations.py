@@ -232,6 +232,16 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="reconciler-does-not-repair-the-due-item",
+        breaks="1. nothing due is lost (issue 14: the reconciler of un-indexed jobs)",
+        path="layers/takt/dispatch/reconciler.py",
+        old="self._due.put(job.tenant_id, job.job_id, job.fire_time(job.next_run_time), now)",
+        new="pass",
+        tests=(
+            "tests/integration/test_reconciler.py::test_a_job_no_indexer_ever_indexed_runs_late_once_reconciled",
+        ),
+    ),
+    Mutation(
         name="watchdog-does-not-resend-a-lost-message",
         breaks="1. nothing due is lost",
         path=SWEEPER,
