@@ -107,9 +107,12 @@ def quotas_asked(
     d = result.design
     load = scenario.load
     rate = load.steady_per_sec + load.burst / 60
-    # Workers to keep up with the busiest minute: each message holds an invocation for its own
-    # time, and each batch for the wait of a message claimed ahead (about half the horizon).
-    keep_up = rate * calls.message_seconds(d) + rate / d.batch_size * d.dispatch_ahead_sec / 2
+    # Workers to keep up with the busiest minute: each batch holds an invocation for its rounds
+    # of messages (one when they run at once; as many as messages when one after another) and
+    # for the wait of a message claimed ahead (about half the horizon).
+    keep_up = (
+        rate / d.batch_size * (d.batch_waves * calls.message_seconds(d) + d.dispatch_ahead_sec / 2)
+    )
     wanted = max(keep_up, float(result.peak_concurrency["worker"])) / HEADROOM
     lane = max(5, min(MAX_LANE_CONCURRENCY, math.ceil(wanted)))
     open_shards = max(

@@ -7,7 +7,8 @@ from dataclasses import replace
 import pytest
 
 from takt_cli.capacity.model import CallProfile, Design, Limits
-from takt_cli.capacity.sim import Load, Simulator
+from takt_cli.capacity.scenarios import SEED, quotas_asked
+from takt_cli.capacity.sim import Load, SimResult, Simulator
 
 # A worker message of exactly 100 ms (no AWS call, no CPU, a 100 ms target), free claims, and
 # write units only where a test asks for them.
@@ -169,3 +170,35 @@ def test_a_long_tail_holds_a_lambda_batch_until_its_slowest_call_but_a_slot_only
     assert lane_flat.start_lag["p99"] < 2.0
     assert lane_tail.start_lag["p99"] > 10.0
     assert fleet_tail.start_lag["p99"] < 1.2
+
+
+def _result(design: Design, worker_peak: float) -> SimResult:
+    return SimResult(
+        design=design,
+        dispatched_per_sec={},
+        dispatch_lag={},
+        start_lag={},
+        burst_dispatched_within_sec=None,
+        peak_concurrency={"worker": worker_peak, "claimer": 0.0, "total": worker_peak},
+        concurrency_wanted=0,
+        peak_write_units={},
+        write_capacity={},
+        throttled={},
+        undispatched=0,
+        unstarted=0,
+    )
+
+
+def test_the_planner_counts_invocations_of_whole_batches_not_messages() -> None:
+    # The top of the hour's busiest minute, 18,067 executions a second of 10 s calls: batches
+    # of 100 run at once need 18,067 / 100 x (10 s + half the 1 s horizon) / 0.8 = about 2,380
+    # invocations, three event sources' worth; one after another, 100 times as many.
+    calls = replace(CallProfile(), target_latency_ms=10_000)
+    top = SEED[1]
+
+    _, _, at_once = quotas_asked(top, _result(Design(), 0), calls)
+    _, _, sequential = quotas_asked(top, _result(Design(batch_concurrency=1), 0), calls)
+
+    beyond = "workers beyond one event source's 1,000 concurrent batches"
+    assert at_once[beyond].startswith("23") and "over 3 queues" in at_once[beyond]
+    assert int(sequential[beyond].split()[0]) > 200_000
