@@ -32,9 +32,10 @@ from infra.driver import (
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
-from infra.tenant_access import TENANT_TABLES, TenantDataRole
+from infra.tenant_access import TENANT_TABLES, TenantDataRole, leading_keys_access
 from takt.config import Settings
 from takt.resources import DUE, EXECUTIONS, JOBS, TENANTS, TableSpec
+from takt.store.quarantine import QUARANTINE_PARTITION
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
 HANDLER = "handler.handler"
@@ -416,6 +417,11 @@ class TaktFunctions(Construct):
         api_role = self.api.role
         assert api_role is not None
         self.tenant_data = TenantDataRole(self, "TenantData", tables=tables, api_role=api_role)
+        # Quarantine records (admin only) are read and cleared with the API's own role, which
+        # may reach their partition of the tenants table and nothing else of it.
+        api_role.add_to_principal_policy(
+            leading_keys_access([(TENANTS, tables.table(TENANTS))], QUARANTINE_PARTITION)
+        )
         # Each request's DynamoDB calls go through its tenant's session of this role.
         self.api.add_environment(
             settings_env_var("tenant_data_role_arn"), self.tenant_data.role.role_arn

@@ -422,6 +422,7 @@ def build_api(
         metrics=reader,
         lane_depths=lambda: lane_depths(clients.sqs, settings.lane_urls),
         oidc=oidc_signer(settings),
+        quarantine=quarantine_store(settings, clients.dynamodb),
     )
 
 

@@ -77,6 +77,8 @@ def test_openapi_document_lists_every_route_with_its_success_answer() -> None:
         ("GET", "/v1/jobs/{job_id}/backfills", "200"),
         ("GET", "/v1/jobs/{job_id}/backfills/{backfill_id}", "200"),
         ("DELETE", "/v1/jobs/{job_id}/backfills/{backfill_id}", "200"),
+        ("GET", "/v1/quarantine", "200"),
+        ("DELETE", "/v1/quarantine/{record_id}", "204"),
     }
 
 

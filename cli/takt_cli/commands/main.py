@@ -60,6 +60,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "takt_cli.commands.calendars",
         "Named calendars: jobs that name one skip (and record) occurrences in its windows.",
     ),
+    "quarantine": (
+        "takt_cli.commands.quarantine",
+        "Records takt could not read or write (admin): list them, clear one once repaired.",
+    ),
     "export": (
         "takt_cli.commands.migrate",
         "Write jobs as EventBridge schedules or Kubernetes CronJobs, where they map back.",

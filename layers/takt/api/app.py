@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel
 
-from takt.api import backfills, calendars, oidc, runs, webhook_keys
+from takt.api import backfills, calendars, oidc, quarantine, runs, webhook_keys
 from takt.api.access import audit, authorize
 from takt.api.backfills import BackfillIn
 from takt.api.errors import (
@@ -316,7 +316,14 @@ def cancel_execution(execution_id: str) -> Response[ExecutionOut]:
     return _json(ExecutionOut.of(_executions().cancel_execution(_tenant(), execution_id)), 202)
 
 
-for _router in (runs.router, webhook_keys.router, oidc.router, calendars.router, backfills.router):
+for _router in (
+    runs.router,
+    webhook_keys.router,
+    oidc.router,
+    calendars.router,
+    backfills.router,
+    quarantine.router,
+):
     app.include_router(_router)
 
 

@@ -25,6 +25,7 @@ from takt.store.executions import ExecutionStore
 from takt.store.idempotency import IdempotencyStore
 from takt.store.jobs import JobStore
 from takt.store.names import JobNames
+from takt.store.quarantine import QuarantineStore
 from takt.targets.oidc import OidcSigner
 from takt.tenants import TenantLimiter
 from takt.tenants.webhook_keys import WebhookKeys
@@ -78,3 +79,6 @@ class Api:
     lane_depths: Callable[[], list[LaneDepth]]
     # The OIDC token signer whose public keys the JWKS route serves, when there is one.
     oidc: OidcSigner | None
+    # Quarantined records (admin routes), with the function's own role: IAM confines it to
+    # their partition, and no tenant's session may read them (takt.store.quarantine).
+    quarantine: QuarantineStore | None = None

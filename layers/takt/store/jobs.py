@@ -21,6 +21,7 @@ from takt.store.errors import (
     is_record_fault,
 )
 from takt.store.items import job_item, job_record
+from takt.store.quarantine import Unreadable, readable
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -517,8 +518,10 @@ class JobStore:
         cursor: str | None,
         status: str | None = None,
         name_prefix: str | None = None,
+        on_unreadable: Unreadable | None = None,
     ) -> tuple[list[JobRecord], str | None]:
-        """One page of a tenant's jobs, oldest first (job ids are time-ordered)."""
+        """One page of a tenant's jobs, oldest first (job ids are time-ordered); a job that
+        cannot be read goes to `on_unreadable` and is left out of the page."""
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "tenant_id = :t",
@@ -540,6 +543,6 @@ class JobStore:
         if start:
             kwargs["ExclusiveStartKey"] = {"tenant_id": {"S": tenant_id}, "job_id": {"S": start}}
         resp = self._db.query(**kwargs)
-        jobs = [job_record(item) for item in resp.get("Items", [])]
+        jobs = readable(resp.get("Items", []), job_record, ("tenant_id", "job_id"), on_unreadable)
         last = resp.get("LastEvaluatedKey")
         return jobs, (last["job_id"]["S"] if last else None)

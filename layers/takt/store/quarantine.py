@@ -26,16 +26,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
 
 from takt.models.ids import format_time
 from takt.observability import MetricUnit, add_metric, logger
-from takt.store.errors import NotFoundError, is_condition_failure
+from takt.store.errors import NotFoundError, is_condition_failure, is_record_fault
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -51,6 +51,32 @@ def quarantine_id(table: str, key: Mapping[str, str]) -> str:
     """The record's id: the same item met again, anywhere, updates the same record."""
     text = json.dumps({"table": table, "key": dict(key)}, sort_keys=True)
     return "q_" + hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+Unreadable = Callable[[dict[str, str], Exception], None]
+"""What a listing does with an item it cannot read: given the item's key and why."""
+
+T = TypeVar("T")
+
+
+def readable(
+    items: Iterable[Mapping[str, Any]],
+    parse: Callable[[Any], T],
+    key_names: tuple[str, str],
+    on_unreadable: Unreadable | None,
+) -> list[T]:
+    """The items `parse` reads; one it cannot read is handed to `on_unreadable` (with its key)
+    and left out, so one bad item does not fail a listing of the others. Without
+    `on_unreadable` the fault is raised, as before."""
+    out: list[T] = []
+    for item in items:
+        try:
+            out.append(parse(item))
+        except Exception as exc:
+            if on_unreadable is None or not is_record_fault(exc):
+                raise
+            on_unreadable({name: str(item.get(name, {}).get("S", "")) for name in key_names}, exc)
+    return out
 
 
 def error_text(exc: BaseException) -> str:
