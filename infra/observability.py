@@ -237,7 +237,10 @@ class Observability(Construct):
             ),
         )
         dashboard.add_widgets(
-            _graph("Skipped / min", [takt_metric(metric_names.SKIPPED)]),
+            _graph(
+                "Skipped, quarantined / min",
+                [takt_metric(metric_names.SKIPPED), takt_metric(metric_names.QUARANTINED)],
+            ),
             _graph(
                 "Watchdog actions / min",
                 [
@@ -311,7 +314,20 @@ class Observability(Construct):
         )
         if fargate_worker is not None and running is not None:
             dashboard.add_widgets(
-                _graph("Fargate worker tasks", [running]),
+                _graph(
+                    "Fargate worker tasks: running, sized ahead",
+                    [
+                        running,
+                        takt_metric(metric_names.WORKER_TASKS_AHEAD, statistic="Maximum"),
+                    ],
+                ),
+                _graph(
+                    "Due ahead, worker slots busy (%)",
+                    [
+                        takt_metric(metric_names.DUE_AHEAD, statistic="Maximum"),
+                        takt_metric(metric_names.WORKER_SLOTS_BUSY, statistic="Average"),
+                    ],
+                ),
                 _graph(
                     "Fargate worker CPU / memory (%)",
                     [

@@ -24,15 +24,16 @@ REGENERATE = "regenerate with `make synth && python -m infra.cost cdk.out`"
 
 
 @pytest.mark.parametrize(("due_shards", "open_shards"), [(1, 1), (64, 16)])
-def test_an_idle_minute_costs_65_read_units_per_due_shard_and_a_claim_per_second(
+def test_an_idle_minute_costs_68_read_units_per_due_shard_and_a_claim_per_second(
     due_shards: int, open_shards: int
 ) -> None:
-    """DEPLOY.md explains the 65: 128 eventually consistent probes and one consistent check.
+    """DEPLOY.md explains the 68: 128 eventually consistent probes and one consistent check, and
+    six probes of the next minute in the last 30 s of each (the burst claimed ahead).
     The leading driver claims each second with a write (which returns the watermark), the other
     looks with an eventually consistent read; one start claim and one watermark move a minute."""
     units = idle_units(due_shards, open_shards)
 
-    assert units.scheduler_reads == 65 * due_shards + 60 * 0.5
+    assert units.scheduler_reads == 68 * due_shards + 60 * 0.5
     assert units.scheduler_writes == 60 + 1 + 1
     assert units.watchdog_reads == WATCHDOG_SWEEPS * open_shards * 0.5
 

@@ -178,13 +178,20 @@ def test_a_scheduler_that_stops_running_alarms(
 
 
 def test_dashboard_shows_every_takt_metric_and_the_lane_gauges(
-    stateless_template: Template,
+    stateless_template: Template, fargate_template: Template
 ) -> None:
+    """Every metric is on the dashboard; the Fargate worker's own (its slots, the scale-ahead
+    counts) only where there is a Fargate worker to show them for."""
     (dashboard,) = stateless_template.find_resources("AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    (with_fargate,) = fargate_template.find_resources("AWS::CloudWatch::Dashboard").values()
+    fargate_body = json.dumps(with_fargate["Properties"]["DashboardBody"])
+    fargate_only = {metric_names.WORKER_SLOTS_BUSY, metric_names.DUE_AHEAD}
+    fargate_only.add(metric_names.WORKER_TASKS_AHEAD)
 
     for metric in metric_names.ALL:
-        assert f'\\"{metric.name}\\"' in body, metric.name
+        assert f'\\"{metric.name}\\"' in fargate_body, metric.name
+        assert (f'\\"{metric.name}\\"' in body) is (metric not in fargate_only), metric.name
     for gauge in ("ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage"):
         assert gauge in body
     for lambda_metric in ("Errors", "Throttles", "Duration"):
