@@ -5,9 +5,11 @@ the item back where it was met; no other role sees them."""
 from __future__ import annotations
 
 from takt.clock import ManualClock
+from takt.models.records import job_key
 from takt.store.jobs import UNINDEXED_SHARDS
 from takt.wiring import Services
 from tests.api.harness import OTHER_TENANT, TENANT, Api
+from tests.api.test_api_overview import dead_execution, hourly
 
 JOB = {"interval": "1h", "target": "https://svc.example/hook"}
 
@@ -88,3 +90,38 @@ def test_clearing_a_repaired_job_marks_it_for_the_reconciler(
     assert _markers(svc) == [(bad["id"], 0)]
     assert svc.reconciler.run(clock.now()).repaired == 1
     assert [j["id"] for j in api.request("GET", "/v1/jobs").json["items"]] == [bad["id"]]
+
+
+def _break_execution(svc: Services, job_id: str, execution_id: str) -> None:
+    """Give one execution of the job a time that does not read back."""
+    items = svc.clients.dynamodb.query(
+        TableName=svc.settings.executions_table,
+        KeyConditionExpression="job_key = :k",
+        ExpressionAttributeValues={":k": {"S": job_key(TENANT, job_id)}},
+    )["Items"]
+    (item,) = [i for i in items if i["execution_id"]["S"] == execution_id]
+    svc.clients.dynamodb.update_item(
+        TableName=svc.settings.executions_table,
+        Key={"job_key": item["job_key"], "sk": item["sk"]},
+        UpdateExpression="SET scheduled_time = :x",
+        ExpressionAttributeValues={":x": {"S": "0500-13-45T00:00:00Z"}},
+    )
+
+
+def test_an_execution_that_cannot_be_read_is_left_out_of_the_history_and_the_dead_letters(
+    api: Api, svc: Services, clock: ManualClock
+) -> None:
+    job = hourly(api)
+    bad, good = dead_execution(api, clock, job["id"]), dead_execution(api, clock, job["id"])
+    _break_execution(svc, job["id"], bad)
+
+    history = api.request("GET", f"/v1/jobs/{job['id']}/executions")
+    dead = api.request("GET", "/v1/executions?state=dead")
+    quarantined = api.request("GET", "/v1/quarantine", role="admin")
+
+    assert (history.status, dead.status) == (200, 200)
+    assert [e["id"] for e in history.json["items"]] == [good]
+    assert [e["id"] for e in dead.json["items"]] == [good]
+    [record] = quarantined.json["items"]
+    assert (record["table"], record["where"], record["tenant"]) == ("executions", "api", TENANT)
+    assert record["key"]["job_key"] == job_key(TENANT, job["id"])

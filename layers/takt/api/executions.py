@@ -36,7 +36,11 @@ class ExecutionService:
         until it expires; a job that never existed (or is another tenant's) is 404."""
         with cursor_errors():
             records, next_cursor = self._data(tenant_id).executions.list_for_job(
-                tenant_id, job_id, limit=limit, cursor=cursor
+                tenant_id,
+                job_id,
+                limit=limit,
+                cursor=cursor,
+                on_unreadable=self._api.parked("executions", tenant_id),
             )
         if not records and cursor is None:
             with store_errors(f"job {job_id}"):
@@ -52,7 +56,11 @@ class ExecutionService:
     ) -> tuple[list[ExecutionRecord], str | None]:
         with cursor_errors():
             return self._data(tenant_id).executions.needing_attention(
-                tenant_id, ExecState(state), limit=limit, cursor=cursor
+                tenant_id,
+                ExecState(state),
+                limit=limit,
+                cursor=cursor,
+                on_unreadable=self._api.parked("executions", tenant_id),
             )
 
     def retry_execution(

@@ -40,7 +40,6 @@ from takt.store.errors import ConflictError, NotFoundError
 from takt.store.idempotency import IdempotencyRecord
 from takt.store.jobs import needs_index
 from takt.store.names import NameTakenError
-from takt.store.quarantine import Unreadable
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import definition_problems
 from takt.tenants import JobLimitError, RateLimitedError
@@ -311,27 +310,8 @@ class JobService:
                 cursor=cursor,
                 status=status,
                 name_prefix=name_prefix,
-                on_unreadable=self._parked("jobs", tenant_id),
+                on_unreadable=self._api.parked("jobs", tenant_id),
             )
-
-    def _parked(self, table: str, tenant_id: str) -> Unreadable | None:
-        """What a listing does with an item it cannot read: parks it in quarantine (counted,
-        for an operator) and lists the others (DESIGN invariant 9)."""
-        store = self._api.quarantine
-        if store is None:
-            return None
-
-        def park(key: dict[str, str], error: Exception) -> None:
-            store.park(
-                table=table,
-                key=key,
-                where="api",
-                error=error,
-                now=self._api.clock.now(),
-                tenant_id=tenant_id,
-            )
-
-        return park
 
     def update(
         self, tenant_id: str, job_id: str, patch: JobPatch, if_match: int | None

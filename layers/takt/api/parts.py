@@ -25,7 +25,7 @@ from takt.store.executions import ExecutionStore
 from takt.store.idempotency import IdempotencyStore
 from takt.store.jobs import JobStore
 from takt.store.names import JobNames
-from takt.store.quarantine import QuarantineStore
+from takt.store.quarantine import QuarantineStore, Unreadable
 from takt.targets.oidc import OidcSigner
 from takt.tenants import TenantLimiter
 from takt.tenants.webhook_keys import WebhookKeys
@@ -82,3 +82,22 @@ class Api:
     # Quarantined records (admin routes), with the function's own role: IAM confines it to
     # their partition, and no tenant's session may read them (takt.store.quarantine).
     quarantine: QuarantineStore | None = None
+
+    def parked(self, table: str, tenant_id: str) -> Unreadable | None:
+        """What a listing does with an item it cannot read: parks it in quarantine (counted,
+        for an operator) and lists the others (DESIGN invariant 9)."""
+        store = self.quarantine
+        if store is None:
+            return None
+
+        def park(key: dict[str, str], error: Exception) -> None:
+            store.park(
+                table=table,
+                key=key,
+                where="api",
+                error=error,
+                now=self.clock.now(),
+                tenant_id=tenant_id,
+            )
+
+        return park

@@ -44,7 +44,7 @@ from takt.models.records import JobStatus
 from takt.schedule import jitter_offset, parse_duration
 from takt.store.due import DueStore
 from takt.store.errors import is_record_fault
-from takt.store.items import stream_images
+from takt.store.items import stream_images, stream_key
 from takt.store.jobs import JobStore
 from takt.store.quarantine import QuarantineStore
 
@@ -103,14 +103,6 @@ def _new_marker(record: Mapping[str, Any]) -> int | None:
     return int(marked)
 
 
-def _record_key(record: Mapping[str, Any]) -> dict[str, str]:
-    """The job a stream record is about, as its key's text (or the record's sequence number)."""
-    change = record.get("dynamodb") or {}
-    keys = change.get("Keys") or {}
-    found = {name: str(value.get("S", value)) for name, value in keys.items()}
-    return found or {"sequence_number": str(change.get("SequenceNumber", ""))}
-
-
 def _when(image: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """What decides where an image's due item is: its next occurrence and its jitter."""
     return _text(image, "next_run_time"), _text(image, "jitter")
@@ -145,7 +137,7 @@ class DueIndexer:
                 self._due.put(write.tenant_id, write.job_id, write.due, self._clock.now())
             marked = _new_marker(record)
             if marked is not None and self._jobs is not None:
-                key = _record_key(record)
+                key = stream_key(record)
                 self._jobs.clear_unindexed(key["tenant_id"], key["job_id"], marked)
         except Exception as exc:
             if not is_record_fault(exc):
@@ -159,7 +151,7 @@ class DueIndexer:
         clearing the record (once the job is repaired) lets the reconciler index it."""
         if self._quarantine is None:
             return
-        key = _record_key(record)
+        key = stream_key(record)
         self._quarantine.park(
             table="jobs",
             key=key,

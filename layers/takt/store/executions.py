@@ -31,12 +31,15 @@ from takt.store.errors import (
 )
 from takt.store.items import execution_item, execution_record, to_attr_map
 from takt.store.jobs import ATTENTION_CURSOR, EXECUTION_CURSOR, checked_cursor
+from takt.store.quarantine import Unreadable, readable
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
 ATTENTION_STATES = frozenset({ExecState.DEAD, ExecState.FAILED})
+# An execution item's key attributes, as a quarantine record names an unreadable one.
+EXECUTION_KEY = ("job_key", "sk")
 """Terminal states that need a person: the dead-letter listing shows these."""
 _ATTENTION_ATTRS = ("attention_key", "attention_at")
 
@@ -201,9 +204,16 @@ class ExecutionStore:
         )
 
     def needing_attention(
-        self, tenant_id: str, state: ExecState, *, limit: int, cursor: str | None
+        self,
+        tenant_id: str,
+        state: ExecState,
+        *,
+        limit: int,
+        cursor: str | None,
+        on_unreadable: Unreadable | None = None,
     ) -> tuple[list[ExecutionRecord], str | None]:
-        """A page of the tenant's executions in `state` (dead or failed), newest first.
+        """A page of the tenant's executions in `state` (dead or failed), newest first; one
+        that cannot be read goes to `on_unreadable` and is left out of the page.
 
         Each shard of the index is read newest first from the cursor down, and the pages are
         merged; the cursor is the sort key of the last execution returned. The index is
@@ -233,7 +243,7 @@ class ExecutionStore:
         next_cursor = None
         if page and (more or len(found) > limit):
             next_cursor = page[-1]["attention_at"]["S"]
-        return [execution_record(item) for item in page], next_cursor
+        return readable(page, execution_record, EXECUTION_KEY, on_unreadable), next_cursor
 
     def count_needing_attention(self, tenant_id: str, state: ExecState) -> int:
         """How many of the tenant's executions are in `state` (dead or failed)."""
@@ -270,9 +280,16 @@ class ExecutionStore:
                 raise
 
     def list_for_job(
-        self, tenant_id: str, job_id: str, *, limit: int, cursor: str | None
+        self,
+        tenant_id: str,
+        job_id: str,
+        *,
+        limit: int,
+        cursor: str | None,
+        on_unreadable: Unreadable | None = None,
     ) -> tuple[list[ExecutionRecord], str | None]:
-        """A page of a job's history, newest first."""
+        """A page of a job's history, newest first; an execution that cannot be read goes to
+        `on_unreadable` and is left out of the page."""
         pk = job_key(tenant_id, job_id)
         kwargs: dict[str, Any] = {
             "TableName": self._table,
@@ -285,7 +302,7 @@ class ExecutionStore:
         if start:
             kwargs["ExclusiveStartKey"] = {"job_key": {"S": pk}, "sk": {"S": start}}
         resp = self._db.query(**kwargs)
-        records = [execution_record(i) for i in resp.get("Items", [])]
+        records = readable(resp.get("Items", []), execution_record, EXECUTION_KEY, on_unreadable)
         last = resp.get("LastEvaluatedKey")
         return records, (last["sk"]["S"] if last else None)
 

@@ -121,6 +121,15 @@ def stream_images(record: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     return _plain(from_attr_map(dict(old))), _plain(from_attr_map(dict(new)))
 
 
+def stream_key(record: Mapping[str, Any]) -> dict[str, str]:
+    """The item a table stream record is about, as its key's text (the record's sequence number
+    when it names no key), for a quarantine record to name it."""
+    change = record.get("dynamodb") or {}
+    keys = change.get("Keys") or {}
+    found = {name: str(value.get("S", value)) for name, value in keys.items()}
+    return found or {"sequence_number": str(change.get("SequenceNumber", ""))}
+
+
 def _plain(value: Any) -> Any:
     """Decimal -> int/float, recursively, for what the deserializer returns."""
     if isinstance(value, Decimal):
