@@ -17,7 +17,7 @@ import pytest
 
 from takt.clock import ManualClock
 from takt.config import Settings
-from takt.observability import logger
+from takt.observability import logger, metrics
 from takt.wiring import Services, build_services
 from takt_cli.local import moto_speedups
 from takt_cli.local.provision import provision
@@ -38,6 +38,13 @@ def _environment_restored() -> Iterator[None]:
     yield
     os.environ.clear()
     os.environ.update(before)
+
+
+@pytest.fixture(autouse=True)
+def _no_metrics_left_over() -> None:
+    """Each test starts with no metric waiting to be flushed: Powertools keeps one metric set
+    per process, and what a test added without flushing would land in the next test's EMF."""
+    metrics.clear_metrics()
 
 
 @pytest.fixture(scope="session")

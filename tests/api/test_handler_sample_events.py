@@ -129,4 +129,10 @@ def test_worker_sample_runs_its_execution_and_reports_no_batch_failure(api: Api)
 def test_watchdog_sample_sweeps_once_and_reports_its_totals(api: Api) -> None:
     result = invoke(watchdog_handler, "watchdog_sweep.json", timeout_ms=5000)
 
-    assert result == {"resent": 0, "lease_expired": 0, "dead": 0, "retries_released": 0}
+    assert result == {
+        "resent": 0,
+        "lease_expired": 0,
+        "dead": 0,
+        "retries_released": 0,
+        "reindexed": 0,
+    }

@@ -27,7 +27,7 @@ def _row(record: dict[str, Any]) -> dict[str, Any]:
 
 @click.group()
 def quarantine() -> None:
-    """Records takt could not read or write: everything else went on without them."""
+    """Records takt could not read or write (admin): list them, clear one once repaired."""
 
 
 @quarantine.command("list")
