@@ -44,7 +44,7 @@ synth: install ## synthesize the CDK app into cdk.out (needs Node.js; runs npm c
 chaos: install ## every fault scenario in full (tests/chaos; reports in test-artifacts/chaos/)
 	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(PY) -m pytest tests/chaos -n 2 -q --chaos-full
 
-mutants: install ## break each rule on purpose (tests/mutants) and show which test catches it (~10 min)
+mutants: install ## break each rule on purpose (tests/mutants) and show which test catches it (~2 min)
 	PATH="$(CURDIR)/$(TOOLS)/bin:$$PATH" $(PY) -m tests.mutants
 
 bench: install ## measure takt locally, price it, plan its capacity (docs/CAPACITY.md; ~15 min)
