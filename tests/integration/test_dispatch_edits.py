@@ -24,7 +24,7 @@ from takt.models.records import ExecState, JobStatus
 from takt.store.due import minute_of, shard_of
 from takt.store.jobs import JobStore
 from takt.wiring import Services
-from takt.worker.runner import ExecutionRunner, RunnerSettings
+from tests.integration.worker.conftest import runner_for
 from tests.support.faults import precede
 from tests.support.indexer import index_due
 from tests.support.jobs import TENANT, UNREACHABLE
@@ -144,18 +144,6 @@ def test_a_one_off_moved_while_its_claim_completes_it_runs_at_its_new_time(
     assert svc.executions.get(TENANT, execution_id(job.job_id, moved)).state == ExecState.PENDING
 
 
-def _runner(svc: Services) -> ExecutionRunner:
-    return ExecutionRunner(
-        RunnerSettings.of(svc.settings),
-        svc.jobs,
-        svc.executions,
-        svc.lanes,
-        svc.targets,
-        svc.clock,
-        worker_id="w",
-    )
-
-
 def _edit_one_off(api: JobService, job_id: str, edit: str) -> None:
     if edit == "paused":
         api.update(TENANT, job_id, JobPatch(status="paused"), None)
@@ -180,7 +168,7 @@ def test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not
     clock.set(EDITED_AT)
     _edit_one_off(api, job.job_id, edit)
     clock.set(THIRTEEN)
-    outcome = _runner(svc).process(message)
+    outcome = runner_for(svc, "w").process(message)
 
     assert outcome.state == "skipped"
     assert receiver.calls == []
@@ -195,7 +183,7 @@ def test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not
         record.reason
     )
     # A copy of the message (a redelivery, the watchdog's resend) finds nothing to run.
-    assert _runner(svc).process(message).state == "skipped"
+    assert runner_for(svc, "w").process(message).state == "skipped"
     assert receiver.calls == []
 
 
@@ -215,7 +203,7 @@ def test_a_claimed_one_off_whose_payload_changed_before_its_time_runs_as_it_now_
     clock.set(EDITED_AT)
     api.update(TENANT, job.job_id, JobPatch(payload={"v": 2}), None)
     clock.set(THIRTEEN)
-    outcome = _runner(svc).process(message)
+    outcome = runner_for(svc, "w").process(message)
 
     assert outcome.state == "succeeded"
     assert [json.loads(c.body) for c in receiver.calls] == [{"v": 2}]
@@ -237,7 +225,7 @@ def test_an_edit_after_the_due_time_does_not_stop_a_claimed_occurrence(
     [message] = drain(svc)
 
     api.update(TENANT, job.job_id, JobPatch(status="paused"), None)
-    outcome = _runner(svc).process(message)
+    outcome = runner_for(svc, "w").process(message)
 
     assert outcome.state == "succeeded"
     assert len(receiver.calls) == 1

@@ -3,6 +3,7 @@ unique key per test for the handlers' gates and call records."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -44,7 +45,11 @@ def submit_to(
     return record, Outgoing.of(record).message
 
 
-def runner_for(svc: Services, worker_id: str = "w-1") -> ExecutionRunner:
+def runner_for(
+    svc: Services, worker_id: str = "w-1", monotonic: Callable[[], float] = time.monotonic
+) -> ExecutionRunner:
+    """The worker's runner on `svc`; `monotonic` is the clock its lease's local expiry is
+    measured on (a test's manual clock, to step past it without sleeping)."""
     return ExecutionRunner(
         RunnerSettings.of(svc.settings),
         svc.jobs,
@@ -54,6 +59,7 @@ def runner_for(svc: Services, worker_id: str = "w-1") -> ExecutionRunner:
         svc.clock,
         worker_id=worker_id,
         notifier=svc.notifier,
+        monotonic=monotonic,
     )
 
 

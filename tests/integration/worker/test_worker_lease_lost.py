@@ -21,9 +21,9 @@ from takt.clock import ManualClock
 from takt.models.records import ExecState, ExecutionRecord, RetryPolicy
 from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.wiring import Services
-from takt.worker.runner import ExecutionRunner, RunnerSettings, RunOutcome
+from takt.worker.runner import RunOutcome
 from tests.integration.worker import handlers
-from tests.integration.worker.conftest import stored, submit_to
+from tests.integration.worker.conftest import runner_for, stored, submit_to
 from tests.support.env import ServicesFactory
 from tests.support.faults import HeartbeatOutage
 from tests.support.lanes import drain
@@ -47,20 +47,6 @@ def gate() -> Iterator[threading.Event]:
     opened.set()
 
 
-def _runner(svc: Services, clock: ManualClock, worker_id: str = "w-1") -> ExecutionRunner:
-    """A runner whose own monotonic clock is the test's manual clock."""
-    return ExecutionRunner(
-        RunnerSettings.of(svc.settings),
-        svc.jobs,
-        svc.executions,
-        svc.lanes,
-        svc.targets,
-        svc.clock,
-        worker_id=worker_id,
-        monotonic=clock.monotonic,
-    )
-
-
 def _valid_sec(svc: Services) -> float:
     return svc.settings.lease_sec - svc.settings.clock_margin_sec
 
@@ -80,7 +66,9 @@ def test_heartbeats_refused_stop_an_http_call_at_the_lease_expiry_less_the_margi
     with Receiver(Reply(gate=gate)) as receiver:
         record, message = submit_to(svc, clock, receiver.url, retry=TWO_ATTEMPTS)
         with _outage(svc) as outage:
-            thread, outcomes = in_thread(lambda: _runner(svc, clock).process(message))
+            thread, outcomes = in_thread(
+                lambda: runner_for(svc, "w-1", clock.monotonic).process(message)
+            )
             receiver.wait_for_calls(1)
             leased = _running(svc, record)
             poll_until(lambda: outage.failed >= 2, "two refused heartbeats")
@@ -108,7 +96,9 @@ def test_a_heartbeat_that_never_answers_does_not_keep_the_worker_past_its_lease(
 ) -> None:
     record, message = submit_to(svc, clock, "handler:it.wait", {"key": key}, retry=TWO_ATTEMPTS)
     with _outage(svc, "hang") as outage:
-        thread, outcomes = in_thread(lambda: _runner(svc, clock).process(message))
+        thread, outcomes = in_thread(
+            lambda: runner_for(svc, "w-1", clock.monotonic).process(message)
+        )
         leased = _running(svc, record)
         poll_until(lambda: outage.failed >= 1, "a heartbeat hanging")
 
@@ -125,7 +115,7 @@ def test_a_heartbeat_that_succeeds_renews_the_lease_on_the_workers_clock(
     svc: Services, clock: ManualClock, key: str
 ) -> None:
     record, message = submit_to(svc, clock, "handler:it.wait", {"key": key})
-    thread, outcomes = in_thread(lambda: _runner(svc, clock).process(message))
+    thread, outcomes = in_thread(lambda: runner_for(svc, "w-1", clock.monotonic).process(message))
     _running(svc, record)
 
     # Three times most of a lease passes, each followed by a heartbeat that succeeds.
@@ -148,7 +138,9 @@ def test_a_slow_last_attempt_is_marked_dead_only_after_its_worker_stopped(
     with Receiver(Reply(gate=gate)) as receiver:
         record, message = submit_to(svc, clock, receiver.url, retry=ONE_ATTEMPT)
         with _outage(svc) as outage:
-            thread, outcomes = in_thread(lambda: _runner(svc, clock).process(message))
+            thread, outcomes = in_thread(
+                lambda: runner_for(svc, "w-1", clock.monotonic).process(message)
+            )
             receiver.wait_for_calls(1)
             leased = _running(svc, record)
             assert leased.lease_expires_at is not None
