@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import urllib.request
 import zipfile
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from takt_cli.local.runtime import free_port
+from tests.support.threads import poll_until
 
 ROOT = Path(__file__).resolve().parents[2]
 UV = shutil.which("uv")
@@ -91,16 +91,18 @@ def installed_local(wheel: Path, venv: Path, tmp_path: Path) -> Iterator[str]:
             stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
+
+    def serving() -> bool:
+        if process.poll() is not None:
+            pytest.fail(f"takt local exited: {log.read_text()}")
+        try:
+            urllib.request.urlopen(f"{url}/v1/jobs", timeout=2).close()
+        except OSError:
+            return False
+        return True
+
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/v1/jobs", timeout=2).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"takt local did not start: {log.read_text()}")
-                time.sleep(0.2)
+        poll_until(serving, "takt local of the installed wheel serving its API", 60)
         yield url
     finally:
         process.terminate()
