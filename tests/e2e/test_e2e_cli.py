@@ -211,6 +211,26 @@ def test_jobs_update_flags_change_only_what_they_name(cli: Cli) -> None:
     assert (updated["timeout_sec"], updated["target"]) == (9, job["target"])
 
 
+def test_jobs_update_payload_replaces_the_payload_whole(cli: Cli) -> None:
+    without = cli.new_job()
+    with_one = cli.new_job("--payload", '{"a": 1, "b": 2}')
+
+    set_from_none = cli.json("jobs", "update", without["id"], "--payload", '{"n": 1}')
+    replaced = cli.json("jobs", "update", with_one["id"], "--payload", '{"n": 1}')
+
+    assert without["payload"] is None
+    assert set_from_none["payload"] == {"n": 1}
+    assert replaced["payload"] == {"n": 1}
+
+
+def test_jobs_create_payload_flag_overrides_the_body_s_payload(cli: Cli) -> None:
+    body = {"interval": "1h", "target": cli.receiver.path(), "payload": {"a": 1}}
+
+    job = cli.json("jobs", "create", "--body", json.dumps(body), "--payload", '{"n": 1}')
+
+    assert job["payload"] == {"n": 1}
+
+
 def test_jobs_update_without_a_change_is_one_error_line(cli: Cli) -> None:
     job = cli.new_job()
 

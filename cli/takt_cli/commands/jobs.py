@@ -190,6 +190,9 @@ JOB_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
     ),
 ]
 _FIELD_OF = {flag.removeprefix("--").replace("-", "_"): field for flag, field, _ in JOB_FLAGS}
+# The objects whose fields have flags of their own (`retry`, `dst`): a flag changes one field of
+# them and keeps the others. Any other object (the payload) is a value, replaced whole.
+_NESTED = {field.split(".")[0] for _, field, _ in JOB_FLAGS if "." in field}
 
 
 def job_flags(function: Any) -> Any:
@@ -231,7 +234,7 @@ def create(ctx: CliContext, /, body: str | None, idempotency_key: str | None, **
     """Create a job from flags or a JSON body."""
     job = _load_body(body)
     for field, value in _fields_of(flags).items():
-        job[field] = {**job.get(field, {}), **value} if isinstance(value, dict) else value
+        job[field] = {**job.get(field, {}), **value} if field in _NESTED else value
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
     created, _ = call(ctx, "POST", "/v1/jobs", job, headers=headers)
     ctx.emit(created, [_job_row(created)], JOB_COLUMNS)
@@ -328,13 +331,13 @@ def update(
     fields = _fields_of(flags)
     if not change and not fields:
         raise CliError("nothing to change: give --body or a field flag (--help lists them)")
-    nested = {k: v for k, v in fields.items() if isinstance(v, dict)}
+    nested = {k: v for k, v in fields.items() if k in _NESTED}
     if nested:
         # A nested object (retry, dst) is replaced whole by the API: keep its other fields.
         current, _ = call(ctx, "GET", f"/v1/jobs/{job_id}")
         if_match = if_match or str(current["version"])
         for field, value in nested.items():
-            fields[field] = {**current[field], **change.get(field, {}), **value}
+            fields[field] = {**(current[field] or {}), **change.get(field, {}), **value}
     change.update(fields)
     headers = {"If-Match": f'"{if_match}"'} if if_match else None
     job, _ = call(ctx, "PATCH", f"/v1/jobs/{job_id}", change, headers=headers)
