@@ -35,7 +35,7 @@ apiVersion: batch/v1
 kind: CronJob
 metadata: {name: broken}
 spec:
-  schedule: "0 6 */2 * 1"
+  schedule: "0 6 1,*/2 * 1"
   jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}}
 """
 SCHEDULES = {

@@ -18,6 +18,11 @@ pointer to `get-schedule`. The mapping, field by field:
 | `RetryPolicy.MaximumRetryAttempts` | `retry.max_attempts` = attempts + 1 (at most 100) |
 | `RetryPolicy.MaximumEventAgeInSeconds` | `catchup: all` within `catchup_window` |
 | `DeadLetterConfig` | a note: takt keeps dead executions in its history |
+| (EventBridge's clock changes, for `cron`) | `dst: {gap: skip, overlap: once}` |
+
+EventBridge Scheduler skips a cron time that spring-forward skips and runs a time that fall-back
+repeats once; the job's `dst` policy says the same, so it fires at the schedule's instants across
+clock changes too.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ MAX_ATTEMPTS = 100
 AWS_MAX_RETRIES = 185
 AWS_MAX_WINDOW_MINUTES = 1440
 AWS_EVENT_AGE = (60, 86400)
+AWS_DST = {"gap": "skip", "overlap": "once"}
 _NAME = re.compile(r"[^0-9A-Za-z_.-]+")
 
 
@@ -121,7 +127,7 @@ def _expression(expression: str, tz: str, now: datetime) -> dict[str, Any]:
     if kind == "cron":
         cron = from_aws(text)
         start, end = cron.window(_zone_name(tz))
-        body: dict[str, Any] = {"schedule": cron.expr}
+        body: dict[str, Any] = {"schedule": cron.expr, "dst": dict(AWS_DST)}
         if start is not None and end is not None:
             body.update(start_at=start.isoformat(), end_at=end.isoformat())
         return body
@@ -255,6 +261,11 @@ def _schedule(job: dict[str, Any], role_arn: str | None, notes: list[str]) -> di
         notes.append(f"overlap={job['overlap']} has no EventBridge equivalent")
     if job.get("calendars"):
         notes.append("calendars have no EventBridge equivalent")
+    if job.get("schedule") and (job.get("dst") or AWS_DST) != AWS_DST:
+        notes.append(
+            "EventBridge skips a time that spring-forward skips and runs a repeated time once "
+            f"(dst {AWS_DST}), not as the job's dst {job['dst']}"
+        )
     return schedule
 
 

@@ -14,10 +14,16 @@ The input is YAML: one or more documents (`---`), each a CronJob, or a `List` of
 | `jobTemplate.spec.activeDeadlineSeconds` | `timeout_sec` |
 | `metadata.name` (and namespace) | `name` (`namespace/name` outside `default`) |
 | the pod's container | the `payload` of the `--target` given |
+| (robfig/cron's clock changes) | `dst: {gap: skip, overlap: twice}` |
 
-Kubernetes reads cron with robfig/cron, which ORs the two day fields unless one is exactly `*`
-or `?`; Vixie (and takt) AND them when one merely starts with `*` (`*/2`). Where the two readings
-differ the CronJob is refused rather than moved a day.
+Kubernetes reads cron with robfig/cron, which ANDs the two day fields when an item of either
+starts with `*` or `?` (`*/2` too) and ORs them otherwise; Vixie (and takt) AND them when either
+field starts with `*`. The two agree on every schedule but one with a `*` item after the first
+(`1,*/2`); that is refused rather than moved a day.
+
+robfig/cron walks a fixed-time schedule hour by hour in real time, so a time that spring-forward
+skips never comes (the day passes) and one that fall-back repeats comes twice; the job's `dst`
+policy says the same, so it fires at the CronJob's instants across clock changes too.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ _ZONE_PREFIX = re.compile(r"^(?:CRON_TZ|TZ)=(?P<zone>\S+)\s+(?P<rest>.+)$")
 _EVERY = re.compile(r"^@every\s+(?P<duration>\S+)$")
 _OVERLAP = {"Allow": "allow", "Forbid": "skip", "Replace": "replace"}
 _POLICY = {value: key for key, value in _OVERLAP.items()}
+ROBFIG_DST = {"gap": "skip", "overlap": "twice"}
 DEFAULT_BACKOFF_LIMIT = 6
 MAX_ATTEMPTS = 100
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
@@ -126,6 +133,7 @@ def _schedule(text: str, zone: Any, notes: list[str]) -> dict[str, Any]:
         notes.append("an @every schedule counts from the import, not from the CronJob's creation")
         return body
     body["schedule"] = _vixie(text)
+    body["dst"] = dict(ROBFIG_DST)
     return body
 
 
@@ -138,17 +146,19 @@ def _vixie(text: str) -> str:
         # takt would read six fields as seconds first; Kubernetes refuses them.
         raise MappingError(f"{text!r}: a CronJob's schedule has five fields, not {len(fields)}")
     fields = ["*" if value == "?" else value for value in fields]
-    day, weekday = fields[2], fields[4]
-    if _readings_differ(day, weekday) or _readings_differ(weekday, day):
+    if _readings_differ(fields[2], fields[4]):
         raise MappingError(
-            f"{text!r}: Kubernetes ORs the two day fields here and takt would AND them "
-            "(a day field that starts with '*' but is not '*'); write the days explicitly"
+            f"{text!r}: Kubernetes ANDs the two day fields here (an item starts with '*') and "
+            "takt would OR them (neither field starts with '*'); write the days explicitly"
         )
     return " ".join(fields)
 
 
-def _readings_differ(field: str, other: str) -> bool:
-    return field.startswith("*") and field != "*" and other != "*"
+def _readings_differ(day: str, weekday: str) -> bool:
+    """Whether robfig/cron and Vixie combine the day fields differently (AND against OR)."""
+    robfig_ands = any(item[:1] in ("*", "?") for f in (day, weekday) for item in f.split(","))
+    vixie_ands = day.startswith("*") or weekday.startswith("*")
+    return robfig_ands != vixie_ands
 
 
 def export(job: dict[str, Any]) -> Exported:
@@ -168,10 +178,8 @@ def _manifest(job: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     if len(expr.split()) == 6:
         raise MappingError(f"{expr!r}: a CronJob's schedule has no seconds field")
     fields = expr.split()
-    if len(fields) == 5 and (
-        _readings_differ(fields[2], fields[4]) or _readings_differ(fields[4], fields[2])
-    ):
-        raise MappingError(f"{expr!r}: Kubernetes would OR the day fields that takt ANDs")
+    if len(fields) == 5 and _readings_differ(fields[2], fields[4]):
+        raise MappingError(f"{expr!r}: Kubernetes would AND the day fields that takt ORs")
     if re.search(r"\bL\b", expr):
         raise MappingError(f"{expr!r}: Kubernetes' cron has no 'L'")
     payload = job.get("payload")
@@ -202,6 +210,11 @@ def _manifest(job: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
     if job.get("jitter"):
         notes.append("jitter has no CronJob equivalent")
+    if (job.get("dst") or ROBFIG_DST) != ROBFIG_DST:
+        notes.append(
+            "Kubernetes skips a time that spring-forward skips and runs a repeated time twice "
+            f"(dst {ROBFIG_DST}), not as the job's dst {job['dst']}"
+        )
     return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": metadata, "spec": spec}
 
 

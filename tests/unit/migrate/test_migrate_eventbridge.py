@@ -55,6 +55,7 @@ def test_every_field_maps() -> None:
         "name": "sync",
         "time_zone": "Europe/London",
         "schedule": "0 9 * * MON-FRI",
+        "dst": {"gap": "skip", "overlap": "once"},
         "start_at": "2026-07-01T00:00:00+00:00",
         "end_at": "2027-07-01T00:00:00+00:00",
         "status": "paused",

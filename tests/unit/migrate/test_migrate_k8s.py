@@ -63,6 +63,7 @@ def test_every_field_maps() -> None:
         "name": "reports/nightly",
         "time_zone": "Europe/Berlin",
         "schedule": "30 9 * * 1-5",
+        "dst": {"gap": "skip", "overlap": "twice"},
         "status": "paused",
         "overlap": "skip",
         "catchup": "all",
@@ -112,10 +113,16 @@ def test_a_question_mark_day_is_any_day() -> None:
     assert _body(schedule="0 6 ? * 1")["schedule"] == "0 6 * * 1"
 
 
-def test_a_star_step_day_beside_a_weekday_is_refused_as_the_readings_differ() -> None:
-    (item,) = _load(_cronjob("0 6 */2 * 1"))
+def test_a_star_step_day_beside_a_weekday_is_kept_as_both_read_it_alike() -> None:
+    """robfig/cron ANDs the day fields when one starts with `*` (`*/2` too), as Vixie does."""
+    assert _body(schedule="0 6 */2 * 1")["schedule"] == "0 6 */2 * 1"
+
+
+def test_a_star_item_after_the_first_is_refused_as_the_readings_differ() -> None:
+    """robfig ANDs the days of `1,*/2` with the weekday; Vixie (takt) ORs them."""
+    (item,) = _load(_cronjob("0 6 1,*/2 * 1"))
     assert item.body is None
-    assert "ORs" in (item.reason or "")
+    assert "ANDs" in (item.reason or "")
 
 
 def test_six_fields_are_refused_as_kubernetes_has_no_seconds() -> None:
