@@ -195,6 +195,14 @@ class HttpTarget:
                 raise _NotCalledError(
                     TargetResult(result.outcome, error=f"{result.error} (after {hops} redirects)")
                 ) from None
+            except urllib3.exceptions.NewConnectionError as exc:
+                # Caught before TimeoutError, which urllib3 makes its base class: a refused
+                # connection fails at once and must not read as the job's timeout.
+                return TargetResult(
+                    "retryable",
+                    error=_connection_problem(exc),
+                    duration_ms=_elapsed(started),
+                )
             except urllib3.exceptions.TimeoutError:
                 return TargetResult(
                     "retryable",
@@ -503,6 +511,14 @@ def _outcome(resp: urllib3.BaseHTTPResponse, started: float) -> TargetResult:
     if 300 <= status < 400:
         error += " (only 307 and 308 redirects are followed)"
     return TargetResult("permanent", status_code=status, error=error, duration_ms=elapsed)
+
+
+def _connection_problem(exc: urllib3.exceptions.NewConnectionError) -> str:
+    """What stopped a connection before anything was sent, in the attempt's words."""
+    if isinstance(exc.__cause__, ConnectionRefusedError):
+        return "connection refused"
+    reason = exc.__cause__.strerror if isinstance(exc.__cause__, OSError) else None
+    return f"connection failed: {reason or exc.__class__.__name__}"
 
 
 def _permanent(error: str, *, status: int | None = None) -> TargetResult:

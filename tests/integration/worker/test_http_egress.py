@@ -7,6 +7,7 @@ hop only) plays the public internet. Names resolve through an injected resolver.
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -140,6 +141,18 @@ def test_an_allow_listed_network_is_called(receiver: Receiver) -> None:
 
     assert (result.outcome, result.status_code) == ("success", 200)
     assert len(receiver.calls) == 1
+
+
+def test_a_refused_connection_is_reported_as_refused_not_as_a_timeout() -> None:
+    with socket.socket() as bound:
+        # Bound but never listening: connecting to it is refused at once.
+        bound.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{bound.getsockname()[1]}/hook"
+
+        result = HttpTarget(EgressPolicy(LOOPBACK)).call(HttpSpec(url), ctx())
+
+    assert result.outcome == "retryable"
+    assert result.error == "connection refused"
 
 
 def test_an_allow_listed_host_name_is_called_with_its_host_header(receiver: Receiver) -> None:
