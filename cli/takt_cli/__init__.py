@@ -26,4 +26,4 @@ def main() -> None:
             "pip install 'takt[local]'\n"
         )
         raise SystemExit(2) from error
-    run()
+    raise SystemExit(run())
