@@ -19,6 +19,14 @@ from annotated_types import Ge, Le
 from pydantic import TypeAdapter, ValidationError
 
 from infra.driver import DRIVERS
+from infra.tables import (
+    MAX_TABLE_CAPACITY,
+    MAX_TARGET_UTILIZATION,
+    MIN_TARGET_UTILIZATION,
+    Capacity,
+    TableBilling,
+    capacity_names,
+)
 from infra.target_grants import TargetGrantError, TargetGrants
 from takt.config import LANES, RateLimit, Settings
 from takt.models.egress import AllowList
@@ -264,6 +272,9 @@ class DeployConfig:
     # Each tenant's default notification policy (`notifyDefaults`), as the JSON
     # `Settings.notify_defaults` reads; None when the context sets none.
     notify_defaults: str | None = None
+    # `tableBilling=provisioned` (with `tableCapacity`, `tableTargetUtilization`); None is on
+    # demand, the default (docs/DEPLOY.md, "Table billing").
+    table_billing: TableBilling | None = None
 
     @classmethod
     def from_context(cls, node: ContextSource) -> DeployConfig:
@@ -318,7 +329,67 @@ class DeployConfig:
             ),
             dashboard=_optional_bool(node, "dashboard", default=True),
             tracing=_optional_bool(node, "tracing", default=True),
+            table_billing=_table_billing(node),
         )
+
+
+TABLE_BILLING = ("onDemand", "provisioned")
+
+
+def _table_billing(node: ContextSource) -> TableBilling | None:
+    """`tableBilling`, and for `provisioned` the `tableCapacity` object
+    (`{"executions": {"write": [min, max], "read": [min, max]}, ...}`) and
+    `tableTargetUtilization` (percent)."""
+    mode = str(_raw(node, "tableBilling") or "onDemand")
+    if mode not in TABLE_BILLING:
+        raise ContextError(f"context 'tableBilling' must be one of {TABLE_BILLING}, not {mode!r}")
+    if mode == "onDemand":
+        return None
+    utilization = _raw(node, "tableTargetUtilization")
+    target = _bounded_int(
+        70 if utilization is None else utilization,
+        "tableTargetUtilization",
+        minimum=MIN_TARGET_UTILIZATION,
+        maximum=MAX_TARGET_UTILIZATION,
+    )
+    value = _raw(node, "tableCapacity")
+    try:
+        given = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        raise ContextError(
+            f"context 'tableCapacity' must be a JSON object, not {value!r}"
+        ) from None
+    if given is not None and not isinstance(given, dict):
+        raise ContextError(f"context 'tableCapacity' must be a JSON object, not {value!r}")
+    capacity: dict[str, Capacity] = {}
+    for name, ranges in (given or {}).items():
+        if name not in capacity_names():
+            raise ContextError(
+                f"context 'tableCapacity.{name}' is not a table or index; they are "
+                + ", ".join(capacity_names())
+            )
+        if not isinstance(ranges, dict) or not set(ranges) <= {"write", "read"}:
+            raise ContextError(
+                f"context 'tableCapacity.{name}' must be an object of 'write' and 'read' ranges"
+            )
+        bounds = {
+            way: _capacity_range(ranges.get(way), f"tableCapacity.{name}.{way}")
+            for way in ("write", "read")
+        }
+        capacity[name] = Capacity(*bounds["write"], *bounds["read"])
+    return TableBilling(target_utilization=target, capacity=capacity)
+
+
+def _capacity_range(value: object, what: str) -> tuple[int, int]:
+    """`[min, max]` capacity units (1 to the per-table quota, min at most max)."""
+    if value is None:
+        default = Capacity()
+        return default.min_write, default.max_write
+    if not isinstance(value, list) or len(value) != 2:
+        raise ContextError(f"context {what!r} must be [min, max], not {value!r}")
+    low = _bounded_int(value[0], f"{what}[0]", minimum=1, maximum=MAX_TABLE_CAPACITY)
+    high = _bounded_int(value[1], f"{what}[1]", minimum=low, maximum=MAX_TABLE_CAPACITY)
+    return low, high
 
 
 def _notify_defaults(node: ContextSource) -> str | None:

@@ -94,6 +94,8 @@ PRICES = {
     "lambda_request": Price(0.20, "Lambda requests, per million", 1e6),
     "read_unit": Price(0.125, "DynamoDB on-demand read request units, per million", 1e6),
     "write_unit": Price(0.625, "DynamoDB on-demand write request units, per million", 1e6),
+    "write_capacity_hour": Price(0.00065, "DynamoDB provisioned write capacity unit, per hour"),
+    "read_capacity_hour": Price(0.00013, "DynamoDB provisioned read capacity unit, per hour"),
     "alarm_metric": Price(0.10, "CloudWatch standard alarm, per metric it reads, per month"),
     "dashboard": Price(3.00, "CloudWatch dashboard, per month"),
     "custom_metric": Price(0.30, "CloudWatch custom metric, per month (first 10,000)"),
@@ -378,6 +380,37 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
     ]
 
 
+def table_capacity_lines(stateful: Template) -> list[CostLine]:
+    """What provisioned tables (`tableBilling=provisioned`) hold at their minimum capacity, every
+    hour, for tables and indexes alike; nothing for on-demand tables. The idle loops' reads then
+    come out of that capacity rather than being billed per request."""
+    write = read = 0
+    for table in _resources(stateful, "AWS::DynamoDB::Table").values():
+        props = table["Properties"]
+        throughputs = [props.get("ProvisionedThroughput")] + [
+            index.get("ProvisionedThroughput") for index in props.get("GlobalSecondaryIndexes", [])
+        ]
+        for throughput in filter(None, throughputs):
+            write += int(throughput["WriteCapacityUnits"])
+            read += int(throughput["ReadCapacityUnits"])
+    if not write:
+        return []
+    lines = []
+    for units, way, key in (
+        (write, "write", "write_capacity_hour"),
+        (read, "read", "read_capacity_hour"),
+    ):
+        price = PRICES[key]
+        lines.append(
+            CostLine(
+                f"provisioned {way} capacity at its minimum (tables and indexes)",
+                f"{units:,} units x {HOURS_PER_MONTH} h x {price}",
+                units * HOURS_PER_MONTH * price.usd,
+            )
+        )
+    return lines
+
+
 def fargate_lines(stateless: Template) -> list[CostLine]:
     """What the Fargate worker adds while idle; empty when it is off."""
     services = list(_resources(stateless, "AWS::ECS::Service").values())
@@ -488,6 +521,10 @@ def main(argv: list[str]) -> None:
     stateful = json.loads((out / "TaktStateful.template.json").read_text())
     stateless = json.loads((out / "TaktStateless.template.json").read_text())
     print(render(base_lines(stateful, stateless)))
+    capacity = table_capacity_lines(stateful)
+    if capacity:
+        print("\nProvisioned tables add:\n")
+        print(render(capacity))
     extra = fargate_lines(stateless)
     if extra:
         print("\nThe Fargate worker adds:\n")

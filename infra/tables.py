@@ -4,6 +4,9 @@ share one definition of every key, index and TTL attribute.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
@@ -11,6 +14,45 @@ from constructs import Construct
 from takt.resources import TABLES, Index, Key, TableSpec
 
 _TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
+
+
+# Application Auto Scaling's target tracking accepts a DynamoDB utilization of 20-90 %.
+MIN_TARGET_UTILIZATION = 20
+MAX_TARGET_UTILIZATION = 90
+# DynamoDB's default per-table quota on provisioned capacity, each way (a Service Quotas value).
+MAX_TABLE_CAPACITY = 40000
+
+
+def capacity_names() -> tuple[str, ...]:
+    """What `tableCapacity` keys: each table (`executions`) and index (`executions/open`)."""
+    names: list[str] = []
+    for spec in TABLES:
+        names.append(spec.logical_id.lower())
+        names.extend(f"{spec.logical_id.lower()}/{index.name}" for index in spec.indexes)
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """A table's or index's provisioned capacity range, each way; auto scaling moves it
+    between the two, and the table starts at the minimum."""
+
+    min_write: int = 5
+    max_write: int = MAX_TABLE_CAPACITY
+    min_read: int = 5
+    max_read: int = MAX_TABLE_CAPACITY
+
+
+@dataclass(frozen=True)
+class TableBilling:
+    """`tableBilling=provisioned`: every table and index provisioned, with target tracking at
+    `target_utilization` percent, each in its `capacity` range (`Capacity()` when not named)."""
+
+    target_utilization: int = 70
+    capacity: Mapping[str, Capacity] = field(default_factory=dict)
+
+    def of(self, name: str) -> Capacity:
+        return self.capacity.get(name, Capacity())
 
 
 def _projection(index: Index) -> dynamodb.ProjectionType:
@@ -24,26 +66,40 @@ def _attribute(key: Key) -> dynamodb.Attribute:
 
 
 class Tables(Construct):
-    """The tables: on-demand, encrypted, recoverable, and retained when the stack goes.
+    """The tables: on demand (or provisioned), encrypted, recoverable, and retained when the
+    stack goes.
 
-    On-demand billing because the load is a sharp burst at the top of each minute over a quiet
-    baseline, which provisioned capacity would either throttle or pay for all day. Encryption uses
+    On-demand billing by default because a small deployment's tables are mostly idle (a
+    provisioned table and each of its indexes pay their minimum capacity by the hour), and the
+    seed's top of the hour is a burst within a minute that auto scaling cannot follow: held at
+    that minute's rate all hour, provisioned costs several times on demand. With `billing`
+    (`-c tableBilling=provisioned`) every table and index is provisioned with target-tracking
+    auto scaling, which at a steady load costs about 40 % of on demand
+    (docs/CAPACITY.md, "DynamoDB on demand or provisioned"). Encryption uses
     the AWS managed key `aws/dynamodb`: no key to pay for or rotate, its use shows in CloudTrail,
     and grants from the stateless stack need no key policy in this one. RETAIN and
     deletion protection because these tables are the jobs and their history: deleting or
     replacing the stack must never delete them.
     """
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, billing: TableBilling | None = None
+    ) -> None:
         super().__init__(scope, construct_id)
         self._tables: dict[str, dynamodb.Table] = {}
         for spec in TABLES:
+            name = spec.logical_id.lower()
+            capacity = billing.of(name) if billing else None
             table = dynamodb.Table(
                 self,
                 spec.logical_id,
                 partition_key=_attribute(spec.partition),
                 sort_key=_attribute(spec.sort) if spec.sort else None,
-                billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+                billing_mode=dynamodb.BillingMode.PROVISIONED
+                if capacity
+                else dynamodb.BillingMode.PAY_PER_REQUEST,
+                read_capacity=capacity.min_read if capacity else None,
+                write_capacity=capacity.min_write if capacity else None,
                 encryption=dynamodb.TableEncryption.AWS_MANAGED,
                 point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                     point_in_time_recovery_enabled=True
@@ -64,7 +120,13 @@ class Tables(Construct):
                     sort_key=_attribute(index.sort) if index.sort else None,
                     projection_type=_projection(index),
                     non_key_attributes=list(index.include) if index.include else None,
+                    read_capacity=billing.of(f"{name}/{index.name}").min_read if billing else None,
+                    write_capacity=(
+                        billing.of(f"{name}/{index.name}").min_write if billing else None
+                    ),
                 )
+            if billing:
+                _auto_scale(table, spec, billing)
             self._tables[spec.logical_id] = table
 
     def table(self, spec: TableSpec) -> dynamodb.Table:
@@ -74,3 +136,25 @@ class Tables(Construct):
     def all(self) -> list[tuple[TableSpec, dynamodb.Table]]:
         """Every table with its spec, in `TABLES` order."""
         return [(spec, self._tables[spec.logical_id]) for spec in TABLES]
+
+
+def _auto_scale(table: dynamodb.Table, spec: TableSpec, billing: TableBilling) -> None:
+    """Target tracking on the table's and each index's reads and writes: an index has its own
+    capacity, and a write to the table that the index cannot take is throttled as a whole."""
+    target = billing.target_utilization
+    name = spec.logical_id.lower()
+    own = billing.of(name)
+    table.auto_scale_write_capacity(
+        min_capacity=own.min_write, max_capacity=own.max_write
+    ).scale_on_utilization(target_utilization_percent=target)
+    table.auto_scale_read_capacity(
+        min_capacity=own.min_read, max_capacity=own.max_read
+    ).scale_on_utilization(target_utilization_percent=target)
+    for index in spec.indexes:
+        capacity = billing.of(f"{name}/{index.name}")
+        table.auto_scale_global_secondary_index_write_capacity(
+            index.name, min_capacity=capacity.min_write, max_capacity=capacity.max_write
+        ).scale_on_utilization(target_utilization_percent=target)
+        table.auto_scale_global_secondary_index_read_capacity(
+            index.name, min_capacity=capacity.min_read, max_capacity=capacity.max_read
+        ).scale_on_utilization(target_utilization_percent=target)

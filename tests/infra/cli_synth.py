@@ -22,6 +22,14 @@ ROOT = Path(__file__).resolve().parents[2]
 # What `cdk synth` passes with credentials for this (made-up) account in us-east-1.
 CLI_ENV = {"CDK_DEFAULT_REGION": "us-east-1", "CDK_DEFAULT_ACCOUNT": "123456789012"}
 
+# The cost model's `tableCapacity` for the seed's steady 1,400 executions/s
+# (`takt_cli.capacity.billing.steady_capacity`).
+SEED_TABLE_CAPACITY = (
+    '{"executions": {"write": [6400, 40000]}, "executions/open": {"write": [4000, 40000]}, '
+    '"jobs": {"write": [4000, 40000], "read": [4000, 40000]}, '
+    '"due": {"write": [2000, 40000], "read": [400, 40000]}, "tenants": {"read": [2000, 40000]}}'
+)
+
 # Every context variant docs/DEPLOY.md documents, added to cdk.json's context.
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -54,6 +62,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "notifyDefaults": json.dumps({"acme": {"to": "arn:aws:sns:us-east-1:111122223333:ops"}}),
     },
     "small": {"profile": "small"},
+    # Provisioned tables with auto scaling at the seed's steady load, as docs/DEPLOY.md gives
+    # the command ("Table billing"; tests/infra/test_infra_billing.py keeps the three equal).
+    "provisioned": {
+        "tableBilling": "provisioned",
+        "tableTargetUtilization": "70",
+        "tableCapacity": SEED_TABLE_CAPACITY,
+    },
 }
 
 # cfn-lint's rules we do not apply, each with the reason; a finding of any other rule fails.

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any
 
+from takt_cli.capacity.billing import units_by_table
 from takt_cli.capacity.cost import ONE_VCPU_MB
 
 
@@ -99,6 +100,12 @@ class CallProfile:
     jobs_write_units_per_execution: float = 2.0
     open_index_write_units_per_execution: float = 2.0
     table_write_units_per_execution: float = 3.2
+    # Read units by table (`takt bench local --stored 0 --burst 20`, 2026-12-01: the claim's
+    # and the lease check's reads of the job, the lease check's of the tenant's limits, the
+    # claim's share of its due query).
+    read_units_by_table: Mapping[str, float] = field(
+        default_factory=lambda: {"jobs": 2.0, "tenants": 1.0, "due": 0.2}
+    )
     dynamodb_latency_ms: float = 6.0
     sqs_latency_ms: float = 10.0
     target_latency_ms: float = 50.0
@@ -107,6 +114,17 @@ class CallProfile:
     target_latency_sigma: float = 0.0
     # SQS to the event source mapping's receive, and its poll interval when the queue is busy.
     delivery_ms: float = 100.0
+
+    @property
+    def write_units_by_table(self) -> dict[str, float]:
+        """The write units per execution by table and index, as `takt_cli.capacity.billing`
+        names them."""
+        return {
+            "executions": self.table_write_units_per_execution,
+            "executions/open": self.open_index_write_units_per_execution,
+            "jobs": self.jobs_write_units_per_execution,
+            "due": self.due_write_units_per_item,
+        }
 
     @property
     def job(self) -> JobDuration:
@@ -184,6 +202,7 @@ def profile_from_report(report: Mapping[str, Any]) -> CallProfile:
         jobs_write_units_per_execution=units_of("jobs", index=False),
         open_index_write_units_per_execution=units_of("executions", index=True),
         table_write_units_per_execution=units_of("executions", index=False),
+        read_units_by_table=units_by_table(metered["dynamodb_read_units"]),
     )
 
 

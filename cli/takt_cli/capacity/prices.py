@@ -14,6 +14,9 @@ class Prices:
     dynamodb_write_unit_per_million: float = 0.625
     dynamodb_read_unit_per_million: float = 0.125
     dynamodb_storage_gb_month: float = 0.25
+    # Provisioned capacity: one write (read) capacity unit for an hour, table or index alike.
+    dynamodb_write_capacity_unit_hour: float = 0.00065
+    dynamodb_read_capacity_unit_hour: float = 0.00013
     sqs_request_per_million: float = 0.40
     lambda_request_per_million: float = 0.20
     # arm64 (Graviton), the architecture every takt function runs on.

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from takt.dispatch.ahead import FleetPlan, Forecast
+from takt_cli.capacity.billing import HourlyLoad, billing_report, table_loads
 from takt_cli.capacity.cost import (
     LogsAndMetrics,
     alternatives,
@@ -209,6 +210,7 @@ def plan(
         "cost_per_hour_usd": cost_per_hour(scenario, result.design, base_usd),
         "alternatives": alternatives(job_seconds=calls.job.mean_sec),
     }
+    report["dynamodb_billing"] = dynamodb_billing(scenario, calls, components, report)
     if scenario.burst_dispatched_within_sec is not None:
         report["planned_and_claimed_30s_ahead"] = ahead_of_the_burst(
             scenario, result.design, limits, calls
@@ -224,6 +226,36 @@ def plan(
             components,
         )
     return report
+
+
+def dynamodb_billing(
+    scenario: Scenario,
+    calls: CallProfile,
+    metered: Mapping[str, float],
+    report: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The tables on demand and provisioned (`takt_cli.capacity.billing`) under the scenario's
+    hour, and the all-in cost per million of the shipped design (on the worker function and on
+    Fargate) with its DynamoDB lines priced each way from the same units."""
+    load = HourlyLoad(scenario.load.steady_per_sec, scenario.load.burst)
+    billing = billing_report(
+        table_loads(calls.write_units_by_table, calls.read_units_by_table), load
+    )
+    metered_dynamodb = sum(
+        v for k, v in metered.items() if k in ("DynamoDB writes", "DynamoDB reads")
+    )
+    all_in: dict[str, dict[str, float]] = {}
+    for design in ("as_shipped", "as_shipped_on_fargate_scaled_ahead"):
+        rest = report[design]["usd_per_million_executions"] - metered_dynamodb
+        all_in[design] = {
+            mode: round(rest + billing[key]["usd_per_million_executions"], 2)  # type: ignore[index]
+            for mode, key in (
+                ("on demand", "on_demand"),
+                ("provisioned", "provisioned"),
+                ("each table its cheaper way", "each_table_its_cheaper_way"),
+            )
+        }
+    return {**billing, "all_in_usd_per_million_executions": all_in}
 
 
 def fleet_tasks(per_minute: float, calls: CallProfile) -> int:

@@ -1,0 +1,150 @@
+"""`-c tableBilling=provisioned`: every table and index provisioned with target tracking, as the
+CDK CLI synthesizes it (a concrete account and region); on demand stays the default."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.context import ContextError, DeployConfig
+from infra.cost import render, table_capacity_lines
+from infra.tables import Capacity, capacity_names
+from takt.resources import TABLES
+from takt_cli.capacity.billing import TABLES as PRICED_TABLES
+from takt_cli.capacity.billing import steady_capacity, table_loads
+from takt_cli.capacity.model import CallProfile
+from tests.infra.cli_synth import ROOT, SEED_TABLE_CAPACITY
+from tests.infra.conftest import cdk_context
+
+DEPLOY_DOC = ROOT / "docs" / "DEPLOY.md"
+
+
+def _stateful(assembly: Path) -> dict[str, Any]:
+    template: dict[str, Any] = json.loads((assembly / "TaktStateful.template.json").read_text())
+    resources: dict[str, Any] = template["Resources"]
+    return resources
+
+
+def _of_type(resources: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [r["Properties"] for r in resources.values() if r["Type"] == kind]
+
+
+class _Node:
+    def __init__(self, context: dict[str, Any]) -> None:
+        self.context = context
+
+    def try_get_context(self, key: str) -> Any:
+        return self.context.get(key)
+
+
+def _config(**overrides: Any) -> DeployConfig:
+    return DeployConfig.from_context(_Node(cdk_context(**overrides)))
+
+
+def test_the_shipped_tables_are_on_demand(cli_assemblies: Callable[[str], Path]) -> None:
+    tables = _of_type(_stateful(cli_assemblies("default")), "AWS::DynamoDB::Table")
+
+    assert len(tables) == len(TABLES)
+    assert {t["BillingMode"] for t in tables} == {"PAY_PER_REQUEST"}
+    assert not _of_type(
+        _stateful(cli_assemblies("default")), "AWS::ApplicationAutoScaling::ScalableTarget"
+    )
+
+
+def test_provisioned_tables_scale_every_table_and_index_each_way(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    resources = _stateful(cli_assemblies("provisioned"))
+    tables = _of_type(resources, "AWS::DynamoDB::Table")
+    targets = _of_type(resources, "AWS::ApplicationAutoScaling::ScalableTarget")
+    policies = _of_type(resources, "AWS::ApplicationAutoScaling::ScalingPolicy")
+
+    assert all("BillingMode" not in t or t["BillingMode"] == "PROVISIONED" for t in tables)
+    assert all("ProvisionedThroughput" in t for t in tables)
+    indexes = [i for t in tables for i in t.get("GlobalSecondaryIndexes", [])]
+    assert all("ProvisionedThroughput" in i for i in indexes)
+    # A target and a policy for reads and for writes, for every table and every index.
+    assert len(targets) == len(policies) == 2 * len(capacity_names())
+    dimensions = {t["ScalableDimension"] for t in targets}
+    assert dimensions == {
+        "dynamodb:table:WriteCapacityUnits",
+        "dynamodb:table:ReadCapacityUnits",
+        "dynamodb:index:WriteCapacityUnits",
+        "dynamodb:index:ReadCapacityUnits",
+    }
+    assert {p["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] for p in policies} == {70}
+    # The executions table's writes start at the seed's steady capacity from tableCapacity.
+    writes = [
+        t
+        for t in targets
+        if t["ScalableDimension"] == "dynamodb:table:WriteCapacityUnits"
+        and t["MinCapacity"] == 6400
+    ]
+    assert len(writes) == 1 and writes[0]["MaxCapacity"] == 40000
+    executions = next(
+        t for t in tables if any(k["AttributeName"] == "job_key" for k in t["KeySchema"])
+    )
+    assert executions["ProvisionedThroughput"]["WriteCapacityUnits"] == 6400
+    open_index = next(i for i in executions["GlobalSecondaryIndexes"] if i["IndexName"] == "open")
+    assert open_index["ProvisionedThroughput"]["WriteCapacityUnits"] == 4000
+
+
+def test_the_cost_model_prices_every_table_and_index_the_app_creates() -> None:
+    assert set(PRICED_TABLES) == set(capacity_names())
+
+
+def test_a_table_not_named_gets_the_default_range() -> None:
+    billing = _config(tableBilling="provisioned").table_billing
+
+    assert billing is not None and billing.target_utilization == 70
+    assert billing.of("tenants") == Capacity()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"tableBilling": "reserved"}, "tableBilling"),
+        ({"tableBilling": "provisioned", "tableTargetUtilization": "95"}, "tableTargetUtilization"),
+        (
+            {"tableBilling": "provisioned", "tableCapacity": '{"history": {}}'},
+            "tableCapacity.history",
+        ),
+        (
+            {"tableBilling": "provisioned", "tableCapacity": '{"jobs": {"write": [10, 5]}}'},
+            "tableCapacity.jobs.write[1]",
+        ),
+        (
+            {"tableBilling": "provisioned", "tableCapacity": '{"jobs": {"write": 10}}'},
+            "tableCapacity.jobs.write",
+        ),
+        ({"tableBilling": "provisioned", "tableCapacity": "[1]"}, "tableCapacity"),
+    ],
+)
+def test_a_bad_billing_setting_fails_the_synth_naming_it(
+    overrides: dict[str, str], named: str
+) -> None:
+    with pytest.raises(ContextError, match=re.escape(f"'{named}'")):
+        _config(**overrides)
+
+
+def test_the_documented_seed_capacity_is_the_cost_models_steady_capacity() -> None:
+    calls = CallProfile()
+    tables = table_loads(calls.write_units_by_table, calls.read_units_by_table)
+
+    assert json.loads(SEED_TABLE_CAPACITY) == steady_capacity(tables, 1400)
+    assert f"-c tableCapacity='{SEED_TABLE_CAPACITY}'" in DEPLOY_DOC.read_text()
+
+
+def test_the_deploy_doc_shows_what_the_seed_capacity_holds_every_hour(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    provisioned = {"Resources": _stateful(cli_assemblies("provisioned"))}
+    on_demand = {"Resources": _stateful(cli_assemblies("default"))}
+
+    assert table_capacity_lines(on_demand) == []
+    assert render(table_capacity_lines(provisioned)) in DEPLOY_DOC.read_text()
