@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from takt.clock import ManualClock
 from takt_cli.commands.main import main
 from tests.api.harness import Api, store_snapshot
 from tests.api.served import served
@@ -127,7 +129,7 @@ def test_a_changed_source_is_refused_and_the_import_exits_non_zero(
     assert code == 1
     (row,) = json.loads(out)
     assert row["result"] == "refused"
-    assert "different definition" in row["reason"]
+    assert "differs from the source in schedule" in row["reason"]
     assert err.startswith("takt: error: 1 of 1 refused")
 
 
@@ -145,3 +147,71 @@ def test_export_writes_what_imports_back_to_the_same_instants(
     assert schedule["ScheduleExpressionTimezone"] == "Europe/London"
     assert schedule["FlexibleTimeWindow"]["MaximumWindowInMinutes"] == 15
     assert schedule["Target"]["RetryPolicy"]["MaximumRetryAttempts"] == 2
+
+
+CRONTAB = """\
+# m h dom mon dow command
+MAILTO=ops@example.com
+CRON_TZ=Europe/Berlin
+30 2 * * * /usr/local/bin/backup --full
+@daily /usr/local/bin/rotate-logs
+
+TZ=America/New_York
+*/10 * * * * /usr/local/bin/backup --full
+@reboot /usr/local/bin/warm-cache
+"""
+
+
+def test_a_crontab_imports_once_and_a_reimport_days_later_changes_nothing(
+    api: Api,
+    endpoint: str,
+    clock: ManualClock,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The API keeps an idempotency record for a day; a re-import a week later finds the jobs
+    the first import made by their idempotency key instead of being refused by their names."""
+    file = _file(tmp_path, "my.crontab", CRONTAB)
+
+    code, out, err = _run(capsys, endpoint, "import", "crontab", file, "--target", TARGET)
+    first = json.loads(out)
+    after_first = store_snapshot(api.svc)
+    clock.advance(timedelta(days=7).total_seconds())
+    code_again, out_again, _ = _run(capsys, endpoint, "import", "crontab", file, "--target", TARGET)
+
+    assert (code, code_again) == (1, 1)  # @reboot is refused both times
+    assert "1 of 4 refused" in err
+    assert [row["result"] for row in first] == ["created", "created", "created", "refused"]
+    again = json.loads(out_again)
+    assert [(r["result"], r["job_id"]) for r in again] == [
+        ("unchanged", r["job_id"]) if r["job_id"] else ("refused", None) for r in first
+    ]
+    assert store_snapshot(api.svc) == after_first
+    jobs = {j["name"]: j for j in api.request("GET", "/v1/jobs").json["items"]}
+    nightly = jobs["/usr/local/bin/backup --full [30 2 * * *, Europe/Berlin]"]
+    assert (nightly["schedule"], nightly["time_zone"]) == ("30 2 * * *", "Europe/Berlin")
+    assert nightly["payload"] == {
+        "command": "/usr/local/bin/backup --full",
+        "env": {"MAILTO": "ops@example.com"},
+    }
+    assert jobs["/usr/local/bin/rotate-logs"]["schedule"] == "@daily"
+    often = jobs["/usr/local/bin/backup --full [*/10 * * * *, America/New_York]"]
+    assert often["time_zone"] == "America/New_York"
+
+
+def test_a_reimport_names_what_was_changed_since_and_changes_nothing(
+    api: Api, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = _file(tmp_path, "schedules.json", json.dumps(SCHEDULES))
+    (row,) = json.loads(_run(capsys, endpoint, "import", "eventbridge", file)[1])
+    paused = api.request("PATCH", f"/v1/jobs/{row['job_id']}", body={"status": "paused"})
+    assert paused.status == 200
+    before = store_snapshot(api.svc)
+
+    code, out, _ = _run(capsys, endpoint, "import", "eventbridge", file)
+
+    assert code == 1
+    (again,) = json.loads(out)
+    assert (again["result"], again["job_id"]) == ("refused", row["job_id"])
+    assert "differs from the source in status" in again["reason"]
+    assert store_snapshot(api.svc) == before

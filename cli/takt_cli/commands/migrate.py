@@ -118,7 +118,12 @@ def _import(ctx: CliContext, items: list[Imported], dry_run: bool) -> None:
         ]
         ctx.emit(bodies, rows, ["source", "result", "name", "reason"])
         return
-    report = [_create(ctx, item) for item in items]
+    imported = {
+        job["idempotency_key"]: job
+        for job in _jobs(ctx, ())
+        if str(job.get("idempotency_key") or "").startswith("import:")
+    }
+    report = [_create(ctx, item, imported.get(item.key)) for item in items]
     ctx.emit(report, report, REPORT_COLUMNS)
     if any(row["result"] == "refused" for row in report):
         raise CliError(
@@ -126,7 +131,13 @@ def _import(ctx: CliContext, items: list[Imported], dry_run: bool) -> None:
         )
 
 
-def _create(ctx: CliContext, item: Imported) -> dict[str, Any]:
+def _create(ctx: CliContext, item: Imported, earlier: dict[str, Any] | None) -> dict[str, Any]:
+    """Create the item's job, or report the job an earlier import of it made.
+
+    The earlier job is found by its idempotency key among the tenant's jobs, so a re-import
+    changes nothing however long after the first (the API's idempotency records expire); it is
+    `unchanged` when it is still what the source says, else refused with the fields that differ.
+    """
     row: dict[str, Any] = {
         "source": item.source,
         "result": "refused",
@@ -136,6 +147,19 @@ def _create(ctx: CliContext, item: Imported) -> dict[str, Any]:
         "notes": item.notes,
     }
     if item.body is None:
+        return row
+    if earlier is not None:
+        from takt_cli.migrate.model import differences  # noqa: PLC0415 - only this command loads its mapping and YAML
+
+        changed = differences(earlier, item.body)
+        row.update(job_id=earlier["id"], name=earlier.get("name"))
+        if not changed:
+            row["result"] = "unchanged"
+            return row
+        row["reason"] = (
+            f"imported before as {earlier['id']}, which differs from the source in "
+            f"{', '.join(changed)}: change that job instead"
+        )
         return row
     try:
         status, job, _ = send(

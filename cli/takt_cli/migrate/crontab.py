@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from typing import Any
 
 from takt_cli.migrate.model import Imported, checked, source_key
@@ -39,7 +40,19 @@ def load(text: str, target: str) -> list[Imported]:
                 env[variable.group("name")] = value
             continue
         found.append(_line(number, line, zone, dict(env), target))
+    _distinct_names(found)
     return found
+
+
+def _distinct_names(items: list[Imported]) -> None:
+    """Name a command that several lines run after its schedule and zone too, as job names are
+    unique in a tenant: the name follows from the line alone, like its idempotency key."""
+    bodies = [item.body for item in items if item.body is not None]
+    counts = Counter(body["name"] for body in bodies)
+    for body in bodies:
+        if counts[body["name"]] > 1:
+            suffix = f" [{body['schedule']}, {body['time_zone']}]"
+            body["name"] = body["payload"]["command"][: MAX_NAME - len(suffix)] + suffix
 
 
 def _line(number: int, line: str, zone: str, env: dict[str, str], target: str) -> Imported:
@@ -52,10 +65,10 @@ def _line(number: int, line: str, zone: str, env: dict[str, str], target: str) -
     identity = hashlib.sha256(f"{zone}\n{schedule}\n{command}".encode()).hexdigest()[:32]
     item = Imported(f"line {number}", source_key("crontab", identity))
     if not command:
-        item.reason = f"line {number}: no command after the schedule"
+        item.reason = "no command after the schedule"
         return item
     if schedule.lower() == "@reboot":
-        item.reason = f"line {number}: @reboot has no time to schedule"
+        item.reason = "@reboot has no time to schedule"
         return item
     if "%" in command.replace("\\%", ""):
         item.notes.append("'%' is cron's newline and stdin marker; the command is kept as written")

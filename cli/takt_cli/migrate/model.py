@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from takt.api.models import JobCreate
+from takt.schedule import parse_duration
 
 MAX_KEY_LENGTH = 256
 
@@ -75,3 +77,49 @@ def checked(item: Imported) -> Imported:
         item.reason = str(exc)
         item.body = None
     return item
+
+
+_INSTANTS = frozenset({"run_at", "start_at", "end_at", "pause_until"})
+_DURATIONS = frozenset({"interval", "catchup_window", "jitter"})
+_NOT_DEFINITION = {"idempotency_key", "run_late"}
+
+
+def differences(job: dict[str, Any], body: dict[str, Any]) -> list[str]:
+    """The fields in which `job` (as the API shows it) differs from the job `body` would create,
+    defaults included: what tells a re-import whether the job is still what the source says.
+
+    Instants and durations are compared by value, as the API may spell them differently.
+    """
+    wanted = JobCreate.model_validate(body).model_dump(mode="json", exclude=_NOT_DEFINITION)
+    return sorted(
+        field for field, value in wanted.items() if not _same(field, job.get(field), value)
+    )
+
+
+def _same(field: str, have: Any, want: Any) -> bool:
+    if have is None or want is None:
+        return have is None and want is None
+    if field in _INSTANTS:
+        return _instant(have) == _instant(want)
+    if field in _DURATIONS:
+        return _same_duration(have, want)
+    if field == "retry":
+        return all(_same_leaf(have.get(key), value) for key, value in want.items())
+    return bool(have == want)
+
+
+def _same_leaf(have: Any, want: Any) -> bool:
+    if isinstance(want, str) and isinstance(have, str) and have != want:
+        return _same_duration(have, want)
+    return bool(have == want)
+
+
+def _same_duration(have: str, want: str) -> bool:
+    try:
+        return parse_duration(have) == parse_duration(want)
+    except ValueError:
+        return have == want
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))

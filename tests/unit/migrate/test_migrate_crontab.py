@@ -79,3 +79,14 @@ def test_an_expression_takt_refuses_is_refused_with_its_reason() -> None:
     (item,) = crontab.load("0 0 30 2 * never\n", TARGET)
     assert item.body is None
     assert "never" in (item.reason or "") or "30" in (item.reason or "")
+
+
+def test_a_command_on_several_lines_gets_a_name_per_line() -> None:
+    """Job names are unique in a tenant: the second line would be refused under the same name."""
+    text = "0 5 * * * /bin/backup\nCRON_TZ=Europe/Berlin\n30 2 * * 0 /bin/backup\n0 6 * * * b\n"
+    names = [i.body and i.body["name"] for i in crontab.load(text, TARGET)]
+    assert names == [
+        "/bin/backup [0 5 * * *, UTC]",
+        "/bin/backup [30 2 * * 0, Europe/Berlin]",
+        "b",
+    ]
