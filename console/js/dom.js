@@ -90,9 +90,14 @@ export function relative(iso, now = Date.now()) {
   return seconds >= 0 ? `in ${count} ${unit}` : `${count} ${unit} ago`;
 }
 
+// A duration in the largest unit that keeps it short (a backfilled run starts weeks late):
+// 850 ms, 2.5 s, 12.0 min, 3.2 h, 30.9 d.
+const UNITS = [[86_400_000, "d"], [3_600_000, "h"], [60_000, "min"], [1000, "s"]];
+
 export function ms(value) {
   if (value === null || value === undefined) return "–";
-  return value < 1000 ? `${Math.round(value)} ms` : `${(value / 1000).toFixed(1)} s`;
+  const [size, unit] = UNITS.find(([size]) => value >= size) || [1, "ms"];
+  return unit === "ms" ? `${Math.round(value)} ms` : `${(value / size).toFixed(1)} ${unit}`;
 }
 
 export function scheduleText(job) {

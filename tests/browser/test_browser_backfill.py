@@ -58,6 +58,14 @@ def test_a_running_backfill_is_shown_and_cancelled_from_the_jobs_page(
         "max", str(TOTAL)
     )
     expect(row.locator("td[data-label='max parallel']")).to_have_text("1")
+    # The backfilled run started weeks after its time: its lag reads in days, not seconds.
+    executions = page.get_by_role("region", name="Executions")
+    lag = executions.locator("td[data-label='lag']").first
+    expect(lag).to_have_text(re.compile(r"^\d+\.\d d$"))
+    table = section.locator("table").bounding_box()
+    panel = section.bounding_box()
+    assert table is not None and panel is not None
+    assert table["x"] + table["width"] <= panel["x"] + panel["width"], (table, panel)
     screenshot(page, "job-backfill")
 
     row.get_by_role("button", name="Cancel").click()
