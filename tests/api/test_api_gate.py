@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -17,6 +18,7 @@ from functions.api.handler import handler
 from takt.api.app import BODY_ROUTES, openapi_json
 from takt.api.gate import MAX_DEPTH, depth_of, parse_json
 from takt.api.identity import is_tenant_id
+from takt.api.models import TEXT_PATTERN
 from takt.observability import logger
 from takt_cli.local.events import LocalContext, LocalIdentity, http_api_event
 from tests.api.harness import PROBLEM_JSON, Api, ApiResponse
@@ -166,3 +168,88 @@ def test_every_documented_request_body_is_validated_by_the_gate() -> None:
     }
 
     assert documented == {(method, path) for method, path, _, _ in BODY_ROUTES}
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        (b'{"interval": "1h", "target": "https://svc/hook", "interval": "2h"}', "interval"),
+        (b'{"interval": "1h", "target": "https://svc/hook", "target": "https://b/x"}', "target"),
+        (b'{"interval": "1h", "target": "https://svc/hook", "payload": {"a": 1, "a": 2}}', "a"),
+    ],
+)
+def test_a_key_given_twice_in_one_object_is_refused_naming_it(
+    api: Api, raw: bytes, field: str
+) -> None:
+    """Parsers disagree on which of two equal keys counts (the first, the last, an error), so
+    a body with one would mean different things to takt and to whatever reads it next."""
+    resp = api.request("POST", "/v1/jobs", raw=raw)
+
+    assert (resp.status, resp.content_type) == (400, PROBLEM_JSON)
+    assert resp.json["errors"][0]["field"] == field
+    assert api.request("GET", "/v1/jobs").json["items"] == []
+
+
+def test_a_body_that_is_not_utf8_is_refused_not_decoded_with_replacements(api: Api) -> None:
+    raw = b'{"interval": "1h", "target": "https://svc/hook", "name": "\xff\xfe"}'
+    event = http_api_event(
+        "POST", "/v1/jobs", {"content-type": "application/json"}, raw, LocalIdentity("t-1")
+    )
+
+    result = handler(event, cast(LambdaContext, LocalContext(function_name="takt-api")))
+
+    # API Gateway base64-encodes a body that is not text; the local server does the same.
+    assert event["isBase64Encoded"] is True
+    assert int(result["statusCode"]) == 400
+    assert json.loads(result["body"])["errors"] == [{"field": "body", "message": "not UTF-8 text"}]
+    assert api.request("GET", "/v1/jobs", tenant="t-1").json["items"] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "status"), [(30.0, 201), (3e1, 201), (30.5, 400), (True, 400), ("30", 400)]
+)
+def test_an_integer_field_takes_a_number_of_integral_value_and_nothing_else(
+    api: Api, value: Any, status: int
+) -> None:
+    """JSON Schema's `integer` (the OpenAPI document) is any number with a zero fraction, so
+    30.0 is 30; a boolean or a string is never converted."""
+    resp = api.create({**BASE, "timeout_sec": value, "retry": {"max_attempts": value}})
+
+    assert resp.status == status, resp.text
+    if status == 201:
+        assert (resp.json["timeout_sec"], resp.json["retry"]["max_attempts"]) == (30, 30)
+    else:
+        assert resp.json["errors"][0]["field"] in ("timeout_sec", "retry.max_attempts")
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("/v1/jobs/{job}/executions/retry", 200),
+        # The route ran: this test's deployment has no signing secret to rotate.
+        ("/v1/webhook-keys/rotate", 409),
+    ],
+)
+def test_a_route_whose_body_is_optional_takes_json_null_as_no_body(
+    api: Api, path: str, status: int
+) -> None:
+    """The document says such a body is the model or null (`anyOf`), so null is no body."""
+    job = api.created_job(BASE)
+
+    resp = api.request("POST", path.format(job=job["id"]), raw=b"null")
+
+    assert resp.status == status, resp.text
+
+
+def test_a_required_body_of_json_null_is_refused(api: Api) -> None:
+    resp = api.request("POST", "/v1/jobs", raw=b"null")
+
+    assert (resp.status, resp.json["errors"][0]["field"]) == (400, "body")
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\ufdd0", "\ufffe", "\uffff"])
+def test_a_name_with_a_line_separator_or_a_non_character_is_refused(api: Api, char: str) -> None:
+    resp = api.create({**BASE, "name": f"a{char}b"})
+
+    assert (resp.status, resp.json["errors"][0]["field"]) == (400, "name")
+    assert re.fullmatch(TEXT_PATTERN, f"a{char}b") is None

@@ -209,13 +209,115 @@ HOSTILE: dict[str, tuple[str, str, Any, dict[str, str], int, str]] = {
         400,
         "timeout_sec",
     ),
-    "retry.max_attempts 2.0": (
+    "retry.max_attempts 2.5": (
         "POST",
         "/v1/jobs",
-        {**BASE, "retry": {"max_attempts": 2.0}},
+        {**BASE, "retry": {"max_attempts": 2.5}},
         {},
         400,
         "retry.max_attempts",
+    ),
+    "a key given twice": (
+        "POST",
+        "/v1/jobs",
+        b'{"interval": "1h", "target": "http://127.0.0.1:9/hook", "target": "http://x/y"}',
+        {},
+        400,
+        "target",
+    ),
+    "a payload key given twice": ("POST", "/v1/jobs", _raw('{"a": 1, "a": 2}'), {}, 400, "a"),
+    "a body that is not UTF-8": (
+        "POST",
+        "/v1/jobs",
+        b'{"interval": "1h", "target": "http://127.0.0.1:9/hook", "name": "\xff\xfe"}',
+        {},
+        400,
+        "body",
+    ),
+    "a body in UTF-16": (
+        "POST",
+        "/v1/jobs",
+        json.dumps(BASE).encode("utf-16"),
+        {},
+        400,
+        "body",
+    ),
+    "a body after a byte-order mark": (
+        "POST",
+        "/v1/jobs",
+        b"\xef\xbb\xbf" + json.dumps(BASE).encode(),
+        {},
+        400,
+        "body",
+    ),
+    "text after the JSON": ("POST", "/v1/jobs", json.dumps(BASE).encode() + b" x", {}, 400, "body"),
+    "a body of JSON null": ("POST", "/v1/jobs", b"null", {}, 400, "body"),
+    "a body that is an array": ("POST", "/v1/jobs", b"[]", {}, 400, "body"),
+    "an empty body": ("POST", "/v1/jobs", b"", {}, 400, "body"),
+    "Content-Type text/plain": (
+        "POST",
+        "/v1/jobs",
+        BASE,
+        {"Content-Type": "text/plain"},
+        415,
+        "Content-Type",
+    ),
+    "Content-Type form": (
+        "POST",
+        "/v1/jobs",
+        BASE,
+        {"Content-Type": "application/x-www-form-urlencoded"},
+        415,
+        "Content-Type",
+    ),
+    "no Content-Type": ("POST", "/v1/jobs", BASE, {"Content-Type": ""}, 415, "Content-Type"),
+    "name with a line separator": (
+        "POST",
+        "/v1/jobs",
+        {**BASE, "name": "a\u2028b"},
+        {},
+        400,
+        "name",
+    ),
+    "name with a non-character": (
+        "POST",
+        "/v1/jobs",
+        {**BASE, "name": "a\uffffb"},
+        {},
+        400,
+        "name",
+    ),
+    "time_zone that is a path": (
+        "POST",
+        "/v1/jobs",
+        {"schedule": "* * * * *", "time_zone": "../../etc/passwd", "target": TARGET},
+        {},
+        400,
+        "time_zone",
+    ),
+    "target that is a file URL": (
+        "POST",
+        "/v1/jobs",
+        {**BASE, "target": "file:///etc/passwd"},
+        {},
+        400,
+        "target",
+    ),
+    "cron that never fires": (
+        "POST",
+        "/v1/jobs",
+        {"schedule": "0 0 30 2 *", "target": TARGET},
+        {},
+        400,
+        "schedule",
+    ),
+    "limit of 23 digits": (
+        "GET",
+        "/v1/jobs?limit=" + "9" * 23,
+        None,
+        {},
+        400,
+        "limit",
     ),
     "tasks null": ("POST", "/v1/jobs", {**BASE, "tasks": None}, {}, 400, "tasks"),
     "Takt-Tenant with a wildcard": (
@@ -350,7 +452,7 @@ def _exchange(takt: LocalTakt, request: bytes) -> tuple[int, dict[str, str], byt
     return int(lines[0].split()[1]), headers, body
 
 
-@pytest.mark.parametrize("length", ["-1", "abc", "1e3", "\u00b2", "99999999999999"])
+@pytest.mark.parametrize("length", ["-1", "abc", "1e3", "\u00b2", "99999999999999", "+2", "2, 2"])
 def test_a_malformed_content_length_is_refused_at_once(takt_local: LocalTakt, length: str) -> None:
     request = f"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: {length}\r\n\r\n{{}}"
 
@@ -359,6 +461,63 @@ def test_a_malformed_content_length_is_refused_at_once(takt_local: LocalTakt, le
     assert status in (400, 413)
     assert headers["content-type"] == "application/problem+json"
     assert json.loads(body)["status"] == status
+
+
+JOB_BODY = json.dumps({**BASE, "name": "framed"}).encode()
+# name -> (raw request, status): requests whose framing is wrong, each answered at once with a
+# problem+json 4xx (never the standard library's HTML page, never a wait for the socket timeout).
+FRAMING: dict[str, tuple[bytes, int]] = {
+    "two different Content-Length headers": (
+        b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\nContent-Length: 2\r\n\r\n" % len(JOB_BODY) + JOB_BODY,
+        400,
+    ),
+    "a chunked body": (
+        b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % len(JOB_BODY) + JOB_BODY + b"\r\n0\r\n\r\n",
+        411,
+    ),
+    "a Content-Length shorter than the body": (
+        b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 10\r\nConnection: close\r\n\r\n" + JOB_BODY,
+        400,
+    ),
+    "a header line of 70,000 bytes": (
+        b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n",
+        431,
+    ),
+    "150 headers": (
+        b"GET /v1/jobs HTTP/1.1\r\nHost: x\r\n"
+        + b"".join(b"X-%d: a\r\n" % i for i in range(150))
+        + b"\r\n",
+        431,
+    ),
+    "a request line of 70,000 bytes": (
+        b"GET /v1/jobs?" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+        414,
+    ),
+    "an HTTP/0.9 request line": (b"GET /v1/jobs\r\n", 400),
+    "HTTP/2's preface": (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
+    "bytes that are not HTTP": (b"\x00\x01\x02\r\n\r\n", 400),
+}
+
+
+@pytest.mark.parametrize("case", FRAMING)
+def test_bad_framing_gets_a_problem_at_once_and_stores_nothing(
+    takt_local: LocalTakt, case: str
+) -> None:
+    request, expected = FRAMING[case]
+    before = _job_ids(takt_local)
+    started = time.monotonic()
+
+    status, headers, body = _exchange(takt_local, request)
+
+    took = time.monotonic() - started
+    assert took < ANSWER_WITHIN_SEC, f"{case}: answered after {took:.1f}s"
+    assert status == expected, body[:300]
+    assert headers["content-type"] == "application/problem+json"
+    assert json.loads(body)["status"] == status
+    assert _job_ids(takt_local) == before
 
 
 def test_head_answers_as_get_without_a_body(takt_local: LocalTakt) -> None:
@@ -381,9 +540,9 @@ def test_options_and_an_unknown_method_get_the_paths_methods(
 
 
 def test_a_burst_of_connections_is_served_not_reset(takt_local: LocalTakt) -> None:
-    """40 connections opened at once, beyond the standard library's backlog of 5."""
+    """100 connections opened at once, far beyond the standard library's backlog of 5."""
     host, port = takt_local.url.removeprefix("http://").split(":")
-    connections = [socket.create_connection((host, int(port)), timeout=30) for _ in range(40)]
+    connections = [socket.create_connection((host, int(port)), timeout=30) for _ in range(100)]
     statuses: list[int] = []
     lock = threading.Lock()
 
@@ -400,7 +559,7 @@ def test_a_burst_of_connections_is_served_not_reset(takt_local: LocalTakt) -> No
     for thread in threads:
         thread.join(60)
 
-    assert statuses == [200] * 40
+    assert statuses == [200] * 100
 
 
 def test_extreme_dates_beside_ordinary_jobs_leave_them_on_time(

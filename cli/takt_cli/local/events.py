@@ -3,6 +3,7 @@ Lambda context, so the handlers run exactly as they do on AWS."""
 
 from __future__ import annotations
 
+import base64
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ def http_api_event(
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     lowered = {k.lower(): v for k, v in headers.items()}
     now = time.time()
+    text, encoded = _body_text(body)
     return {
         "version": "2.0",
         "routeKey": "$default",
@@ -90,9 +92,21 @@ def http_api_event(
             "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
             "timeEpoch": int(now * 1000),
         },
-        "body": body.decode("utf-8", errors="replace") if body else None,
-        "isBase64Encoded": False,
+        "body": text,
+        "isBase64Encoded": encoded,
     }
+
+
+def _body_text(body: bytes) -> tuple[str | None, bool]:
+    """The event's body and whether it is base64, as API Gateway sends them: text as it came,
+    and a body that is not UTF-8 base64-encoded, so the API sees the bytes it was sent (decoding
+    with replacement characters stored U+FFFD in place of what the caller sent)."""
+    if not body:
+        return None, False
+    try:
+        return body.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), True
 
 
 def dynamodb_stream_event(stream_arn: str, records: list[dict[str, Any]]) -> dict[str, Any]:

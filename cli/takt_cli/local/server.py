@@ -9,7 +9,8 @@ this server does that part for `takt local`:
   where the next request would start is unknown;
 - HEAD is answered as GET without the body; every other method goes to the API (which answers
   OPTIONS, and a method a path does not take, with `Allow`); a request line the standard library
-  cannot read gets a problem+json (never its HTML error page);
+  cannot read gets a problem+json (never its HTML error page), and so does an HTTP/0.9 line at
+  once (no version: the standard library would wait for headers that never come);
 - connections are served on threads, with a listen backlog of `BACKLOG` (the standard library's
   5 reset the sixth of a burst of connections). The API handler still serves one event at a
   time (the runtime's instance lock): threads only keep connections from waiting on each other.
@@ -79,9 +80,14 @@ class ApiServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The version an answer is framed in until the request line is read: the standard library's
+    # "HTTP/0.9" sent the refusal of an unreadable request line as a bare body, no status line.
+    default_request_version = "HTTP/1.1"
     # The socket timeout: a client that announces a body and does not send it is cut off.
     timeout = READ_TIMEOUT_SEC
     server: ApiServer
+    # Set by the standard library's handle_one_request (typeshed does not declare it).
+    raw_requestline: bytes
 
     def _body(self) -> bytes:
         if "transfer-encoding" in self.headers:
@@ -122,6 +128,17 @@ class _Handler(BaseHTTPRequestHandler):
             method or self.command, self.path, headers, body, self.client_address[0]
         )
         self._reply(reply, head_only=self.command == "HEAD")
+
+    def parse_request(self) -> bool:
+        """Refuse an HTTP/0.9 request line (`GET /path`, no version) at once: the standard
+        library would wait for headers that such a client never sends, until the timeout."""
+        self.requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
+        if len(self.requestline.split()) == 2:
+            self.command = ""
+            self.request_version = self.default_request_version
+            self.send_error(400, "HTTP/0.9 is not supported: name HTTP/1.1 in the request line")
+            return False
+        return super().parse_request()
 
     def do_HEAD(self) -> None:
         self._handle("GET")

@@ -36,6 +36,7 @@ from takt.api.executions import ExecutionService
 from takt.api.gate import (
     IDEMPOTENCY_KEY_PATTERN,
     IF_MATCH_PATTERN,
+    body_text,
     check_body,
     check_headers,
     if_match_version,
@@ -553,9 +554,9 @@ def admit(event: dict[str, Any], api: Api) -> dict[str, Any] | None:
         take_request_token(api, caller)
         check_headers(headers)
         route = body_model(request.http_method, request.path)
-        body = request.decoded_body or ""
+        body = body_text(request.body, bool(request.is_base64_encoded))
         if route is not None and (body or route[1]):
-            check_body(headers, body, route[0])
+            check_body(headers, body, route[0], optional=not route[1])
         else:
             check_body(headers, body, None)
     except ApiError as refused:

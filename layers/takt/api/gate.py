@@ -8,19 +8,23 @@ the raw event, and answers every refusal with a problem+json 4xx naming the fiel
 
 1. the access check (401, 403): nothing about the request is read before the caller is known;
 2. the headers takt reads, bounded (`Idempotency-Key`, `If-Match`);
-3. the body: JSON only (415), at most `MAX_BODY_BYTES` (413), parsed as strict JSON (no `NaN`,
-   `Infinity` or numbers too large for a double, no lone surrogates) within `MAX_DEPTH` levels
-   and `MAX_NUMBER_CHARS` per number, every string outside a payload free of control and bidi
-   characters;
+3. the body: UTF-8 text, JSON only (415), at most `MAX_BODY_BYTES` (413), parsed as strict
+   JSON (no `NaN`, `Infinity` or numbers too large for a double, no lone surrogates, no key twice
+   in one object: parsers disagree on which of the two counts) within `MAX_DEPTH` levels and
+   `MAX_NUMBER_CHARS` per number, every string outside a payload free of control, line-separator,
+   bidi and non-characters;
 4. the route's body model: null refused for the fields its `NOT_NULL` names, then validated in
-   pydantic's strict JSON mode: a type is never coerced (`"timeout_sec": true` is refused, not
-   stored as 1).
+   pydantic's strict JSON mode: a type is never coerced (`"timeout_sec": true` or `"5"` is
+   refused, not stored as 1 or 5). A number is a number, as JSON Schema counts it: `2.0` is the
+   integer 2 (the OpenAPI document's `integer` allows it, so the API does too). A route whose
+   body is optional takes `null` as no body, as its schema says.
 
 Powertools validates the body again afterwards, which then always passes.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
@@ -47,6 +51,10 @@ MAX_ETAG_DIGITS = 18
 BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
+# Line and paragraph separators end a line like CR/LF in a log or a terminal; the Basic
+# Multilingual Plane's non-characters (U+FDD0-U+FDEF, U+FFFE, U+FFFF) are not text to
+# interchange. (The OpenAPI document's text pattern states the same set, `TEXT_PATTERN`.)
+LINE_SEPARATORS = frozenset("\u2028\u2029")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 # The header patterns, as the OpenAPI document states them (`takt.api.app.openapi_json`).
@@ -55,6 +63,23 @@ IDEMPOTENCY_KEY_PATTERN = rf"^[!-~]{{1,{MAX_IDEMPOTENCY_KEY}}}$"
 _ETAG = re.compile(rf'^(?:W/)?"([0-9]{{1,{MAX_ETAG_DIGITS}}})"$')
 _IF_MATCH = re.compile(IF_MATCH_PATTERN)
 _IDEMPOTENCY_KEY = re.compile(IDEMPOTENCY_KEY_PATTERN)
+
+
+class _DuplicateKeyError(ValueError):
+    """A key written twice in one JSON object (the parser stops at it)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _DuplicateKeyError(key)
+        found[key] = value
+    return found
 
 
 class _Refused:
@@ -103,10 +128,16 @@ def parse_json(text: str, *, field: str = "body") -> Any:
     try:
         value = json.loads(
             text,
+            object_pairs_hook=_unique_keys,
             parse_constant=_refuse_constant,
             parse_int=_bounded_int,
             parse_float=_bounded_float,
         )
+    except _DuplicateKeyError as twice:
+        # The key names the field when it is printable text; otherwise the body is blamed.
+        key = twice.key
+        named = key if key.isprintable() and _encodable(key) and len(key) <= 200 else field
+        raise _bad(named, f"the key {key!r} is given twice in one object") from None
     except ValueError:
         raise _bad(field, "malformed JSON") from None
     _walk(value, field if field != "body" else "", in_payload=False)
@@ -134,14 +165,29 @@ def _walk(value: Any, path: str, *, in_payload: bool) -> None:
 
 def check_text(value: str, field: str, *, controls: bool = True) -> None:
     """Refuse a lone surrogate anywhere, and control or bidi characters when `controls`."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _bad(field, "holds a lone surrogate, which is not Unicode text") from None
+    if not _encodable(value):
+        raise _bad(field, "holds a lone surrogate, which is not Unicode text")
     if controls:
         for char in value:
             if char in BIDI_CONTROLS or unicodedata.category(char) == "Cc":
                 raise _bad(field, f"holds the control character U+{ord(char):04X}")
+            if char in LINE_SEPARATORS:
+                raise _bad(field, f"holds the line separator U+{ord(char):04X}")
+            if _noncharacter(char):
+                raise _bad(field, f"holds the non-character U+{ord(char):04X}")
+
+
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _noncharacter(char: str) -> bool:
+    code = ord(char)
+    return 0xFDD0 <= code <= 0xFDEF or code in (0xFFFE, 0xFFFF)
 
 
 def check_headers(headers: Mapping[str, str]) -> None:
@@ -168,9 +214,15 @@ def if_match_version(headers: Mapping[str, str]) -> int | None:
     return int(match.group(1))
 
 
-def check_body(headers: Mapping[str, str], body: str, model: type[BaseModel] | None) -> None:
+def check_body(
+    headers: Mapping[str, str],
+    body: str,
+    model: type[BaseModel] | None,
+    *,
+    optional: bool = False,
+) -> None:
     """Refuse a body that is too large, not JSON, malformed, or not `model` (when the route
-    takes one)."""
+    takes one; `null` stands for no body where the body is `optional`)."""
     if len(body.encode("utf-8", "surrogatepass")) > MAX_BODY_BYTES:
         raise PayloadTooLargeError(
             f"request body over {MAX_BODY_BYTES} bytes",
@@ -187,18 +239,51 @@ def check_body(headers: Mapping[str, str], body: str, model: type[BaseModel] | N
     if not body.strip():
         raise _bad("body", "a JSON object is required")
     data = parse_json(body)
+    if data is None and optional:
+        return
     not_null: frozenset[str] = getattr(model, "NOT_NULL", frozenset())
     if isinstance(data, dict):
         for name in sorted(not_null):
             if name in data and data[name] is None:
                 raise _bad(name, f"{name} may not be null")
     try:
-        model.model_validate_json(body, strict=True)
+        model.model_validate_json(_integral(data), strict=True)
     except ValidationError as exc:
         errors = model_errors(exc.errors())
         raise InvalidRequestError(
             "; ".join(f"{e['field']}: {e['message']}" for e in errors), errors
         ) from None
+
+
+def _integral(data: Any) -> str:
+    """`data` (parsed and checked) as the JSON text the model validates: a number with an
+    integral value written as an integer, so `2.0` meets an `integer` field as JSON Schema says
+    it does, while strict mode still refuses `true` and `"2"` there (a `number` field takes an
+    integer as it is)."""
+
+    def whole(value: Any) -> Any:
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, list):
+            return [whole(item) for item in value]
+        if isinstance(value, dict):
+            return {key: whole(item) for key, item in value.items()}
+        return value
+
+    return json.dumps(whole(data), ensure_ascii=False, separators=(",", ":"))
+
+
+def body_text(body: str | None, base64_encoded: bool) -> str:
+    """The request body as text: API Gateway base64-encodes a body that is not UTF-8 text, and
+    takt reads only UTF-8 text (RFC 8259), so such a body is refused rather than decoded."""
+    if not body:
+        return ""
+    if not base64_encoded:
+        return body
+    try:
+        return base64.b64decode(body, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        raise _bad("body", "not UTF-8 text") from None
 
 
 def model_errors(errors: Any) -> list[dict[str, Any]]:

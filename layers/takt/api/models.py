@@ -50,9 +50,11 @@ CALENDARS_DESCRIPTION = "names of calendars whose blackout windows skip occurren
 # state, checked by takt.schedule.
 CRON: dict[str, Any] = {"format": "takt-cron"}
 DURATION: dict[str, Any] = {"format": "takt-duration"}
-# Text a person reads (names, keys): no control characters, no bidi controls (takt.api.gate).
+# Text a person reads (names, keys): no control characters, no bidi controls, no line
+# separators, no non-characters of the Basic Multilingual Plane (takt.api.gate).
 TEXT_PATTERN = (
-    "^[^\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069]*$"
+    "^[^\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"
+    "\\u2028\\u2029\\ufdd0-\\ufdef\\ufffe\\uffff]*$"
 )
 # The IANA zones a job may name: every zone of the zone database but the host's own copy.
 TIME_ZONES = tuple(sorted(available_timezones() - {"localtime"}))
