@@ -419,6 +419,31 @@ def test_executions_retry_dead_re_runs_every_failed_execution_of_a_job(cli: Cli)
     assert result["more"] is False
 
 
+def test_executions_list_table_says_how_to_reach_the_next_page(cli: Cli) -> None:
+    job = cli.new_job()
+    for _ in range(2):
+        cli.json("jobs", "trigger", job["id"])
+
+    code, out, err = cli.run("executions", "list", job["id"], "--limit", "1", output="table")
+
+    assert code == 0
+    assert len(out.splitlines()) == 2
+    assert err.startswith("next page: --cursor ")
+
+
+def test_executions_dead_table_names_each_execution_s_job(cli: Cli) -> None:
+    name = f"named-{uuid.uuid4().hex[:8]}"
+    job = cli.new_job(then=Reply(404), name=name)
+    execution_id = cli.json("jobs", "trigger", job["id"])["id"]
+    cli.wait_for_state(execution_id, "failed")
+
+    rows = cli.table("executions", "dead", "--state", "failed")
+
+    assert rows[0] == ["ID", "JOB", "ATTEMPT", "FINISHED_AT", "ERROR"]
+    [row] = [r for r in rows if r[0] == execution_id]
+    assert row[1] == name
+
+
 def test_executions_retry_of_a_succeeded_execution_is_one_409_error_line(cli: Cli) -> None:
     job = cli.new_job()
     execution_id = cli.json("jobs", "trigger", job["id"])["id"]

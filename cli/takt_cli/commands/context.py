@@ -28,7 +28,7 @@ class CliContext:
         if self.output == "json" or table is None:
             click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
             return
-        click.echo(render_table(table, columns or list(table[0]) if table else []))
+        click.echo(render_table(table, columns or (list(table[0]) if table else [])))
 
 
 def context_of(params: dict[str, Any]) -> CliContext:

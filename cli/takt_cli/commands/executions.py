@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from takt_cli.commands.client import call
-from takt_cli.commands.context import CliContext, render_table
+from takt_cli.commands.context import CliContext, CliError, render_table
 from takt_cli.commands.jobs import job_argument
 
 COLUMNS = ["id", "state", "attempt", "scheduled_time", "lag_ms", "error"]
@@ -39,6 +39,8 @@ def list_(ctx: CliContext, job_id: str, limit: int, cursor: str | None) -> None:
         query={"limit": limit, "cursor": cursor},
     )
     ctx.emit(page, page["items"], COLUMNS)
+    if ctx.output == "table" and page.get("next_cursor"):
+        click.echo(f"next page: --cursor {page['next_cursor']}", err=True)
 
 
 @executions.command("get")
@@ -128,6 +130,22 @@ def dead(ctx: CliContext, state: str, limit: int, cursor: str | None) -> None:
     page, _ = call(
         ctx, "GET", "/v1/executions", query={"state": state, "limit": limit, "cursor": cursor}
     )
-    ctx.emit(page, page["items"], ["id", "job_id", "attempt", "finished_at", "error"])
+    names = _job_names(ctx, {e["job_id"] for e in page["items"]}) if ctx.output == "table" else {}
+    rows = [{**e, "job": names.get(e["job_id"], e["job_id"])} for e in page["items"]]
+    ctx.emit(page, rows, ["id", "job", "attempt", "finished_at", "error"])
     if ctx.output == "table" and page.get("next_cursor"):
         click.echo(f"next page: --cursor {page['next_cursor']}", err=True)
+
+
+def _job_names(ctx: CliContext, job_ids: set[str]) -> dict[str, str]:
+    """The name of each job that has one, for a table that lists executions of many jobs (a job
+    deleted since, or one without a name, keeps its id)."""
+    names: dict[str, str] = {}
+    for job_id in sorted(job_ids):
+        try:
+            job, _ = call(ctx, "GET", f"/v1/jobs/{job_id}")
+        except CliError:
+            continue
+        if job.get("name"):
+            names[job_id] = str(job["name"])
+    return names

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from takt_cli.commands.context import render_table
+import pytest
+
+from takt_cli.commands.context import CliContext, render_table
 
 
 def test_table_starts_with_upper_case_headers() -> None:
@@ -37,3 +39,13 @@ def test_empty_and_missing_cells_print_as_dash() -> None:
 
 def test_table_without_rows_is_just_the_header() -> None:
     assert render_table([], ["id", "state"]) == "ID  STATE"
+
+
+def test_a_command_with_nothing_to_list_prints_its_header(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    CliContext(endpoint="http://127.0.0.1:1", output="table").emit(
+        {"items": []}, [], ["id", "state"]
+    )
+
+    assert capsys.readouterr().out == "ID  STATE\n"
