@@ -215,3 +215,40 @@ def test_a_reimport_names_what_was_changed_since_and_changes_nothing(
     assert (again["result"], again["job_id"]) == ("refused", row["job_id"])
     assert "differs from the source in status" in again["reason"]
     assert store_snapshot(api.svc) == before
+
+
+DATA = Path(__file__).parents[1] / "data" / "migrate"
+
+
+def test_what_export_writes_imports_back_as_the_same_jobs(
+    api: Api, endpoint: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sample files in, `takt export` out, and the export in again: every job it wrote is
+    the job it came from (same key, same definition), and nothing is created or changed."""
+    k8s = ("import", "k8s", str(DATA / "cronjobs.yaml"), "--target", TARGET)
+    assert _run(capsys, endpoint, *k8s)[0] == 0
+    assert _run(capsys, endpoint, "import", "eventbridge", str(DATA / "get-schedule.json"))[0] == 0
+    _run(capsys, endpoint, "import", "eventbridge", str(DATA / "schedules.json"))
+    before = store_snapshot(api.svc)
+
+    code_eb, schedules, _ = _run(capsys, endpoint, "export", "eventbridge")
+    code_k8s, manifests, _ = _run(capsys, endpoint, "export", "k8s")
+    exported = json.loads(schedules)
+    eb_file = _file(tmp_path, "exported.json", schedules)
+    k8s_file = _file(tmp_path, "exported.yaml", json.dumps(json.loads(manifests)))
+    back_eb = json.loads(_run(capsys, endpoint, "import", "eventbridge", eb_file)[1])
+    back_k8s = json.loads(_run(capsys, endpoint, "import", "k8s", k8s_file, "--target", TARGET)[1])
+
+    assert (code_eb, code_k8s) == (0, 0)
+    assert {s.get("GroupName", "default") + "/" + s["Name"] for s in exported["Schedules"]} == {
+        "billing/month-end",
+        "default/first-monday",
+        "default/sunday-early",
+        "default/tokyo-2027",
+        "default/every-five",
+        "default/launch",
+        "default/nightly-sync",
+    }
+    assert [row["result"] for row in back_eb] == ["unchanged"] * 7
+    assert [row["result"] for row in back_k8s] == ["unchanged"] * 5
+    assert store_snapshot(api.svc) == before

@@ -221,8 +221,10 @@ def _schedule(job: dict[str, Any], role_arn: str | None, notes: list[str]) -> di
             f"target {target!r}: EventBridge Scheduler targets an ARN (SQS, SNS, a bus, Lambda)"
         )
     tz = job["time_zone"]
+    group, _, name = (job.get("name") or job["id"]).rpartition("/")
     schedule: dict[str, Any] = {
-        "Name": _NAME.sub("-", job.get("name") or job["id"])[:64],
+        **({"GroupName": _NAME.sub("-", group)[:64]} if group else {}),
+        "Name": _NAME.sub("-", name)[:64],
         "ScheduleExpressionTimezone": tz,
         "State": "DISABLED" if job["status"] == "paused" else "ENABLED",
     }

@@ -1,7 +1,8 @@
 """Kubernetes CronJobs to job bodies, and jobs back to CronJobs.
 
 The input is YAML: one or more documents (`---`), each a CronJob, or a `List` of them as
-`kubectl get cronjobs -o yaml` prints it; other kinds are passed over. The mapping:
+`kubectl get cronjobs -o yaml` prints it, or a JSON array of them as `takt -o json export k8s`
+prints it; other kinds are passed over. The mapping:
 
 | CronJob | takt |
 |---|---|
@@ -57,6 +58,8 @@ def load(text: str, target: str) -> list[Imported]:
     for document in documents:
         if isinstance(document, dict) and document.get("kind") == "List":
             manifests.extend(document.get("items") or [])
+        elif isinstance(document, list):  # a JSON array, as `takt -o json export k8s` prints
+            manifests.extend(document)
         else:
             manifests.append(document)
     found = [m for m in manifests if isinstance(m, dict) and m.get("kind") == "CronJob"]

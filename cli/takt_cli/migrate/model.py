@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from takt.api.models import JobCreate
 from takt.schedule import parse_duration
+from takt.schedule.cron import parse_expression
 
 MAX_KEY_LENGTH = 256
 
@@ -103,6 +104,8 @@ def _same(field: str, have: Any, want: Any) -> bool:
         return _instant(have) == _instant(want)
     if field in _DURATIONS:
         return _same_duration(have, want)
+    if field == "schedule":
+        return _same_cron(have, want)
     if field == "retry":
         return all(_same_leaf(have.get(key), value) for key, value in want.items())
     return bool(have == want)
@@ -117,6 +120,14 @@ def _same_leaf(have: Any, want: Any) -> bool:
 def _same_duration(have: str, want: str) -> bool:
     try:
         return parse_duration(have) == parse_duration(want)
+    except ValueError:
+        return have == want
+
+
+def _same_cron(have: str, want: str) -> bool:
+    """Whether two cron expressions say the same (`MON-FRI` and `1-5`, as an export writes)."""
+    try:
+        return replace(parse_expression(have), text="") == replace(parse_expression(want), text="")
     except ValueError:
         return have == want
 
