@@ -140,6 +140,37 @@ def test_an_sns_topic_gets_one_notice_per_incident_and_one_when_a_success_resolv
     assert [(n["type"], n["failure_streak"]) for n in reopened] == [("takt.incident.opened", 1)]
 
 
+def test_an_execution_s_retried_attempts_send_nothing_and_its_death_one_notice(
+    svc: Services, clock: ManualClock, target: Receiver, hook: Receiver
+) -> None:
+    retried = RetryPolicy(max_attempts=3, backoff="fixed", initial_interval="1s", jitter="none")
+    job = make_job(
+        now=clock.now(),
+        next_run_time=None,
+        interval="1h",
+        target=target.url,
+        retry=retried,
+        notify=NotifyPolicy(to=hook.url, on=["dead"]),
+    )
+    svc.jobs.create(job)
+    record = store_execution(svc, make_execution(job, NOON, clock.now()), clock.now())
+    message = Outgoing.of(record).message
+    runner = runner_for(svc)
+
+    states = []
+    heard = []
+    for attempt in (1, 2, 3):
+        states.append(runner.process(message.model_copy(update={"attempt": attempt})).state)
+        heard.append(len(hook.calls))
+        clock.advance(1)
+
+    assert states == ["retry_wait", "retry_wait", "dead"]
+    assert len(target.calls) == 3
+    # Nothing while the execution is retried; one notice when its last attempt fails.
+    assert heard == [0, 0, 1]
+    assert json.loads(hook.calls[0].body)["execution_id"] == record.execution_id
+
+
 def test_an_eventbridge_bus_hears_that_a_job_stopped_after_its_nth_failure_in_a_row(
     svc: Services, clock: ManualClock, target: Receiver
 ) -> None:
