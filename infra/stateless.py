@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Fn, Stack
 from constructs import Construct
 
 from infra.api import JobApi
@@ -78,3 +78,14 @@ class StatelessStack(Stack):
             fargate_worker=self.fargate_worker,
         )
         CfnOutput(self, "ApiUrl", value=self.api.stage.url, description="takt job API endpoint")
+
+    @property
+    def availability_zones(self) -> list[str]:
+        """The region's first two zones, chosen by CloudFormation at deploy time (Fn::GetAZs).
+
+        A stack bound to an account asks the CDK CLI to look its zones up at synth, which needs
+        credentials: `cdk synth -c fargateWorker=true` would fail without them, and succeed with
+        them only by writing cdk.context.json. The Fargate worker's VPC spans two zones
+        (`max_azs=2`) and any two serve it, so the template names them by index instead.
+        """
+        return [Fn.select(index, Fn.get_azs()) for index in range(2)]

@@ -79,11 +79,6 @@ CFN_LINT_IGNORED: dict[str, tuple[str, str]] = {
         "The CDK adds DependsOn on a role's default policy beside the GetAtt of the role, so the "
         "function waits for its permissions, not only its role; the warning is about style.",
     ),
-    "W3010": (
-        ".*",
-        "With a concrete account and region the CDK resolves a VPC's availability zones to "
-        "names (cdk.context.json), as it should for a stack bound to one region.",
-    ),
     "WS1004": (
         ".*",
         "Each takt function logs to a LogGroup of its own with a retention (LoggingConfig), "
@@ -201,7 +196,7 @@ def cfn_lint(paths: list[Path]) -> list[LintFinding]:
     In process through cfn-lint's API: a `cfn-lint` subprocess per template would spend most of
     its time loading the rules.
     """
-    from cfnlint.api import ManualArgs, lint_file  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
+    from cfnlint.api import ManualArgs, lint_file  # noqa: PLC0415 - cfn-lint is slow to import
 
     config = ManualArgs(append_rules=["cfn_lint_serverless.rules"], regions=["us-east-1"])
     return [
@@ -218,3 +213,32 @@ def cfn_lint(paths: list[Path]) -> list[LintFinding]:
 
 def _resource_of(path: Sequence[Any]) -> str:
     return str(path[1]) if len(path) > 1 and path[0] == "Resources" else ""
+
+
+def cloudwatch_alarm_grants(assembly: Path) -> set[tuple[str, str]]:
+    """(resource type, action) of each Allow the templates give CloudWatch for this account.
+
+    Only statements conditioned on aws:SourceAccount count: an unconditioned one would let any
+    account's alarms use the topic.
+    """
+    grants: set[tuple[str, str]] = set()
+    for path in templates(assembly):
+        for resource in json.loads(path.read_text())["Resources"].values():
+            properties = resource.get("Properties", {})
+            document = properties.get("PolicyDocument") or properties.get("KeyPolicy") or {}
+            for statement in filter(_for_this_accounts_alarms, document.get("Statement", [])):
+                actions = statement["Action"]
+                grants |= {
+                    (resource["Type"], action)
+                    for action in ([actions] if isinstance(actions, str) else actions)
+                }
+    return grants
+
+
+def _for_this_accounts_alarms(statement: Mapping[str, Any]) -> bool:
+    condition = statement.get("Condition", {})
+    return (
+        statement["Effect"] == "Allow"
+        and statement.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
+        and "aws:SourceAccount" in condition.get("StringEquals", {})
+    )

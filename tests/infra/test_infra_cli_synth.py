@@ -2,12 +2,14 @@
 
 Each variant is synthesized once per test process (a session fixture per variant), with the
 concrete account and region the CLI gives; its two templates are linted with cfn-lint and the
-serverless rules. The subprocess test runs the real CLI once, for the shipped context, so the
-path `make synth` takes (cdk.json's app command, the CLI's environment) is covered too.
+serverless rules. The subprocess test runs the real CLI without credentials, for the shipped
+context and with the Fargate worker, so the path `make synth` takes (cdk.json's app command, the
+CLI's environment and its context lookups) is covered too.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -25,6 +27,7 @@ from tests.infra.cli_synth import (
     VARIANTS,
     LintFinding,
     cfn_lint,
+    cloudwatch_alarm_grants,
     templates,
 )
 
@@ -61,6 +64,31 @@ def test_every_variant_synthesizes_two_stacks_with_literal_arns(cli_assembly: Pa
     assert f":{CLI_ENV['CDK_DEFAULT_REGION']}:" in stateless
 
 
+def test_every_variant_synthesizes_without_a_context_lookup(cli_assembly: Path) -> None:
+    """Nothing asks the CLI to look a value up in the account, which needs credentials.
+
+    In process, a lookup leaves a dummy value and a `missing` entry in the manifest, and the
+    synthesis succeeds; the CLI then tries to resolve the entry and, without credentials, fails
+    (the Fargate worker's VPC did, for its availability zones).
+    """
+    manifest = json.loads((cli_assembly / "manifest.json").read_text())
+
+    assert manifest.get("missing", []) == []
+
+
+EXPECTED_ALARM_GRANTS = {
+    ("AWS::SNS::TopicPolicy", "sns:Publish"),
+    ("AWS::KMS::Key", "kms:Decrypt"),
+    ("AWS::KMS::Key", "kms:GenerateDataKey*"),
+}
+
+
+def test_every_variant_lets_this_accounts_alarms_publish_to_the_alarm_topic(
+    cli_assembly: Path,
+) -> None:
+    assert cloudwatch_alarm_grants(cli_assembly) == EXPECTED_ALARM_GRANTS
+
+
 def test_every_variant_passes_cfn_lint_and_the_serverless_rules(
     variant: str, cli_assembly: Path
 ) -> None:
@@ -85,21 +113,46 @@ def test_every_ignored_cfn_lint_rule_gives_a_reason() -> None:
     assert all(len(reason) > 40 for _, reason in [*CFN_LINT_IGNORED.values(), *by_variant])
 
 
+def test_a_plain_cfn_lint_run_ignores_only_rules_explained_for_every_resource() -> None:
+    """`cfn-lint cdk.out/*.template.json` from the root reads .cfnlintrc.yaml: whatever that file
+    ignores is ignored here for every resource, with a reason."""
+    from cfnlint.config import ConfigFileArgs  # noqa: PLC0415 - cfn-lint is slow to import
+
+    ignored = ConfigFileArgs(config_file=ROOT / ".cfnlintrc.yaml").file_args["ignore_checks"]
+
+    assert ignored
+    assert all(CFN_LINT_IGNORED.get(rule, ("",))[0] == ".*" for rule in ignored)
+
+
+# The real CLI for the shipped context (what `make synth` runs) and for the Fargate worker, whose
+# VPC is where a stack bound to an account would ask for a lookup.
+CLI_RUNS = {"default": [], "fargate": ["-c", "fargateWorker=true"]}
+
+
 @pytest.mark.skipif(
     not (ROOT / "node_modules" / ".bin" / "cdk").exists(),
     reason="the CDK CLI is installed by `npm ci` (make synth, .ci/run)",
 )
-def test_the_cdk_cli_synthesizes_the_shipped_app(tmp_path: Path) -> None:
-    """`npx cdk synth` with the CLI's environment exits 0, bundling the layer as `make synth` does.
+@pytest.mark.parametrize("run", sorted(CLI_RUNS))
+def test_the_cdk_cli_synthesizes_without_credentials(run: str, tmp_path: Path) -> None:
+    """`npx cdk synth` exits 0 with an account but no credentials, bundling as `make synth` does.
 
-    The layer's bundling installs the locked wheels with uv (from its cache, else PyPI), as
+    No credentials reach the CLI (none in the environment, empty AWS config files), so any
+    lookup it would have to make in the account fails the run, as it would for a new user. The
+    layer's bundling installs the locked wheels with uv (from its cache, else PyPI), as
     `make synth` and `cdk deploy` do.
     """
-    env = os.environ | CLI_ENV
+    env = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    env |= CLI_ENV | {
+        "AWS_CONFIG_FILE": str(tmp_path / "config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
     # As `make synth` sets it: the venv's python3 for cdk.json's app command, uv for the layer.
     env["PATH"] = os.pathsep.join(
         [str(Path(sys.executable).parent), str(ROOT / ".tools" / "bin"), env["PATH"]]
     )
+    assembly = tmp_path / "cdk.out"
     result = subprocess.run(
         [
             str(ROOT / "node_modules" / ".bin" / "cdk"),
@@ -107,7 +160,8 @@ def test_the_cdk_cli_synthesizes_the_shipped_app(tmp_path: Path) -> None:
             "--quiet",
             "--no-notices",
             "--output",
-            str(tmp_path / "cdk.out"),
+            str(assembly),
+            *CLI_RUNS[run],
         ],
         cwd=ROOT,
         env=env,
@@ -118,7 +172,9 @@ def test_the_cdk_cli_synthesizes_the_shipped_app(tmp_path: Path) -> None:
     )
 
     assert result.returncode == 0, result.stderr[-4000:]
-    assert sorted(path.name for path in (tmp_path / "cdk.out").glob("*.template.json")) == [
+    assert [path.name for path in templates(assembly)] == [
         "TaktStateful.template.json",
         "TaktStateless.template.json",
     ]
+    assert cloudwatch_alarm_grants(assembly) == EXPECTED_ALARM_GRANTS
+    assert _unexplained(cfn_lint(templates(assembly)), run) == []
