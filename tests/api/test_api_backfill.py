@@ -167,3 +167,56 @@ def test_jobs_get_shows_jitter_a_pause_calendars_and_backfills_in_progress(
     assert "calendars: freeze" in out
     assert f"backfill:  {backfill['id']} {FROM} to {TO}: 0 of 4 done, 1 running" in out
     assert "fires 2099-01-" in out
+
+
+# Berlin, 02:30 every day: on 29 March 2026 the clock jumps 02:00 CET -> 03:00 CEST at 01:00 UTC,
+# so 02:30 does not exist; on 25 October it falls back 03:00 CEST -> 02:00 CET at 01:00 UTC, so
+# 02:30 comes twice (00:30 and 01:30 UTC). Written out from the tz database's offsets.
+BERLIN = {"schedule": "30 2 * * *", "time_zone": "Europe/Berlin", "target": "https://svc/hook"}
+
+
+@pytest.mark.parametrize(
+    ("dst", "window", "expected"),
+    [
+        (
+            {"gap": "run", "overlap": "once"},
+            ("2026-03-27T00:00:00Z", "2026-03-31T00:00:00Z"),
+            [
+                "2026-03-27T01:30:00Z",
+                "2026-03-28T01:30:00Z",
+                "2026-03-29T01:00:00Z",
+                "2026-03-30T00:30:00Z",
+            ],
+        ),
+        (
+            {"gap": "skip", "overlap": "once"},
+            ("2026-03-27T00:00:00Z", "2026-03-31T00:00:00Z"),
+            ["2026-03-27T01:30:00Z", "2026-03-28T01:30:00Z", "2026-03-30T00:30:00Z"],
+        ),
+        (
+            {"gap": "run", "overlap": "twice"},
+            ("2026-10-24T00:00:00Z", "2026-10-27T00:00:00Z"),
+            [
+                "2026-10-24T00:30:00Z",
+                "2026-10-25T00:30:00Z",
+                "2026-10-25T01:30:00Z",
+                "2026-10-26T01:30:00Z",
+            ],
+        ),
+    ],
+)
+def test_a_backfill_across_berlins_clock_changes_runs_the_jobs_own_dst_rule(
+    api: Api, dst: dict[str, str], window: tuple[str, str], expected: list[str]
+) -> None:
+    job = api.created_job({**BERLIN, "dst": dst})
+    started = api.request(
+        "POST",
+        f"/v1/jobs/{job['id']}/backfill",
+        {"from": window[0], "to": window[1], "max_parallel": 10},
+    )
+
+    assert started.status == 202, started.text
+    assert started.json["total"] == len(expected)
+    history = _executions(api, job["id"])
+    assert [e["scheduled_time"] for e in history] == expected
+    assert {e["trigger"] for e in history} == {"backfill"}
