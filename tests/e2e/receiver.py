@@ -33,6 +33,7 @@ class Hit:
     headers: dict[str, str]
     body: bytes
     at: float
+    method: str = "POST"
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name.lower())
@@ -130,6 +131,7 @@ class Receiver:
                     headers={k.lower(): v for k, v in self.headers.items()},
                     body=body,
                     at=time.time(),
+                    method=self.command,
                 )
                 reply = receiver._record(hit)
                 if reply.delay_sec:
@@ -143,6 +145,8 @@ class Receiver:
                     self.wfile.write(answer)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the caller gave up (timed out) before the answer
+
+            do_GET = do_PUT = do_PATCH = do_DELETE = do_POST  # noqa: N815 - http.server's names
 
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: the tests read the recorded hits instead."""

@@ -211,6 +211,31 @@ def test_jobs_update_flags_change_only_what_they_name(cli: Cli) -> None:
     assert (updated["timeout_sec"], updated["target"]) == (9, job["target"])
 
 
+def test_jobs_create_method_and_header_flags_shape_the_http_call(cli: Cli) -> None:
+    job = cli.new_job("--method", "put", "--header", "X-Team: ops", "--header", "X-Run:1")
+    execution_id = cli.json("jobs", "trigger", job["id"])["id"]
+    cli.wait_for_state(execution_id, "succeeded")
+
+    [hit] = cli.receiver.hits(json.loads(job["target"])["url"])
+    assert hit.method == "PUT"
+    assert (hit.header("X-Team"), hit.header("X-Run")) == ("ops", "1")
+
+
+def test_jobs_update_method_flag_keeps_the_url_and_headers(cli: Cli) -> None:
+    job = cli.new_job("--header", "X-Team: ops")
+
+    updated = cli.json("jobs", "update", job["id"], "--method", "GET", "--max-attempts", "2")
+
+    assert json.loads(updated["target"]) == {**json.loads(job["target"]), "method": "GET"}
+    assert updated["retry"]["max_attempts"] == 2
+
+
+def test_method_on_a_target_that_is_not_http_is_one_error_line(cli: Cli) -> None:
+    line = cli.error("jobs", "create", "--every", "1h", "--target", "handler:x", "--method", "GET")
+
+    assert line == ("takt: error: --method and --header apply to an http(s) target (--target URL)")
+
+
 def test_jobs_update_payload_replaces_the_payload_whole(cli: Cli) -> None:
     without = cli.new_job()
     with_one = cli.new_job("--payload", '{"a": 1, "b": 2}')

@@ -195,11 +195,59 @@ _FIELD_OF = {flag.removeprefix("--").replace("-", "_"): field for flag, field, _
 _NESTED = {field.split(".")[0] for _, field, _ in JOB_FLAGS if "." in field}
 
 
+# Flags that shape an http(s) target rather than set a field of their own: with either, the
+# target is sent in its object form (`{"type": "http", "url": ..., "method": ..., "headers": ...}`).
+HTTP_FLAGS: list[tuple[str, dict[str, Any]]] = [
+    (
+        "--method",
+        {
+            "type": click.Choice(["GET", "POST", "PUT", "PATCH", "DELETE"], case_sensitive=False),
+            "help": "HTTP method of an http(s) target (GET and DELETE send no body). "
+            "[default: POST]",
+        },
+    ),
+    (
+        "--header",
+        {
+            "multiple": True,
+            "metavar": "'NAME: VALUE'",
+            "help": "A header each call of an http(s) target sends (repeatable; credentials "
+            "belong in a secret: --body's target.auth).",
+        },
+    ),
+]
+
+
 def job_flags(function: Any) -> Any:
     """Add every field flag of a job to a command."""
+    for flag, settings in reversed(HTTP_FLAGS):
+        function = click.option(flag, **settings)(function)
     for flag, _, settings in reversed(JOB_FLAGS):
         function = click.option(flag, **settings)(function)
     return function
+
+
+def _shaped_target(target: Any, method: str | None, given: tuple[str, ...]) -> dict[str, Any]:
+    """The object form of the http(s) target `target` (a URL, or its stored JSON form) with the
+    --method and --header flags applied; headers already there and not named are kept."""
+    if isinstance(target, str) and target.startswith("{"):
+        target = _json_value(target, "--target")
+    if isinstance(target, str) and target.startswith(("http://", "https://")):
+        target = {"type": "http", "url": target}
+    if not isinstance(target, dict) or target.get("type") != "http":
+        raise CliError("--method and --header apply to an http(s) target (--target URL)")
+    shaped = dict(target)
+    if method is not None:
+        shaped["method"] = method.upper()
+    headers = dict(shaped.get("headers") or {})
+    for line in given:
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip():
+            raise CliError(f"--header {line!r} is not 'NAME: VALUE'")
+        headers[name.strip()] = value.strip()
+    if headers:
+        shaped["headers"] = headers
+    return shaped
 
 
 def _fields_of(flags: dict[str, Any]) -> dict[str, Any]:
@@ -235,6 +283,8 @@ def create(ctx: CliContext, /, body: str | None, idempotency_key: str | None, **
     job = _load_body(body)
     for field, value in _fields_of(flags).items():
         job[field] = {**job.get(field, {}), **value} if field in _NESTED else value
+    if flags["method"] is not None or flags["header"]:
+        job["target"] = _shaped_target(job.get("target"), flags["method"], flags["header"])
     headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
     created, _ = call(ctx, "POST", "/v1/jobs", job, headers=headers)
     ctx.emit(created, [_job_row(created)], JOB_COLUMNS)
@@ -329,16 +379,22 @@ def update(
     """Change a job's fields: only those given change."""
     change = _load_body(body)
     fields = _fields_of(flags)
-    if not change and not fields:
+    shaping = flags["method"] is not None or bool(flags["header"])
+    if not change and not fields and not shaping:
         raise CliError("nothing to change: give --body or a field flag (--help lists them)")
     nested = {k: v for k, v in fields.items() if k in _NESTED}
-    if nested:
-        # A nested object (retry, dst) is replaced whole by the API: keep its other fields.
+    if nested or (shaping and "target" not in fields and "target" not in change):
+        # A nested object (retry, dst, an HTTP target's) is replaced whole by the API: keep
+        # the fields no flag names, from the version read.
         current, _ = call(ctx, "GET", f"/v1/jobs/{job_id}")
         if_match = if_match or str(current["version"])
         for field, value in nested.items():
             fields[field] = {**(current[field] or {}), **change.get(field, {}), **value}
+        if shaping:
+            fields.setdefault("target", change.get("target", current["target"]))
     change.update(fields)
+    if shaping:
+        change["target"] = _shaped_target(change["target"], flags["method"], flags["header"])
     headers = {"If-Match": f'"{if_match}"'} if if_match else None
     job, _ = call(ctx, "PATCH", f"/v1/jobs/{job_id}", change, headers=headers)
     ctx.emit(job, [_job_row(job)], JOB_COLUMNS)
