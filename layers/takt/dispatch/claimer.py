@@ -14,6 +14,15 @@ A crash before step 4 leaves the due item and the job as they were, so the next 
 later) redoes the batch and finds steps 1-3 already done. A crash after step 4 leaves a stale due
 item, which a later claim deletes.
 
+Two claims of one partition may run at once (a tick's claim outliving its tick, a stalled
+claimer): between one's step 3 and step 4, its new due item is after the occurrence the job
+points at, and the other must not take it for stale, or the job, once advanced, points at an
+occurrence nothing indexes and never runs again. So a claim deletes as stale only an item at or
+before its job's occurrence (or of a job gone, paused or done); one after it waits until the job
+moved past it, and one still there after the grace period has the job checked by the reconciler
+(`_ahead_of_its_job`). A claim whose advance finds the job moved on by another claim indexes it
+where it now points (`_reindex`).
+
 One item that cannot be read or written (a record fault, `takt.store.errors.is_record_fault`: a
 job whose stored time cannot be read back, an execution DynamoDB refuses) is isolated: parked in
 quarantine, its due item removed so no later claim meets it again, and the rest of the batch goes
@@ -152,6 +161,15 @@ def _early_claimable(job: JobRecord) -> bool:
     overlap policy judges the previous run as it is at the claim, and a workflow's run starts
     at its claim; those are claimed within `dispatch_ahead_sec` as ever."""
     return job.overlap == "allow" and job.tasks is None
+
+
+def _ahead_of_its_job(job: JobRecord, item: DueItem) -> bool:
+    """Whether `item` is due after the occurrence an active job points at: then it may be the
+    next due item a claim of that occurrence put before moving the job there (step 3 before
+    step 4). Compared with the nominal occurrence, not its firing: a jitter offset is never
+    negative, so every later occurrence fires after it, whatever the jitter."""
+    nominal = job.next_run_time
+    return job.status == JobStatus.ACTIVE and nominal is not None and item.due > nominal
 
 
 def _note_created(firing: _Firing, record: ExecutionRecord, outgoing: list[Outgoing]) -> None:
@@ -381,6 +399,15 @@ class Claimer:
                     self._park_job(item, exc, now, result)
                     continue
                 firings.append(_Firing(item, job, nominal, plan))
+            elif job is not None and _ahead_of_its_job(job, item):
+                # The next due item of an advance still in flight (another claim's step 3
+                # done, its step 4 not yet): deleting it would leave that job, once advanced,
+                # pointing at an occurrence nothing indexes. It is stale once the job moved
+                # past it. Still here after the grace period, the advance may have died: the
+                # reconciler is asked to check the job.
+                result.left += 1
+                if to_ms(now) - item.written_ms >= grace_ms:
+                    self._jobs.note_unindexed(job.tenant_id, job.job_id, now)
             elif to_ms(now) - item.written_ms >= grace_ms:
                 stale.append(item)
             else:
@@ -505,8 +532,15 @@ class Claimer:
                 job, firing.nominal, next_run, active_execution=firing.holder
             )
             current = outcome.current
-            if outcome.applied or current is None or current.version == job.version:
-                # Advanced now, deleted, or already advanced by an earlier try of this claim.
+            if outcome.applied or current is None:
+                break  # advanced now, or deleted
+            if current.version == job.version:
+                # Moved on by a claim of this occurrence: this claim's own earlier try, or
+                # another claim running beside it (a tick's claim outliving its tick, a stalled
+                # claimer). That claim indexed where it moved the job before moving it, but its
+                # item may have been deleted as stale meanwhile by a claim that read the job
+                # before it moved, so the job is indexed again where it now points.
+                self._reindex(current, next_run, now)
                 break
             if current.status != JobStatus.ACTIVE or current.next_run_time != firing.nominal:
                 break
@@ -522,6 +556,13 @@ class Claimer:
             # the next tick, or nothing would index it.
             return
         self._delete_stale(firing.item)
+
+    def _reindex(self, current: JobRecord, indexed: datetime | None, now: datetime) -> None:
+        """Put the due item of the occurrence `current` points at, unless this claim already
+        put it (`indexed`, its step 3): only a job another claim moved costs the write."""
+        nominal = current.next_run_time
+        if current.status == JobStatus.ACTIVE and nominal is not None and nominal != indexed:
+            self._due.put(current.tenant_id, current.job_id, current.fire_time(nominal), now)
 
     @staticmethod
     def _plan(job: JobRecord, due: datetime, now: datetime) -> FiringPlan | None:

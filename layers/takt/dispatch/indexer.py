@@ -23,7 +23,8 @@ order, so a retried batch repeats writes without reordering them.
 A write of the API that calls for a due item also marks the job `unindexed` (a sparse index of
 the jobs table); once the indexer has put the due item it clears the marker that write set, and
 a marker the indexer never clears (it was down past the stream's 24 hours, or gave up on the
-record) is found and repaired by the reconciler (`takt.dispatch.reconciler`).
+record) is found and repaired by the reconciler (`takt.dispatch.reconciler`). A marker set
+without an edit (the claimer's, the quarantine's) is the reconciler's alone.
 
 A record that cannot be read or indexed (a record fault: a time or duration that does not
 parse, a write DynamoDB refuses) is parked in quarantine and counted, and the batch goes on;
@@ -95,10 +96,15 @@ def due_write(record: Mapping[str, Any]) -> DueWrite | None:
 
 
 def _new_marker(record: Mapping[str, Any]) -> int | None:
-    """The `unindexed` marker the write of `record` set (its time), or None when it set none."""
+    """The `unindexed` marker the API's write of `record` set (its time), or None when it set
+    none. A marker set without an edit (the job's `version` unchanged: the claimer's note of a
+    half-done advance, a cleared quarantine record) calls for the reconciler's check of the job
+    as it then is, which no stream record's image answers: the indexer leaves it."""
     old, new = stream_images(record)
     marked = _text(new, "unindexed_at")
     if marked is None or marked == _text(old, "unindexed_at"):
+        return None
+    if old and _text(old, "version") == _text(new, "version"):
         return None
     return int(marked)
 

@@ -1,14 +1,18 @@
-"""The reconciler: repairs the due item of every job the indexer did not index.
+"""The reconciler: repairs the due item of every job the indexer did not index, or the claimer
+saw half advanced.
 
 The API writes a job with an `unindexed` marker whenever the write calls for a due item
 (`takt.store.jobs.needs_index`), in the same write; the indexer clears the marker that write set
 once it has put the due item. A marker older than `reindex_grace_sec` therefore names a job the
 indexer did not index in time: it was down (for longer than the stream's 24 hours, even), gave
-up on the record (the failure queue), or parked it in quarantine. The reconciler reads those
-markers from the sparse `unindexed` index (a handful of queries, never a scan of the jobs
-table), reads each job consistently, puts its due item from the job as it is now, and clears
-the marker it read. A due time already past goes into the current minute's bucket, so the claim
-fires it at once, late, under the job's catch-up rules, with its lateness recorded.
+up on the record (the failure queue), or parked it in quarantine. The claimer sets the same
+marker on a job whose advance it saw half done: a due item after the job's occurrence, still
+there past the due grace period (the advance that put it may have died, or landed with the
+job's own item gone), so a job a claim found in that state is checked here too. The reconciler
+reads those markers from the sparse `unindexed` index (a handful of queries, never a scan of the
+jobs table), reads each job consistently, puts its due item from the job as it is now, and
+clears the marker it read. A due time already past goes into the current minute's bucket, so
+the claim fires it at once, late, under the job's catch-up rules, with its lateness recorded.
 
 Every step is idempotent and fenced: the due item is the indexer's own (same key), a marker set
 by a later write survives the clear (it is conditional on the marker's time), and a repair

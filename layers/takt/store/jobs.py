@@ -270,6 +270,32 @@ class JobStore:
             raise
         return True
 
+    def note_unindexed(self, tenant_id: str, job_id: str, at: datetime) -> bool:
+        """Mark a job unindexed as of `at`, unless it is marked already (the reconciler checks
+        it within the grace period of the older marker then), so the reconciler checks, once
+        `reindex_grace_sec` has passed, that its due item is where it points: the claimer's
+        note of a job whose advance it saw half done. False when the job is gone or marked.
+
+        The write does not move the job's `version`, so the indexer leaves the marker to the
+        reconciler (`takt.dispatch.indexer`)."""
+        shard = zlib.crc32(f"{tenant_id}#{job_id}".encode()) % UNINDEXED_SHARDS
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+                UpdateExpression="SET unindexed = :s, unindexed_at = :at",
+                ConditionExpression="attribute_exists(job_id) AND attribute_not_exists(unindexed)",
+                ExpressionAttributeValues={
+                    ":s": {"S": str(shard)},
+                    ":at": {"N": str(to_ms(at))},
+                },
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise
+        return True
+
     def unindexed(self, shard: int, until_ms: int, limit: int = 500) -> list[Unindexed]:
         """The markers of one shard of the `unindexed` index set at or before `until_ms`, oldest
         first (an index read: eventually consistent, so each is a candidate to re-read)."""
