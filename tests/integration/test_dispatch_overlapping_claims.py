@@ -31,6 +31,7 @@ from takt.store.jobs import JobStore
 from takt.wiring import Services
 from tests.support.faults import Crash, crash_on
 from tests.support.history import Expect, HistoryChecker
+from tests.support.indexer import index_due
 from tests.support.jobs import TENANT, job_id_in_shard, make_job, store_job
 
 SHARD = 0
@@ -201,7 +202,8 @@ def test_a_job_left_pointing_where_nothing_is_indexed_is_repaired_by_the_reconci
 ) -> None:
     """The safety net, whatever left the job so: its 12:01:25 item is gone and a half-done
     advance's 12:01:33 is there. A claim that meets 12:01:33 past the due grace period marks the
-    job; the reconciler, past its own grace, indexes it where it points, and every occurrence
+    job; the indexer, which sees that write on the stream, leaves the marker (no edit set it);
+    the reconciler, past its own grace, indexes the job where it points, and every occurrence
     runs once, late."""
     job = _job(svc, clock)
     [first] = [d for d in checker.due_items() if d.job_id == job.job_id]
@@ -211,6 +213,7 @@ def test_a_job_left_pointing_where_nothing_is_indexed_is_repaired_by_the_reconci
     swept = A_NOW + timedelta(seconds=svc.settings.reindex_grace_sec)
     early = svc.reconciler.run(A_NOW)
     svc.ticker.tick(A_NOW)
+    index_due(svc)
     repair = svc.reconciler.run(swept)
 
     assert (early.found, repair.found, repair.repaired) == (0, 1, 1)
