@@ -242,6 +242,36 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="claim-deletes-an-advance-in-flight",
+        breaks="1. nothing due is lost (issue 14: s20, a claim deleting another's next due item)",
+        path=CLAIMER,
+        old="elif job is not None and _ahead_of_its_job(job, item):",
+        new="elif False:",
+        tests=(
+            "tests/integration/test_dispatch_overlapping_claims.py::test_a_claim_that_dies_after_reading_an_advance_in_flight_leaves_the_job_indexed",
+        ),
+    ),
+    Mutation(
+        name="advance-conflict-trusts-the-other-claims-index",
+        breaks="1. nothing due is lost (issue 14: s20, a job moved on by another claim)",
+        path=CLAIMER,
+        old="self._reindex(current, next_run, now)",
+        new="pass",
+        tests=(
+            "tests/integration/test_dispatch_overlapping_claims.py::test_a_claim_whose_advance_finds_the_job_moved_on_indexes_it_where_it_points",
+        ),
+    ),
+    Mutation(
+        name="half-done-advance-not-noted-for-the-reconciler",
+        breaks="1. nothing due is lost (issue 14: the reconciler's check of a half-done advance)",
+        path=CLAIMER,
+        old="self._jobs.note_unindexed(job.tenant_id, job.job_id, now)",
+        new="pass",
+        tests=(
+            "tests/integration/test_dispatch_overlapping_claims.py::test_a_job_left_pointing_where_nothing_is_indexed_is_repaired_by_the_reconciler",
+        ),
+    ),
+    Mutation(
         name="watchdog-does-not-resend-a-lost-message",
         breaks="1. nothing due is lost",
         path=SWEEPER,
