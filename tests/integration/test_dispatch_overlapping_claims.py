@@ -19,7 +19,7 @@ import copy
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -220,3 +220,54 @@ def test_a_job_left_pointing_where_nothing_is_indexed_is_repaired_by_the_reconci
     assert _indexed(checker, job, svc)
     horizon = _run_ticks(svc, clock, swept, 10)
     _every_occurrence_once(checker, job, horizon)
+
+
+REPLAN_CRASHES = [
+    pytest.param("due", "put", 2, "before", id="before-the-re-plans-put"),
+    pytest.param("due", "put", 2, "after", id="after-the-re-plans-put"),
+    pytest.param("jobs", "advance", 2, "before", id="before-the-second-advance"),
+    pytest.param("jobs", "advance", 2, "after", id="after-the-second-advance"),
+    pytest.param("due", "delete_if_unchanged", 1, "before", id="before-the-fired-items-delete"),
+]
+
+
+@pytest.mark.parametrize(("part", "method", "call", "when"), REPLAN_CRASHES)
+def test_a_claim_that_dies_in_its_re_plan_after_an_edit_leaves_the_job_indexed(
+    svc: Services,
+    clock: ManualClock,
+    checker: HistoryChecker,
+    part: str,
+    method: str,
+    call: int,
+    when: Literal["before", "after"],
+) -> None:
+    """The version-fenced advance's other path (issue 14's second hypothesis): an edit (every
+    8 s made every 5 s, the same first occurrence) lands between the claim's read and its
+    advance, so the claim re-plans from the job as it now is, indexes the new schedule's next
+    occurrence and advances again; it dies at each of those writes. The next ticks find the job
+    where it points, with its due item, and run every occurrence of the new schedule once."""
+    job = _job(svc, clock)
+    every = timedelta(seconds=5)
+
+    def edit() -> None:
+        edited = job.model_copy(update={"interval": "5s", "version": job.version + 1})
+        svc.jobs.update_definition(edited, job.version, {"interval"})
+
+    jobs = _on_advance(svc.jobs, edit)
+    due = svc.due
+    if part == "jobs":
+        jobs = crash_on(jobs, method, call=call, when=when)
+    else:
+        due = crash_on(due, method, call=call, when=when)
+    claimer = Claimer(ClaimerSettings.of(svc.settings), jobs, due, svc.executions, svc.lanes)
+
+    with pytest.raises(Crash):
+        claimer.claim(minute_of(FIRST), SHARD, B_NOW)
+
+    assert svc.jobs.get(TENANT, job.job_id).interval == "5s"
+    assert _indexed(checker, job, svc)
+    horizon = _run_ticks(svc, clock, B_NOW + timedelta(seconds=1), 20)
+    count = (horizon - FIRST) // every + 1
+    run = [FIRST + every * k for k in range(count)]
+    report = checker.check([Expect(job.job_id, run, FIRST + every * count)])
+    assert report.problems() == []
