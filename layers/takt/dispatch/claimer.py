@@ -371,9 +371,6 @@ class Claimer:
         """The claim's items as firings to make and stale items to delete; the items whose job
         cannot be read or planned are parked, and the young items that match no job yet left."""
         jobs, unreadable = self._jobs.batch_read([(i.tenant_id, i.job_id) for i in items])
-        grace_ms = int(self._settings.due_grace_sec * 1000)
-        # Items beyond this were read for the burst (`claim_horizon`).
-        regular = now + timedelta(seconds=self._settings.dispatch_ahead_sec)
         firings: list[_Firing] = []
         stale: list[DueItem] = []
         for item in items:
@@ -388,32 +385,51 @@ class Claimer:
                 and job.status == JobStatus.ACTIVE
                 and job.fire_time(nominal) == item.due
             ):
-                if item.due > regular and not _early_claimable(job):
-                    result.left += 1
-                    continue
-                try:
-                    plan = plan_firing(job, nominal, now)
-                except Exception as exc:
-                    if not is_record_fault(exc):
-                        raise
-                    self._park_job(item, exc, now, result)
-                    continue
-                firings.append(_Firing(item, job, nominal, plan))
-            elif job is not None and _ahead_of_its_job(job, item):
-                # The next due item of an advance still in flight (another claim's step 3
-                # done, its step 4 not yet): deleting it would leave that job, once advanced,
-                # pointing at an occurrence nothing indexes. It is stale once the job moved
-                # past it. Still here after the grace period, the advance may have died: the
-                # reconciler is asked to check the job.
-                result.left += 1
-                if to_ms(now) - item.written_ms >= grace_ms:
-                    self._jobs.note_unindexed(job.tenant_id, job.job_id, now)
-            elif to_ms(now) - item.written_ms >= grace_ms:
+                firing = self._firing(item, job, nominal, now, result)
+                if firing is not None:
+                    firings.append(firing)
+            elif self._stale(item, job, now, result):
                 stale.append(item)
-            else:
-                # Young and not matching: a create or update may still be writing its job.
-                result.left += 1
         return firings, stale
+
+    def _firing(
+        self, item: DueItem, job: JobRecord, nominal: datetime, now: datetime, result: ClaimResult
+    ) -> _Firing | None:
+        """The firing of an item its job points at; None when it is left for the regular claim
+        (read for the burst) or parked (its job cannot be planned)."""
+        # Items beyond this were read for the burst (`claim_horizon`).
+        regular = now + timedelta(seconds=self._settings.dispatch_ahead_sec)
+        if item.due > regular and not _early_claimable(job):
+            result.left += 1
+            return None
+        try:
+            plan = plan_firing(job, nominal, now)
+        except Exception as exc:
+            if not is_record_fault(exc):
+                raise
+            self._park_job(item, exc, now, result)
+            return None
+        return _Firing(item, job, nominal, plan)
+
+    def _stale(
+        self, item: DueItem, job: JobRecord | None, now: datetime, result: ClaimResult
+    ) -> bool:
+        """Whether an item its job does not point at is stale (to delete); the others are left."""
+        old = to_ms(now) - item.written_ms >= int(self._settings.due_grace_sec * 1000)
+        if job is not None and _ahead_of_its_job(job, item):
+            # The next due item of an advance still in flight (another claim's step 3 done,
+            # its step 4 not yet): deleting it would leave that job, once advanced, pointing
+            # at an occurrence nothing indexes. It is stale once the job moved past it. Still
+            # here after the grace period, the advance may have died: the reconciler is asked
+            # to check the job.
+            result.left += 1
+            if old:
+                self._jobs.note_unindexed(job.tenant_id, job.job_id, now)
+            return False
+        if not old:
+            # Young and not matching: a create or update may still be writing its job.
+            result.left += 1
+        return old
 
     def _dispatch(
         self,
