@@ -20,6 +20,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.claimer.handler import handler as claimer_handler
 from functions.scheduler.handler import handler as scheduler_handler
+from functions.watchdog.handler import handler as watchdog_handler
 from functions.worker.handler import handler as worker_handler
 from infra import metric_names
 from takt.aws import make_cloudwatch_client
@@ -190,6 +191,17 @@ def test_the_inline_scheduler_emits_the_dispatch_metrics(
     scheduler_handler({"ticks": 1}, _context("scheduler", timeout_ms=3000))
 
     assert _serving("inline scheduler") <= _emf_names(capsys.readouterr().out)
+
+
+def test_the_watchdog_emits_its_metrics_on_an_idle_sweep(
+    installed: Services, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Zeros included: `WatchdogRecoveries` reads LeaseExpired and PendingResent every minute."""
+    capsys.readouterr()
+
+    watchdog_handler({"sweeps": 1}, _context("watchdog"))
+
+    assert _serving("watchdog") <= _emf_names(capsys.readouterr().out)
 
 
 def test_metric_units_match_what_the_paths_record() -> None:
