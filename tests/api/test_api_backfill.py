@@ -220,3 +220,19 @@ def test_a_backfill_across_berlins_clock_changes_runs_the_jobs_own_dst_rule(
     history = _executions(api, job["id"])
     assert [e["scheduled_time"] for e in history] == expected
     assert {e["trigger"] for e in history} == {"backfill"}
+
+
+def test_takt_jobs_backfill_and_backfills_take_the_jobs_name(
+    api: Api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As every other job command does: `takt jobs backfill nightly ...`, not only the id."""
+    job = api.created_job({**JOB, "name": "nightly"})
+    with served(api) as endpoint:
+        cli = ["--endpoint", endpoint, "-o", "json", "jobs"]
+        started = main([*cli, "backfill", "nightly", "--from", FROM, "--to", TO])
+        backfill = json.loads(capsys.readouterr().out)
+        cancelled = main([*cli, "backfills", "nightly", "--cancel", backfill["id"]])
+        stopped = json.loads(capsys.readouterr().out)
+
+    assert (started, cancelled) == (0, 0)
+    assert (backfill["job_id"], stopped["state"]) == (job["id"], "cancelled")

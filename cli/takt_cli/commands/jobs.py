@@ -452,7 +452,7 @@ BACKFILL_COLUMNS = ["id", "state", "from", "to", "total", "started", "existing",
 
 
 @jobs.command("backfill")
-@click.argument("job_id", shell_complete=complete_job_ids)
+@job_argument
 @click.option("--from", "start", required=True, help="First instant of the range (RFC 3339).")
 @click.option("--to", "end", required=True, help="Last instant of the range (RFC 3339).")
 @click.option("--max-parallel", type=int, default=1, show_default=True)
@@ -465,7 +465,7 @@ def backfill(ctx: CliContext, job_id: str, start: str, end: str, max_parallel: i
 
 
 @jobs.command("backfills")
-@click.argument("job_id", shell_complete=complete_job_ids)
+@job_argument
 @click.option("--cancel", "cancel_id", help="Cancel this backfill of the job.")
 @click.pass_obj
 def backfills(ctx: CliContext, job_id: str, cancel_id: str | None) -> None:
