@@ -323,4 +323,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         new="        if size > 10 * limit:\n            raise PayloadTooLargeError(",
         tests=("tests/api/test_api_bad_input.py",),
     ),
+    Mutation(
+        name="older-outcome-noted-over-a-newer-success",
+        breaks="a job's last outcome is its newest (issue 15: a success not written to the job)",
+        path=LIFECYCLE,
+        old="        if newer is not None and newer.state is ExecState.SUCCEEDED:",
+        new="        if False:",
+        tests=(
+            "tests/api/test_api_job_outcomes.py::"
+            "test_an_older_failure_ending_after_a_newer_unnoted_success_does_not_stand",
+        ),
+    ),
 )

@@ -145,6 +145,10 @@ class MemoryJobs(JobStore):
         if job.active_execution == execution_id:
             self.put(job.model_copy(update={"active_execution": None}))
 
+    def outcome_settled(self, tenant_id: str, job_id: str) -> bool:
+        """Never: these jobs keep no noted outcome, so every outcome is noted (`outcomes`)."""
+        return False
+
     def record_outcome(
         self, tenant_id: str, job_id: str, execution_id: str, outcome: str, at: datetime
     ) -> OutcomeNote | None:

@@ -162,12 +162,15 @@ def list_jobs(
     name: Annotated[str | None, Query(description="name prefix")] = None,
 ) -> Response[JobPage]:
     jobs, next_cursor = _service().list_jobs(_tenant(), limit, cursor, status, name)
-    return _json(JobPage(items=[JobOut.of(j) for j in jobs], next_cursor=next_cursor))
+    service = _service()
+    items = [JobOut.of(service.shown(_tenant(), j)) for j in jobs]
+    return _json(JobPage(items=items, next_cursor=next_cursor))
 
 
 @app.get("/v1/jobs/<job_id>", responses=_responses({200: "The job; its ETag is its version"}, 404))
 def get_job(job_id: str) -> Response[JobOut]:
-    return _job_response(JobOut.of(_service().get(_tenant(), job_id)), 200)
+    service = _service()
+    return _job_response(JobOut.of(service.shown(_tenant(), service.get(_tenant(), job_id))), 200)
 
 
 @app.patch(
@@ -175,8 +178,9 @@ def get_job(job_id: str) -> Response[JobOut]:
     responses=_responses({200: "The changed job"}, 404, 409, 412, 413, 415),
 )
 def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOut]:
-    job = _service().update(_tenant(), job_id, body, _if_match())
-    return _job_response(JobOut.of(job), 200)
+    service = _service()
+    job = service.update(_tenant(), job_id, body, _if_match())
+    return _job_response(JobOut.of(service.shown(_tenant(), job)), 200)
 
 
 @app.delete(

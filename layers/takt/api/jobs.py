@@ -295,6 +295,25 @@ class JobService:
         with store_errors(f"job {job_id}"):
             return self._data(tenant_id).jobs.get(tenant_id, job_id)
 
+    def shown(self, tenant_id: str, job: JobRecord) -> JobRecord:
+        """`job` with its `last_*` naming its newest ended execution: a success that changed
+        nothing else is not noted on the job (`Lifecycle.ended`), so a job whose noted outcome
+        is a success may have newer ones in its history (one query, newest first)."""
+        if job.last_outcome != ExecState.SUCCEEDED.value or job.last_execution_id is None:
+            return job
+        with store_errors(f"job {job.job_id}"):
+            newer = self._data(tenant_id).executions.newest_ended_after(
+                tenant_id, job.job_id, job.last_execution_id, consistent=False
+            )
+        if newer is None or newer.state is not ExecState.SUCCEEDED:
+            return job
+        return job.model_copy(
+            update={
+                "last_execution_id": newer.execution_id,
+                "last_run_at": newer.finished_at or job.last_run_at,
+            }
+        )
+
     def list_jobs(
         self,
         tenant_id: str,

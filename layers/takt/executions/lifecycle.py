@@ -665,9 +665,7 @@ class Lifecycle:
         if record.run_id is not None:
             self.runs.task_ended(record, state, now)
             return
-        note = self._jobs.record_outcome(
-            record.tenant_id, record.job_id, record.execution_id, state.value, now
-        )
+        note = self._note_outcome(record, state, now)
         if record.overlap != "allow":
             self._jobs.release_slot(record.tenant_id, record.job_id, record.execution_id)
         if record.overlap == "queue":
@@ -676,3 +674,45 @@ class Lifecycle:
             self.backfills.pump(record.tenant_id, record.job_id, record.backfill_id, now)
         if notify and self._notifier is not None and note is not None:
             self._notifier.noted(record, state, note, now, error)
+
+    def _note_outcome(
+        self, record: ExecutionRecord, state: ExecState, now: datetime
+    ) -> OutcomeNote | None:
+        """Note the outcome on the job, except a success that would change only its `last_*`
+        pointers (the job's noted outcome a success, no failure streak, no open incident):
+        that write was one unit of every execution. Readers take a newer success from the
+        history instead (`takt.api.jobs`, `ExecutionStore.newest_ended_after`).
+
+        Skipping must never leave an older outcome noted over a newer success. The success's
+        completion is written before it reads the job, and a noted outcome reads the history
+        after its write; both consistently, so one of the two sees the other: either the
+        success finds the job unsettled and notes itself, or the note finds the newer success
+        and notes it after itself (a success's note is idempotent; a failure's is not, which
+        is why only successes are taken from the history), and the failure notifies nothing,
+        as when its note came second and was refused. What was noted last is then the newest
+        outcome, as when every execution noted its own.
+        """
+        jobs = self._jobs
+        if state is ExecState.SUCCEEDED and jobs.outcome_settled(record.tenant_id, record.job_id):
+            return None
+        note = jobs.record_outcome(
+            record.tenant_id, record.job_id, record.execution_id, state.value, now
+        )
+        if note is None:
+            return None
+        newer = self._executions.newest_ended_after(
+            record.tenant_id, record.job_id, record.execution_id, consistent=True
+        )
+        if newer is not None and newer.state is ExecState.SUCCEEDED:
+            jobs.record_outcome(
+                record.tenant_id,
+                record.job_id,
+                newer.execution_id,
+                ExecState.SUCCEEDED.value,
+                newer.finished_at or now,
+            )
+            if state is not ExecState.SUCCEEDED:
+                # A newer run succeeded: this failure is not the job's state, and its note,
+                # overwritten, must not open an incident (as when its note came second).
+                return None
+        return note

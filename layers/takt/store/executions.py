@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from takt.models.ids import execution_key, parse_time, split_execution_id, to_ms
-from takt.models.records import ExecState, ExecutionRecord, job_key
+from takt.models.records import TERMINAL_STATES, ExecState, ExecutionRecord, job_key
 from takt.resources import ATTENTION_INDEX, OPEN_INDEX
 from takt.store.errors import (
     ExecutionConflictError,
@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 ATTENTION_STATES = frozenset({ExecState.DEAD, ExecState.FAILED})
 # An execution item's key attributes, as a quarantine record names an unreadable one.
 EXECUTION_KEY = ("job_key", "sk")
+# The states an execution ends in, each noted on its job (or, a success, skipped when it would
+# change nothing: `ExecutionStore.newest_ended_after`).
+ENDED = tuple(sorted(state.value for state in TERMINAL_STATES))
 """Terminal states that need a person: the dead-letter listing shows these."""
 _ATTENTION_ATTRS = ("attention_key", "attention_at")
 
@@ -305,6 +308,35 @@ class ExecutionStore:
         records = readable(resp.get("Items", []), execution_record, EXECUTION_KEY, on_unreadable)
         last = resp.get("LastEvaluatedKey")
         return records, (last["sk"]["S"] if last else None)
+
+    def newest_ended_after(
+        self, tenant_id: str, job_id: str, execution_id: str, *, consistent: bool
+    ) -> ExecutionRecord | None:
+        """The job's newest execution later than `execution_id` that has ended (None when
+        none has): a success the job's `last_*` do not name (`Lifecycle.ended` skips noting a
+        success that changes nothing else). Reads newest first, so the newest ended one is on
+        the first page unless many newer runs are still pending or running."""
+        _, after = execution_key(execution_id)
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "job_key = :k AND sk > :after",
+            "FilterExpression": "#s IN (" + ", ".join(f":t{i}" for i in range(len(ENDED))) + ")",
+            "ExpressionAttributeNames": {"#s": "state"},
+            "ExpressionAttributeValues": {
+                ":k": {"S": job_key(tenant_id, job_id)},
+                ":after": {"S": after},
+                **{f":t{i}": {"S": state} for i, state in enumerate(ENDED)},
+            },
+            "ScanIndexForward": False,
+            "ConsistentRead": consistent,
+        }
+        while True:
+            resp = self._db.query(**kwargs)
+            for item in resp.get("Items", []):
+                return execution_record(item)
+            if "LastEvaluatedKey" not in resp:
+                return None
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
     def first_queued(self, tenant_id: str, job_id: str) -> ExecutionRecord | None:
         """The oldest execution of a job waiting for its overlap slot."""

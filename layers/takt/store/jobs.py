@@ -428,6 +428,27 @@ class JobStore:
             )
         return None
 
+    def outcome_settled(self, tenant_id: str, job_id: str) -> bool:
+        """Whether a succeeded execution would change nothing `record_outcome` keeps but the
+        `last_*` pointers: the job's noted outcome is a success, with no failure streak and no
+        open incident (or the job is gone). A consistent read, so that a success that reads
+        this after its completion was written and a failure noted meanwhile see each other
+        (`takt.executions.lifecycle.Lifecycle.ended`)."""
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+            ProjectionExpression="job_id, last_outcome, failure_streak, "
+            + ", ".join(INCIDENT_ATTRS.values()),
+            ConsistentRead=True,
+        )
+        item = resp.get("Item")
+        if item is None:
+            return True
+        unsettled = ("failure_streak", *INCIDENT_ATTRS.values())
+        return item.get("last_outcome", {}).get("S") == "succeeded" and not any(
+            attr in item for attr in unsettled
+        )
+
     def open_incident(self, tenant_id: str, job_id: str, kind: str, incident_id: str) -> bool:
         """Record an incident of `kind` on the job unless one is open: True for the one writer
         that opened it, whose notification it then is (once per incident, however many workers
