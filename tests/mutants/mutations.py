@@ -325,7 +325,10 @@ MUTATIONS: tuple[Mutation, ...] = (
     ),
     Mutation(
         name="older-outcome-noted-over-a-newer-success",
-        breaks="a job's last outcome is its newest (issue 15: a success not written to the job)",
+        breaks=(
+            "4. fenced completion (issue 15: an older run's outcome never stands over a newer "
+            "success on the job)"
+        ),
         path=LIFECYCLE,
         old="        if newer is not None and newer.state is ExecState.SUCCEEDED:",
         new="        if False:",
