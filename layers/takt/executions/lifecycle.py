@@ -690,7 +690,10 @@ class Lifecycle:
         and notes it after itself (a success's note is idempotent; a failure's is not, which
         is why only successes are taken from the history), and the failure notifies nothing,
         as when its note came second and was refused. What was noted last is then the newest
-        outcome, as when every execution noted its own.
+        outcome, as when every execution noted its own. A noted success needs no such read: a
+        newer success that skipped read a success noted before it, so the job's outcome,
+        streak and incidents are right, and only its pointers lag (readers take them from the
+        history).
         """
         jobs = self._jobs
         if state is ExecState.SUCCEEDED and jobs.outcome_settled(record.tenant_id, record.job_id):
@@ -698,8 +701,10 @@ class Lifecycle:
         note = jobs.record_outcome(
             record.tenant_id, record.job_id, record.execution_id, state.value, now
         )
-        if note is None:
-            return None
+        if note is None or state is ExecState.SUCCEEDED:
+            # A newer success that skipped its note read a success noted before this one: the
+            # job's state is right, and readers find the newer pointer in the history.
+            return note
         newer = self._executions.newest_ended_after(
             record.tenant_id, record.job_id, record.execution_id, consistent=True
         )
@@ -711,8 +716,7 @@ class Lifecycle:
                 ExecState.SUCCEEDED.value,
                 newer.finished_at or now,
             )
-            if state is not ExecState.SUCCEEDED:
-                # A newer run succeeded: this failure is not the job's state, and its note,
-                # overwritten, must not open an incident (as when its note came second).
-                return None
+            # A newer run succeeded: this outcome is not the job's state, and its note,
+            # overwritten, must not open an incident (as when its note came second).
+            return None
         return note
