@@ -156,6 +156,14 @@ def test_retry_a_dead_execution_from_the_dead_letter_view(
     expect(page.get_by_role("alert")).to_have_count(0)
     expect(page.locator("main")).not_to_contain_text("null")
     screenshot(page, "execution")
+    # On the job's page too, the execution that succeeded in the end shows no error.
+    page.goto(f"/#/jobs/{dead['job_id']}")
+    executions = page.get_by_role("region", name="Executions")
+    row = executions.locator("tbody tr").filter(
+        has=page.get_by_role("link", name=dead["id"].split(".")[-1])
+    )
+    expect(row).to_contain_text("succeeded")
+    expect(row.locator("td[data-label='error']")).to_have_text("")
 
 
 def test_the_overview_shows_jobs_runs_and_lanes(

@@ -444,6 +444,25 @@ def test_executions_retry_dead_re_runs_every_failed_execution_of_a_job(cli: Cli)
     assert result["more"] is False
 
 
+def test_an_execution_that_succeeded_on_a_retry_shows_no_error_in_tables(cli: Cli) -> None:
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    target = cli.receiver.path(first=[Reply(500)])
+    job = cli.json(
+        *("jobs", "create", "--name", name, "--every", "1h", "--target", target),
+        *("--backoff", "fixed", "--retry-initial", "1s", "--retry-jitter", "none"),
+    )
+    execution_id = cli.json("jobs", "trigger", job["id"])["id"]
+    cli.wait_for_state(execution_id, "succeeded")
+
+    [listed] = [r for r in cli.table("executions", "list", name) if r[0] == execution_id]
+    got = cli.table("executions", "get", execution_id)
+
+    assert listed[1:3] == ["succeeded", "2"]
+    assert listed[-1] == "-"
+    assert got[1][-1] == "-"
+    assert "HTTP 500" in " ".join(" ".join(line) for line in got[2:])  # the first attempt's
+
+
 def test_executions_list_table_says_how_to_reach_the_next_page(cli: Cli) -> None:
     job = cli.new_job()
     for _ in range(2):

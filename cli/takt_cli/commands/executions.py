@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from takt_cli.commands.client import call
@@ -18,6 +20,14 @@ ATTEMPT_COLUMNS = [
     "duration_ms",
     "error",
 ]
+
+
+def _row(execution: dict[str, Any]) -> dict[str, Any]:
+    """An execution as a table row: one that succeeded in the end shows no error (the API keeps
+    its last failed attempt's, which its attempts list)."""
+    if execution.get("state") == "succeeded":
+        return {**execution, "error": None}
+    return execution
 
 
 @click.group()
@@ -38,7 +48,7 @@ def list_(ctx: CliContext, job_id: str, limit: int, cursor: str | None) -> None:
         f"/v1/jobs/{job_id}/executions",
         query={"limit": limit, "cursor": cursor},
     )
-    ctx.emit(page, page["items"], COLUMNS)
+    ctx.emit(page, [_row(e) for e in page["items"]], COLUMNS)
     if ctx.output == "table" and page.get("next_cursor"):
         click.echo(f"next page: --cursor {page['next_cursor']}", err=True)
 
@@ -49,7 +59,7 @@ def list_(ctx: CliContext, job_id: str, limit: int, cursor: str | None) -> None:
 def get(ctx: CliContext, execution_id: str) -> None:
     """One execution with its attempts."""
     execution, _ = call(ctx, "GET", f"/v1/executions/{execution_id}")
-    ctx.emit(execution, [execution], COLUMNS)
+    ctx.emit(execution, [_row(execution)], COLUMNS)
     if ctx.output == "table":
         click.echo("\nattempts:")
         if execution["attempts"]:

@@ -155,7 +155,8 @@ function executionRow(e, workflow) {
     h("td", {}, `${e.attempt}/${e.max_attempts}`),
     h("td", {}, when(e.scheduled_time)),
     h("td", {}, ms(e.lag_ms)),
-    h("td", { class: "error-text" }, e.error || ""));
+    // An execution that succeeded in the end keeps its last attempt's error: not shown here.
+    h("td", { class: "error-text" }, e.state === "succeeded" ? "" : e.error || ""));
 }
 
 // A workflow job's graph: its last run's, coloured by state, else its definition's.
