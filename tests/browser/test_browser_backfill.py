@@ -77,3 +77,37 @@ def test_a_running_backfill_is_shown_and_cancelled_from_the_jobs_page(
     answer = takt_local.request("GET", f"/v1/jobs/{job['id']}/backfills/{backfill}")
     assert answer.status == 200
     assert answer.body["state"] == "cancelled"
+
+
+def test_the_jobs_page_shows_its_jitter_pause_end_calendars_and_when_each_run_fires(
+    page: Page, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    """The settings `takt jobs get` shows, and each next run's jittered firing beside its time."""
+    created = takt_local.request(
+        "POST", "/v1/calendars", {"name": "freeze", "holidays": ["2099-12-25"]}
+    )
+    assert created.status == 201, created.body
+    job = takt_local.create_job(
+        {
+            "name": "spread",
+            "schedule": "0 9 * * *",
+            "time_zone": "Europe/Berlin",
+            "jitter": "15m",
+            "pause_until": "2099-01-01T00:00:00Z",
+            "calendars": ["freeze"],
+            "target": receiver.path(),
+        }
+    )
+    preview = takt_local.request("GET", f"/v1/jobs/{job['id']}/preview?count=5").body
+
+    page.goto(f"/#/jobs/{job['id']}")
+
+    settings = page.get_by_role("region", name="Settings")
+    expect(settings).to_contain_text("jitter" + "each start spread over 15m")
+    expect(settings).to_contain_text("paused until2099-01-01")
+    expect(settings).to_contain_text("calendarsfreeze")
+    fires = page.get_by_role("region", name="Schedule").locator(".next-runs .fires time")
+    expect(fires).to_have_count(len(preview["next_runs"]))
+    shown = [fires.nth(i).get_attribute("datetime") for i in range(fires.count())]
+    assert shown == [run["fires_at"] for run in preview["next_runs"]]
+    assert all(run["fires_at"] != run["at"] for run in preview["next_runs"])

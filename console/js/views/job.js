@@ -61,8 +61,16 @@ function schedule(job, preview) {
     preview.next_runs.length
       ? h("ol", { class: "next-runs" }, preview.next_runs.map((run) => h("li", {},
         h("time", { datetime: run.at }, formatTime(run.at)),
-        h("span", { class: "muted" }, inJobZone(job, run), ` · ${relative(run.at)}`))))
+        h("span", { class: "muted" }, inJobZone(job, run), ` · ${relative(run.at)}`),
+        firesLater(run))))
       : h("p", { class: "muted" }, "None: the schedule has no further occurrence."));
+}
+
+// With jitter, where in its window the occurrence fires (as `takt jobs get` shows it): the same
+// instant for every claim and retry, so it is worth showing before it comes.
+function firesLater(run) {
+  if (!run.fires_at || run.fires_at === run.at) return null;
+  return h("span", { class: "fires" }, " · fires ", h("time", { datetime: run.fires_at }, formatTime(run.fires_at)));
 }
 
 // The occurrence on the job's own clock ("06:00 in Europe/Berlin") when that is not the clock the
