@@ -570,7 +570,7 @@ def test_extreme_dates_beside_ordinary_jobs_leave_them_on_time(
     the 20 is called once, on time by the receiver's own clock, and the listing still reads
     every job."""
     before = set(_job_ids(takt_local))
-    refused = {
+    refused: dict[str, dict[str, Any]] = {
         "run_at in year 1": {"run_at": "0001-01-01T00:00:00Z"},
         "run_at past 9999 by its offset": {"run_at": "9999-12-31T23:59:59.999999-23:59"},
         "run_at before 1000 by its offset": {"run_at": "1000-01-01T00:00:00+00:01"},
@@ -584,7 +584,7 @@ def test_extreme_dates_beside_ordinary_jobs_leave_them_on_time(
         },
         "pause_until in year 10000": {"interval": "1h", "pause_until": "10000-01-01T00:00:00Z"},
     }
-    stored = [
+    stored: list[dict[str, Any]] = [
         {"run_at": "1000-01-01T00:00:00Z", "run_late": True, "priority": "low"},
         {"run_at": "9999-12-31T23:59:59Z"},
         {"schedule": "* * * * *", "start_at": "1000-01-01T00:00:00Z"},
