@@ -52,9 +52,10 @@ class LocalTakt:
         self._http = urllib3.PoolManager(retries=False, timeout=urllib3.Timeout(total=30))
 
     @classmethod
-    def start(cls, log: Path, *args: str) -> LocalTakt:
+    def start(cls, log: Path, *args: str, in_background: bool = False) -> LocalTakt:
         """Start `takt local` (with extra command-line `args`) and wait until it is healthy;
-        in memory unless `args` name a `--data` folder, so no test shares the default one."""
+        in memory unless `args` name a `--data` folder, so no test shares the default one.
+        `in_background` starts it as a script's `takt local &` is: with SIGINT ignored."""
         port = free_port()
         if "--data" not in args:
             args = ("--in-memory", *args)
@@ -63,17 +64,13 @@ class LocalTakt:
             **RUNTIME_ENV,
             "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "takt" / "python"), str(ROOT)]),
         }
+        argv = [sys.executable, "-m", "takt_cli.commands.main", "local", "--port", str(port), *args]
+        if in_background:
+            # What a non-interactive shell does to a background command before it runs it.
+            argv = ["bash", "-c", "trap '' INT; exec \"$@\"", "takt", *argv]
         with log.open("wb") as sink:
             process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "takt_cli.commands.main",
-                    "local",
-                    "--port",
-                    str(port),
-                    *args,
-                ],
+                argv,
                 cwd=ROOT,
                 env=env,
                 stdout=sink,

@@ -129,6 +129,24 @@ def test_a_clean_stop_keeps_everything_in_one_snapshot(
     assert f"data: {data} (" in second.logs()
 
 
+def test_sigint_stops_a_takt_local_started_in_the_background_cleanly(
+    tmp_path: Path, data: Path, started: list[LocalTakt], receiver: Receiver
+) -> None:
+    # `takt local &` from a script: the shell ignores SIGINT for it, and `kill -INT` (Ctrl-C's
+    # signal) must still stop it cleanly, with its one snapshot written.
+    first = LocalTakt.start(tmp_path / "background.log", "--data", str(data), in_background=True)
+    started.append(first)
+    job = first.create_job(job_body(receiver, "interrupted"))
+
+    first.process.send_signal(signal.SIGINT)
+
+    assert first.process.wait(timeout=30) == 0
+    files = sorted(p.name for p in data.iterdir() if p.name.startswith(("journal", "snapshot")))
+    assert files == ["journal-2.log", "snapshot-2.json"]
+    second = start(started, tmp_path, data)
+    assert second.request("GET", f"/v1/jobs/{job['id']}").body == job
+
+
 def test_a_second_takt_local_on_the_same_folder_refuses_in_one_line(
     tmp_path: Path, data: Path, started: list[LocalTakt]
 ) -> None:

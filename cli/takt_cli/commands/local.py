@@ -117,6 +117,9 @@ def local(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, _terminate)
+    # Ctrl-C's signal stops it cleanly even when started as `takt local &` from a script, whose
+    # shell has it ignore SIGINT (Python then installs no handler of its own).
+    signal.signal(signal.SIGINT, _terminate)
     assert runtime.services is not None
     if folder is None:
         kept = "in memory (--in-memory): everything is gone when it stops"
