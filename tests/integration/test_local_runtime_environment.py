@@ -1,6 +1,7 @@
-"""An embedded `takt local` (the benchmarks run one in-process) leaves the process's environment
-as it found it when stopped: the TAKT_* settings it sets for its handlers, such as the webhook
-master secret, would otherwise sign the requests of every deployment built after it.
+"""An embedded `takt local` (the benchmarks run one in-process) runs with fair claims, and leaves
+the process's environment as it found it when stopped: the TAKT_* settings it sets for its
+handlers, such as the webhook master secret, would otherwise sign the requests of every
+deployment built after it.
 
 It runs in a process of its own: moto's state is one per process, and the runtime's tables have
 fixed names that another in-process runtime of this test process may already have made."""
@@ -25,10 +26,12 @@ runtime = LocalRuntime(RuntimeOptions(port=free_port(), console_dir=None))
 runtime.start()
 try:
     during = get_settings().signing_secret
+    fair = [get_settings().claim_max_items, get_settings().fair_queue_sec]
 finally:
     runtime.stop()
 print(json.dumps({
     "during": during,
+    "fair": fair,
     "left": sorted(set(os.environ) - set(before)),
     "same": dict(os.environ) == before,
     "after": get_settings().signing_secret,
@@ -50,6 +53,9 @@ def test_a_stopped_runtime_leaves_no_takt_settings_behind() -> None:
     seen = json.loads(run.stdout.splitlines()[-1])
 
     assert seen["during"] is not None
+    # Fair by default in `takt local` too: bounded claims, sized by the lanes' drain
+    # (docs/FAIRNESS.md); null in either would be fairness off.
+    assert seen["fair"] == [2, 0.5]
     assert seen["left"] == []
     assert seen["same"] is True
     assert seen["after"] is None
