@@ -4,7 +4,8 @@
 throughput limits (DescribeLimits) and compares them with what the context asks for: the
 reserved concurrency the stacks set (a reservation the account cannot give fails the deployment
 of the stateless stack), the peak concurrency the lanes, the claimers and the API may reach (more
-than the quota throttles), and the due table's hot-minute writes.
+than the quota throttles), the due table's hot-minute writes, and the messages each lane may
+have in flight at once against SQS's fixed limit (SQS has no per-account setting to read).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ MIN_UNRESERVED = 100
 # (docs/ARCHITECTURE.md).
 PARTITION_WRITE_UNITS = 1000
 PLANNED_PARTITION_SHARE = 3
+# A standard SQS queue hands out at most this many messages in flight (received, not yet deleted);
+# beyond it, receives come back empty until some are deleted. The limit is fixed, not a quota.
+SQS_IN_FLIGHT_LIMIT = 120_000
 # The API's requests take about this long (p50 of the handler), so its peak concurrency is the
 # stage's burst times this.
 API_REQUEST_SEC = 0.05
@@ -50,6 +54,8 @@ class Plan:
     lanes_concurrency: int
     api_concurrency: int
     due_shards: int
+    # By lane: a worker function's concurrency times its batch, or every Fargate slot.
+    lanes_in_flight: Mapping[str, int]
 
     @property
     def reserved_total(self) -> int:
@@ -82,6 +88,14 @@ def plan(context: ContextSource) -> Plan:
         ),
         api_concurrency=max(1, round(config.api_burst_limit * API_REQUEST_SEC)),
         due_shards=config.tuning.due_shards,
+        lanes_in_flight={
+            name: (
+                config.fargate.max_tasks * config.fargate.slots
+                if config.fargate and name in config.fargate.lanes
+                else lane.max_concurrency * lane.batch_size
+            )
+            for name, lane in config.lanes.items()
+        },
     )
 
 
@@ -133,4 +147,22 @@ def check(plan: Plan, lambda_: LambdaClient, dynamodb: DynamoDBClient) -> list[F
         findings.append(
             Finding("ok", f"due table hot minute {hot_minute} WCU/s within {table_max}")
         )
+    findings.append(_in_flight(plan))
     return findings
+
+
+def _in_flight(plan: Plan) -> Finding:
+    over = {lane: n for lane, n in plan.lanes_in_flight.items() if n > SQS_IN_FLIGHT_LIMIT}
+    if over:
+        lanes = ", ".join(f"{lane} {n}" for lane, n in over.items())
+        return Finding(
+            "throttle",
+            f"lanes may hold more messages in flight than SQS's {SQS_IN_FLIGHT_LIMIT} per "
+            f"queue ({lanes}): their consumers will receive nothing until some are done; lower "
+            "maxConcurrency or batchSize (or fargateMaxTasks, fargateSlots)",
+        )
+    largest = max(plan.lanes_in_flight.items(), key=lambda item: item[1])
+    return Finding(
+        "ok",
+        f"lanes in flight at most {largest[1]} ({largest[0]}) of SQS's {SQS_IN_FLIGHT_LIMIT}",
+    )

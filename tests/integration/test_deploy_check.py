@@ -64,8 +64,9 @@ def test_a_new_account_with_a_quota_of_10_is_told_the_deploy_fails(dynamodb: Any
 def test_the_shipped_context_on_a_default_account_fits(dynamodb: Any) -> None:
     findings = check(plan(_context()), _lambda_with_quota(1000), dynamodb)
 
-    assert [f.level for f in findings] == ["ok", "ok", "throttle"]
+    assert [f.level for f in findings] == ["ok", "ok", "throttle", "ok"]
     assert "64 shards" in findings[2].message
+    assert "at most 33300 (default)" in findings[3].message
 
 
 def test_lanes_beyond_the_quota_would_throttle(dynamodb: Any) -> None:
@@ -74,7 +75,20 @@ def test_lanes_beyond_the_quota_would_throttle(dynamodb: Any) -> None:
     }
     findings = check(plan(_context(lanes=lanes, dueShards=8)), _lambda_with_quota(1000), dynamodb)
 
-    assert [f.level for f in findings] == ["ok", "throttle", "ok"]
+    assert [f.level for f in findings] == ["ok", "throttle", "ok", "ok"]
+
+
+def test_a_lane_beyond_sqs_in_flight_limit_would_stall(dynamodb: Any) -> None:
+    """A standard queue hands out at most 120,000 messages in flight: 600 Fargate tasks of 256
+    slots on one lane would hit it (a worker function's lane stays below: 1,000 x 100)."""
+    fargate = _context(
+        fargateWorker="true", fargateLanes="low", fargateMaxTasks=600, fargateSlots=256
+    )
+
+    findings = check(plan(fargate), _lambda_with_quota(5000), dynamodb)
+
+    assert findings[-1].level == "throttle"
+    assert "(low 153600)" in findings[-1].message
 
 
 def test_the_command_refuses_a_bad_context_value_in_one_line(
