@@ -11,19 +11,31 @@ from takt.executions.lifecycle import Lifecycle
 from takt.executions.rules import Report
 from takt.models.ids import format_time
 from takt.models.lanes import Outgoing
-from takt.models.records import ExecState, ExecutionRecord
+from takt.models.records import ExecState, ExecutionRecord, JobStatus
 from tests.api.harness import TENANT, Api
-from tests.support.jobs import make_execution, store_execution
+from tests.support.jobs import make_execution, make_job, store_execution
 from tests.support.lanes import RecordingLanes
 
 
 class Runs:
     """Executions of one job, leased and completed through the lifecycle as a worker does."""
 
-    def __init__(self, api: Api, clock: ManualClock) -> None:
+    def __init__(self, api: Api, clock: ManualClock, *, one_off: bool = False) -> None:
         self.svc, self.clock = api.svc, clock
-        created = api.created_job({"name": "hourly", "interval": "1h", "target": "https://svc/x"})
-        self.job_id: str = created["id"]
+        if one_off:
+            # A one-off the claim has fired: completed, nothing noted yet.
+            fired = make_job(
+                now=clock.now(),
+                next_run_time=None,
+                run_at=clock.now() - timedelta(hours=1),
+                target="https://svc/x",
+                status=JobStatus.COMPLETED,
+            )
+            self.svc.jobs.create(fired)
+            self.job_id = fired.job_id
+        else:
+            body = {"name": "hourly", "interval": "1h", "target": "https://svc/x"}
+            self.job_id = api.created_job(body)["id"]
         self.lifecycle = Lifecycle(
             self.svc.settings, self.svc.jobs, self.svc.executions, RecordingLanes(self.svc)
         )
@@ -67,6 +79,28 @@ def test_a_success_after_a_noted_success_is_not_written_but_shown(
             second.execution_id,
         )
         assert job["last_run_at"] == format_time(clock.now())
+
+
+def test_a_fired_one_offs_success_is_not_written_but_shown(api: Api, clock: ManualClock) -> None:
+    runs = Runs(api, clock, one_off=True)
+    run = runs.start(hours_ago=1)
+    runs.end(run, ExecState.SUCCEEDED)
+
+    job = api.request("GET", f"/v1/jobs/{runs.job_id}").json
+
+    assert runs.noted() == (None, None)  # nothing written to the job
+    assert (job["last_outcome"], job["last_execution_id"]) == ("succeeded", run.execution_id)
+    assert job["last_run_at"] == format_time(clock.now())
+
+
+def test_a_fired_one_offs_failure_is_noted(api: Api, clock: ManualClock) -> None:
+    runs = Runs(api, clock, one_off=True)
+    run = runs.start(hours_ago=1)
+    runs.end(run, ExecState.FAILED)
+
+    assert runs.noted() == ("failed", run.execution_id)
+    [failing] = api.request("GET", "/v1/stats").json["failing_jobs"]
+    assert failing["id"] == runs.job_id
 
 
 def test_a_success_after_a_failure_is_noted_and_ends_the_streak(

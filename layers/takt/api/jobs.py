@@ -297,9 +297,12 @@ class JobService:
 
     def shown(self, tenant_id: str, job: JobRecord) -> JobRecord:
         """`job` with its `last_*` naming its newest ended execution: a success that changed
-        nothing else is not noted on the job (`Lifecycle.ended`), so a job whose noted outcome
-        is a success may have newer ones in its history (one query, newest first)."""
-        if job.last_outcome != ExecState.SUCCEEDED.value or job.last_execution_id is None:
+        nothing else is not noted on the job (`Lifecycle._note_outcome`), so a job whose noted
+        outcome is a success, or a fired one-off with nothing noted, may have newer ones in its
+        history (one query, newest first)."""
+        noted = job.last_outcome
+        fired_unnoted = noted is None and job.status is JobStatus.COMPLETED
+        if noted != ExecState.SUCCEEDED.value and not fired_unnoted:
             return job
         with store_errors(f"job {job.job_id}"):
             newer = self._data(tenant_id).executions.newest_ended_after(
@@ -310,6 +313,7 @@ class JobService:
         return job.model_copy(
             update={
                 "last_execution_id": newer.execution_id,
+                "last_outcome": ExecState.SUCCEEDED.value,
                 "last_run_at": newer.finished_at or job.last_run_at,
             }
         )

@@ -310,23 +310,27 @@ class ExecutionStore:
         return records, (last["sk"]["S"] if last else None)
 
     def newest_ended_after(
-        self, tenant_id: str, job_id: str, execution_id: str, *, consistent: bool
+        self, tenant_id: str, job_id: str, execution_id: str | None, *, consistent: bool
     ) -> ExecutionRecord | None:
-        """The job's newest execution later than `execution_id` that has ended (None when
-        none has): a success the job's `last_*` do not name (`Lifecycle.ended` skips noting a
-        success that changes nothing else). Reads newest first, so the newest ended one is on
-        the first page unless many newer runs are still pending or running."""
-        _, after = execution_key(execution_id)
+        """The job's newest execution later than `execution_id` (any, with None) that has
+        ended (None when none has): a success the job's `last_*` do not name
+        (`Lifecycle._note_outcome` skips noting a success that changes nothing else). Reads
+        newest first, so the newest ended one is on the first page unless many newer runs are
+        still pending or running."""
+        values: dict[str, Any] = {
+            ":k": {"S": job_key(tenant_id, job_id)},
+            **{f":t{i}": {"S": state} for i, state in enumerate(ENDED)},
+        }
+        condition = "job_key = :k"
+        if execution_id is not None:
+            condition += " AND sk > :after"
+            values[":after"] = {"S": execution_key(execution_id)[1]}
         kwargs: dict[str, Any] = {
             "TableName": self._table,
-            "KeyConditionExpression": "job_key = :k AND sk > :after",
+            "KeyConditionExpression": condition,
             "FilterExpression": "#s IN (" + ", ".join(f":t{i}" for i in range(len(ENDED))) + ")",
             "ExpressionAttributeNames": {"#s": "state"},
-            "ExpressionAttributeValues": {
-                ":k": {"S": job_key(tenant_id, job_id)},
-                ":after": {"S": after},
-                **{f":t{i}": {"S": state} for i, state in enumerate(ENDED)},
-            },
+            "ExpressionAttributeValues": values,
             "ScanIndexForward": False,
             "ConsistentRead": consistent,
         }

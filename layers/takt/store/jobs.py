@@ -430,24 +430,29 @@ class JobStore:
 
     def outcome_settled(self, tenant_id: str, job_id: str) -> bool:
         """Whether a succeeded execution would change nothing `record_outcome` keeps but the
-        `last_*` pointers: the job's noted outcome is a success, with no failure streak and no
-        open incident (or the job is gone). A consistent read, so that a success that reads
-        this after its completion was written and a failure noted meanwhile see each other
-        (`takt.executions.lifecycle.Lifecycle.ended`)."""
+        `last_*` pointers: no failure streak and no open incident, and the job's noted outcome a
+        success, or nothing noted yet on a job that will not fire again (a one-off that fired:
+        the API looks for its runs in its history, `takt.api.jobs.JobService.shown`); True when
+        the job is gone. A consistent read, so that a success that reads this after its
+        completion was written and a failure noted meanwhile see each other
+        (`takt.executions.lifecycle.Lifecycle._note_outcome`)."""
         resp = self._db.get_item(
             TableName=self._table,
             Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
-            ProjectionExpression="job_id, last_outcome, failure_streak, "
+            ProjectionExpression="job_id, #s, last_outcome, failure_streak, "
             + ", ".join(INCIDENT_ATTRS.values()),
+            ExpressionAttributeNames={"#s": "status"},
             ConsistentRead=True,
         )
         item = resp.get("Item")
         if item is None:
             return True
-        unsettled = ("failure_streak", *INCIDENT_ATTRS.values())
-        return item.get("last_outcome", {}).get("S") == "succeeded" and not any(
-            attr in item for attr in unsettled
-        )
+        if any(attr in item for attr in ("failure_streak", *INCIDENT_ATTRS.values())):
+            return False
+        noted = item.get("last_outcome", {}).get("S")
+        if noted is None:
+            return bool(item.get("status", {}).get("S") == JobStatus.COMPLETED.value)
+        return noted == "succeeded"
 
     def open_incident(self, tenant_id: str, job_id: str, kind: str, incident_id: str) -> bool:
         """Record an incident of `kind` on the job unless one is open: True for the one writer
