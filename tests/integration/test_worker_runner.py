@@ -66,12 +66,13 @@ def _submit(
     svc: Services, clock: ManualClock, receiver: Receiver, **job_fields: object
 ) -> tuple[ExecutionRecord, LaneMessage]:
     attempt = int(job_fields.pop("attempt", 1))  # type: ignore[call-overload]
+    status = job_fields.pop("status", JobStatus.COMPLETED)  # a one-off that has fired
     job: JobRecord = make_job(
         now=clock.now(),
         next_run_time=None,
         run_at=NOON,
         target=receiver.url,
-        status=JobStatus.COMPLETED,  # a one-off that has fired
+        status=status,
         **job_fields,  # type: ignore[arg-type]
     )
     svc.jobs.create(job)
@@ -110,16 +111,29 @@ def test_a_2xx_answer_succeeds_the_execution_and_records_the_attempt(
     assert call.header("Takt-Attempt") == "1"
 
 
-def test_a_success_is_noted_on_the_job(
+def test_a_success_of_an_active_job_is_noted_on_the_job(
     svc: Services, worker: Worker, submit: Submit, clock: ManualClock
 ) -> None:
-    record, message = submit()
+    record, message = submit(status=JobStatus.ACTIVE)
 
     worker.process(message)
 
     job = svc.jobs.get(TENANT, record.job_id)
     assert (job.last_outcome, job.last_execution_id) == ("succeeded", record.execution_id)
     assert job.last_run_at == clock.now()
+
+
+def test_a_fired_one_offs_success_is_left_in_its_history(
+    svc: Services, worker: Worker, submit: Submit
+) -> None:
+    """Nothing noted on a completed job counts as settled: the API reads the history."""
+    record, message = submit()
+
+    worker.process(message)
+
+    assert svc.jobs.get(TENANT, record.job_id).last_outcome is None
+    newest = svc.executions.newest_ended_after(TENANT, record.job_id, None, consistent=True)
+    assert newest is not None and newest.execution_id == record.execution_id
 
 
 def test_a_finished_execution_leaves_the_open_index(
