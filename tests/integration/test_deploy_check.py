@@ -100,3 +100,23 @@ def test_the_command_refuses_a_bad_context_value_in_one_line(
     assert status != 0
     assert "'profile'" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_without_credentials_the_command_says_so_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """botocore refuses to sign before any request leaves: nothing reaches AWS or moto."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", raising=False)
+    monkeypatch.delenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", raising=False)
+
+    status = main(["deploy", "check", "--cdk-json", str(CDK_JSON)])
+
+    err = capsys.readouterr().err
+    assert status != 0
+    assert "Unable to locate credentials" in err
+    assert len(err.strip().splitlines()) == 1

@@ -38,6 +38,8 @@ def deploy() -> None:
 )
 def check(overrides: tuple[str, ...], cdk_json: Path) -> None:
     """Read the account's Lambda and DynamoDB limits and say what the deployment would break."""
+    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415 - only this command loads the CDK app and boto3
+
     from infra.context import ContextError  # noqa: PLC0415 - only this command loads the CDK app and boto3
     from infra.deploy_check import DictContext, check, plan  # noqa: PLC0415 - only this command loads the CDK app and boto3
     from takt.aws import make_clients, make_lambda_client  # noqa: PLC0415 - only this command loads the CDK app and boto3
@@ -57,7 +59,13 @@ def check(overrides: tuple[str, ...], cdk_json: Path) -> None:
     except ContextError as exc:
         raise CliError(str(exc)) from None
     settings = get_settings()
-    findings = check(wanted, make_lambda_client(settings, None), make_clients(settings).dynamodb)
+    try:
+        findings = check(
+            wanted, make_lambda_client(settings, None), make_clients(settings).dynamodb
+        )
+    except (BotoCoreError, ClientError) as exc:
+        # No credentials, or a role without lambda:GetAccountSettings/dynamodb:DescribeLimits.
+        raise CliError(f"cannot read the account's Lambda and DynamoDB limits: {exc}") from None
     for finding in findings:
         click.echo(f"{finding.level:8} {finding.message}")
     if any(finding.level == "fail" for finding in findings):
