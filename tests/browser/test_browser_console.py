@@ -112,11 +112,10 @@ def test_cancelling_the_confirmation_changes_nothing(
 
 
 def dead_execution(takt_local: LocalTakt, receiver: Receiver) -> dict[str, Any]:
-    """A run whose only attempt fails (its target answers 500 once, then 200)."""
-    target = receiver.path(first=[Reply(500)])
-    job = takt_local.create_job(
-        {"name": FLAKY, "interval": "1h", "target": target, "retry": {"max_attempts": 1}}
-    )
+    """A run whose two attempts fail, a second apart (its target answers 500 twice, then 200)."""
+    target = receiver.path(first=[Reply(500), Reply(500)])
+    retry = {"max_attempts": 2, "backoff": "fixed", "initial_interval": "1s", "jitter": "none"}
+    job = takt_local.create_job({"name": FLAKY, "interval": "1h", "target": target, "retry": retry})
     run = takt_local.request("POST", f"/v1/jobs/{job['id']}/trigger").body
     return poll(
         lambda: takt_local.execution(run["id"]),
@@ -150,11 +149,13 @@ def test_retry_a_dead_execution_from_the_dead_letter_view(
     )
     expect(page.locator(".crumbs").get_by_role("link", name=FLAKY)).to_be_visible()
     attempts = page.get_by_role("region", name="Attempts").locator("tbody tr")
-    expect(attempts).to_have_count(2)
+    expect(attempts).to_have_count(3)
     expect(attempts.first).to_contain_text("500")
-    # No error banner once it succeeded, and no absent part drawn as "null".
+    # No error banner once it succeeded, no absent part drawn as "null", and no retry time
+    # left over from its first attempt.
     expect(page.get_by_role("alert")).to_have_count(0)
     expect(page.locator("main")).not_to_contain_text("null")
+    expect(page.locator("main")).not_to_contain_text("retry at")
     screenshot(page, "execution")
     # On the job's page too, the execution that succeeded in the end shows no error.
     page.goto(f"/#/jobs/{dead['job_id']}")

@@ -45,7 +45,8 @@ export async function execution(main, id) {
       ["finished", when(e.finished_at)],
       ["start lag", ms(e.lag_ms)],
       ["status code", e.status_code ?? "–"],
-      ["retry at", e.retry_at ? when(e.retry_at) : null],
+      // Kept by the API after the retry ran: only a waiting execution's is still to come.
+      ["retry at", e.state === "retry_wait" && e.retry_at ? when(e.retry_at) : null],
       ["reason", e.reason],
       ["stale reports fenced", e.fenced_reports || null],
     ].filter(([, v]) => v !== null && v !== undefined && v !== "");
