@@ -40,7 +40,7 @@ WRITTEN = datetime(2026, 3, 2, 12, 1, 0, tzinfo=UTC)
 FIRST = WRITTEN + timedelta(seconds=25)  # the job's occurrence both claims fire
 B_NOW = FIRST - timedelta(milliseconds=500)
 A_NOW = B_NOW + timedelta(seconds=35.5)  # past the 30 s due grace after B's index write
-WAIT_SEC = 10.0
+WAIT_SEC = 30.0  # a deadline for the forced interleaving on a loaded machine, never a pause
 
 
 def _job(svc: Services, clock: ManualClock) -> JobRecord:
