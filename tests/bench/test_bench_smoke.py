@@ -116,3 +116,25 @@ def test_a_small_noisy_neighbour_run_reports_both_tenants_and_calls_nothing_twic
     assert report["checks"]["called_twice"] == 0
     assert report["checks"]["b_finished_not_succeeded"] == 0
     assert int(report["a_completed_of_flood"].split()[0]) > 0
+
+
+def test_the_cli_start_up_bench_reports_each_command_s_cpu() -> None:
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).parents[2] / "bench" / "cli_startup.py"), "--runs=1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert len(report["load_average"]) == 3
+    assert {key for key in report if key.startswith("takt ")} == {
+        "takt --help",
+        "takt jobs --help",
+        "takt executions --help",
+        "takt local --help",
+        "takt receive --help",
+    }
+    assert all(report[key]["cpu_sec_median"] > 0 for key in report if key.startswith("takt "))
