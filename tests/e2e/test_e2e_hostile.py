@@ -495,6 +495,11 @@ FRAMING: dict[str, tuple[bytes, int]] = {
         b"GET /v1/jobs?" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
         414,
     ),
+    "a Content-Length longer than the body": (
+        b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % (len(JOB_BODY) + 50) + JOB_BODY,
+        408,
+    ),
     "an HTTP/0.9 request line": (b"GET /v1/jobs\r\n", 400),
     "HTTP/2's preface": (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505),
     "bytes that are not HTTP": (b"\x00\x01\x02\r\n\r\n", 400),

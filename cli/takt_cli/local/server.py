@@ -5,7 +5,7 @@ this server does that part for `takt local`:
 
 - a `Content-Length` that is not a number of bytes, a body longer than `MAX_REQUEST_BYTES`, a
   chunked body (API Gateway buffers it; nothing here needs one) or a body that does not arrive
-  within `READ_TIMEOUT_SEC` gets a problem+json 4xx at once, and the connection is closed, since
+  within `BODY_TIMEOUT_SEC` gets a problem+json 4xx at once, and the connection is closed, since
   where the next request would start is unknown;
 - HEAD is answered as GET without the body; every other method goes to the API (which answers
   OPTIONS, and a method a path does not take, with `Allow`); a request line the standard library
@@ -31,6 +31,9 @@ log = logging.getLogger("takt_cli.local")
 # Above the API's own body limit (takt.api.gate.MAX_BODY_BYTES), so the API names that limit.
 MAX_REQUEST_BYTES = 1024 * 1024
 READ_TIMEOUT_SEC = 10
+# A body announced by Content-Length arrives at once on loopback; one that has not after this
+# long never will (a Content-Length larger than what was sent), and is answered 408.
+BODY_TIMEOUT_SEC = 3
 BACKLOG = 128
 PROBLEM_JSON = "application/problem+json"
 
@@ -83,7 +86,8 @@ class _Handler(BaseHTTPRequestHandler):
     # The version an answer is framed in until the request line is read: the standard library's
     # "HTTP/0.9" sent the refusal of an unreadable request line as a bare body, no status line.
     default_request_version = "HTTP/1.1"
-    # The socket timeout: a client that announces a body and does not send it is cut off.
+    # The socket timeout while a request's line and headers are read (an idle connection
+    # kept alive is closed after it); its body has `BODY_TIMEOUT_SEC`.
     timeout = READ_TIMEOUT_SEC
     server: ApiServer
     # Set by the standard library's handle_one_request (typeshed does not declare it).
@@ -107,7 +111,11 @@ class _Handler(BaseHTTPRequestHandler):
             raise _FramingError(
                 problem(413, "Payload Too Large", f"request body over {MAX_REQUEST_BYTES} bytes")
             )
-        body = self.rfile.read(length)
+        self.connection.settimeout(BODY_TIMEOUT_SEC)
+        try:
+            body = self.rfile.read(length)
+        finally:
+            self.connection.settimeout(READ_TIMEOUT_SEC)
         if len(body) < length:
             raise _FramingError(problem(400, "Bad Request", "the body ended before Content-Length"))
         return body
