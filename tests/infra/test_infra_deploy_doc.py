@@ -4,13 +4,17 @@ first-deploy checklist adds up, and the deploy policy's actions the templates ne
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Template
 
-from infra.functions import SPECS
+from infra.functions import SPECS, FunctionSpec
+from infra.stateless import StatelessStack
 from takt.resources import TABLES
+from tests.infra.conftest import LogicalId
 
 DEPLOY = (Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md").read_text()
 
@@ -58,3 +62,48 @@ def test_the_deploy_policy_covers_access_logs_and_stack_outputs(
         "`DescribeStacks` on `arn:aws:cloudformation:<region>:<account>:stack/TaktStateful/*`"
         in DEPLOY
     )
+
+
+def _policy_targets(resources: dict[str, Any], role_id: str) -> tuple[set[str], set[str]]:
+    """The tables a role's policies reach, and the roles it may assume."""
+    tables: set[str] = set()
+    assumes: set[str] = set()
+    for resource in resources.values():
+        if resource["Type"] != "AWS::IAM::Policy":
+            continue
+        if {"Ref": role_id} not in resource["Properties"]["Roles"]:
+            continue
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+            reached = json.dumps(statement["Resource"])
+            tables |= {
+                table.logical_id.lower()
+                for table in TABLES
+                if re.search(rf"Tables{table.logical_id}[0-9A-F]{{8}}", reached)
+            }
+            if "sts:AssumeRole" in statement["Action"]:
+                assumes |= set(re.findall(r'"(\w+Role[0-9A-F]{8})"', reached))
+    return tables, assumes
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
+def test_the_permissions_table_names_the_tables_each_function_reaches(
+    spec: FunctionSpec,
+    stateless: StatelessStack,
+    stateless_template: Template,
+    logical_id: LogicalId,
+) -> None:
+    """Directly, or through a role it assumes (the API's per-tenant sessions)."""
+    resources: dict[str, Any] = stateless_template.to_json()["Resources"]
+    function = resources[logical_id(stateless, stateless.functions.functions[spec.name])]
+    tables, assumes = _policy_targets(resources, function["Properties"]["Role"]["Fn::GetAtt"][0])
+    for role_id in assumes:
+        tables |= _policy_targets(resources, role_id)[0]
+    (row,) = [line for line in DEPLOY.splitlines() if line.startswith(f"| `{spec.name}` |")]
+    may_use = row.rsplit("|", 2)[1]
+
+    assert tables
+    assert {
+        table.logical_id.lower()
+        for table in TABLES
+        if re.search(rf"\b{table.logical_id.lower()}\b", may_use)
+    } == tables
