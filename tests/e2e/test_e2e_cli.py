@@ -202,6 +202,16 @@ def test_jobs_create_has_a_flag_for_each_common_field(cli: Cli) -> None:
     assert job["dst"] == {"gap": "skip", "overlap": "twice"}
 
 
+def test_jobs_create_and_update_have_notification_flags(cli: Cli) -> None:
+    hook = cli.receiver.path()
+    job = cli.new_job("--notify-to", hook, "--notify-on", "dead")
+
+    updated = cli.json("jobs", "update", job["id"], "--notify-after", "5")
+
+    assert job["notify"] == {"to": hook, "on": ["dead"], "after_failures": 3}
+    assert updated["notify"] == {"to": hook, "on": ["dead"], "after_failures": 5}
+
+
 def test_jobs_update_flags_change_only_what_they_name(cli: Cli) -> None:
     job = cli.new_job("--backoff", "fixed", "--max-attempts", "4")
 

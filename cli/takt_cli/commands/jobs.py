@@ -173,6 +173,29 @@ JOB_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
         {"help": "How far back missed runs count, e.g. 1h. [default: 1h]"},
     ),
     (
+        "--notify-to",
+        "notify.to",
+        {"help": "Where incidents are told: an SNS topic or EventBridge bus ARN, or a URL."},
+    ),
+    (
+        "--notify-on",
+        "notify.on",
+        {
+            "multiple": True,
+            "type": click.Choice(["dead", "stopped"]),
+            "help": "Which incidents (repeatable): an execution dead, or the job stopped "
+            "(--notify-after failures in a row). [default: both]",
+        },
+    ),
+    (
+        "--notify-after",
+        "notify.after_failures",
+        {
+            "type": click.IntRange(1, 100),
+            "help": "Failures in a row that make 'stopped'. [default: 3]",
+        },
+    ),
+    (
         "--dst-gap",
         "dst.gap",
         {
