@@ -49,7 +49,11 @@ CALENDARS_DESCRIPTION = "names of calendars whose blackout windows skip occurren
 # Formats of this API, named in the OpenAPI document (docs/API.md): a grammar JSON Schema cannot
 # state, checked by takt.schedule.
 CRON: dict[str, Any] = {"format": "takt-cron"}
-DURATION: dict[str, Any] = {"format": "takt-duration"}
+# A duration's pattern is the shape `takt.schedule.parse_duration` reads, looser than it (units in
+# any order, an ISO part of any letters it knows): whatever the API accepts matches it, so a
+# string that does not ("", "0", "1x") is outside the schema as well as refused.
+DURATION_PATTERN = r"^\s*(?:(?:[0-9]+(?:ms|[dhms]))+|[Pp][0-9WwDdTtHhMmSs.,]*)\s*$"
+DURATION: dict[str, Any] = {"format": "takt-duration", "pattern": DURATION_PATTERN}
 # Text a person reads (names, keys): no control characters, no bidi controls, no line
 # separators, no non-characters of the Basic Multilingual Plane (takt.api.gate).
 TEXT_PATTERN = (

@@ -207,6 +207,10 @@ def _inlined(schema: dict[str, Any]) -> dict[str, Any]:
     return inlined
 
 
+# How every string target the API accepts begins (`parse_target`: a handler, an ARN, an object in
+# JSON, or an http(s) URL, whose scheme `urlsplit` reads in any case); the rest of each form is
+# checked by its parser. A string that begins otherwise ("", "0") is outside the schema too.
+TARGET_PATTERN = r"^(?:handler:|arn:|\{|[Hh][Tt][Tt][Pp][Ss]?://)"
 TARGET_SCHEMA: dict[str, Any] = {
     "description": "What each run calls: an http(s) URL, `handler:NAME`, an SQS queue URL or "
     "ARN, an SNS topic ARN, an EventBridge bus ARN, a Lambda function ARN or a Step Functions "
@@ -215,7 +219,7 @@ TARGET_SCHEMA: dict[str, Any] = {
     "(method, headers, secrets, SigV4, OIDC) and an asynchronous Lambda target are stored as "
     "their object in compact JSON (docs/WORKERS.md).",
     "anyOf": [
-        {"type": "string", "format": "takt-target"},
+        {"type": "string", "format": "takt-target", "pattern": TARGET_PATTERN},
         *(
             _inlined(model.model_json_schema())
             for model in (

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from takt.api.jobs import body_hash
 from takt.api.models import JobCreate, JobPatch
+from takt.models.target_forms import TARGET_PATTERN
 
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:jobs"
 TOPIC_ARN = "arn:aws:sns:us-east-1:123456789012:events"
@@ -155,5 +156,6 @@ def test_the_openapi_schema_documents_the_string_and_every_object_form() -> None
         for option in schema["anyOf"]
         if "properties" in option
     ]
-    assert {"type": "string", "format": "takt-target"} in schema["anyOf"]
+    string = {"type": "string", "format": "takt-target", "pattern": TARGET_PATTERN}
+    assert string in schema["anyOf"]
     assert kinds == ["http", "handler", "sqs", "sns", "eventbridge", "lambda", "stepfunctions"]
