@@ -17,6 +17,7 @@ from infra.driver import driver_timeout_sec
 from tests.infra.cli_synth import cli_context
 
 DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 SMALL_BUDGET_USD = 15.0
 
 
@@ -46,6 +47,16 @@ def test_deploy_doc_shows_the_small_profiles_idle_cost(
     table = render(base_lines(*_templates(cli_assemblies("small"))))
 
     assert table in DEPLOY_DOC.read_text(), "regenerate with `python -m infra.cost DIR`"
+
+
+@pytest.mark.parametrize("page", [README, DEPLOY_DOC], ids=lambda page: page.name)
+def test_the_prose_gives_each_profiles_idle_cost(
+    page: Path, cli_assemblies: Callable[[str], Path]
+) -> None:
+    text = " ".join(page.read_text().split())
+
+    for profile in ("small", "default"):
+        assert f"${_total(cli_assemblies(profile)):.2f}" in text, profile
 
 
 def test_the_small_profile_runs_one_small_driver_and_a_single_sweep(
