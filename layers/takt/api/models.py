@@ -48,7 +48,11 @@ PAUSE_UNTIL_DESCRIPTION = (
 CALENDARS_DESCRIPTION = "names of calendars whose blackout windows skip occurrences (recorded)"
 # Formats of this API, named in the OpenAPI document (docs/API.md): a grammar JSON Schema cannot
 # state, checked by takt.schedule.
-CRON: dict[str, Any] = {"format": "takt-cron"}
+# A cron expression's pattern is its shape (`takt.schedule.cron`: a macro, or 5 or 6 fields
+# between any whitespace), looser than its grammar, which the API checks: whatever the API
+# accepts matches it, so `""` or `"0"` is outside the schema as well as refused.
+CRON_PATTERN = r"^\s*(?:@\S+|\S+(?:\s+\S+){4,5})\s*$"
+CRON: dict[str, Any] = {"format": "takt-cron", "pattern": CRON_PATTERN}
 # A duration's pattern is the shape `takt.schedule.parse_duration` reads, looser than it (units in
 # any order, an ISO part of any letters it knows): whatever the API accepts matches it, so a
 # string that does not ("", "0", "1x") is outside the schema as well as refused.

@@ -1,6 +1,6 @@
-"""The patterns the OpenAPI document gives takt's duration and target formats: every string the
-API accepts matches its pattern (so the document never refuses what the API takes), and the
-strings the issue found schema-valid but refused ("", "0") no longer match."""
+"""The patterns the OpenAPI document gives takt's cron, duration and target formats: every
+string the API accepts matches its pattern (so the document never refuses what the API takes),
+and the strings the issue found schema-valid but refused ("", "0") no longer match."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from takt.api.models import DURATION_PATTERN
+from takt.api.models import CRON_PATTERN, DURATION_PATTERN
 from takt.models.target_forms import TARGET_PATTERN, check_target
-from takt.schedule import ScheduleError, parse_duration
+from takt.schedule import ScheduleError, parse_cron, parse_duration
 
 DURATION = re.compile(DURATION_PATTERN)
+CRON = re.compile(CRON_PATTERN)
 TARGET = re.compile(TARGET_PATTERN)
 
 
@@ -78,3 +79,35 @@ def test_what_is_no_target_matches_no_pattern_and_is_refused(text: str) -> None:
     with pytest.raises(ValueError):
         check_target(text)
     assert TARGET.search(text) is None
+
+
+@given(
+    st.lists(
+        st.sampled_from(["*", "0", "5", "*/5", "1-5", "mon-fri", "sun-sun", "L", "1,2", "x"]),
+        min_size=0,
+        max_size=8,
+    ),
+    st.sampled_from([" ", "  ", "\u00a0", "\u3000"]),
+)
+def test_every_cron_expression_the_api_reads_matches_the_pattern(
+    fields: list[str], space: str
+) -> None:
+    text = space.join(fields)
+    try:
+        parse_cron(text)
+    except ScheduleError:
+        return
+    assert CRON.search(text), text
+
+
+@pytest.mark.parametrize("text", ["*/5 * * * *", "0 6 * * mon-fri", "@hourly", "* * * * * */10"])
+def test_cron_expressions_of_each_form_match(text: str) -> None:
+    parse_cron(text)
+    assert CRON.search(text)
+
+
+@pytest.mark.parametrize("text", ["", "0", "* * * *", "@", "1 2 3 4 5 6 7"])
+def test_what_is_no_cron_expression_matches_no_pattern_and_is_refused(text: str) -> None:
+    with pytest.raises(ScheduleError):
+        parse_cron(text)
+    assert CRON.search(text) is None
