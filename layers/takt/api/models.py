@@ -48,15 +48,20 @@ PAUSE_UNTIL_DESCRIPTION = (
 CALENDARS_DESCRIPTION = "names of calendars whose blackout windows skip occurrences (recorded)"
 # Formats of this API, named in the OpenAPI document (docs/API.md): a grammar JSON Schema cannot
 # state, checked by takt.schedule.
+# The whitespace a cron expression's fields or a duration may have around them: what Python's
+# str.split and str.strip take for it, but for the control characters and line separators
+# `takt.api.gate` refuses in every such string; a word is anything else.
+SPACE = "[ \\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]"
+WORD = "[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]"
 # A cron expression's pattern is its shape (`takt.schedule.cron`: a macro, or 5 or 6 fields
 # between any whitespace), looser than its grammar, which the API checks: whatever the API
 # accepts matches it, so `""` or `"0"` is outside the schema as well as refused.
-CRON_PATTERN = r"^\s*(?:@\S+|\S+(?:\s+\S+){4,5})\s*$"
+CRON_PATTERN = rf"^{SPACE}*(?:@{WORD}+|{WORD}+(?:{SPACE}+{WORD}+){{4,5}}){SPACE}*$"
 CRON: dict[str, Any] = {"format": "takt-cron", "pattern": CRON_PATTERN}
 # A duration's pattern is the shape `takt.schedule.parse_duration` reads, looser than it (units in
 # any order, an ISO part of any letters it knows): whatever the API accepts matches it, so a
 # string that does not ("", "0", "1x") is outside the schema as well as refused.
-DURATION_PATTERN = r"^\s*(?:(?:[0-9]+(?:ms|[dhms]))+|[Pp][0-9WwDdTtHhMmSs.,]*)\s*$"
+DURATION_PATTERN = rf"^{SPACE}*(?:(?:[0-9]+(?:ms|[dhms]))+|[Pp][0-9WwDdTtHhMmSs.,]*){SPACE}*$"
 DURATION: dict[str, Any] = {"format": "takt-duration", "pattern": DURATION_PATTERN}
 # Text a person reads (names, keys): no control characters, no bidi controls, no line
 # separators, no non-characters of the Basic Multilingual Plane (takt.api.gate).
