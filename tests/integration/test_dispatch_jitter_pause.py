@@ -108,9 +108,12 @@ def test_pause_until_across_dst_skips_the_span_unrecorded_and_resumes_by_itself(
     assert (
         paused.next_run_time == expected.astimezone(UTC) == datetime(2026, 11, 3, 14, 0, tzinfo=UTC)
     )
-    for hours in range(0, 24 * 6, 6):
-        clock.set(datetime(2026, 10, 29, 12, 0, tzinfo=UTC) + timedelta(hours=hours))
+    # Tick at each instant the job would have fired without the pause (the fall-back included).
+    unpaused = croniter("0 9 * * *", datetime(2026, 10, 29, 12, 0, tzinfo=UTC).astimezone(NEW_YORK))
+    for _ in range(5):
+        clock.set(unpaused.get_next(datetime).astimezone(UTC))
         svc.ticker.tick(clock.now())
+    assert clock.now() < until
     assert _history(svc, job.job_id) == []
     clock.set(datetime(2026, 11, 3, 14, 0, tzinfo=UTC))
     svc.ticker.tick(clock.now())

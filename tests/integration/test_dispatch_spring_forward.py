@@ -68,9 +68,14 @@ def test_a_pause_until_ending_before_a_skipped_time_resumes_at_the_jump(
     index_due(svc)
 
     assert paused.next_run_time == NIGHTLY[1]
-    for hours in range(0, 36, 3):
-        clock.set(datetime(2026, 3, 26, 12, 0, tzinfo=UTC) + timedelta(hours=hours))
+    # Tick at each instant the job would have fired without the pause: 27 and 28 March.
+    for unpaused in (
+        datetime(2026, 3, 27, 1, 30, tzinfo=UTC),
+        datetime(2026, 3, 28, 1, 30, tzinfo=UTC),
+    ):
+        clock.set(unpaused)
         svc.ticker.tick(clock.now())
+    assert clock.now() < until
     assert _history(svc, job.job_id) == []  # 27 and 28 March fell in the pause: not recorded
     clock.set(NIGHTLY[1])
     svc.ticker.tick(clock.now())
