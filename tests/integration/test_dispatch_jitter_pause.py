@@ -13,17 +13,17 @@ from croniter import croniter
 
 from takt.api.errors import InvalidRequestError
 from takt.api.jobs import JobService
-from takt.api.models import JobCreate, JobPatch
+from takt.api.models import JobPatch
 from takt.clock import ManualClock
 from takt.models.calendars import CalendarBody, DailyWindow
 from takt.models.ids import execution_id
-from takt.models.records import ExecState, JobRecord
+from takt.models.records import ExecState
 from takt.schedule import jitter_offset
 from takt.store.executions import Transition
 from takt.wiring import Services
 from tests.support.history import HistoryChecker
 from tests.support.indexer import index_due
-from tests.support.jobs import TENANT
+from tests.support.jobs import TENANT, create_through_api, occurrence_history
 
 TARGET = "https://example.com/hook"
 NEW_YORK = ZoneInfo("America/New_York")
@@ -31,21 +31,13 @@ NEW_YORK = ZoneInfo("America/New_York")
 FALL_BACK_EVE = datetime(2026, 10, 31, 22, 0, tzinfo=UTC)
 
 
-def _create(svc: Services, **fields: object) -> JobRecord:
-    body = JobCreate.model_validate({"target": TARGET, **fields})
-    return JobService(svc.api).create(TENANT, body, None)[0]
-
-
-def _history(svc: Services, job_id: str) -> list[tuple[datetime, ExecState, str | None]]:
-    page, _ = svc.executions.list_for_job(TENANT, job_id, limit=200, cursor=None)
-    return sorted((r.scheduled_time, r.state, r.reason) for r in page)
-
-
 def test_jittered_occurrences_fire_late_but_keep_their_nominal_identity_across_dst(
     svc: Services, clock: ManualClock
 ) -> None:
     clock.set(FALL_BACK_EVE)
-    job = _create(svc, schedule="0 * * * *", time_zone="America/New_York", jitter="15m")
+    job = create_through_api(
+        svc, TARGET, schedule="0 * * * *", time_zone="America/New_York", jitter="15m"
+    )
     index_due(svc)
     # An hourly job in a whole-hour zone fires every UTC hour, both passes of the repeated hour
     # included: croniter in UTC is the oracle for the nominal instants.
@@ -62,7 +54,7 @@ def test_jittered_occurrences_fire_late_but_keep_their_nominal_identity_across_d
         assert (before, at) == (0, 1), t
         fired.append(t + offset)
 
-    history = _history(svc, job.job_id)
+    history = occurrence_history(svc, job.job_id)
     assert [h[0] for h in history] == nominal
     assert {h[1] for h in history} == {ExecState.PENDING}
     assert execution_id(job.job_id, nominal[0]) in {
@@ -76,7 +68,7 @@ def test_jittered_occurrences_fire_late_but_keep_their_nominal_identity_across_d
 def test_the_preview_shows_the_jittered_firing_beside_the_occurrence(
     svc: Services, clock: ManualClock
 ) -> None:
-    job = _create(svc, schedule="0 9 * * *", time_zone="UTC", jitter="10m")
+    job = create_through_api(svc, TARGET, schedule="0 9 * * *", time_zone="UTC", jitter="10m")
     _, runs = JobService(svc.api).next_runs(TENANT, job.job_id, 3)
     assert [job.fire_time(r) - r for r in runs] == [
         jitter_offset(job.job_id, r, timedelta(minutes=10)) for r in runs
@@ -84,7 +76,7 @@ def test_the_preview_shows_the_jittered_firing_beside_the_occurrence(
 
 
 def test_changing_the_jitter_moves_the_due_item(svc: Services, clock: ManualClock) -> None:
-    job = _create(svc, schedule="0 9 * * *", time_zone="UTC")
+    job = create_through_api(svc, TARGET, schedule="0 9 * * *", time_zone="UTC")
     index_due(svc)
     JobService(svc.api).update(TENANT, job.job_id, JobPatch(jitter="1h"), None)
     index_due(svc)
@@ -99,7 +91,7 @@ def test_pause_until_across_dst_skips_the_span_unrecorded_and_resumes_by_itself(
 ) -> None:
     clock.set(datetime(2026, 10, 29, 12, 0, tzinfo=UTC))
     until = datetime(2026, 11, 3, 0, 0, tzinfo=UTC)
-    job = _create(svc, schedule="0 9 * * *", time_zone="America/New_York")
+    job = create_through_api(svc, TARGET, schedule="0 9 * * *", time_zone="America/New_York")
     index_due(svc)
     paused = JobService(svc.api).update(TENANT, job.job_id, JobPatch(pause_until=until), None)
     index_due(svc)
@@ -114,17 +106,21 @@ def test_pause_until_across_dst_skips_the_span_unrecorded_and_resumes_by_itself(
         clock.set(unpaused.get_next(datetime).astimezone(UTC))
         svc.ticker.tick(clock.now())
     assert clock.now() < until
-    assert _history(svc, job.job_id) == []
+    assert occurrence_history(svc, job.job_id) == []
     clock.set(datetime(2026, 11, 3, 14, 0, tzinfo=UTC))
     svc.ticker.tick(clock.now())
-    assert _history(svc, job.job_id) == [(expected.astimezone(UTC), ExecState.PENDING, None)]
+    assert occurrence_history(svc, job.job_id) == [
+        (expected.astimezone(UTC), ExecState.PENDING, None)
+    ]
     assert svc.jobs.get(TENANT, job.job_id).next_run_time == datetime(
         2026, 11, 4, 14, 0, tzinfo=UTC
     )
 
 
 def test_resuming_ends_a_pause_until_now(svc: Services, clock: ManualClock) -> None:
-    job = _create(svc, interval="1h", pause_until=(clock.now() + timedelta(days=2)).isoformat())
+    job = create_through_api(
+        svc, TARGET, interval="1h", pause_until=(clock.now() + timedelta(days=2)).isoformat()
+    )
     assert job.next_run_time == clock.now() + timedelta(days=2)
     resumed = JobService(svc.api).update(
         TENANT, job.job_id, JobPatch.model_validate({"pause_until": None}), None
@@ -135,7 +131,7 @@ def test_resuming_ends_a_pause_until_now(svc: Services, clock: ManualClock) -> N
 def test_overlap_replace_cancels_a_waiting_run_and_stops_a_running_one(
     svc: Services, clock: ManualClock
 ) -> None:
-    job = _create(svc, schedule="* * * * *", overlap="replace")
+    job = create_through_api(svc, TARGET, schedule="* * * * *", overlap="replace")
     index_due(svc)
     first = job.next_run_time
     assert first is not None
@@ -144,7 +140,7 @@ def test_overlap_replace_cancels_a_waiting_run_and_stops_a_running_one(
     clock.set(first + timedelta(minutes=1))
     svc.ticker.tick(clock.now())
 
-    history = _history(svc, job.job_id)
+    history = occurrence_history(svc, job.job_id)
     assert [(h[0], h[1]) for h in history] == [
         (first, ExecState.CANCELLED),
         (first + timedelta(minutes=1), ExecState.PENDING),
@@ -183,14 +179,16 @@ def test_occurrences_in_a_calendars_window_are_recorded_as_skipped_across_dst(
         create=True,
     )
     clock.set(datetime(2026, 11, 1, 3, 30, tzinfo=UTC))
-    job = _create(svc, schedule="0 * * * *", time_zone="America/New_York", calendars=["nights"])
+    job = create_through_api(
+        svc, TARGET, schedule="0 * * * *", time_zone="America/New_York", calendars=["nights"]
+    )
     index_due(svc)
     nominal = list(islice(croniter("0 * * * *", clock.now()).all_next(datetime), 7))
     for t in nominal:
         clock.set(t)
         svc.ticker.tick(clock.now())
 
-    history = _history(svc, job.job_id)
+    history = occurrence_history(svc, job.job_id)
     assert [h[0] for h in history] == nominal
     # 00:00 EDT, 01:00 EDT, 01:00 EST, 02:00 EST and 03:00 EST are inside; 04:00 and 05:00 EST not.
     assert [h[1] for h in history] == [ExecState.SKIPPED] * 5 + [ExecState.PENDING] * 2
@@ -199,5 +197,5 @@ def test_occurrences_in_a_calendars_window_are_recorded_as_skipped_across_dst(
 
 def test_a_job_naming_a_missing_calendar_is_refused(svc: Services, clock: ManualClock) -> None:
     with pytest.raises(InvalidRequestError) as refused:
-        _create(svc, interval="1h", calendars=["nope"])
+        create_through_api(svc, TARGET, interval="1h", calendars=["nope"])
     assert [e["field"] for e in refused.value.errors or []] == ["calendars"]

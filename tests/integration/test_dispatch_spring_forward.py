@@ -10,14 +10,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, time, timedelta
 
 from takt.api.jobs import JobService
-from takt.api.models import JobCreate, JobPatch
+from takt.api.models import JobPatch
 from takt.clock import ManualClock
 from takt.models.calendars import CalendarBody, DailyWindow
-from takt.models.records import ExecState, JobRecord
+from takt.models.records import ExecState
 from takt.schedule import jitter_offset
 from takt.wiring import Services
 from tests.support.indexer import index_due
-from tests.support.jobs import TENANT
+from tests.support.jobs import TENANT, create_through_api, occurrence_history
 
 TARGET = "https://example.com/hook"
 # 02:30 in Berlin: 01:30 UTC in CET (+1), 00:30 UTC in CEST (+2); on 29 March the clock skips it
@@ -29,21 +29,13 @@ NIGHTLY = [
 ]
 
 
-def _create(svc: Services, **fields: object) -> JobRecord:
-    body = JobCreate.model_validate({"target": TARGET, **fields})
-    return JobService(svc.api).create(TENANT, body, None)[0]
-
-
-def _history(svc: Services, job_id: str) -> list[tuple[datetime, ExecState, str | None]]:
-    page, _ = svc.executions.list_for_job(TENANT, job_id, limit=200, cursor=None)
-    return sorted((r.scheduled_time, r.state, r.reason) for r in page)
-
-
 def test_a_jittered_job_whose_time_the_clock_skips_fires_after_the_jump(
     svc: Services, clock: ManualClock
 ) -> None:
     clock.set(datetime(2026, 3, 27, 12, 0, tzinfo=UTC))
-    job = _create(svc, schedule="30 2 * * *", time_zone="Europe/Berlin", jitter="10m")
+    job = create_through_api(
+        svc, TARGET, schedule="30 2 * * *", time_zone="Europe/Berlin", jitter="10m"
+    )
     index_due(svc)
     for t in NIGHTLY:
         offset = jitter_offset(job.job_id, t, timedelta(minutes=10))
@@ -54,14 +46,14 @@ def test_a_jittered_job_whose_time_the_clock_skips_fires_after_the_jump(
         at = svc.ticker.tick(clock.now()).total.dispatched
         assert (before, at) == (0, 1), t
 
-    assert [h[0] for h in _history(svc, job.job_id)] == NIGHTLY
+    assert [h[0] for h in occurrence_history(svc, job.job_id)] == NIGHTLY
 
 
 def test_a_pause_until_ending_before_a_skipped_time_resumes_at_the_jump(
     svc: Services, clock: ManualClock
 ) -> None:
     clock.set(datetime(2026, 3, 26, 12, 0, tzinfo=UTC))
-    job = _create(svc, schedule="30 2 * * *", time_zone="Europe/Berlin")
+    job = create_through_api(svc, TARGET, schedule="30 2 * * *", time_zone="Europe/Berlin")
     index_due(svc)
     until = datetime(2026, 3, 28, 12, 0, tzinfo=UTC)
     paused = JobService(svc.api).update(TENANT, job.job_id, JobPatch(pause_until=until), None)
@@ -76,10 +68,12 @@ def test_a_pause_until_ending_before_a_skipped_time_resumes_at_the_jump(
         clock.set(unpaused)
         svc.ticker.tick(clock.now())
     assert clock.now() < until
-    assert _history(svc, job.job_id) == []  # 27 and 28 March fell in the pause: not recorded
+    assert (
+        occurrence_history(svc, job.job_id) == []
+    )  # 27 and 28 March fell in the pause: not recorded
     clock.set(NIGHTLY[1])
     svc.ticker.tick(clock.now())
-    assert _history(svc, job.job_id) == [(NIGHTLY[1], ExecState.PENDING, None)]
+    assert occurrence_history(svc, job.job_id) == [(NIGHTLY[1], ExecState.PENDING, None)]
     assert svc.jobs.get(TENANT, job.job_id).next_run_time == NIGHTLY[2]
 
 
@@ -94,7 +88,9 @@ def test_a_calendars_window_loses_the_hour_spring_forward_skips(
         create=True,
     )
     clock.set(datetime(2026, 3, 28, 23, 30, tzinfo=UTC))
-    job = _create(svc, schedule="0 * * * *", time_zone="Europe/Berlin", calendars=["nights"])
+    job = create_through_api(
+        svc, TARGET, schedule="0 * * * *", time_zone="Europe/Berlin", calendars=["nights"]
+    )
     index_due(svc)
     # Every UTC hour: 01:00 CET, 03:00 CEST (inside 01:00-04:00), 04:00 and 05:00 CEST (not).
     nominal = [datetime(2026, 3, 29, hour, 0, tzinfo=UTC) for hour in range(4)]
@@ -102,7 +98,7 @@ def test_a_calendars_window_loses_the_hour_spring_forward_skips(
         clock.set(t)
         svc.ticker.tick(clock.now())
 
-    history = _history(svc, job.job_id)
+    history = occurrence_history(svc, job.job_id)
     assert [h[0] for h in history] == nominal
     assert [h[1] for h in history] == [ExecState.SKIPPED] * 2 + [ExecState.PENDING] * 2
     assert history[1][2] == "calendar nights: daily window 01:00-04:00"

@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from takt.api.jobs import JobService
+from takt.api.models import JobCreate
 from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, RetryPolicy
 from takt.store.due import shard_of
@@ -87,3 +89,16 @@ def store_execution(svc: Services, record: ExecutionRecord, now: datetime) -> Ex
     check_at = now + timedelta(seconds=svc.settings.pending_resend_after_sec)
     assert svc.executions.create(record, check_at_ms=to_ms(check_at))
     return record
+
+
+def create_through_api(svc: Services, target: str, **fields: object) -> JobRecord:
+    """A job of TENANT created as the API creates one (validated body, indexed later by the
+    test's `index_due`)."""
+    body = JobCreate.model_validate({"target": target, **fields})
+    return JobService(svc.api).create(TENANT, body, None)[0]
+
+
+def occurrence_history(svc: Services, job_id: str) -> list[tuple[datetime, ExecState, str | None]]:
+    """TENANT's executions of `job_id` as (scheduled time, state, reason), oldest first."""
+    page, _ = svc.executions.list_for_job(TENANT, job_id, limit=200, cursor=None)
+    return sorted((r.scheduled_time, r.state, r.reason) for r in page)

@@ -255,20 +255,7 @@ class JobStore:
         """Mark a job unindexed as of the epoch, whatever the item holds, so the reconciler's
         next run indexes it from the job as it then is (a quarantined job, cleared); False when
         the job is gone."""
-        shard = zlib.crc32(f"{tenant_id}#{job_id}".encode()) % UNINDEXED_SHARDS
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
-                UpdateExpression="SET unindexed = :s, unindexed_at = :at",
-                ConditionExpression="attribute_exists(job_id)",
-                ExpressionAttributeValues={":s": {"S": str(shard)}, ":at": {"N": "0"}},
-            )
-        except ClientError as exc:
-            if is_condition_failure(exc):
-                return False
-            raise
-        return True
+        return self._set_unindexed(tenant_id, job_id, at_ms=0, unless_marked=False)
 
     def note_unindexed(self, tenant_id: str, job_id: str, at: datetime) -> bool:
         """Mark a job unindexed as of `at`, unless it is marked already (the reconciler checks
@@ -278,17 +265,22 @@ class JobStore:
 
         The write does not move the job's `version`, so the indexer leaves the marker to the
         reconciler (`takt.dispatch.indexer`)."""
+        return self._set_unindexed(tenant_id, job_id, at_ms=to_ms(at), unless_marked=True)
+
+    def _set_unindexed(self, tenant_id: str, job_id: str, at_ms: int, unless_marked: bool) -> bool:
+        """Set the `unindexed` marker (its shard, and `at_ms`) on an existing job; False when the
+        job is gone or, with `unless_marked`, already marked."""
         shard = zlib.crc32(f"{tenant_id}#{job_id}".encode()) % UNINDEXED_SHARDS
+        condition = "attribute_exists(job_id)"
+        if unless_marked:
+            condition += " AND attribute_not_exists(unindexed)"
         try:
             self._db.update_item(
                 TableName=self._table,
                 Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
                 UpdateExpression="SET unindexed = :s, unindexed_at = :at",
-                ConditionExpression="attribute_exists(job_id) AND attribute_not_exists(unindexed)",
-                ExpressionAttributeValues={
-                    ":s": {"S": str(shard)},
-                    ":at": {"N": str(to_ms(at))},
-                },
+                ConditionExpression=condition,
+                ExpressionAttributeValues={":s": {"S": str(shard)}, ":at": {"N": str(at_ms)}},
             )
         except ClientError as exc:
             if is_condition_failure(exc):
