@@ -1,40 +1,54 @@
 """A job's last outcome when a success that changes nothing else is not written to the job:
 the API shows the newest ended execution, and an older outcome noted after a newer success
-never stands as the job's state (`Lifecycle._note_outcome`)."""
+never stands as the job's state (`Lifecycle._note_outcome`). A listing shows each job as its
+own page does, reading the histories it needs at once on a bounded pool (`JobService.shown_all`)."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
+from typing import Any
 
+from takt.api.jobs import SHOWN_THREADS
 from takt.clock import ManualClock
+from takt.config import Settings
 from takt.executions.lifecycle import Lifecycle
 from takt.executions.rules import Report
 from takt.models.ids import format_time
 from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobStatus
+from takt.wiring import Services, build_services, install
+from takt_cli.metering.meter import OUTSIDE, Meter
 from tests.api.harness import TENANT, Api
 from tests.support.jobs import make_execution, make_job, store_execution
 from tests.support.lanes import RecordingLanes
 
 
+def fired_one_off(svc: Services, clock: ManualClock) -> str:
+    """Store a one-off the claim has fired an hour ago (completed, nothing noted yet): its
+    history may hold a success the job does not name, so the API looks."""
+    fired = make_job(
+        now=clock.now(),
+        next_run_time=None,
+        run_at=clock.now() - timedelta(hours=1),
+        target="https://svc/x",
+        status=JobStatus.COMPLETED,
+    )
+    svc.jobs.create(fired)
+    return fired.job_id
+
+
 class Runs:
     """Executions of one job, leased and completed through the lifecycle as a worker does."""
 
-    def __init__(self, api: Api, clock: ManualClock, *, one_off: bool = False) -> None:
+    def __init__(
+        self, api: Api, clock: ManualClock, *, one_off: bool = False, name: str = "hourly"
+    ) -> None:
         self.svc, self.clock = api.svc, clock
         if one_off:
-            # A one-off the claim has fired: completed, nothing noted yet.
-            fired = make_job(
-                now=clock.now(),
-                next_run_time=None,
-                run_at=clock.now() - timedelta(hours=1),
-                target="https://svc/x",
-                status=JobStatus.COMPLETED,
-            )
-            self.svc.jobs.create(fired)
-            self.job_id = fired.job_id
+            self.job_id = fired_one_off(self.svc, clock)
         else:
-            body = {"name": "hourly", "interval": "1h", "target": "https://svc/x"}
+            body = {"name": name, "interval": "1h", "target": "https://svc/x"}
             self.job_id = api.created_job(body)["id"]
         self.lifecycle = Lifecycle(
             self.svc.settings, self.svc.jobs, self.svc.executions, RecordingLanes(self.svc)
@@ -133,3 +147,116 @@ def test_an_older_failure_ending_after_a_newer_unnoted_success_does_not_stand(
     assert api.request("GET", "/v1/stats").json["failing_jobs"] == []
     job = api.request("GET", f"/v1/jobs/{runs.job_id}").json
     assert (job["last_outcome"], job["last_execution_id"]) == ("succeeded", newer.execution_id)
+
+
+class HistoryQueries:
+    """Sees each query of the executions table (the history) as botocore is about to build it,
+    on the real client the handler uses; `hold` keeps each one waiting until `hold` of them
+    are waiting at once (so only queries made at the same time can get past it), up to
+    `HOLD_TIMEOUT_SEC`, after which none is held any more."""
+
+    HOLD_TIMEOUT_SEC = 10.0
+
+    def __init__(self, svc: Services, *, hold: int = 0) -> None:
+        self._events = svc.clients.dynamodb.meta.events
+        self._table = svc.settings.executions_table
+        self._hold = hold
+        self._lock = threading.Lock()
+        self._met = threading.Event()
+        self.count = 0
+        self.waiting = 0
+        self.most_at_once = 0
+        self.threads: set[str] = set()
+
+    def __enter__(self) -> HistoryQueries:
+        self._events.register("before-parameter-build.dynamodb.Query", self._query)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._events.unregister("before-parameter-build.dynamodb.Query", self._query)
+
+    def _query(self, params: dict[str, Any], **_: Any) -> None:
+        if params.get("TableName") != self._table:
+            return
+        with self._lock:
+            self.count += 1
+            self.threads.add(threading.current_thread().name)
+            self.waiting += 1
+            self.most_at_once = max(self.most_at_once, self.waiting)
+            if self.waiting >= self._hold:
+                self._met.set()
+        if not self._met.wait(self.HOLD_TIMEOUT_SEC):
+            self._met.set()  # never met: the rest pass, and the test reads `most_at_once`
+        with self._lock:
+            self.waiting -= 1
+
+
+def test_a_listing_shows_each_job_as_its_own_page_does_with_one_history_query_per_success(
+    api: Api, clock: ManualClock
+) -> None:
+    recovered = Runs(api, clock, name="recovered")
+    recovered.end(recovered.start(hours_ago=2), ExecState.FAILED)
+    recovered.end(recovered.start(hours_ago=1), ExecState.SUCCEEDED)
+    settled = Runs(api, clock, name="settled")
+    settled.end(settled.start(hours_ago=2), ExecState.SUCCEEDED)
+    unnoted = settled.start(hours_ago=1)
+    settled.end(unnoted, ExecState.SUCCEEDED)
+    fired = Runs(api, clock, one_off=True)
+    fired_run = fired.start(hours_ago=1)
+    fired.end(fired_run, ExecState.SUCCEEDED)
+    never = api.created_job({"name": "never", "interval": "1h", "target": "https://svc/x"})
+
+    with HistoryQueries(api.svc) as queries:
+        listed = {job["id"]: job for job in api.request("GET", "/v1/jobs").json["items"]}
+
+    # One each for the jobs whose noted outcome is a success or that fired with none noted.
+    assert queries.count == 3
+    assert listed.keys() == {recovered.job_id, settled.job_id, fired.job_id, never["id"]}
+    for job_id, job in listed.items():
+        assert job == api.request("GET", f"/v1/jobs/{job_id}").json
+    assert listed[settled.job_id]["last_execution_id"] == unnoted.execution_id
+    assert listed[fired.job_id]["last_execution_id"] == fired_run.execution_id
+    assert listed[never["id"]]["last_outcome"] is None
+
+
+def test_a_listing_queries_its_jobs_histories_at_once_on_a_bounded_pool(
+    api: Api, clock: ManualClock
+) -> None:
+    """Each history query waits until `SHOWN_THREADS` are waiting: queried one after another,
+    the first waits in vain and the listing finds one at a time. The pool's threads carry its
+    name, so a query made on the request's own thread, or on more threads, shows."""
+    for _ in range(SHOWN_THREADS + 2):
+        fired_one_off(api.svc, clock)
+
+    with HistoryQueries(api.svc, hold=SHOWN_THREADS) as queries:
+        resp = api.request("GET", "/v1/jobs")
+
+    assert resp.status == 200
+    assert len(resp.json["items"]) == SHOWN_THREADS + 2
+    assert queries.count == SHOWN_THREADS + 2
+    assert queries.most_at_once == SHOWN_THREADS
+    assert all(name.startswith("shown_") for name in queries.threads)
+    assert len(queries.threads) <= SHOWN_THREADS
+
+
+def test_a_listings_history_queries_count_under_the_request_that_made_them(
+    settings: Settings, clock: ManualClock
+) -> None:
+    """`takt bench` meters the API's calls per invocation (a context variable): the pool's
+    threads run in a copy of the request's context, so none of its queries counts outside."""
+    meter = Meter()
+    svc = build_services(settings, clock, meter=meter)
+    for _ in range(3):
+        fired_one_off(svc, clock)
+    before = meter.usage()
+    install(svc)
+    try:
+        with HistoryQueries(svc) as queries, meter.invocation("api"):
+            assert Api(svc).request("GET", "/v1/jobs").status == 200
+    finally:
+        install(None)
+
+    calls = (meter.usage() - before).calls
+    assert queries.count == 3
+    assert calls[("api", "dynamodb", "Query")] > queries.count  # the page's own query too
+    assert not [key for key in calls if key[0] == OUTSIDE]

@@ -161,9 +161,9 @@ def list_jobs(
     status: Annotated[str | None, Query(pattern="^(active|paused|completed)$")] = None,
     name: Annotated[str | None, Query(description="name prefix")] = None,
 ) -> Response[JobPage]:
-    jobs, next_cursor = _service().list_jobs(_tenant(), limit, cursor, status, name)
-    service = _service()
-    items = [JobOut.of(service.shown(_tenant(), j)) for j in jobs]
+    service, tenant = _service(), _tenant()
+    jobs, next_cursor = service.list_jobs(tenant, limit, cursor, status, name)
+    items = [JobOut.of(job) for job in service.shown_all(tenant, jobs)]
     return _json(JobPage(items=items, next_cursor=next_cursor))
 
 

@@ -12,8 +12,10 @@ indexer has taken it, so a crash of the API after its write loses no index entry
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -45,6 +47,12 @@ from takt.targets.http import definition_problems
 from takt.tenants import JobLimitError, RateLimitedError
 from takt.tenants.limits import retry_after
 
+SHOWN_THREADS = 16
+"""Threads a listing reads its jobs' histories on (`JobService.shown_all`). A query spends most
+of its time waiting on DynamoDB, and botocore's client is thread-safe; 16 keeps a page of 200
+jobs to 13 rounds of queries and stays within the DynamoDB client's 32 pooled connections
+(`takt.aws.client_config`, the tenant sessions' too), so no thread waits for a connection."""
+
 
 def _too_many_jobs(exc: JobLimitError) -> TooManyRequestsError:
     return TooManyRequestsError(
@@ -55,6 +63,27 @@ def _too_many_jobs(exc: JobLimitError) -> TooManyRequestsError:
 
 def body_hash(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _may_have_newer(job: JobRecord) -> bool:
+    """Whether `job`'s history may hold an ended execution newer than its `last_*` name: only
+    a noted success, or a fired one-off with nothing noted, lets a later success go unnoted."""
+    noted = job.last_outcome
+    fired_unnoted = noted is None and job.status is JobStatus.COMPLETED
+    return noted == ExecState.SUCCEEDED.value or fired_unnoted
+
+
+def _with_newer(job: JobRecord, newer: ExecutionRecord | None) -> JobRecord:
+    """`job` naming `newer` as its last run when that is a success it does not note yet."""
+    if newer is None or newer.state is not ExecState.SUCCEEDED:
+        return job
+    return job.model_copy(
+        update={
+            "last_execution_id": newer.execution_id,
+            "last_outcome": ExecState.SUCCEEDED.value,
+            "last_run_at": newer.finished_at or job.last_run_at,
+        }
+    )
 
 
 class JobService:
@@ -296,27 +325,41 @@ class JobService:
             return self._data(tenant_id).jobs.get(tenant_id, job_id)
 
     def shown(self, tenant_id: str, job: JobRecord) -> JobRecord:
-        """`job` with its `last_*` naming its newest ended execution: a success that changed
-        nothing else is not noted on the job (`Lifecycle._note_outcome`), so a job whose noted
-        outcome is a success, or a fired one-off with nothing noted, may have newer ones in its
-        history (one query, newest first)."""
-        noted = job.last_outcome
-        fired_unnoted = noted is None and job.status is JobStatus.COMPLETED
-        if noted != ExecState.SUCCEEDED.value and not fired_unnoted:
-            return job
-        with store_errors(f"job {job.job_id}"):
-            newer = self._data(tenant_id).executions.newest_ended_after(
-                tenant_id, job.job_id, job.last_execution_id, consistent=False
-            )
-        if newer is None or newer.state is not ExecState.SUCCEEDED:
-            return job
-        return job.model_copy(
-            update={
-                "last_execution_id": newer.execution_id,
-                "last_outcome": ExecState.SUCCEEDED.value,
-                "last_run_at": newer.finished_at or job.last_run_at,
-            }
-        )
+        """`job` as the API shows it (`shown_all`)."""
+        [one] = self.shown_all(tenant_id, [job])
+        return one
+
+    def shown_all(self, tenant_id: str, jobs: list[JobRecord]) -> list[JobRecord]:
+        """`jobs` with their `last_*` naming each one's newest ended execution: a success that
+        changed nothing else is not noted on the job (`Lifecycle._note_outcome`), so a job whose
+        noted outcome is a success, or a fired one-off with nothing noted, may have newer ones in
+        its history (one query each, newest first).
+
+        A listing has many such jobs, so their queries run at once on `SHOWN_THREADS` threads: a
+        page costs the round trips of its slowest thread, not one per job in a row. Each runs in
+        a copy of the caller's context, so what it carries (`takt bench`'s meter counts a call
+        under the invocation its context names) follows the query into the pool."""
+        looked = [job for job in jobs if _may_have_newer(job)]
+        if not looked:
+            return jobs
+        executions = self._data(tenant_id).executions
+
+        def newest(job: JobRecord) -> ExecutionRecord | None:
+            with store_errors(f"job {job.job_id}"):
+                return executions.newest_ended_after(
+                    tenant_id, job.job_id, job.last_execution_id, consistent=False
+                )
+
+        if len(looked) == 1:
+            found = [newest(looked[0])]
+        else:
+            context = contextvars.copy_context()
+            with ThreadPoolExecutor(
+                min(SHOWN_THREADS, len(looked)), thread_name_prefix="shown"
+            ) as pool:
+                found = list(pool.map(lambda job: context.copy().run(newest, job), looked))
+        newer = {job.job_id: record for job, record in zip(looked, found, strict=True)}
+        return [_with_newer(job, newer.get(job.job_id)) for job in jobs]
 
     def list_jobs(
         self,
