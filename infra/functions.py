@@ -192,7 +192,8 @@ WATCHDOG = FunctionSpec(
     # A lease that dies on its last attempt records the outcome on the job; a queued run whose
     # overlap slot is free takes it; an expired lease frees its running slot (tenants table,
     # which also holds quarantine records). The reconciler reads the jobs table's `unindexed`
-    # markers and puts the due items the indexer did not (takt.dispatch.reconciler).
+    # markers and puts the due items the indexer did not (takt.dispatch.reconciler). It checks
+    # and deletes the claims' watch lists, which live in the due table (takt.store.watches).
     tables={
         EXECUTIONS: "read_write",
         JOBS: "read_write",

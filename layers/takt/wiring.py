@@ -331,6 +331,7 @@ def build_watchdog(settings: Settings, clients: AwsClients, clock: Clock) -> Wat
     watchdog = Watchdog(
         WatchdogSettings.of(settings),
         jobs,
+        due_store(settings, clients.dynamodb),
         executions,
         lane_sender(settings, clients, clock, buckets),
         release_slot=worker_gate(settings, clients.dynamodb, clock, buckets, executions).release,

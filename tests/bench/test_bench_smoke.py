@@ -19,7 +19,14 @@ from takt_cli.commands.main import main
 
 def test_a_small_local_run_completes_every_execution_once(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # The run waits for the watchdog to check the claims' watch lists (their reads are part of
+    # an execution's cost): a short resend wait and sweep keep that wait to seconds.
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "TAKT_PENDING_RESEND_AFTER_SEC": "10",
+        "TAKT_WATCHDOG_INTERVAL_SEC": "1",
+    }
     done = subprocess.run(
         [
             sys.executable,
@@ -51,6 +58,17 @@ def test_a_small_local_run_completes_every_execution_once(tmp_path: Path) -> Non
     per_execution = report["metered_per_execution"]
     assert per_execution["dynamodb_write_units_total"] > 0
     assert per_execution["invocations"]["worker"]["count"] > 0
+    # The watch check read every execution once (eventually consistent: half a unit each).
+    watch_reads = {
+        k: v for k, v in per_execution["dynamodb_read_units"].items() if k.startswith("watch-check")
+    }
+    assert sum(watch_reads.values()) >= 0.5
+    # Entering and leaving the `open` index was 2 units of every execution; now only one that
+    # waits past the resend wait enters it (a loaded machine may hold a few that long).
+    open_units = sum(
+        v for k, v in per_execution["dynamodb_write_units"].items() if "executions/open" in k
+    )
+    assert open_units < 1.5
     assert report["metered_per_job_created"]["dynamodb_write_units_total"] >= 2
     assert report["cost_per_million_recurring"]["usd_per_million_executions"] > 0
 

@@ -83,7 +83,9 @@ class Rig:
 
     def watchdog(self, offset_sec: float = 0.0) -> tuple[Watchdog, Services]:
         svc = self.services("watchdog", offset_sec)
-        return Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, svc.executions, svc.lanes), svc
+        return Watchdog(
+            WatchdogSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, svc.lanes
+        ), svc
 
     def ticker(self) -> Ticker:
         svc = self.services("claimer")

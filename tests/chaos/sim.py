@@ -248,7 +248,11 @@ class Sim:
 
     def sweep(self) -> None:
         watchdog = Watchdog(
-            WatchdogSettings.of(self.svc.settings), self.svc.jobs, self.svc.executions, self.lanes
+            WatchdogSettings.of(self.svc.settings),
+            self.svc.jobs,
+            self.svc.due,
+            self.svc.executions,
+            self.lanes,
         )
         self._guard("sweep", lambda: watchdog.sweep(self.watchdog_clock.now()))
 

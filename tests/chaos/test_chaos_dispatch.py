@@ -1,7 +1,7 @@
 """Scenarios 2-4: the dispatch path under crashes and SQS's own faults.
 
-2. a claimer dying between any two of its steps (create, send, index next, advance, delete), at
-   random, before or after the step's write;
+2. a claimer dying between any two of its steps (watch, create, send, index next, advance,
+   delete), at random, before or after the step's write;
 3. SQS messages lost after the execution is written: never sent, or deleted unprocessed;
 4. SQS delivering messages twice, and out of order.
 
@@ -24,6 +24,7 @@ from tests.support.history import HistoryChecker, judge
 T = TypeVar("T")
 
 CLAIM_STEPS = {
+    "watches": ("add",),
     "executions": ("create",),
     "lanes": ("send",),
     "due": ("put", "delete_if_unchanged"),
@@ -52,13 +53,17 @@ def test_s2_a_claimer_dying_between_each_pair_of_steps_loses_and_doubles_nothing
     def crashing(part: T, name: str) -> T:
         return crash_randomly(part, CLAIM_STEPS[name], rng, rate=0.06, active=window)
 
+    due = crashing(sim.svc.due, "due")
+    # Step 0, the claim's watch list, lives in the due table's store.
+    due.watches = crashing(sim.svc.due.watches, "watches")
     parts: list[Any] = [
         crashing(sim.svc.jobs, "jobs"),
-        crashing(sim.svc.due, "due"),
+        due,
         crashing(sim.svc.executions, "executions"),
         crashing(sim.lanes, "lanes"),
+        due.watches,
     ]
-    sim.claimer = Claimer(ClaimerSettings.of(sim.svc.settings), *parts)
+    sim.claimer = Claimer(ClaimerSettings.of(sim.svc.settings), *parts[:4])
     sim.run(form.pick(40, 150))
     window.open = False
     fault_end = sim.clock.now()

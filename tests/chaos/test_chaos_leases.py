@@ -160,7 +160,9 @@ def _heartbeat_between_read_and_reclaim(case: Case) -> dict[str, object]:
 
     svc = case.rig.services("watchdog")
     racing = interleave(svc.executions, "get", heartbeat)
-    Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, racing, svc.lanes).sweep(case.clock.now())
+    Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, svc.due, racing, svc.lanes).sweep(
+        case.clock.now()
+    )
     gate.set()
     thread.join(10)
     _finish(case)

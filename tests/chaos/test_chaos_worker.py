@@ -91,13 +91,13 @@ def test_s7_completion_racing_the_watchdogs_requeue_completes_once(
     if order == "completion-first":
         # The worker's completion lands between the watchdog's read and its fenced write.
         racing = interleave(svc.executions, "get", complete)
-        Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, racing, sim.lanes).sweep(
+        Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, svc.due, racing, sim.lanes).sweep(
             sim.clock.now()
         )
     else:
-        Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, svc.executions, sim.lanes).sweep(
-            sim.clock.now()
-        )
+        Watchdog(
+            WatchdogSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, sim.lanes
+        ).sweep(sim.clock.now())
         complete()
     sim.settle(10)
 

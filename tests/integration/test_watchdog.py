@@ -169,6 +169,7 @@ def test_a_lease_renewed_after_the_watchdog_read_it_is_not_reclaimed(
     racing = Watchdog(
         WatchdogSettings.of(svc.settings),
         svc.jobs,
+        svc.due,
         interleave(svc.executions, "get", heartbeat),
         svc.lanes,
     )

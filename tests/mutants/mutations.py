@@ -18,6 +18,7 @@ RUNNER = "layers/takt/worker/runner.py"
 SWEEPER = "layers/takt/watchdog/sweeper.py"
 CLAIMER = "layers/takt/dispatch/claimer.py"
 LIFECYCLE = "layers/takt/executions/lifecycle.py"
+WATCH = "tests/integration/test_dispatch_watch.py::"
 
 
 @dataclass(frozen=True)
@@ -336,5 +337,56 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/api/test_api_job_outcomes.py::"
             "test_an_older_failure_ending_after_a_newer_unnoted_success_does_not_stand",
         ),
+    ),
+    Mutation(
+        name="claim-watches-nothing",
+        breaks=(
+            "1. nothing due is lost (issue 15: a claim's executions, outside the open index, are "
+            "listed for the watchdog)"
+        ),
+        path=CLAIMER,
+        old="        self._watch(firings, shard, now)\n",
+        new="",
+        tests=(
+            "tests/chaos/test_chaos_dispatch.py::"
+            "test_s3_messages_lost_after_the_execution_is_written_are_sent_again",
+            WATCH + "test_an_execution_whose_message_was_lost_is_sent_again_after_its_check",
+        ),
+    ),
+    Mutation(
+        name="watch-written-after-the-executions",
+        breaks=(
+            "1. nothing due is lost (issue 15: the watch is written before what it lists, so a "
+            "claim dying between them leaves nothing unchecked)"
+        ),
+        path=CLAIMER,
+        old="""        self._watch(firings, shard, now)
+        nothing: list[Outgoing] = []
+        created = self._phases.each(
+            self._isolated(lambda f: self._create_executions(f, now, f.result), nothing, now),
+            firings,
+            result,
+        )
+""",
+        new="""        nothing: list[Outgoing] = []
+        created = self._phases.each(
+            self._isolated(lambda f: self._create_executions(f, now, f.result), nothing, now),
+            firings,
+            result,
+        )
+        self._watch(firings, shard, now)
+""",
+        tests=(WATCH + "test_a_claim_that_dies_after_its_watch_leaves_nothing_unchecked",),
+    ),
+    Mutation(
+        name="watch-check-indexes-only-pending",
+        breaks=(
+            "1. nothing due is lost (issue 15: a dead worker's execution, outside the open index, "
+            "is found by its watch list and runs again within lease + watchdog interval)"
+        ),
+        path="layers/takt/store/executions.py",
+        old='                if "open_shard" in item or state is None or state in ENDED:',
+        new='                if "open_shard" in item or state != ExecState.PENDING.value:',
+        tests=(WATCH + "test_a_dead_workers_execution_is_indexed_and_retried_after_its_lease",),
     ),
 )

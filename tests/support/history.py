@@ -28,6 +28,7 @@ from takt.models.lanes import LaneMessage
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.store.due import DueItem
 from takt.store.errors import NotFoundError
+from takt.store.watches import PREFIX as WATCH_PREFIX
 from takt.wiring import Services
 from tests.support.lanes import drain
 
@@ -104,13 +105,13 @@ class HistoryChecker:
                 return out
 
     def due_items(self) -> list[DueItem]:
-        """Every due item in the table (the watermark row excluded)."""
+        """Every due item in the table (the watermark row and the claims' watch lists excluded)."""
         items: list[DueItem] = []
         kwargs: dict[str, object] = {"TableName": self._svc.settings.due_table}
         while True:
             resp = self._svc.clients.dynamodb.scan(**kwargs)  # type: ignore[arg-type]
             for item in resp.get("Items", []):
-                if item["bucket"]["S"].startswith("meta#"):
+                if item["bucket"]["S"].startswith(("meta#", WATCH_PREFIX)):
                     continue
                 try:
                     items.append(DueItem.from_item(item))

@@ -355,7 +355,12 @@ def alternatives(
     }
 
 
-PER_EXECUTION_FUNCTIONS = ("claimer", "worker", OUTSIDE)
+WATCH_CHECK = "watch-check"
+"""The watchdog's check of the claims' watch lists (takt.store.watches), metered apart: it reads
+every execution a claim listed and deletes the list, work that grows with executions."""
+WATCH_CHECK_OPERATIONS = frozenset({"BatchGetItem", "DeleteItem"})
+"""The watchdog's calls that only the watch check makes (`Usage.relabelled` moves them)."""
+PER_EXECUTION_FUNCTIONS = ("claimer", "worker", OUTSIDE, WATCH_CHECK)
 """Functions whose work grows with executions. The scheduler's and watchdog's loops, the empty
 claims (probes) and the idle polls cost the same whether anything runs, so they are fixed."""
 

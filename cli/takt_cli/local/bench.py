@@ -35,7 +35,14 @@ from takt.models.records import ExecState, ExecutionRecord, JobRecord, job_key
 from takt.observability import logger
 from takt.schedule import next_after
 from takt.store.items import execution_record
-from takt_cli.capacity.cost import alternatives, cost_per_million, profile_from_usage
+from takt_cli.capacity.cost import (
+    PER_EXECUTION_FUNCTIONS,
+    WATCH_CHECK,
+    WATCH_CHECK_OPERATIONS,
+    alternatives,
+    cost_per_million,
+    profile_from_usage,
+)
 from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port
 from takt_cli.metering import Meter, MotoImages, Usage
 from takt_cli.metering.units import item_size
@@ -319,8 +326,11 @@ class Bench:
         while receiver.distinct() < expected and time.monotonic() < deadline:
             time.sleep(0.2)
         records, history_bytes = self._wait_finished(runtime, planned, deadline)
+        self._wait_watched(runtime, deadline)
         self.meter.settle(SETTLE_SEC)
-        run_usage = self.meter.usage() - before_run
+        run_usage = (self.meter.usage() - before_run).relabelled(
+            "watchdog", WATCH_CHECK_OPERATIONS, WATCH_CHECK
+        )
         logged = self._logs.bytes - logs_before
         check = _check(planned, records, receiver)
         return self._report(
@@ -365,6 +375,21 @@ class Bench:
             done = all(r.state.terminal for rs in records.values() for r in rs)
             if done or time.monotonic() >= deadline:
                 return records, (sum(sizes) / len(sizes) if sizes else 0.0)
+            time.sleep(0.5)
+
+    def _wait_watched(self, runtime: LocalRuntime, deadline: float) -> None:
+        """Wait until the watchdog has checked every claim's watch list (takt.store.watches):
+        that check reads each execution once, after the resend wait, and is part of what an
+        execution costs, so the metered window stays open for it."""
+        assert runtime.services is not None
+        watches = runtime.services.due.watches
+        far = datetime.now(UTC) + timedelta(days=1)
+        self._progress("waiting for the watchdog to check the claims' watch lists")
+        while time.monotonic() < deadline:
+            with self.meter.invocation("bench"):
+                left = any(watches.due(shard, far) for shard in range(watches.shards))
+            if not left:
+                return
             time.sleep(0.5)
 
     def _report(
@@ -450,7 +475,7 @@ class Bench:
                 "ok": check.ok,
                 "examples": check.examples,
             },
-            "metered_per_execution": run_usage.only(("claimer", "worker", "outside")).to_dict(
+            "metered_per_execution": run_usage.only(PER_EXECUTION_FUNCTIONS).to_dict(
                 per=max(1, executions)
             ),
             "metered_per_job_created": created_usage.only(("api",)).to_dict(

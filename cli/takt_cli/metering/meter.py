@@ -131,6 +131,30 @@ class Usage:
             invocations={k: v for k, v in self.invocations.items() if k in functions},
         )
 
+    def relabelled(self, function: str, operations: frozenset[str], as_function: str) -> Usage:
+        """This usage with `function`'s calls of `operations` counted as `as_function`'s: work
+        one function does for another's reasons (the watchdog checking the claims' watch lists
+        does per-execution work in a function otherwise fixed). Its invocations stay."""
+
+        def move(key: tuple[str, ...]) -> tuple[str, ...]:
+            return (as_function, *key[1:]) if key[0] == function and key[-1] in operations else key
+
+        def moved(counter: Counter[Any]) -> Counter[Any]:
+            out: Counter[Any] = Counter()
+            for key, n in counter.items():
+                out[move(key)] += n
+            return out
+
+        return Usage(
+            calls=moved(self.calls),
+            attempts=self.attempts,
+            errors=self.errors,
+            write_units=moved(self.write_units),
+            read_half_units=moved(self.read_half_units),
+            sqs_requests=moved(self.sqs_requests),
+            invocations=self.invocations,
+        )
+
     def total_calls(self, service: str | None = None) -> int:
         return sum(n for (_, svc, _), n in self.calls.items() if service in (None, svc))
 

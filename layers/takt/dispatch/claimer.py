@@ -3,6 +3,9 @@
 The steps for a batch of due items, in this order, make a crash at any point harmless
 (DESIGN invariants 1-3):
 
+0. list the executions it is about to create in a watch item (`takt.store.watches`): they are
+   created outside the watchdog's `open` index, and the watchdog checks the list when the index
+   would have had it look, indexing those that have not ended (a message lost, a worker dead);
 1. create each occurrence's execution under its deterministic id (`attribute_not_exists`);
 2. send the pending executions to their lanes (a resend after a crash is a duplicate message,
    which the worker's lease condition absorbs);
@@ -11,8 +14,10 @@ The steps for a batch of due items, in this order, make a crash at any point har
 5. delete the fired due item.
 
 A crash before step 4 leaves the due item and the job as they were, so the next tick (one second
-later) redoes the batch and finds steps 1-3 already done. A crash after step 4 leaves a stale due
-item, which a later claim deletes.
+later) redoes the batch and finds steps 1-3 already done (and writes another watch item, which
+costs a write and nothing else). An execution created and never sent (the claim died, and an edit
+then moved the job off the item) is found by its watch item's check. A crash after step 4
+leaves a stale due item, which a later claim deletes.
 
 Two claims of one partition may run at once (a tick's claim outliving its tick, a stalled
 claimer): between one's step 3 and step 4, its new due item is after the occurrence the job
@@ -64,6 +69,7 @@ from takt.store.errors import ConflictError, NotFoundError, is_record_fault
 from takt.store.executions import ExecutionStore
 from takt.store.jobs import JobStore
 from takt.store.quarantine import QuarantineStore
+from takt.store.watches import ExecutionRef
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -309,6 +315,7 @@ class Claimer:
         self._phases.each(self._delete_stale, stale, result)
         result.stale += len(stale)
 
+        self._watch(firings, shard, now)
         nothing: list[Outgoing] = []
         created = self._phases.each(
             self._isolated(lambda f: self._create_executions(f, now, f.result), nothing, now),
@@ -337,6 +344,29 @@ class Claimer:
         if backlogged and self._gauge is not None:
             self._last_claim_sec = self._gauge.monotonic() - started
         return result
+
+    def _watch(self, firings: list[_Firing], shard: int, now: datetime) -> None:
+        """Step 0: list the executions the firings may create outside the `open` index, by the
+        second the watchdog would look at each (`_create`): one write per check second, not per
+        execution. Every occurrence a firing may run is listed; the check passes over those that
+        end up skipped, queued or ended."""
+        by_second: dict[int, list[ExecutionRef]] = {}
+        for firing in firings:
+            job = firing.job
+            if job.tasks is not None:
+                continue  # a workflow's run is created in the index
+            for scheduled in firing.plan.run:
+                check_at = self._check_at(scheduled, now)
+                ref = ExecutionRef(job.tenant_id, execution_id(job.job_id, scheduled))
+                by_second.setdefault(check_at // 1000, []).append(ref)
+        for second, refs in sorted(by_second.items()):
+            self._due.watches.add(shard, second * 1000 + 999, refs)
+
+    def _check_at(self, scheduled: datetime, now: datetime) -> int:
+        """When the watchdog looks at an execution of `scheduled` created at `now`: a message
+        claimed ahead is first taken at its time, so the wait counts from then."""
+        ahead_sec = max(0.0, (scheduled - now).total_seconds())
+        return self._lifecycle.check_at(now, delay_sec=ahead_sec)
 
     def _take(
         self, minute: datetime, shard: int, now: datetime, result: ClaimResult
@@ -746,13 +776,16 @@ class Claimer:
         state: ExecState,
         reason: str | None,
     ) -> ExecutionRecord:
-        """Create (or find, after an earlier crashed try) the execution of one occurrence."""
+        """Create (or find, after an earlier crashed try) the execution of one occurrence.
+
+        A pending execution to send stays outside the `open` index: the claim's watch item
+        (step 0) has the watchdog check it instead. A queued one (it waits for the watchdog or
+        its predecessor to start it) and a workflow's run (its backstop) enter the index."""
         record = ExecutionRecord.for_job(
             job, execution_id(job.job_id, scheduled), scheduled, state, now, reason=reason
         )
-        # A message claimed ahead is first taken at its time: the watchdog waits from then.
-        ahead_sec = max(0.0, (scheduled - now).total_seconds())
-        check_at = self._lifecycle.check_at(now, delay_sec=ahead_sec)
+        watched = state == ExecState.PENDING and job.tasks is None
+        check_at = None if watched else self._check_at(scheduled, now)
         if self._executions.create(record, check_at_ms=check_at):
             logger.debug(
                 "execution created",

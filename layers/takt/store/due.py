@@ -12,6 +12,9 @@ One more item, `meta#watermark`, holds what the per-second drivers share (docs/A
 "The per-second drivers"): the watermark, the last second a driver claimed, and the scheduled
 time of the last minute rule event a driver started for. Each is moved forward only, by a
 conditional update of its own attribute, so the three never overwrite one another.
+
+The claims' watch lists (`takt.store.watches`) live in this table too, in `watch#<shard>`
+partitions that no claim reads.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.models.ids import from_ms, to_ms
 from takt.store.errors import StoreUnavailableError, is_condition_failure
+from takt.store.watches import WatchStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -113,6 +117,8 @@ class DueStore:
         self._db = client
         self._table = table
         self.shards = shards
+        # The claims' watch lists share the table, in partitions of their own.
+        self.watches = WatchStore(client, table, shards)
 
     def put(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> None:
         """Index a job at `due`; idempotent (same key, same item)."""

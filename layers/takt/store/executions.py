@@ -14,6 +14,7 @@ forget it; sharding the key keeps a burst of deaths from overloading one index p
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ from takt.store.errors import (
 from takt.store.items import execution_item, execution_record, to_attr_map
 from takt.store.jobs import ATTENTION_CURSOR, EXECUTION_CURSOR, checked_cursor
 from takt.store.quarantine import Unreadable, readable
+from takt.store.watches import ExecutionRef
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -45,6 +47,8 @@ EXECUTION_KEY = ("job_key", "sk")
 ENDED = tuple(sorted(state.value for state in TERMINAL_STATES))
 """Terminal states that need a person: the dead-letter listing shows these."""
 _ATTENTION_ATTRS = ("attention_key", "attention_at")
+# BatchGetItem's most keys per request.
+BATCH_GET = 100
 
 
 def open_shard_of(execution_id: str, shards: int) -> str:
@@ -124,9 +128,15 @@ class ExecutionStore:
         return {"job_key": {"S": job_key(tenant_id, partition)}, "sk": {"S": sk}}
 
     def create(self, record: ExecutionRecord, *, check_at_ms: int | None) -> bool:
-        """Create an execution under its deterministic id; False if it already exists."""
+        """Create an execution under its deterministic id; False if it already exists.
+
+        With `check_at_ms` an execution that has not ended enters the `open` index, for the
+        watchdog to look at then; without, it stays out (a claim's watch list covers it,
+        `takt.store.watches`)."""
         open_shard = (
-            None if record.state.terminal else open_shard_of(record.execution_id, self.open_shards)
+            None
+            if record.state.terminal or check_at_ms is None
+            else open_shard_of(record.execution_id, self.open_shards)
         )
         item = execution_item(
             record,
@@ -158,6 +168,7 @@ class ExecutionStore:
 
     def transition(self, tenant_id: str, execution_id: str, change: Transition) -> ExecutionRecord:
         """Apply a fenced change; ConflictError (with the current item) when the fence fails."""
+        change = self._with_open(execution_id, change)
         change = self._with_attention(tenant_id, execution_id, change)
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
@@ -184,6 +195,15 @@ class ExecutionStore:
                 ) from exc
             raise
         return execution_record(resp["Attributes"])
+
+    def _with_open(self, execution_id: str, change: Transition) -> Transition:
+        """`change`, with the execution put in the `open` index when it sets when the watchdog
+        looks (`check_at`): a claim creates its executions outside the index, and the first
+        writer that asks the watchdog to look puts it there."""
+        if "check_at" not in change.set or "open_shard" in change.set:
+            return change
+        shard = open_shard_of(execution_id, self.open_shards)
+        return replace(change, set={**change.set, "open_shard": shard})
 
     def _with_attention(self, tenant_id: str, execution_id: str, change: Transition) -> Transition:
         """`change` plus the attention index attributes its new state calls for."""
@@ -362,6 +382,64 @@ class ExecutionStore:
             if "LastEvaluatedKey" not in resp:
                 return None
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+
+    def unended(self, refs: Sequence[ExecutionRef]) -> list[ExecutionRef]:
+        """Those of `refs` that have not ended and are outside the `open` index: what a watch
+        list's check puts there. Eventually consistent reads (half a unit each): checked well
+        after their creation, and the write that indexes one is conditional anyway."""
+        found: list[ExecutionRef] = []
+        keys = {self._key_text(ref): ref for ref in refs}
+        pending = [self.key(ref.tenant_id, ref.execution_id) for ref in keys.values()]
+        while pending:
+            batch, pending = pending[:BATCH_GET], pending[BATCH_GET:]
+            resp = self._db.batch_get_item(
+                RequestItems={
+                    self._table: {
+                        "Keys": batch,
+                        "ProjectionExpression": "job_key, sk, #s, open_shard",
+                        "ExpressionAttributeNames": {"#s": "state"},
+                    }
+                }
+            )
+            for item in resp.get("Responses", {}).get(self._table, []):
+                state = item.get("state", {}).get("S")
+                if "open_shard" in item or state is None or state in ENDED:
+                    continue
+                ref = keys.get((item["job_key"]["S"], item["sk"]["S"]))
+                if ref is not None:
+                    found.append(ref)
+            unprocessed: Any = resp.get("UnprocessedKeys", {})
+            pending = [*unprocessed.get(self._table, {}).get("Keys", []), *pending]
+        return found
+
+    def _key_text(self, ref: ExecutionRef) -> tuple[str, str]:
+        key = self.key(ref.tenant_id, ref.execution_id)
+        return key["job_key"]["S"], key["sk"]["S"]
+
+    def watch_open(self, ref: ExecutionRef, check_at_ms: int) -> bool:
+        """Put an execution that has not ended into the `open` index at `check_at_ms` (a watch
+        list's check found it open); False when it ended, is indexed already or is gone."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=self.key(ref.tenant_id, ref.execution_id),
+                UpdateExpression="SET open_shard = :s, check_at = :c",
+                ConditionExpression=(
+                    "attribute_exists(sk) AND attribute_not_exists(open_shard)"
+                    " AND NOT #s IN (" + ", ".join(f":t{i}" for i in range(len(ENDED))) + ")"
+                ),
+                ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues={
+                    ":s": {"S": open_shard_of(ref.execution_id, self.open_shards)},
+                    ":c": {"N": str(check_at_ms)},
+                    **{f":t{i}": {"S": state} for i, state in enumerate(ENDED)},
+                },
+            )
+        except ClientError as exc:
+            if is_condition_failure(exc):
+                return False
+            raise
+        return True
 
     def leave_open_index(self, job_key: str, sk: str) -> None:
         """Take an item out of the `open` index by its raw key, whatever it holds: one the

@@ -1,5 +1,9 @@
 """One watchdog sweep over the sparse `open` index, shard by shard; never a table scan.
 
+It first checks the claims' watch lists that have come due (`takt.store.watches`): a claim
+creates its executions outside the index and lists them, and every listed execution that has not
+ended by its check time is put in the index now, so this sweep handles it with the others.
+
 For each candidate whose `check_at` has passed (by more than the clock margin), a consistent read
 of the execution decides, and a write fenced on (state, attempt, lease token) acts:
 
@@ -31,10 +35,11 @@ from datetime import datetime, timedelta
 
 from takt.config import Settings, settings_slice
 from takt.executions.lifecycle import Incidents, Lifecycle
-from takt.models.ids import to_ms
+from takt.models.ids import from_ms, to_ms
 from takt.models.lanes import Lanes
 from takt.models.records import ExecState, ExecutionRecord
 from takt.observability import log_keys, logger
+from takt.store.due import DueStore
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
 from takt.store.executions import ExecutionStore, OpenCandidate
 from takt.store.jobs import JobStore
@@ -52,6 +57,9 @@ class SweepResult:
     cancelled: int = 0
     runs_checked: int = 0
     quarantined: int = 0
+    # Watch lists checked, and the executions on them found open and indexed.
+    watches: int = 0
+    watched_open: int = 0
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,7 @@ class Watchdog:
         self,
         settings: WatchdogSettings,
         jobs: JobStore,
+        due: DueStore,
         executions: ExecutionStore,
         lanes: Lanes,
         release_slot: Callable[[str, str], None] | None = None,
@@ -82,12 +91,14 @@ class Watchdog:
         self._settings = settings
         self._quarantine = quarantine
         self._executions = executions
+        self._watches = due.watches
         self._release_slot = release_slot
         self._lifecycle = Lifecycle(settings, jobs, executions, lanes, notifier=notifier)
 
     def sweep(self, now: datetime) -> SweepResult:
         result = SweepResult()
         cutoff = to_ms(now - timedelta(seconds=self._settings.clock_margin_sec))
+        self._check_watches(cutoff, result)
         for shard in range(self._executions.open_shards):
             for item in self._executions.open_candidates(str(shard), cutoff):
                 result.candidates += 1
@@ -102,6 +113,17 @@ class Watchdog:
                     self._park(item, str(shard), exc, now)
                     result.quarantined += 1
         return result
+
+    def _check_watches(self, cutoff: int, result: SweepResult) -> None:
+        """Index every execution of the watch lists due by `cutoff` that has not ended, at
+        `cutoff` (so this sweep's pass over the index finds it), then delete the list."""
+        for shard in range(self._watches.shards):
+            for watch in self._watches.due(shard, from_ms(cutoff)):
+                result.watches += 1
+                for ref in self._executions.unended(watch.executions):
+                    if self._executions.watch_open(ref, cutoff):
+                        result.watched_open += 1
+                self._watches.done(watch)
 
     def _check(self, item: OpenCandidate, now: datetime, cutoff: int, result: SweepResult) -> None:
         """Read one candidate of the `open` index consistently, and act on it."""

@@ -148,6 +148,7 @@ def test_a_cancel_landing_between_the_watchdogs_read_and_write_wins_over_the_ret
     watchdog = Watchdog(
         WatchdogSettings.of(svc.settings),
         svc.jobs,
+        svc.due,
         interleave(svc.executions, "get", cancel_once),
         svc.lanes,
     )

@@ -133,7 +133,9 @@ def test_a_heartbeat_that_succeeds_renews_the_lease_on_the_workers_clock(
 def test_a_slow_last_attempt_is_marked_dead_only_after_its_worker_stopped(
     svc: Services, clock: ManualClock, gate: threading.Event
 ) -> None:
-    watchdog = Watchdog(WatchdogSettings.of(svc.settings), svc.jobs, svc.executions, svc.lanes)
+    watchdog = Watchdog(
+        WatchdogSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, svc.lanes
+    )
     margin = svc.settings.clock_margin_sec
     with Receiver(Reply(gate=gate)) as receiver:
         record, message = submit_to(svc, clock, receiver.url, retry=ONE_ATTEMPT)
