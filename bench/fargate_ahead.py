@@ -16,7 +16,6 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from takt_cli.capacity.cost import metered_components
 from takt_cli.capacity.model import CallProfile, Design, JobDuration, Limits
 from takt_cli.capacity.scenarios import (
     DRAIN_SEC,
@@ -24,6 +23,7 @@ from takt_cli.capacity.scenarios import (
     Scenario,
     all_in_cost,
     on_fargate,
+    profile_components,
     quotas_asked,
     summarize,
 )
@@ -58,7 +58,7 @@ def main() -> None:
     calls = replace(
         CallProfile(), target_latency_ms=job.mean_sec * 1000, target_latency_sigma=job.sigma
     )
-    metered = metered_components(None)
+    metered = profile_components(calls)
     steady, top = SEED[0], SEED[1]
 
     shipped = Simulator(steady.load, Design(), calls=calls, drain_sec=DRAIN_SEC).run()

@@ -93,6 +93,12 @@ def test_the_simulator_reports_the_steady_scenario_with_the_seed_s_ten_second_jo
     assert _line(breakdown, "Lambda worker waiting on the call") > 1.0
     assert _line(breakdown, "CloudWatch logs and metrics") > 0.1
     assert shipped["usd_per_million_executions"] == pytest.approx(sum(breakdown.values()), abs=0.01)
+    # A 10 s call renews its lease once (at its tenth second) and ends before the watchdog's
+    # first look: one write unit on the executions table, its own line.
+    units = steady["dynamodb_units_per_execution"]
+    assert units["heartbeat_write_units_per_execution"] == 1.0
+    assert units["recheck_write_units_per_execution"] == 0.0
+    assert _line(breakdown, "DynamoDB writes: heartbeats") == pytest.approx(0.625)
     assert steady["planned"]["quotas_and_settings"]
     assert steady["cost_per_hour_usd"]["total"] > 0
     # The same load on Fargate workers scaled ahead: no worker function, a fleet priced by

@@ -25,9 +25,9 @@ CLI_ENV = {"CDK_DEFAULT_REGION": "us-east-1", "CDK_DEFAULT_ACCOUNT": "1234567890
 # The cost model's `tableCapacity` for the seed's steady 1,400 executions/s
 # (`takt_cli.capacity.billing.steady_capacity`).
 SEED_TABLE_CAPACITY = (
-    '{"executions": {"write": [6400, 40000]}, "executions/open": {"write": [4000, 40000]}, '
-    '"jobs": {"write": [4000, 40000], "read": [4000, 40000]}, '
-    '"due": {"write": [2000, 40000], "read": [400, 40000]}, "tenants": {"read": [2000, 40000]}}'
+    '{"executions": {"write": [6000, 40000]}, "executions/open": {"write": [4000, 40000]}, '
+    '"jobs": {"write": [2400, 40000], "read": [6000, 40000]}, '
+    '"due": {"write": [3700, 40000], "read": [2000, 40000]}, "tenants": {"read": [100, 40000]}}'
 )
 
 # Every context variant docs/DEPLOY.md documents, added to cdk.json's context.

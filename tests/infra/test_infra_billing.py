@@ -83,13 +83,13 @@ def test_provisioned_tables_scale_every_table_and_index_each_way(
         t
         for t in targets
         if t["ScalableDimension"] == "dynamodb:table:WriteCapacityUnits"
-        and t["MinCapacity"] == 6400
+        and t["MinCapacity"] == 6000
     ]
     assert len(writes) == 1 and writes[0]["MaxCapacity"] == 40000
     executions = next(
         t for t in tables if any(k["AttributeName"] == "job_key" for k in t["KeySchema"])
     )
-    assert executions["ProvisionedThroughput"]["WriteCapacityUnits"] == 6400
+    assert executions["ProvisionedThroughput"]["WriteCapacityUnits"] == 6000
     open_index = next(i for i in executions["GlobalSecondaryIndexes"] if i["IndexName"] == "open")
     assert open_index["ProvisionedThroughput"]["WriteCapacityUnits"] == 4000
 

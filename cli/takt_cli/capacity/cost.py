@@ -227,10 +227,9 @@ CALLER_LAMBDA_MB = 128
 # What `takt bench local --stored 10000 --burst 1000` metered per recurring execution, component
 # by component (docs/CAPACITY.md, "Cost per million executions": the 2026-11-30 table, with the
 # claimer and worker priced at their shipped sizes by the late run), with a 50 ms target. The
-# all-in cost starts from these when no profile report is given.
+# all-in cost starts from these when no profile report is given; its DynamoDB lines come from
+# the call profile's units instead (`default_components`), which are measured apart.
 DEFAULT_METERED: Mapping[str, float] = {
-    "DynamoDB writes": 5.04,
-    "DynamoDB reads": 0.13,
     "DynamoDB storage (history)": 0.05,
     "SQS requests": 0.14,
     "Lambda claimer": 0.53,
@@ -238,13 +237,24 @@ DEFAULT_METERED: Mapping[str, float] = {
     "CloudWatch Logs ingestion": 0.37,
     "X-Ray traces": 0.03,
 }
+DYNAMODB_THROUGHPUT = ("DynamoDB writes", "DynamoDB reads")
 
 
-def metered_components(breakdown: Mapping[str, Mapping[str, float]] | None) -> dict[str, float]:
+def default_components(
+    write_units: float, read_units: float, prices: Prices = US_EAST_1
+) -> dict[str, float]:
+    """`DEFAULT_METERED` with DynamoDB's writes and reads priced on demand from the units an
+    execution writes and reads with a target that answers at once (the call profile's)."""
+    return {
+        "DynamoDB writes": write_units * prices.dynamodb_write_unit_per_million,
+        "DynamoDB reads": read_units * prices.dynamodb_read_unit_per_million,
+        **DEFAULT_METERED,
+    }
+
+
+def metered_components(breakdown: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
     """A `takt bench local` report's cost breakdown with its write lines summed into one
-    ("DynamoDB writes"), or the defaults above."""
-    if breakdown is None:
-        return dict(DEFAULT_METERED)
+    ("DynamoDB writes")."""
     out: dict[str, float] = {}
     for component, line in breakdown.items():
         name = component.split(":", 1)[0]

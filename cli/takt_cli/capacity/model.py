@@ -8,11 +8,13 @@ design), so a scenario run with defaults says what a fresh deployment in a defau
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Any
 
+from takt.config import Settings
+from takt.executions.rules import lease_moves_check_at
 from takt_cli.capacity.billing import units_by_table
 from takt_cli.capacity.cost import ONE_VCPU_MB
 
@@ -80,15 +82,20 @@ class Design:
         return -(-self.batch_size // max(1, self.batch_concurrency))
 
 
+def _shipped(setting: str) -> float:
+    """A lease timing as takt ships it (`takt.config.Settings`), so the model follows the
+    runtime's defaults rather than a copy of them."""
+    return float(Settings.model_fields[setting].default)
+
+
 @dataclass(frozen=True)
 class CallProfile:
     """One execution's calls and units, per function, and the latencies to price them in time.
 
-    Defaults are what `takt bench local --stored 10000 --burst 1000` metered (docs/CAPACITY.md
-    shows the run): a claim writes the execution, sends it (a tenth of a batch), advances the
-    job and deletes the due item; a worker leases, completes and records the outcome on the job.
-    `table_write_units_per_execution` is the executions table's own (the `open` index apart;
-    the execution enters it and leaves it, the lease no longer touches it).
+    The units are what a run whose target answers at once writes and reads (below, with the
+    command that measured them); a call that takes seconds adds its lease's heartbeats and the
+    watchdog's rechecks, which `write_units_by_table` and `read_units_by_table` add from the
+    job's duration (`target_latency_ms`, `target_latency_sigma`).
     """
 
     claimer_writes_per_item: float = 3.0
@@ -96,16 +103,54 @@ class CallProfile:
     claimer_overhead_calls: float = 2.0
     worker_calls_per_message: float = 3.0
     worker_cpu_ms_per_message: float = 9.6
-    due_write_units_per_item: float = 1.0
-    jobs_write_units_per_execution: float = 2.0
+    # What one execution writes and reads by table and index with a target that answers at
+    # once (no heartbeat, no watchdog recheck). THE place these numbers live: replace them when
+    # the write path changes. Measured on main 2026-12-01 23:34 UTC (load average 1.3; units do
+    # not depend on it) by
+    #     .venv/bin/takt bench local --stored 0 --recurring 10 --every 5 --for 30
+    # (60 executions of recurring jobs, the seed's kind; history ok): 8.0 write units. The
+    # executions table 3 (the claim's create, the worker's lease and completion); its `open`
+    # index 2 (entering at the create, leaving at the completion); jobs 1.17 (the claim's
+    # advance, and the worker's outcome note on a job's first run: 1 in 6 here); due 1.83 (the
+    # fired item's delete, the next item's put for 5 runs in 6). Reads 4.0: jobs 3 (the claim's
+    # consistent read, the worker's lease-time check and its read after a success it does not
+    # note), due 0.97 (the claim's query, shared by the few items a small run's query finds),
+    # tenants 0.03 (the tenant's limits, cached by the worker). One-off jobs
+    # (`--stored 0 --burst 20`, 23:33 UTC) write 7.0 (jobs 1, due 1) and read 4.15 (due 0.2,
+    # tenants 0.95).
+    table_write_units_per_execution: float = 3.0
     open_index_write_units_per_execution: float = 2.0
-    table_write_units_per_execution: float = 3.2
-    # Read units by table (`takt bench local --stored 0 --burst 20`, 2026-12-01: the claim's
-    # and the lease check's reads of the job, the lease check's of the tenant's limits, the
-    # claim's share of its due query).
-    read_units_by_table: Mapping[str, float] = field(
-        default_factory=lambda: {"jobs": 2.0, "tenants": 1.0, "due": 0.2}
+    jobs_write_units_per_execution: float = 1.17
+    due_write_units_per_item: float = 1.83
+    measured_read_units_by_table: Mapping[str, float] = field(
+        default_factory=lambda: {"jobs": 3.0, "due": 0.97, "tenants": 0.03}
     )
+    # The per-claim "watch" item in the due table (the claim writes one listing its executions;
+    # the watchdog reads the executions it lists, eventually consistent, after the resend
+    # wait): its share of a write per execution on `due`, and its reads on `executions`. 0 until
+    # it is built.
+    watch_due_write_units_per_execution: float = 0.0
+    watch_executions_read_units_per_execution: float = 0.0
+    # What a call that outlives its first heartbeat adds (takt.worker.runner,
+    # takt.watchdog.sweeper). The worker renews its lease every `heartbeat_sec` from the moment
+    # the call starts while it has not answered: one UpdateItem on the execution (under 1 KB)
+    # each. A run still going at its `check_at` (`pending_resend_after_sec` after it became
+    # runnable) is found by the watchdog's sweep, `clock_margin_sec` after it and on average half
+    # a sweep interval later; it reads the execution consistently and moves `check_at` to the
+    # lease's expiry (the execution and a delete and a put in the `open` index), and is found
+    # again there, once a lease period. A call never runs past its job's timeout (300 s, the
+    # API's default).
+    heartbeat_sec: float = _shipped("heartbeat_sec")
+    lease_sec: float = _shipped("lease_sec")
+    pending_resend_after_sec: float = _shipped("pending_resend_after_sec")
+    watchdog_found_after_sec: float = (
+        _shipped("clock_margin_sec") + _shipped("watchdog_interval_sec") / 2
+    )
+    job_timeout_sec: float = 300.0
+    heartbeat_write_units: float = 1.0
+    recheck_read_units: float = 1.0
+    recheck_write_units: float = 1.0
+    recheck_open_write_units: float = 2.0
     dynamodb_latency_ms: float = 6.0
     sqs_latency_ms: float = 10.0
     target_latency_ms: float = 50.0
@@ -115,16 +160,112 @@ class CallProfile:
     # SQS to the event source mapping's receive, and its poll interval when the queue is busy.
     delivery_ms: float = 100.0
 
+    def heartbeat_instants(self) -> list[float]:
+        """Seconds after the call starts at which the worker renews its lease, if the call is
+        still running: every `heartbeat_sec`, until the job's timeout stops the call."""
+        count = math.ceil(self.job_timeout_sec / self.heartbeat_sec) - 1
+        return [self.heartbeat_sec * k for k in range(1, count + 1)]
+
+    def recheck_instants(self) -> list[float]:
+        """Seconds after the call starts at which the watchdog finds the run at its `check_at`:
+        the resend wait, then each time at the lease's expiry as the last heartbeat before the
+        recheck set it. None when the lease itself moves `check_at` (a lease shorter than the
+        resend wait, `rules.lease_moves_check_at`): each heartbeat moves it on instead."""
+        if lease_moves_check_at(self.lease_sec, self.pending_resend_after_sec):
+            return []
+        instants = []
+        at = self.pending_resend_after_sec + self.watchdog_found_after_sec
+        while at < self.job_timeout_sec:
+            instants.append(at)
+            renewed = self.heartbeat_sec * math.floor(at / self.heartbeat_sec)
+            at = renewed + self.lease_sec + self.watchdog_found_after_sec
+        return instants
+
+    @property
+    def heartbeats_per_execution(self) -> float:
+        """The lease renewals an execution makes, on average over the job's durations."""
+        return self.job.expected_running_at(self.heartbeat_instants())
+
+    @property
+    def rechecks_per_execution(self) -> float:
+        """The watchdog's rechecks of a running execution, on average over the durations."""
+        return self.job.expected_running_at(self.recheck_instants())
+
+    @property
+    def duration_write_units_by_table(self) -> dict[str, float]:
+        """The write units the call's duration adds per execution: heartbeats on the table
+        (and on the `open` index when they move `check_at`), rechecks on both."""
+        heartbeats = self.heartbeats_per_execution
+        rechecks = self.rechecks_per_execution
+        return {
+            "executions": heartbeats * self.heartbeat_write_units
+            + rechecks * self.recheck_write_units,
+            "executions/open": heartbeats * self.heartbeat_open_write_units
+            + rechecks * self.recheck_open_write_units,
+        }
+
+    @property
+    def heartbeat_open_write_units(self) -> float:
+        """A heartbeat's units on the `open` index: a delete and a put when it moves
+        `check_at` (a lease shorter than the resend wait); none otherwise, the index
+        projecting only its keys."""
+        return 2.0 if lease_moves_check_at(self.lease_sec, self.pending_resend_after_sec) else 0.0
+
+    @property
+    def duration_read_units_by_table(self) -> dict[str, float]:
+        """The read units the call's duration adds per execution: the rechecks' reads."""
+        return {"executions": self.rechecks_per_execution * self.recheck_read_units}
+
     @property
     def write_units_by_table(self) -> dict[str, float]:
         """The write units per execution by table and index, as `takt_cli.capacity.billing`
-        names them."""
-        return {
+        names them: the measured ones, the watch item's and what the call's duration adds."""
+        measured = {
             "executions": self.table_write_units_per_execution,
             "executions/open": self.open_index_write_units_per_execution,
             "jobs": self.jobs_write_units_per_execution,
             "due": self.due_write_units_per_item,
         }
+        watch = {"due": self.watch_due_write_units_per_execution}
+        return _summed(measured, watch, self.duration_write_units_by_table)
+
+    @property
+    def read_units_by_table(self) -> dict[str, float]:
+        """The read units per execution by table and index: the measured ones, the watch
+        item's and the rechecks'."""
+        watch = {"executions": self.watch_executions_read_units_per_execution}
+        return _summed(self.measured_read_units_by_table, watch, self.duration_read_units_by_table)
+
+    def units_per_execution(self) -> dict[str, float]:
+        """Per execution: the measured units, and what the watch item and the call's duration
+        add, each apart (the scenario report's lines), and the totals the billing prices."""
+        heartbeats = self.heartbeats_per_execution
+        rechecks = self.rechecks_per_execution
+        return {
+            "measured_write_units_per_execution": self.measured_write_units,
+            "measured_read_units_per_execution": sum(self.measured_read_units_by_table.values()),
+            "heartbeats_per_execution": heartbeats,
+            "heartbeat_write_units_per_execution": heartbeats
+            * (self.heartbeat_write_units + self.heartbeat_open_write_units),
+            "rechecks_per_execution": rechecks,
+            "recheck_write_units_per_execution": rechecks
+            * (self.recheck_write_units + self.recheck_open_write_units),
+            "recheck_read_units_per_execution": rechecks * self.recheck_read_units,
+            "watch_write_units_per_execution": self.watch_due_write_units_per_execution,
+            "watch_read_units_per_execution": self.watch_executions_read_units_per_execution,
+            "write_units_per_execution": sum(self.write_units_by_table.values()),
+            "read_units_per_execution": sum(self.read_units_by_table.values()),
+        }
+
+    @property
+    def measured_write_units(self) -> float:
+        """The write units the measuring run counted (a target that answers at once)."""
+        return (
+            self.table_write_units_per_execution
+            + self.open_index_write_units_per_execution
+            + self.jobs_write_units_per_execution
+            + self.due_write_units_per_item
+        )
 
     @property
     def job(self) -> JobDuration:
@@ -202,8 +343,18 @@ def profile_from_report(report: Mapping[str, Any]) -> CallProfile:
         jobs_write_units_per_execution=units_of("jobs", index=False),
         open_index_write_units_per_execution=units_of("executions", index=True),
         table_write_units_per_execution=units_of("executions", index=False),
-        read_units_by_table=units_by_table(metered["dynamodb_read_units"]),
+        measured_read_units_by_table=units_by_table(metered["dynamodb_read_units"]),
     )
+
+
+def _summed(*parts: Mapping[str, float]) -> dict[str, float]:
+    """Units by table added up over `parts`, leaving out tables with none."""
+    out: dict[str, float] = {}
+    for part in parts:
+        for name, units in part.items():
+            if units:
+                out[name] = out.get(name, 0.0) + units
+    return out
 
 
 @dataclass(frozen=True)
@@ -252,6 +403,21 @@ class JobDuration:
         points = [self.quantile((i + 0.5) / count) for i in range(count)]
         scale = self.mean_sec / (sum(points) / count)
         return [(point * scale, 1 / count) for point in points]
+
+    def survival(self, seconds: float) -> float:
+        """The share of calls still running `seconds` after they start (a call is counted at
+        an instant it ends on, as its own round trip puts the answer just after it)."""
+        if self.sigma <= 0:
+            return 1.0 if self.mean_sec >= seconds else 0.0
+        if seconds <= 0:
+            return 1.0
+        mu = math.log(self.mean_sec) - self.sigma**2 / 2
+        return 1.0 - NormalDist(mu, self.sigma).cdf(math.log(seconds))
+
+    def expected_running_at(self, instants: Iterable[float]) -> float:
+        """How many of `instants` a call is still running at, on average: each instant counts
+        the share of calls that outlast it (exact, from the distribution's CDF)."""
+        return sum(self.survival(at) for at in instants)
 
     def describe(self) -> str:
         if self.sigma <= 0:

@@ -20,10 +20,11 @@ from typing import Any
 from takt.dispatch.ahead import FleetPlan, Forecast
 from takt_cli.capacity.billing import HourlyLoad, billing_report, table_loads
 from takt_cli.capacity.cost import (
+    DYNAMODB_THROUGHPUT,
     LogsAndMetrics,
     alternatives,
+    default_components,
     fargate_task_hour_usd,
-    metered_components,
     worker_wait_usd_per_million,
 )
 from takt_cli.capacity.model import CallProfile, Design, Limits
@@ -164,7 +165,7 @@ def plan(
     then both on Fargate workers scaled ahead of the due index instead of the worker function.
     `metered` is the cost per million by component a local run measured (50 ms target)."""
     calls = calls or CallProfile()
-    components = dict(metered or metered_components(None))
+    components = dict(metered or profile_components(calls))
     base_usd = sum(components.values())
     shipped = Simulator(scenario.load, Design(), calls=calls, drain_sec=DRAIN_SEC).run()
     found: tuple[SimResult, dict[str, Any], Limits] | None = None
@@ -194,6 +195,9 @@ def plan(
             else f"burst dispatched within {scenario.burst_dispatched_within_sec} s"
         ),
         "job_seconds": calls.job.describe(),
+        "dynamodb_units_per_execution": {
+            name: round(units, 3) for name, units in calls.units_per_execution().items()
+        },
         "as_shipped": {
             **summarize(scenario, shipped),
             **all_in_cost(scenario, shipped.design, calls, components),
@@ -210,7 +214,7 @@ def plan(
         "cost_per_hour_usd": cost_per_hour(scenario, result.design, base_usd),
         "alternatives": alternatives(job_seconds=calls.job.mean_sec),
     }
-    report["dynamodb_billing"] = dynamodb_billing(scenario, calls, components, report)
+    report["dynamodb_billing"] = dynamodb_billing(scenario, calls, report)
     if scenario.burst_dispatched_within_sec is not None:
         report["planned_and_claimed_30s_ahead"] = ahead_of_the_burst(
             scenario, result.design, limits, calls
@@ -229,24 +233,20 @@ def plan(
 
 
 def dynamodb_billing(
-    scenario: Scenario,
-    calls: CallProfile,
-    metered: Mapping[str, float],
-    report: Mapping[str, Any],
+    scenario: Scenario, calls: CallProfile, report: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The tables on demand and provisioned (`takt_cli.capacity.billing`) under the scenario's
     hour, and the all-in cost per million of the shipped design (on the worker function and on
-    Fargate) with its DynamoDB lines priced each way from the same units."""
+    Fargate) with its DynamoDB lines (the measured ones and the duration's) priced each way
+    from the same units."""
     load = HourlyLoad(scenario.load.steady_per_sec, scenario.load.burst)
     billing = billing_report(
         table_loads(calls.write_units_by_table, calls.read_units_by_table), load
     )
-    metered_dynamodb = sum(
-        v for k, v in metered.items() if k in ("DynamoDB writes", "DynamoDB reads")
-    )
     all_in: dict[str, dict[str, float]] = {}
     for design in ("as_shipped", "as_shipped_on_fargate_scaled_ahead"):
-        rest = report[design]["usd_per_million_executions"] - metered_dynamodb
+        lines: Mapping[str, float] = report[design]["usd_per_million_breakdown"]
+        rest = sum(usd for name, usd in lines.items() if not name.startswith(DYNAMODB_THROUGHPUT))
         all_in[design] = {
             mode: round(rest + billing[key]["usd_per_million_executions"], 2)  # type: ignore[index]
             for mode, key in (
@@ -378,13 +378,15 @@ def all_in_cost(
     scenario: Scenario, design: Design, calls: CallProfile, metered: Mapping[str, float]
 ) -> dict[str, Any]:
     """The cost per million executions, all in, component by component: what the local run
-    metered (its 50 ms target); the workers (the function's wait on calls of the profile's
-    length, each batch billed until its slowest call ends; or the Fargate fleet's task-hours);
-    CloudWatch logs and metrics (`LogsAndMetrics`, in place of the metered log bytes); and the
-    fixed cost of the loops and probes spread over the scenario's executions."""
+    metered (its 50 ms target); the DynamoDB work the call's duration adds (heartbeats, the
+    watchdog's rechecks: `duration_lines`); the workers (the function's wait on calls of the
+    profile's length, each batch billed until its slowest call ends; or the Fargate fleet's
+    task-hours); CloudWatch logs and metrics (`LogsAndMetrics`, in place of the metered log
+    bytes); and the fixed cost of the loops and probes spread over the scenario's executions."""
     job = calls.job
     logs = LogsAndMetrics()
     lines = {k: v for k, v in metered.items() if k != "CloudWatch Logs ingestion"}
+    lines.update(duration_lines(calls))
     base_usd = sum(metered.values())
     if design.fargate_tasks:
         lines.pop("Lambda worker", None)
@@ -403,6 +405,12 @@ def all_in_cost(
             + NAT_BYTES_PER_EXECUTION * 1e6 / 1e9 * US_EAST_1.nat_gateway_per_gb
         )
         usd, detail = logs.fargate_usd_per_million(task_hours * per_million)
+        # `takt worker` extends its message's visibility at every heartbeat (the function's
+        # batch keeps its own, set by the lane).
+        heartbeats = calls.heartbeats_per_execution
+        lines[f"SQS requests: heartbeats' visibility extensions ({heartbeats:.2f})"] = (
+            heartbeats * US_EAST_1.sqs_request_per_million
+        )
     else:
         billed = job.expected_max(max(1, min(design.batch_concurrency, design.batch_size)))
         lines[f"Lambda worker waiting on the call (batch held {billed:.1f} s)"] = (
@@ -425,6 +433,39 @@ def all_in_cost(
         "usd_per_million_executions": round(sum(lines.values()), 2),
         "usd_per_million_breakdown": {name: round(usd, 3) for name, usd in lines.items()},
     }
+
+
+def profile_components(calls: CallProfile) -> dict[str, float]:
+    """The metered cost by component when no local run's report is given: the defaults, with
+    DynamoDB priced from the call profile's measured units."""
+    return default_components(
+        calls.measured_write_units, sum(calls.measured_read_units_by_table.values())
+    )
+
+
+def duration_lines(calls: CallProfile) -> dict[str, float]:
+    """What the call's duration (and the watch item, once built) adds to DynamoDB on demand,
+    each as its own line of the cost breakdown: the lease's heartbeats, the watchdog's
+    rechecks of runs longer than the resend wait. Nothing for a call that answers at once."""
+    units = calls.units_per_execution()
+    write = US_EAST_1.dynamodb_write_unit_per_million
+    read = US_EAST_1.dynamodb_read_unit_per_million
+    heartbeats = units["heartbeats_per_execution"]
+    rechecks = units["rechecks_per_execution"]
+    lines = {
+        f"DynamoDB writes: heartbeats ({heartbeats:.3f} an execution)": (
+            units["heartbeat_write_units_per_execution"] * write
+        ),
+        f"DynamoDB writes: watchdog rechecks ({rechecks:.3f} an execution)": (
+            units["recheck_write_units_per_execution"] * write
+        ),
+        f"DynamoDB reads: watchdog rechecks ({rechecks:.3f} an execution)": (
+            units["recheck_read_units_per_execution"] * read
+        ),
+        "DynamoDB writes: watch items": units["watch_write_units_per_execution"] * write,
+        "DynamoDB reads: watch items": units["watch_read_units_per_execution"] * read,
+    }
+    return {name: usd for name, usd in lines.items() if usd}
 
 
 def cost_per_hour(scenario: Scenario, design: Design, usd_per_million: float) -> dict[str, float]:

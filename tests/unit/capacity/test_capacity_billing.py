@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -64,8 +65,8 @@ def test_the_seeds_steady_hour_is_cheaper_provisioned_and_its_burst_hour_on_dema
     assert steady["cheaper"] == "provisioned"
     assert burst["cheaper"] == "on demand"
     on_demand = steady["on_demand"]["usd_per_million_executions"]  # type: ignore[index]
-    # 8.2 write units at $0.625/M and 3.2 read units at $0.125/M.
-    assert on_demand == pytest.approx(8.2 * 0.625 + 3.2 * 0.125, abs=0.001)
+    # 8.0 write units at $0.625/M and 4.0 read units at $0.125/M.
+    assert on_demand == pytest.approx(8.0 * 0.625 + 4.0 * 0.125, abs=0.001)
 
 
 def test_a_bench_reports_units_are_summed_by_table_and_index() -> None:
@@ -102,13 +103,15 @@ def test_a_profile_report_carries_its_reads_by_table() -> None:
 
 
 def test_the_scenario_report_prices_the_shipped_design_all_in_each_way() -> None:
-    metered = {"DynamoDB writes": 5.0, "DynamoDB reads": 0.5, "Lambda worker": 1.0}
+    dynamodb = {"DynamoDB writes": 5.0, "DynamoDB reads": 0.5, "DynamoDB storage (history)": 0.1}
     report = {
-        "as_shipped": {"usd_per_million_executions": 8.0},
-        "as_shipped_on_fargate_scaled_ahead": {"usd_per_million_executions": 6.0},
+        "as_shipped": {"usd_per_million_breakdown": {**dynamodb, "Lambda worker": 2.4}},
+        "as_shipped_on_fargate_scaled_ahead": {
+            "usd_per_million_breakdown": {**dynamodb, "Fargate workers": 0.4}
+        },
     }
 
-    billing = dynamodb_billing(SEED[0], CallProfile(), metered, report)
+    billing = dynamodb_billing(SEED[0], CallProfile(), report)
 
     provisioned = billing["provisioned"]["usd_per_million_executions"]
     on_demand = billing["on_demand"]["usd_per_million_executions"]
@@ -148,12 +151,24 @@ def test_deploy_docs_figures_are_the_models() -> None:
 
 
 def test_capacity_docs_table_rows_are_the_models_steady_hour() -> None:
-    """docs/CAPACITY.md, "DynamoDB on demand or provisioned": each loaded table's row."""
-    calls = CallProfile()
+    """docs/CAPACITY.md, "DynamoDB on demand or provisioned": each loaded table's row, priced
+    from the units the section names (the call profile before its 2026-12-01 re-measure)."""
+    calls = replace(
+        CallProfile(),
+        table_write_units_per_execution=3.2,
+        open_index_write_units_per_execution=2.0,
+        jobs_write_units_per_execution=2.0,
+        due_write_units_per_item=1.0,
+        measured_read_units_by_table={"jobs": 2.0, "tenants": 1.0, "due": 0.2},
+    )
+    doc = " ".join((DEPLOY_DOC.parent / "CAPACITY.md").read_text().split())
+    assert (
+        "the call profile: executions 3.2, `open` 2, jobs 2, due 1 write units; jobs 2, "
+        "tenants 1, due 0.2 read units"
+    ) in doc
     report = billing_report(
         table_loads(calls.write_units_by_table, calls.read_units_by_table), HourlyLoad(1400)
     )
-    doc = (DEPLOY_DOC.parent / "CAPACITY.md").read_text()
     tables: dict[str, dict[str, float]] = report["tables"]  # type: ignore[assignment]
 
     for name in ("executions", "executions/open", "jobs", "due", "tenants"):

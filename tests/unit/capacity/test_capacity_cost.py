@@ -14,6 +14,7 @@ from takt_cli.capacity.cost import (
     LogsAndMetrics,
     alternatives,
     cost_per_million,
+    default_components,
     fargate_task_hour_usd,
     metered_components,
     worker_wait_usd_per_million,
@@ -134,4 +135,11 @@ def test_the_metered_breakdown_sums_a_reports_write_lines() -> None:
         "Lambda worker": {"usd": 0.8},
     }
     assert metered_components(report) == {"DynamoDB writes": 1.5, "Lambda worker": 0.8}
-    assert sum(metered_components(None).values()) == pytest.approx(7.08)
+
+
+def test_without_a_report_dynamodb_is_priced_from_the_units_given() -> None:
+    defaults = default_components(write_units=8.0, read_units=4.0)
+
+    assert defaults["DynamoDB writes"] == pytest.approx(5.0)
+    assert defaults["DynamoDB reads"] == pytest.approx(0.5)
+    assert sum(defaults.values()) == pytest.approx(5.5 + 1.91)

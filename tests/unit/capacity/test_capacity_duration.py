@@ -1,0 +1,189 @@
+"""A call that takes seconds costs its lease's heartbeats and the watchdog's rechecks: the cost
+model and the DynamoDB billing count them from the job's duration, fixed or lognormal.
+
+The lognormal expectations are computed here independently of the model: the model sums, over
+the instants a heartbeat or a recheck would happen, the share of calls still running then
+(`statistics.NormalDist`); these tests weight each possible count by the probability of the
+durations that give it, with the CDF written out through `math.erf`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from takt_cli.capacity.billing import HourlyLoad, billing_report, table_loads
+from takt_cli.capacity.model import CallProfile, Design
+from takt_cli.capacity.scenarios import SEED, all_in_cost, dynamodb_billing, profile_components
+
+WRITE = 0.625  # $ per million on-demand write units
+READ = 0.125
+
+
+def _calls(seconds: float, sigma: float = 0.0, lease_sec: float = 30.0) -> CallProfile:
+    return replace(
+        CallProfile(),
+        target_latency_ms=seconds * 1000,
+        target_latency_sigma=sigma,
+        lease_sec=lease_sec,
+    )
+
+
+def _lognormal_cdf(seconds: float, mean: float, sigma: float) -> float:
+    mu = math.log(mean) - sigma**2 / 2
+    return 0.5 * (1 + math.erf((math.log(seconds) - mu) / (sigma * math.sqrt(2))))
+
+
+def _expected_count(instants: list[float], mean: float, sigma: float) -> float:
+    """E[how many of the sorted `instants` a call outlasts]: count n for durations between the
+    n-th and the next instant."""
+    cdf = [_lognormal_cdf(t, mean, sigma) for t in instants]
+    between = [cdf[n] - cdf[n - 1] for n in range(1, len(cdf))]
+    return sum(n * p for n, p in enumerate(between, start=1)) + len(cdf) * (1 - cdf[-1])
+
+
+def test_a_fixed_25_s_call_heartbeats_twice_and_is_never_rechecked() -> None:
+    calls = _calls(25.0)
+
+    assert calls.heartbeats_per_execution == 2
+    assert calls.rechecks_per_execution == 0
+    measured = _calls(0.05).write_units_by_table
+    assert calls.write_units_by_table == {**measured, "executions": measured["executions"] + 2}
+    assert calls.read_units_by_table == _calls(0.05).read_units_by_table
+
+
+def test_a_50_ms_call_adds_nothing_to_what_was_measured() -> None:
+    calls = _calls(0.05)
+
+    assert calls.heartbeats_per_execution == calls.rechecks_per_execution == 0
+    assert calls.write_units_by_table == {
+        "executions": calls.table_write_units_per_execution,
+        "executions/open": calls.open_index_write_units_per_execution,
+        "jobs": calls.jobs_write_units_per_execution,
+        "due": calls.due_write_units_per_item,
+    }
+    assert calls.read_units_by_table == dict(calls.measured_read_units_by_table)
+
+
+def test_a_10_s_call_heartbeats_once_at_its_tenth_second() -> None:
+    # The beat at 10 s goes out before the answer's own round trip brings it back.
+    assert _calls(10.0).heartbeats_per_execution == 1
+
+
+def test_a_run_past_the_resend_wait_is_rechecked_once_a_lease_period() -> None:
+    # Found at its check_at (30 s) plus the clock margin (2 s) and half a sweep (5 s), then at
+    # each lease expiry the last heartbeat set (60 s, 90 s) plus the same 7 s.
+    forty_five = _calls(45.0)
+    hundred = _calls(100.0)
+
+    assert forty_five.heartbeats_per_execution == 4
+    assert forty_five.rechecks_per_execution == 1
+    assert hundred.heartbeats_per_execution == 10
+    assert hundred.rechecks_per_execution == 3  # at 37, 67 and 97 s
+    measured = _calls(0.05)
+    # Each recheck: a consistent read, the execution and a delete and a put in `open`.
+    assert hundred.write_units_by_table["executions"] == measured.write_units_by_table[
+        "executions"
+    ] + (10 + 3)
+    assert hundred.write_units_by_table["executions/open"] == (
+        measured.write_units_by_table["executions/open"] + 2 * 3
+    )
+    assert hundred.read_units_by_table["executions"] == 3
+
+
+def test_a_call_stops_at_its_jobs_timeout() -> None:
+    calls = _calls(1000.0)
+
+    assert calls.heartbeats_per_execution == 29  # at 10 s, 20 s, ... 290 s; 300 s ends it
+    assert calls.rechecks_per_execution == 9  # at 37 s, 67 s, ... 277 s
+
+
+def test_a_lease_shorter_than_the_resend_wait_moves_check_at_at_every_heartbeat() -> None:
+    calls = _calls(45.0, lease_sec=20.0)
+    measured = _calls(0.05)
+
+    assert calls.rechecks_per_execution == 0
+    assert calls.write_units_by_table["executions/open"] == (
+        measured.write_units_by_table["executions/open"] + 2 * 4
+    )
+
+
+@pytest.mark.parametrize(("mean", "sigma"), [(10.0, 1.0), (20.0, 0.5), (5.0, 2.0)])
+def test_lognormal_calls_heartbeat_and_are_rechecked_as_their_durations_say(
+    mean: float, sigma: float
+) -> None:
+    calls = _calls(mean, sigma)
+    beats = [10.0 * k for k in range(1, 30)]
+    rechecks = [37.0 + 30.0 * k for k in range(9)]
+
+    assert calls.heartbeats_per_execution == pytest.approx(
+        _expected_count(beats, mean, sigma), rel=1e-9
+    )
+    assert calls.rechecks_per_execution == pytest.approx(
+        _expected_count(rechecks, mean, sigma), rel=1e-9
+    )
+
+
+def test_the_seeds_long_tail_heartbeats_about_half_its_runs() -> None:
+    """lognormal:10:1.0: the median call (6.1 s) never heartbeats; the tail does, several times."""
+    calls = _calls(10.0, 1.0)
+
+    assert calls.heartbeats_per_execution == pytest.approx(0.5649, abs=1e-4)
+    assert calls.rechecks_per_execution == pytest.approx(0.0486, abs=1e-4)
+
+
+def test_the_billing_prices_the_durations_units_on_demand_and_provisioned() -> None:
+    calls = _calls(25.0)
+    report = billing_report(
+        table_loads(calls.write_units_by_table, calls.read_units_by_table), HourlyLoad(1400)
+    )
+    tables = report["tables"]
+
+    on_demand = report["on_demand"]["usd_per_million_executions"]  # type: ignore[index]
+    assert on_demand == pytest.approx((8.0 + 2) * WRITE + 4.0 * READ, abs=0.001)
+    # The executions table holds its 3 measured units and 2 heartbeats at 70 %.
+    assert tables["executions"]["provisioned_write_capacity_units"] == round(  # type: ignore[index]
+        1400 * 5 / 0.7
+    )
+
+
+def test_the_scenario_report_shows_the_durations_lines_and_prices_them_both_ways() -> None:
+    calls = _calls(45.0)
+    scenario = SEED[0]
+    components = profile_components(calls)
+
+    shipped = all_in_cost(scenario, Design(), calls, components)
+    lines = shipped["usd_per_million_breakdown"]
+
+    assert lines["DynamoDB writes: heartbeats (4.000 an execution)"] == pytest.approx(4 * WRITE)
+    assert lines["DynamoDB writes: watchdog rechecks (1.000 an execution)"] == pytest.approx(
+        3 * WRITE
+    )
+    assert lines["DynamoDB reads: watchdog rechecks (1.000 an execution)"] == pytest.approx(READ)
+    assert lines["DynamoDB writes"] == pytest.approx(8.0 * WRITE)
+    # On demand, the billing's all-in figure is the breakdown's: the same units priced the
+    # same way, the duration's included on both sides.
+    report = {"as_shipped": shipped, "as_shipped_on_fargate_scaled_ahead": shipped}
+    billing = dynamodb_billing(scenario, calls, report)
+    assert billing["all_in_usd_per_million_executions"]["as_shipped"]["on demand"] == (
+        pytest.approx(shipped["usd_per_million_executions"], abs=0.02)
+    )
+    assert calls.units_per_execution()["heartbeat_write_units_per_execution"] == 4
+    assert calls.units_per_execution()["recheck_write_units_per_execution"] == 3
+    assert calls.units_per_execution()["recheck_read_units_per_execution"] == 1
+
+
+def test_the_watch_items_units_are_billed_where_they_land() -> None:
+    calls = replace(
+        _calls(0.05),
+        watch_due_write_units_per_execution=0.1,
+        watch_executions_read_units_per_execution=0.5,
+    )
+    measured = _calls(0.05)
+
+    assert calls.write_units_by_table["due"] == pytest.approx(
+        measured.write_units_by_table["due"] + 0.1
+    )
+    assert calls.read_units_by_table["executions"] == 0.5
