@@ -22,12 +22,12 @@ ROOT = Path(__file__).resolve().parents[2]
 # What `cdk synth` passes with credentials for this (made-up) account in us-east-1.
 CLI_ENV = {"CDK_DEFAULT_REGION": "us-east-1", "CDK_DEFAULT_ACCOUNT": "123456789012"}
 
-# The cost model's `tableCapacity` for the seed's steady 1,400 executions/s
+# The cost model's `tableCapacity` for the seed's steady 1,400 executions/s of 10 s jobs
 # (`takt_cli.capacity.billing.steady_capacity`).
 SEED_TABLE_CAPACITY = (
-    '{"executions": {"write": [6000, 40000]}, "executions/open": {"write": [4000, 40000]}, '
+    '{"executions": {"write": [8000, 40000], "read": [1000, 40000]}, '
     '"jobs": {"write": [2400, 40000], "read": [6000, 40000]}, '
-    '"due": {"write": [3700, 40000], "read": [2000, 40000]}, "tenants": {"read": [100, 40000]}}'
+    '"due": {"write": [4500, 40000], "read": [1900, 40000]}, "tenants": {"read": [100, 40000]}}'
 )
 
 # Every context variant docs/DEPLOY.md documents, added to cdk.json's context.

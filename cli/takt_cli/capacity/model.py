@@ -105,32 +105,33 @@ class CallProfile:
     worker_cpu_ms_per_message: float = 9.6
     # What one execution writes and reads by table and index with a target that answers at
     # once (no heartbeat, no watchdog recheck). THE place these numbers live: replace them when
-    # the write path changes. Measured on main 2026-12-01 23:34 UTC (load average 1.3; units do
-    # not depend on it) by
+    # the write path changes. Measured on main at 93444bb (the claim's watch lists) on
+    # 2026-12-01 23:52 UTC (load average 4.9; units do not depend on it) by
     #     .venv/bin/takt bench local --stored 0 --recurring 10 --every 5 --for 30
-    # (60 executions of recurring jobs, the seed's kind; history ok): 8.0 write units. The
+    # (60 executions of recurring jobs, the seed's kind; history ok): 7.97 write units. The
     # executions table 3 (the claim's create, the worker's lease and completion); its `open`
-    # index 2 (entering at the create, leaving at the completion); jobs 1.17 (the claim's
-    # advance, and the worker's outcome note on a job's first run: 1 in 6 here); due 1.83 (the
-    # fired item's delete, the next item's put for 5 runs in 6). Reads 4.0: jobs 3 (the claim's
-    # consistent read, the worker's lease-time check and its read after a success it does not
-    # note), due 0.97 (the claim's query, shared by the few items a small run's query finds),
-    # tenants 0.03 (the tenant's limits, cached by the worker). One-off jobs
-    # (`--stored 0 --burst 20`, 23:33 UTC) write 7.0 (jobs 1, due 1) and read 4.15 (due 0.2,
-    # tenants 0.95).
+    # index 0 (a claim's executions stay out of it); jobs 1.17 (the claim's advance, and the
+    # worker's outcome note on a job's first run: 1 in 6 here); due 1.83 (the fired item's
+    # delete, the next item's put for 5 runs in 6) and the watch lists' 1.97 (below). Reads
+    # 4.47: jobs 3 (the claim's consistent read, the worker's lease-time check and its read
+    # after a success it does not note), due 0.93 (the claim's query, shared by the few items a
+    # small run's query finds), tenants 0.03 (the tenant's limits, cached by the worker) and the
+    # watch check's 0.5. One-off jobs (`--stored 0 --burst 20`, 23:51 UTC) write 5.4 (jobs 1,
+    # due 1 and the watch lists' 0.4) and read 4.2 (due 0.2, tenants 0.5).
     table_write_units_per_execution: float = 3.0
-    open_index_write_units_per_execution: float = 2.0
+    open_index_write_units_per_execution: float = 0.0
     jobs_write_units_per_execution: float = 1.17
     due_write_units_per_item: float = 1.83
     measured_read_units_by_table: Mapping[str, float] = field(
-        default_factory=lambda: {"jobs": 3.0, "due": 0.97, "tenants": 0.03}
+        default_factory=lambda: {"jobs": 3.0, "due": 0.93, "tenants": 0.03}
     )
-    # The per-claim "watch" item in the due table (the claim writes one listing its executions;
-    # the watchdog reads the executions it lists, eventually consistent, after the resend
-    # wait): its share of a write per execution on `due`, and its reads on `executions`. 0 until
-    # it is built.
-    watch_due_write_units_per_execution: float = 0.0
-    watch_executions_read_units_per_execution: float = 0.0
+    # The claims' watch lists (takt.store.watches): a claim puts one item in the due table
+    # listing its executions (about 100 bytes each) and the watchdog deletes it after reading
+    # them, eventually consistent, at the resend wait. Writes per execution fall with the
+    # claim's size: 0.4 in the burst run above (claims of 5), 1.97 in the recurring one
+    # (claims of about 1); the burst's is taken, closer to the seed's claims of dozens.
+    watch_due_write_units_per_execution: float = 0.4
+    watch_executions_read_units_per_execution: float = 0.5
     # What a call that outlives its first heartbeat adds (takt.worker.runner,
     # takt.watchdog.sweeper). The worker renews its lease every `heartbeat_sec` from the moment
     # the call starts while it has not answered: one UpdateItem on the execution (under 1 KB)
@@ -151,6 +152,11 @@ class CallProfile:
     recheck_read_units: float = 1.0
     recheck_write_units: float = 1.0
     recheck_open_write_units: float = 2.0
+    # A claim's executions stay out of the `open` index (takt.store.watches): one still running
+    # at its watch list's check, the first look, is put there then (the execution and the
+    # index's entry) and leaves it at its completion (the index's removal).
+    late_index_write_units: float = 1.0
+    late_index_open_write_units: float = 2.0
     dynamodb_latency_ms: float = 6.0
     sqs_latency_ms: float = 10.0
     target_latency_ms: float = 50.0
@@ -192,16 +198,26 @@ class CallProfile:
         return self.job.expected_running_at(self.recheck_instants())
 
     @property
+    def late_indexed_per_execution(self) -> float:
+        """The share of executions still running at the watchdog's first look, which puts
+        them in the `open` index."""
+        return self.job.expected_running_at(self.recheck_instants()[:1])
+
+    @property
     def duration_write_units_by_table(self) -> dict[str, float]:
         """The write units the call's duration adds per execution: heartbeats on the table
-        (and on the `open` index when they move `check_at`), rechecks on both."""
+        (and on the `open` index when they move `check_at`); rechecks, and the first one's
+        putting the execution in the `open` index, on both."""
         heartbeats = self.heartbeats_per_execution
         rechecks = self.rechecks_per_execution
+        indexed = self.late_indexed_per_execution
         return {
             "executions": heartbeats * self.heartbeat_write_units
-            + rechecks * self.recheck_write_units,
+            + rechecks * self.recheck_write_units
+            + indexed * self.late_index_write_units,
             "executions/open": heartbeats * self.heartbeat_open_write_units
-            + rechecks * self.recheck_open_write_units,
+            + rechecks * self.recheck_open_write_units
+            + indexed * self.late_index_open_write_units,
         }
 
     @property
@@ -249,7 +265,9 @@ class CallProfile:
             * (self.heartbeat_write_units + self.heartbeat_open_write_units),
             "rechecks_per_execution": rechecks,
             "recheck_write_units_per_execution": rechecks
-            * (self.recheck_write_units + self.recheck_open_write_units),
+            * (self.recheck_write_units + self.recheck_open_write_units)
+            + self.late_indexed_per_execution
+            * (self.late_index_write_units + self.late_index_open_write_units),
             "recheck_read_units_per_execution": rechecks * self.recheck_read_units,
             "watch_write_units_per_execution": self.watch_due_write_units_per_execution,
             "watch_read_units_per_execution": self.watch_executions_read_units_per_execution,
@@ -306,7 +324,8 @@ class CallProfile:
 
 
 def profile_from_report(report: Mapping[str, Any]) -> CallProfile:
-    """The call profile a `takt bench local` report measured (its `metered_per_execution`)."""
+    """The call profile a `takt bench local` report measured (its `metered_per_execution`),
+    its watch lists' units among the tables'."""
     metered = report["metered_per_execution"]
     calls: Mapping[str, float] = metered["aws_calls_by_function"]
     units: Mapping[str, float] = metered["dynamodb_write_units"]
@@ -344,6 +363,10 @@ def profile_from_report(report: Mapping[str, Any]) -> CallProfile:
         open_index_write_units_per_execution=units_of("executions", index=True),
         table_write_units_per_execution=units_of("executions", index=False),
         measured_read_units_by_table=units_by_table(metered["dynamodb_read_units"]),
+        # The run's units hold its watch lists' already (the claim's put among the due
+        # table's, the watchdog's delete and reads as `watch-check`).
+        watch_due_write_units_per_execution=0.0,
+        watch_executions_read_units_per_execution=0.0,
     )
 
 

@@ -21,6 +21,8 @@ from takt_cli.capacity.prices import US_EAST_1
 from takt_cli.capacity.scenarios import SEED, dynamodb_billing
 
 DEPLOY_DOC = Path(__file__).resolve().parents[3] / "docs" / "DEPLOY.md"
+# The seed's calls: 10 s each, so each renews its lease once.
+SEED_CALLS = replace(CallProfile(), target_latency_ms=10_000)
 
 
 def test_a_steady_table_holds_its_load_over_the_target_utilization() -> None:
@@ -65,8 +67,9 @@ def test_the_seeds_steady_hour_is_cheaper_provisioned_and_its_burst_hour_on_dema
     assert steady["cheaper"] == "provisioned"
     assert burst["cheaper"] == "on demand"
     on_demand = steady["on_demand"]["usd_per_million_executions"]  # type: ignore[index]
-    # 8.0 write units at $0.625/M and 4.0 read units at $0.125/M.
-    assert on_demand == pytest.approx(8.0 * 0.625 + 4.0 * 0.125, abs=0.001)
+    # 6.0 measured write units and the watch lists' 0.4 at $0.625/M; 3.96 measured read units
+    # and the watch check's 0.5 at $0.125/M.
+    assert on_demand == pytest.approx(6.4 * 0.625 + 4.46 * 0.125, abs=0.001)
 
 
 def test_a_bench_reports_units_are_summed_by_table_and_index() -> None:
@@ -126,7 +129,7 @@ def test_deploy_docs_figures_are_the_models() -> None:
     """docs/DEPLOY.md, "Table billing": $/M each way at the seed's steady hour and its burst
     hour, and what an idle provisioned deployment pays at the app's default minimum (5 units
     each way for every table and index)."""
-    calls = CallProfile()
+    calls = SEED_CALLS
     tables = table_loads(calls.write_units_by_table, calls.read_units_by_table)
     steady = billing_report(tables, HourlyLoad(1400))
     burst = billing_report(tables, HourlyLoad(1400, 1_000_000))
@@ -152,7 +155,8 @@ def test_deploy_docs_figures_are_the_models() -> None:
 
 def test_capacity_docs_table_rows_are_the_models_steady_hour() -> None:
     """docs/CAPACITY.md, "DynamoDB on demand or provisioned": each loaded table's row, priced
-    from the units the section names (the call profile before its 2026-12-01 re-measure)."""
+    from the units the section names (the call profile before the watch lists and its
+    2026-12-01 re-measure)."""
     calls = replace(
         CallProfile(),
         table_write_units_per_execution=3.2,
@@ -160,6 +164,8 @@ def test_capacity_docs_table_rows_are_the_models_steady_hour() -> None:
         jobs_write_units_per_execution=2.0,
         due_write_units_per_item=1.0,
         measured_read_units_by_table={"jobs": 2.0, "tenants": 1.0, "due": 0.2},
+        watch_due_write_units_per_execution=0.0,
+        watch_executions_read_units_per_execution=0.0,
     )
     doc = " ".join((DEPLOY_DOC.parent / "CAPACITY.md").read_text().split())
     assert (

@@ -54,17 +54,26 @@ def test_a_fixed_25_s_call_heartbeats_twice_and_is_never_rechecked() -> None:
     assert calls.read_units_by_table == _calls(0.05).read_units_by_table
 
 
-def test_a_50_ms_call_adds_nothing_to_what_was_measured() -> None:
-    calls = _calls(0.05)
+def test_a_50_ms_call_adds_nothing_to_what_was_measured_and_the_watch_lists() -> None:
+    calls = replace(
+        _calls(0.05),
+        open_index_write_units_per_execution=0.25,
+        measured_read_units_by_table={"jobs": 3.0, "executions": 0.1},
+    )
 
     assert calls.heartbeats_per_execution == calls.rechecks_per_execution == 0
-    assert calls.write_units_by_table == {
-        "executions": calls.table_write_units_per_execution,
-        "executions/open": calls.open_index_write_units_per_execution,
-        "jobs": calls.jobs_write_units_per_execution,
-        "due": calls.due_write_units_per_item,
-    }
-    assert calls.read_units_by_table == dict(calls.measured_read_units_by_table)
+    assert calls.late_indexed_per_execution == 0
+    assert calls.write_units_by_table == pytest.approx(
+        {
+            "executions": calls.table_write_units_per_execution,
+            "executions/open": 0.25,
+            "jobs": calls.jobs_write_units_per_execution,
+            "due": calls.due_write_units_per_item + calls.watch_due_write_units_per_execution,
+        }
+    )
+    assert calls.read_units_by_table == pytest.approx(
+        {"jobs": 3.0, "executions": 0.1 + calls.watch_executions_read_units_per_execution}
+    )
 
 
 def test_a_10_s_call_heartbeats_once_at_its_tenth_second() -> None:
@@ -73,24 +82,29 @@ def test_a_10_s_call_heartbeats_once_at_its_tenth_second() -> None:
 
 
 def test_a_run_past_the_resend_wait_is_rechecked_once_a_lease_period() -> None:
-    # Found at its check_at (30 s) plus the clock margin (2 s) and half a sweep (5 s), then at
-    # each lease expiry the last heartbeat set (60 s, 90 s) plus the same 7 s.
+    # Found at its watch list's check time (30 s) plus the clock margin (2 s) and half a sweep
+    # (5 s), then at each lease expiry the last heartbeat set (60 s, 90 s) plus the same 7 s.
     forty_five = _calls(45.0)
     hundred = _calls(100.0)
 
     assert forty_five.heartbeats_per_execution == 4
-    assert forty_five.rechecks_per_execution == 1
+    assert forty_five.rechecks_per_execution == forty_five.late_indexed_per_execution == 1
     assert hundred.heartbeats_per_execution == 10
     assert hundred.rechecks_per_execution == 3  # at 37, 67 and 97 s
+    assert hundred.late_indexed_per_execution == 1
     measured = _calls(0.05)
-    # Each recheck: a consistent read, the execution and a delete and a put in `open`.
+    # Each recheck: a consistent read, the execution and a delete and a put in `open`; the
+    # first look also puts it in `open` (the execution and the entry), and its completion
+    # takes it out (the entry).
     assert hundred.write_units_by_table["executions"] == measured.write_units_by_table[
         "executions"
-    ] + (10 + 3)
+    ] + (10 + 3 + 1)
     assert hundred.write_units_by_table["executions/open"] == (
-        measured.write_units_by_table["executions/open"] + 2 * 3
+        measured.write_units_by_table.get("executions/open", 0.0) + 2 * 3 + 2
     )
-    assert hundred.read_units_by_table["executions"] == 3
+    assert hundred.read_units_by_table["executions"] == pytest.approx(
+        measured.read_units_by_table.get("executions", 0.0) + 3
+    )
 
 
 def test_a_call_stops_at_its_jobs_timeout() -> None:
@@ -104,9 +118,9 @@ def test_a_lease_shorter_than_the_resend_wait_moves_check_at_at_every_heartbeat(
     calls = _calls(45.0, lease_sec=20.0)
     measured = _calls(0.05)
 
-    assert calls.rechecks_per_execution == 0
+    assert calls.rechecks_per_execution == calls.late_indexed_per_execution == 0
     assert calls.write_units_by_table["executions/open"] == (
-        measured.write_units_by_table["executions/open"] + 2 * 4
+        measured.write_units_by_table.get("executions/open", 0.0) + 2 * 4
     )
 
 
@@ -123,6 +137,9 @@ def test_lognormal_calls_heartbeat_and_are_rechecked_as_their_durations_say(
     )
     assert calls.rechecks_per_execution == pytest.approx(
         _expected_count(rechecks, mean, sigma), rel=1e-9
+    )
+    assert calls.late_indexed_per_execution == pytest.approx(
+        1 - _lognormal_cdf(37.0, mean, sigma), rel=1e-9
     )
 
 
@@ -142,7 +159,12 @@ def test_the_billing_prices_the_durations_units_on_demand_and_provisioned() -> N
     tables = report["tables"]
 
     on_demand = report["on_demand"]["usd_per_million_executions"]  # type: ignore[index]
-    assert on_demand == pytest.approx((8.0 + 2) * WRITE + 4.0 * READ, abs=0.001)
+    measured = _calls(0.05).units_per_execution()
+    assert on_demand == pytest.approx(
+        (measured["write_units_per_execution"] + 2) * WRITE
+        + measured["read_units_per_execution"] * READ,
+        abs=0.001,
+    )
     # The executions table holds its 3 measured units and 2 heartbeats at 70 %.
     assert tables["executions"]["provisioned_write_capacity_units"] == round(  # type: ignore[index]
         1400 * 5 / 0.7
@@ -159,10 +181,13 @@ def test_the_scenario_report_shows_the_durations_lines_and_prices_them_both_ways
 
     assert lines["DynamoDB writes: heartbeats (4.000 an execution)"] == pytest.approx(4 * WRITE)
     assert lines["DynamoDB writes: watchdog rechecks (1.000 an execution)"] == pytest.approx(
-        3 * WRITE
+        (3 + 3) * WRITE
     )
     assert lines["DynamoDB reads: watchdog rechecks (1.000 an execution)"] == pytest.approx(READ)
-    assert lines["DynamoDB writes"] == pytest.approx(8.0 * WRITE)
+    assert lines["DynamoDB writes"] == pytest.approx(calls.measured_write_units * WRITE)
+    assert lines["DynamoDB writes: watch items"] == pytest.approx(
+        calls.watch_due_write_units_per_execution * WRITE
+    )
     # On demand, the billing's all-in figure is the breakdown's: the same units priced the
     # same way, the duration's included on both sides.
     report = {"as_shipped": shipped, "as_shipped_on_fargate_scaled_ahead": shipped}
@@ -171,19 +196,25 @@ def test_the_scenario_report_shows_the_durations_lines_and_prices_them_both_ways
         pytest.approx(shipped["usd_per_million_executions"], abs=0.02)
     )
     assert calls.units_per_execution()["heartbeat_write_units_per_execution"] == 4
-    assert calls.units_per_execution()["recheck_write_units_per_execution"] == 3
+    assert calls.units_per_execution()["recheck_write_units_per_execution"] == 3 + 3
     assert calls.units_per_execution()["recheck_read_units_per_execution"] == 1
 
 
-def test_the_watch_items_units_are_billed_where_they_land() -> None:
-    calls = replace(
+def test_the_watch_lists_units_are_billed_where_they_land() -> None:
+    unwatched = replace(
         _calls(0.05),
+        watch_due_write_units_per_execution=0.0,
+        watch_executions_read_units_per_execution=0.0,
+    )
+    calls = replace(
+        unwatched,
         watch_due_write_units_per_execution=0.1,
         watch_executions_read_units_per_execution=0.5,
     )
-    measured = _calls(0.05)
 
     assert calls.write_units_by_table["due"] == pytest.approx(
-        measured.write_units_by_table["due"] + 0.1
+        unwatched.write_units_by_table["due"] + 0.1
     )
-    assert calls.read_units_by_table["executions"] == 0.5
+    assert calls.read_units_by_table["executions"] == pytest.approx(
+        unwatched.read_units_by_table.get("executions", 0.0) + 0.5
+    )
