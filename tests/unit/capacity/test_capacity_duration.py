@@ -218,3 +218,18 @@ def test_the_watch_lists_units_are_billed_where_they_land() -> None:
     assert calls.read_units_by_table["executions"] == pytest.approx(
         unwatched.read_units_by_table.get("executions", 0.0) + 0.5
     )
+
+
+def test_a_fargate_worker_pays_an_sqs_request_at_every_heartbeat() -> None:
+    """`takt worker` extends its message's visibility with each lease renewal."""
+    calls = _calls(25.0)
+    fleet = replace(Design(), fargate_tasks=10)
+
+    lines = all_in_cost(SEED[0], fleet, calls, profile_components(calls))[
+        "usd_per_million_breakdown"
+    ]
+
+    assert lines["SQS requests: heartbeats' visibility extensions (2.00)"] == pytest.approx(
+        2 * 0.40
+    )
+    assert lines["DynamoDB writes: heartbeats (2.000 an execution)"] == pytest.approx(2 * WRITE)
