@@ -128,9 +128,11 @@ class CallProfile:
     # The claims' watch lists (takt.store.watches): a claim puts one item in the due table
     # listing its executions (about 100 bytes each) and the watchdog deletes it after reading
     # them, eventually consistent, at the resend wait. Writes per execution fall with the
-    # claim's size: 0.4 in the burst run above (claims of 5), 1.97 in the recurring one
-    # (claims of about 1); the burst's is taken, closer to the seed's claims of dozens.
-    watch_due_write_units_per_execution: float = 0.4
+    # claim's size: 1.97 in the recurring run above (claims of about 1), 0.4 in the burst run
+    # (claims of 5), 0.1 at the seed's density (claims of about 20: `takt bench local --stored
+    # 0 --recurring 100 --every 5 --for 30 --shards 1`, due 1.05 against 0.95 before the watch
+    # lists; docs/CAPACITY.md, "Step 2"), which is taken.
+    watch_due_write_units_per_execution: float = 0.1
     watch_executions_read_units_per_execution: float = 0.5
     # What a call that outlives its first heartbeat adds (takt.worker.runner,
     # takt.watchdog.sweeper). The worker renews its lease every `heartbeat_sec` from the moment
