@@ -13,6 +13,7 @@ forget it; sharding the key keeps a burst of deaths from overloading one index p
 
 from __future__ import annotations
 
+import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,7 @@ from botocore.exceptions import ClientError
 
 from takt.models.ids import execution_key, parse_time, split_execution_id, to_ms
 from takt.models.records import TERMINAL_STATES, ExecState, ExecutionRecord, job_key
+from takt.observability import logger
 from takt.resources import ATTENTION_INDEX, OPEN_INDEX
 from takt.store.errors import (
     ExecutionConflictError,
@@ -47,8 +49,10 @@ EXECUTION_KEY = ("job_key", "sk")
 ENDED = tuple(sorted(state.value for state in TERMINAL_STATES))
 """Terminal states that need a person: the dead-letter listing shows these."""
 _ATTENTION_ATTRS = ("attention_key", "attention_at")
-# BatchGetItem's most keys per request.
+# BatchGetItem's most keys per request, and the longest wait before asking again for the keys a
+# throttled one left unread.
 BATCH_GET = 100
+UNPROCESSED_BACKOFF_MAX_SEC = 2.0
 
 
 def open_shard_of(execution_id: str, shards: int) -> str:
@@ -388,8 +392,14 @@ class ExecutionStore:
         list's check puts there. Eventually consistent reads (half a unit each): checked well
         after their creation, and the write that indexes one is conditional anyway."""
         found: list[ExecutionRef] = []
-        keys = {self._key_text(ref): ref for ref in refs}
+        keys: dict[tuple[str, str], ExecutionRef] = {}
+        for ref in refs:
+            try:
+                keys[self._key_text(ref)] = ref
+            except ValueError:
+                logger.warning("watch list names no execution", execution_id=ref.execution_id)
         pending = [self.key(ref.tenant_id, ref.execution_id) for ref in keys.values()]
+        tries = 0
         while pending:
             batch, pending = pending[:BATCH_GET], pending[BATCH_GET:]
             resp = self._db.batch_get_item(
@@ -405,11 +415,16 @@ class ExecutionStore:
                 state = item.get("state", {}).get("S")
                 if "open_shard" in item or state is None or state in ENDED:
                     continue
-                ref = keys.get((item["job_key"]["S"], item["sk"]["S"]))
-                if ref is not None:
-                    found.append(ref)
+                listed = keys.get((item["job_key"]["S"], item["sk"]["S"]))
+                if listed is not None:
+                    found.append(listed)
             unprocessed: Any = resp.get("UnprocessedKeys", {})
-            pending = [*unprocessed.get(self._table, {}).get("Keys", []), *pending]
+            left = unprocessed.get(self._table, {}).get("Keys", [])
+            if left:
+                # Throttled: DynamoDB asks for a backoff before the keys it did not read.
+                tries += 1
+                time.sleep(min(UNPROCESSED_BACKOFF_MAX_SEC, 0.05 * 2**tries))
+            pending = [*left, *pending]
         return found
 
     def _key_text(self, ref: ExecutionRef) -> tuple[str, str]:

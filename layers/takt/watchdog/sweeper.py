@@ -29,7 +29,9 @@ sweep goes on with the others (DESIGN invariant 9); clearing the record puts it 
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -44,6 +46,10 @@ from takt.store.errors import ConflictError, NotFoundError, is_record_fault
 from takt.store.executions import ExecutionStore, OpenCandidate
 from takt.store.jobs import JobStore
 from takt.store.quarantine import QuarantineStore
+from takt.store.watches import Watch
+
+# Watch lists checked at once (each a batch read or a few, then a delete).
+WATCH_THREADS = 16
 
 
 @dataclass
@@ -116,14 +122,31 @@ class Watchdog:
 
     def _check_watches(self, cutoff: int, result: SweepResult) -> None:
         """Index every execution of the watch lists due by `cutoff` that has not ended, at
-        `cutoff` (so this sweep's pass over the index finds it), then delete the list."""
-        for shard in range(self._watches.shards):
-            for watch in self._watches.due(shard, from_ms(cutoff)):
-                result.watches += 1
-                for ref in self._executions.unended(watch.executions):
-                    if self._executions.watch_open(ref, cutoff):
-                        result.watched_open += 1
-                self._watches.done(watch)
+        `cutoff` (so this sweep's pass over the index finds it), then delete the list.
+
+        The lists are checked WATCH_THREADS at a time: after the top of the hour a sweep meets
+        thousands of them, each a few reads in a row, and the pass over the index (expired
+        leases) waits for them."""
+        until = from_ms(cutoff)
+        watches = [
+            w for shard in range(self._watches.shards) for w in self._watches.due(shard, until)
+        ]
+        if not watches:
+            return
+
+        def check(watch: Watch) -> int:
+            indexed = sum(
+                1
+                for ref in self._executions.unended(watch.executions)
+                if self._executions.watch_open(ref, cutoff)
+            )
+            self._watches.done(watch)
+            return indexed
+
+        with ThreadPoolExecutor(min(WATCH_THREADS, len(watches))) as pool:
+            futures = [pool.submit(contextvars.copy_context().run, check, w) for w in watches]
+        result.watches += len(watches)
+        result.watched_open += sum(future.result() for future in futures)
 
     def _check(self, item: OpenCandidate, now: datetime, cutoff: int, result: SweepResult) -> None:
         """Read one candidate of the `open` index consistently, and act on it."""
