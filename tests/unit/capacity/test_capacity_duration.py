@@ -233,3 +233,14 @@ def test_a_fargate_worker_pays_an_sqs_request_at_every_heartbeat() -> None:
         2 * 0.40
     )
     assert lines["DynamoDB writes: heartbeats (2.000 an execution)"] == pytest.approx(2 * WRITE)
+
+
+def test_a_60_s_lease_with_20_s_heartbeats_spares_the_seeds_10_s_calls_their_heartbeat() -> None:
+    """docs/CAPACITY.md's seed-scale setting (`-c leaseSec=60 -c heartbeatSec=20`)."""
+    shipped = _calls(10)
+    longer = replace(shipped, heartbeat_sec=20.0, lease_sec=60.0)
+
+    assert shipped.write_units_by_table["executions"] - longer.write_units_by_table[
+        "executions"
+    ] == pytest.approx(1.0)
+    assert longer.heartbeat_instants()[0] == 20.0
