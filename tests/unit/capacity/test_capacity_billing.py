@@ -155,22 +155,12 @@ def test_deploy_docs_figures_are_the_models() -> None:
 
 def test_capacity_docs_table_rows_are_the_models_steady_hour() -> None:
     """docs/CAPACITY.md, "DynamoDB on demand or provisioned": each loaded table's row, priced
-    from the units the section names (the call profile before the watch lists and its
-    2026-12-01 re-measure)."""
-    calls = replace(
-        CallProfile(),
-        table_write_units_per_execution=3.2,
-        open_index_write_units_per_execution=2.0,
-        jobs_write_units_per_execution=2.0,
-        due_write_units_per_item=1.0,
-        measured_read_units_by_table={"jobs": 2.0, "tenants": 1.0, "due": 0.2},
-        watch_due_write_units_per_execution=0.0,
-        watch_executions_read_units_per_execution=0.0,
-    )
+    from the call profile with the seed's 10 s calls."""
+    calls = replace(CallProfile(), target_latency_ms=10_000)
     doc = " ".join((DEPLOY_DOC.parent / "CAPACITY.md").read_text().split())
     assert (
-        "the call profile: executions 3.2, `open` 2, jobs 2, due 1 write units; jobs 2, "
-        "tenants 1, due 0.2 read units"
+        "measured executions 3, `open` 0, jobs 1.17, due 1.83 write units and the watch lists' "
+        "0.1; jobs 3, due 0.93, tenants 0.03 read units and the watch check's 0.5"
     ) in doc
     report = billing_report(
         table_loads(calls.write_units_by_table, calls.read_units_by_table), HourlyLoad(1400)
