@@ -405,11 +405,11 @@ def all_in_cost(
             + NAT_BYTES_PER_EXECUTION * 1e6 / 1e9 * US_EAST_1.nat_gateway_per_gb
         )
         usd, detail = logs.fargate_usd_per_million(task_hours * per_million)
-        # `takt worker` extends its message's visibility at every heartbeat (the function's
-        # batch keeps its own, set by the lane).
-        heartbeats = calls.heartbeats_per_execution
-        lines[f"SQS requests: heartbeats' visibility extensions ({heartbeats:.2f})"] = (
-            heartbeats * US_EAST_1.sqs_request_per_million
+        # `takt worker` extends its message's visibility at a heartbeat that finds less than a
+        # lease of it left (the function's batch keeps its own, set by the lane).
+        extensions = calls.visibility_extensions_per_execution
+        lines[f"SQS requests: visibility extensions ({extensions:.2f})"] = (
+            extensions * US_EAST_1.sqs_request_per_million
         )
     else:
         billed = job.expected_max(max(1, min(design.batch_concurrency, design.batch_size)))

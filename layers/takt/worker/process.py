@@ -10,13 +10,16 @@ worker costs a few requests a second and a new message waits at most about that 
 
 Messages. A worker receives only as many messages as it has free slots (`--concurrency`): a
 prefetched message would sit invisible while another worker could run it. A message is received
-with a visibility of twice the lease, and every heartbeat extends it again, so a long run's
-message never reaches a second worker while the first holds the lease; if the worker dies, the
-message reappears soon after the lease expires (by then the watchdog has sent the next attempt,
-and the old message is dropped as stale). After a run the message is deleted whatever the
-outcome, because every outcome is recorded on the execution or sent on as a fresh message. An
-infrastructure error (DynamoDB unreachable) leaves the message to reappear after
-`INFRA_RETRY_SEC`.
+with a visibility of twice the lease, and a heartbeat that finds less than a lease of it left
+extends it to twice the lease again, so a long run's message does not reach a second worker
+while the first holds the lease, and a run shorter than a lease and a heartbeat (the seed's 10 s
+calls) never pays the request (one a heartbeat was $0.40 a million at 10 s; docs/CAPACITY.md).
+A message that reappeared anyway (an extension lost) meets the lease's condition and is dropped
+as a duplicate. If the worker dies, the message reappears soon after the lease expires (by then
+the watchdog has sent the next attempt, and the old message is dropped as stale). After a run
+the message is deleted whatever the outcome, because every outcome is recorded on the execution
+or sent on as a fresh message. An infrastructure error (DynamoDB unreachable) leaves the message
+to reappear after `INFRA_RETRY_SEC`.
 
 Shutdown (SIGTERM, as ECS sends it). The worker stops receiving; running executions may finish
 until the grace period ends, and the runner then gives each one back (pending again at the same
@@ -29,7 +32,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -147,7 +150,7 @@ class WorkerProcess:
                         # The share of slots busy as each run starts: what the Fargate service
                         # tracks to add tasks (infra/worker_service.py).
                         self._emit("WorkerSlotsBusy", MetricUnit.Percent, busy)
-                    pool.submit(self._run, lane, message)
+                    pool.submit(self._run, lane, message, time.monotonic())
 
     def _free_slots(self) -> int:
         with self._slots:
@@ -172,16 +175,16 @@ class WorkerProcess:
         )
         return list(resp.get("Messages", []))
 
-    def _run(self, lane: str, received: dict[str, Any]) -> None:
+    def _run(self, lane: str, received: dict[str, Any], received_at: float) -> None:
         try:
-            self._handle(lane, received)
+            self._handle(lane, received, received_at)
         finally:
             with self._slots:
                 self._busy -= 1
                 self.processed += 1
                 self._slots.notify_all()
 
-    def _handle(self, lane: str, received: dict[str, Any]) -> None:
+    def _handle(self, lane: str, received: dict[str, Any], received_at: float) -> None:
         receipt = received["ReceiptHandle"]
         try:
             message = LaneMessage.model_validate_json(received["Body"])
@@ -193,7 +196,7 @@ class WorkerProcess:
             outcome = self._runner.process(
                 message,
                 host=self._host,
-                keepalive=lambda: self._change_visibility(lane, receipt, self._visibility),
+                keepalive=self._keepalive(lane, receipt, received_at),
             )
         except Exception:  # noqa: BLE001 - one message's infrastructure error must not end the slot
             logger.exception("execution not processed", execution_id=message.execution_id)
@@ -213,6 +216,20 @@ class WorkerProcess:
         except (ClientError, BotoCoreError):
             # It comes back and is dropped as a duplicate: the outcome is already recorded.
             logger.warning("message not deleted", execution_id=message.execution_id)
+
+    def _keepalive(self, lane: str, receipt: str, received_at: float) -> Callable[[], None]:
+        """What a heartbeat does to the message: extend its visibility once less than a lease
+        of it is left (counted from when it was received, on this process's clock)."""
+        visible_until = received_at + self._visibility
+
+        def keepalive() -> None:
+            nonlocal visible_until
+            now = time.monotonic()
+            if visible_until - now < self._settings.lease_sec:
+                self._change_visibility(lane, receipt, self._visibility)
+                visible_until = now + self._visibility
+
+        return keepalive
 
     def _change_visibility(self, lane: str, receipt: str, seconds: int) -> None:
         try:

@@ -103,6 +103,49 @@ def test_a_long_run_keeps_its_message_invisible_past_the_visibility_it_was_recei
     assert _messages_left(svc) == 0
 
 
+def _visibility_changes(svc: Services) -> list[int]:
+    """The visibility timeouts the worker asks SQS for, as it sends them."""
+    asked: list[int] = []
+
+    def record(params: dict[str, object], **_: object) -> None:
+        asked.append(int(str(params["VisibilityTimeout"])))
+
+    svc.clients.sqs.meta.events.register(
+        "provide-client-params.sqs.ChangeMessageVisibility", record
+    )
+    return asked
+
+
+def test_a_heartbeat_extends_the_messages_visibility_only_once_less_than_a_lease_is_left(
+    make_svc: ServicesFactory, clock: ManualClock, key: str
+) -> None:
+    # Received with a visibility of 3 s (twice the lease); heartbeats every 0.1 s. A run of a
+    # few heartbeats never extends it; a run of four seconds extends it a few times, not at
+    # each of its 40 heartbeats, and its message never reaches another worker.
+    svc = make_svc(lease_sec=1.5, heartbeat_sec=0.1, clock_margin_sec=0.5)
+    asked = _visibility_changes(svc)
+    short = _queued(svc, clock, "handler:it.wait", {"key": key})
+
+    with running(svc):
+        poll_until(lambda: stored(svc, short).heartbeat_seq >= 5, "five heartbeats")
+        handlers.gate(key).set()
+        poll_until(lambda: stored(svc, short).state == ExecState.SUCCEEDED, "the short run")
+        assert asked == []
+
+        long_key = f"{key}-long"
+        long = _queued(svc, clock, "handler:it.wait", {"key": long_key})
+        try:
+            poll_until(lambda: stored(svc, long).heartbeat_seq >= 40, "four seconds of beats")
+            seen_by_another = drain(svc)
+        finally:
+            handlers.gate(long_key).set()
+        poll_until(lambda: stored(svc, long).state == ExecState.SUCCEEDED, "the long run")
+
+    assert seen_by_another == []
+    assert 1 <= len(asked) <= 5
+    assert set(asked) == {3}
+
+
 def test_with_every_lane_busy_rounds_follow_the_weights_and_the_low_lane_is_served(
     svc: Services, clock: ManualClock, key: str
 ) -> None:

@@ -220,19 +220,20 @@ def test_the_watch_lists_units_are_billed_where_they_land() -> None:
     )
 
 
-def test_a_fargate_worker_pays_an_sqs_request_at_every_heartbeat() -> None:
-    """`takt worker` extends its message's visibility with each lease renewal."""
-    calls = _calls(25.0)
+def test_a_fargate_worker_extends_its_messages_visibility_once_less_than_a_lease_is_left() -> None:
+    """`takt worker` receives a message for twice the lease (60 s) and extends it at a heartbeat
+    that finds less than a lease left: a 25 s call never, a 100 s call at 40 s and 80 s."""
     fleet = replace(Design(), fargate_tasks=10)
+    short, long = _calls(25.0), _calls(100.0)
 
-    lines = all_in_cost(SEED[0], fleet, calls, profile_components(calls))[
+    assert short.visibility_extension_instants()[:2] == [40.0, 80.0]
+    lines = all_in_cost(SEED[0], fleet, short, profile_components(short))[
         "usd_per_million_breakdown"
     ]
-
-    assert lines["SQS requests: heartbeats' visibility extensions (2.00)"] == pytest.approx(
-        2 * 0.40
-    )
+    assert lines["SQS requests: visibility extensions (0.00)"] == 0
     assert lines["DynamoDB writes: heartbeats (2.000 an execution)"] == pytest.approx(2 * WRITE)
+    lines = all_in_cost(SEED[0], fleet, long, profile_components(long))["usd_per_million_breakdown"]
+    assert lines["SQS requests: visibility extensions (2.00)"] == pytest.approx(2 * 0.40)
 
 
 def test_a_60_s_lease_with_20_s_heartbeats_spares_the_seeds_10_s_calls_their_heartbeat() -> None:
