@@ -32,6 +32,7 @@ from takt.aws import make_clients
 from takt.clock import SystemClock
 from takt.config import Settings
 from takt.dispatch.driver import STOP_BEFORE_END_SEC, Driver
+from takt.store.watches import watch_partitions
 from takt.wiring import Services
 from takt.worker.process import IDLE_WAIT_SEC
 
@@ -336,7 +337,11 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
             "lambda_request",
         ),
         _reads(f"scheduler's probes of the due index (N = {due_shards})", units.scheduler_reads),
-        _reads(f"watchdog's sweeps of the open index ({open_shards} shards)", units.watchdog_reads),
+        _reads(
+            f"watchdog's sweeps of the open index ({open_shards} shards) and the watch lists "
+            f"({watch_partitions(due_shards)} partitions)",
+            units.watchdog_reads,
+        ),
         _count(
             "drivers' claims of each second and start, watermark writes",
             units.scheduler_writes * MINUTES_PER_MONTH / 1e6,

@@ -35,7 +35,8 @@ def test_an_idle_minute_costs_68_read_units_per_due_shard_and_a_claim_per_second
 
     assert units.scheduler_reads == 68 * due_shards + 60 * 0.5
     assert units.scheduler_writes == 60 + 1 + 1
-    assert units.watchdog_reads == WATCHDOG_SWEEPS * open_shards * 0.5
+    # Each sweep queries every shard of the open index and every watch list partition.
+    assert units.watchdog_reads == WATCHDOG_SWEEPS * (open_shards + -(-due_shards // 8)) * 0.5
 
 
 def test_deploy_doc_shows_the_idle_cost_of_the_shipped_templates(

@@ -10,10 +10,15 @@ handled as any other open execution (a pending one whose message was lost is sen
 one is looked at again when its lease expires). Then it deletes the watch item. An execution that
 ended in time (nearly all) never touches the index.
 
-Watch items live in the due table, in partitions of their own (`watch#<shard>`, the claim's due
-shard), sorted by check time: `<check epoch ms>#<unique>`. They are written before the executions
-and deleted only once checked, so a crash of the claim or of the watchdog at any point leaves the
-item to a later check (a claim redone after a crash writes another one, which is harmless).
+Watch items live in the due table, in partitions of their own (`watch#<n>`: a claim of due shard
+`s` writes to `s mod watch_partitions(due shards)`, one partition for every DUE_SHARDS_PER_WATCH
+due shards), sorted by check time: `<check epoch ms>#<unique>`. Fewer partitions than due shards
+keep the watchdog's idle queries few (each sweep reads every partition once); eight due shards'
+lists fit one partition's writes even at the top of the hour (a million executions' lists are
+about 100,000 write units, written over the half minute the burst is claimed in). They are
+written before the executions and deleted only once checked, so a crash of the claim or of the
+watchdog at any point leaves the item to a later check (a claim redone after a crash writes
+another one, which is harmless).
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 PREFIX = "watch#"
+# Due shards whose claims share one watch partition.
+DUE_SHARDS_PER_WATCH = 8
 # Executions per watch item: about 100 bytes each, so an item stays far below DynamoDB's 400 KB.
 CHUNK = 500
 # Watch items one check reads per partition: a sweep's work stays bounded, the rest waits for
@@ -54,14 +61,21 @@ class Watch:
     executions: tuple[ExecutionRef, ...]
 
 
+def watch_partitions(due_shards: int) -> int:
+    """How many watch partitions a deployment of `due_shards` due shards has."""
+    return max(1, -(-due_shards // DUE_SHARDS_PER_WATCH))
+
+
 class WatchStore:
-    def __init__(self, client: DynamoDBClient, table: str, shards: int) -> None:
+    def __init__(self, client: DynamoDBClient, table: str, due_shards: int) -> None:
         self._db = client
         self._table = table
-        self.shards = shards
+        self.shards = watch_partitions(due_shards)
 
-    def add(self, shard: int, check_at_ms: int, executions: Sequence[ExecutionRef]) -> None:
-        """List `executions` for a check at `check_at_ms` (in as many items as they need)."""
+    def add(self, due_shard: int, check_at_ms: int, executions: Sequence[ExecutionRef]) -> None:
+        """List `executions`, claimed from `due_shard`, for a check at `check_at_ms` (in as many
+        items as they need)."""
+        shard = due_shard % self.shards
         for start in range(0, len(executions), CHUNK):
             chunk = executions[start : start + CHUNK]
             self._db.put_item(
@@ -74,7 +88,7 @@ class WatchStore:
             )
 
     def due(self, shard: int, until: datetime) -> list[Watch]:
-        """Up to READ_LIMIT watch items of one partition whose check time is at or before
+        """Up to READ_LIMIT watch items of partition `shard` whose check time is at or before
         `until`, oldest first. An item that does not read as one is logged and deleted: only
         the claimer writes them, and nothing could check what it lists."""
         resp = self._db.query(

@@ -124,15 +124,10 @@ class Watchdog:
         """Index every execution of the watch lists due by `cutoff` that has not ended, at
         `cutoff` (so this sweep's pass over the index finds it), then delete the list.
 
-        The lists are checked WATCH_THREADS at a time: after the top of the hour a sweep meets
-        thousands of them, each a few reads in a row, and the pass over the index (expired
-        leases) waits for them."""
+        The partitions are read and their lists checked WATCH_THREADS at a time: after the top
+        of the hour a sweep meets thousands of lists, each a few reads in a row, and the pass
+        over the index (expired leases) waits for them."""
         until = from_ms(cutoff)
-        watches = [
-            w for shard in range(self._watches.shards) for w in self._watches.due(shard, until)
-        ]
-        if not watches:
-            return
 
         def check(watch: Watch) -> int:
             indexed = sum(
@@ -143,10 +138,19 @@ class Watchdog:
             self._watches.done(watch)
             return indexed
 
-        with ThreadPoolExecutor(min(WATCH_THREADS, len(watches))) as pool:
-            futures = [pool.submit(contextvars.copy_context().run, check, w) for w in watches]
-        result.watches += len(watches)
-        result.watched_open += sum(future.result() for future in futures)
+        def shard_checked(shard: int) -> tuple[int, int]:
+            watches = self._watches.due(shard, until)
+            return len(watches), sum(check(watch) for watch in watches)
+
+        with ThreadPoolExecutor(WATCH_THREADS, thread_name_prefix="watch") as pool:
+            futures = [
+                pool.submit(contextvars.copy_context().run, shard_checked, shard)
+                for shard in range(self._watches.shards)
+            ]
+        for future in futures:
+            checked, indexed = future.result()
+            result.watches += checked
+            result.watched_open += indexed
 
     def _check(self, item: OpenCandidate, now: datetime, cutoff: int, result: SweepResult) -> None:
         """Read one candidate of the `open` index consistently, and act on it."""
