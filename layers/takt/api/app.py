@@ -169,8 +169,8 @@ def list_jobs(
 
 @app.get("/v1/jobs/<job_id>", responses=_responses({200: "The job; its ETag is its version"}, 404))
 def get_job(job_id: str) -> Response[JobOut]:
-    service = _service()
-    return _job_response(JobOut.of(service.shown(_tenant(), service.get(_tenant(), job_id))), 200)
+    service, tenant = _service(), _tenant()
+    return _job_response(JobOut.of(service.shown(tenant, service.get(tenant, job_id))), 200)
 
 
 @app.patch(
@@ -178,9 +178,9 @@ def get_job(job_id: str) -> Response[JobOut]:
     responses=_responses({200: "The changed job"}, 404, 409, 412, 413, 415),
 )
 def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOut]:
-    service = _service()
-    job = service.update(_tenant(), job_id, body, _if_match())
-    return _job_response(JobOut.of(service.shown(_tenant(), job)), 200)
+    service, tenant = _service(), _tenant()
+    job = service.update(tenant, job_id, body, _if_match())
+    return _job_response(JobOut.of(service.shown(tenant, job)), 200)
 
 
 @app.delete(

@@ -12,10 +12,8 @@ indexer has taken it, so a crash of the API after its write loses no index entry
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import json
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -37,6 +35,7 @@ from takt.api.patch import apply_patch, check_not_late, first_run
 from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.models.targets import HttpSpec, parse_target
+from takt.parallel import each_in_context
 from takt.schedule import preview
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.idempotency import IdempotencyRecord
@@ -350,14 +349,7 @@ class JobService:
                     tenant_id, job.job_id, job.last_execution_id, consistent=False
                 )
 
-        if len(looked) == 1:
-            found = [newest(looked[0])]
-        else:
-            context = contextvars.copy_context()
-            with ThreadPoolExecutor(
-                min(SHOWN_THREADS, len(looked)), thread_name_prefix="shown"
-            ) as pool:
-                found = list(pool.map(lambda job: context.copy().run(newest, job), looked))
+        found = each_in_context(newest, looked, SHOWN_THREADS, name="shown")
         newer = {job.job_id: record for job, record in zip(looked, found, strict=True)}
         return [_with_newer(job, newer.get(job.job_id)) for job in jobs]
 

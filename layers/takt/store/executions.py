@@ -398,7 +398,7 @@ class ExecutionStore:
                 keys[self._key_text(ref)] = ref
             except ValueError:
                 logger.warning("watch list names no execution", execution_id=ref.execution_id)
-        pending = [self.key(ref.tenant_id, ref.execution_id) for ref in keys.values()]
+        pending = [{"job_key": {"S": pk}, "sk": {"S": sk}} for pk, sk in keys]
         tries = 0
         while pending:
             batch, pending = pending[:BATCH_GET], pending[BATCH_GET:]

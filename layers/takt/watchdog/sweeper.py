@@ -29,9 +29,7 @@ sweep goes on with the others (DESIGN invariant 9); clearing the record puts it 
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -41,6 +39,7 @@ from takt.models.ids import from_ms, to_ms
 from takt.models.lanes import Lanes
 from takt.models.records import ExecState, ExecutionRecord
 from takt.observability import log_keys, logger
+from takt.parallel import each_in_context
 from takt.store.due import DueStore
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
 from takt.store.executions import ExecutionStore, OpenCandidate
@@ -142,13 +141,8 @@ class Watchdog:
             watches = self._watches.due(shard, until)
             return len(watches), sum(check(watch) for watch in watches)
 
-        with ThreadPoolExecutor(WATCH_THREADS, thread_name_prefix="watch") as pool:
-            futures = [
-                pool.submit(contextvars.copy_context().run, shard_checked, shard)
-                for shard in range(self._watches.shards)
-            ]
-        for future in futures:
-            checked, indexed = future.result()
+        shards = range(self._watches.shards)
+        for checked, indexed in each_in_context(shard_checked, shards, WATCH_THREADS, name="watch"):
             result.watches += checked
             result.watched_open += indexed
 
