@@ -33,7 +33,14 @@ from takt.api.models import JobCreate, JobPatch
 from takt.api.parts import Api, TenantData
 from takt.api.patch import apply_patch, check_not_late, first_run
 from takt.models.ids import execution_id, new_job_id, to_ms
-from takt.models.records import WORKFLOW_TARGET, ExecState, ExecutionRecord, JobRecord, JobStatus
+from takt.models.records import (
+    WORKFLOW_TARGET,
+    ExecState,
+    ExecutionRecord,
+    JobRecord,
+    JobStatus,
+    success_may_go_unnoted,
+)
 from takt.models.targets import HttpSpec, parse_target
 from takt.parallel import each_in_context
 from takt.schedule import preview
@@ -62,14 +69,6 @@ def _too_many_jobs(exc: JobLimitError) -> TooManyRequestsError:
 
 def body_hash(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _may_have_newer(job: JobRecord) -> bool:
-    """Whether `job`'s history may hold an ended execution newer than its `last_*` name: only
-    a noted success, or a fired one-off with nothing noted, lets a later success go unnoted."""
-    noted = job.last_outcome
-    fired_unnoted = noted is None and job.status is JobStatus.COMPLETED
-    return noted == ExecState.SUCCEEDED.value or fired_unnoted
 
 
 def _with_newer(job: JobRecord, newer: ExecutionRecord | None) -> JobRecord:
@@ -338,7 +337,8 @@ class JobService:
         page costs the round trips of its slowest thread, not one per job in a row. Each runs in
         a copy of the caller's context, so what it carries (`takt bench`'s meter counts a call
         under the invocation its context names) follows the query into the pool."""
-        looked = [job for job in jobs if _may_have_newer(job)]
+        # Only where a later success may have gone unnoted can the history hold a newer run.
+        looked = [job for job in jobs if success_may_go_unnoted(job.last_outcome, job.status)]
         if not looked:
             return jobs
         executions = self._data(tenant_id).executions

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from botocore.exceptions import ClientError
 
 from takt.models.ids import format_time, to_ms
-from takt.models.records import JobRecord, JobStatus
+from takt.models.records import JobRecord, JobStatus, success_may_go_unnoted
 from takt.resources import UNINDEXED_INDEX
 from takt.store.errors import (
     ConflictError,
@@ -441,10 +441,9 @@ class JobStore:
             return True
         if any(attr in item for attr in ("failure_streak", *INCIDENT_ATTRS.values())):
             return False
-        noted = item.get("last_outcome", {}).get("S")
-        if noted is None:
-            return bool(item.get("status", {}).get("S") == JobStatus.COMPLETED.value)
-        return noted == "succeeded"
+        return success_may_go_unnoted(
+            item.get("last_outcome", {}).get("S"), item.get("status", {}).get("S")
+        )
 
     def open_incident(self, tenant_id: str, job_id: str, kind: str, incident_id: str) -> bool:
         """Record an incident of `kind` on the job unless one is open: True for the one writer
