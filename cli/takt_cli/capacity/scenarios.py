@@ -268,6 +268,19 @@ def fleet_tasks(per_minute: float, calls: CallProfile) -> int:
 _ANY_MINUTE = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+def scaled_ahead(scenario: Scenario, design: Design, calls: CallProfile) -> Design:
+    """`design` with the Fargate fleet the scale-ahead step sets for the scenario's busiest
+    minute serving the lane."""
+    load = scenario.load
+    return replace(
+        design,
+        fargate_tasks=fleet_tasks(load.steady_per_sec * 60 + load.burst, calls),
+        fargate_slots=FARGATE_SLOTS,
+        fargate_vcpu=FARGATE_VCPU,
+        fargate_memory_gb=FARGATE_MEMORY_GB,
+    )
+
+
 def on_fargate(
     scenario: Scenario,
     design: Design,
@@ -279,15 +292,8 @@ def on_fargate(
     sets for the scenario's busiest minute, there before it falls due; the worker function and
     its lane concurrency play no part. Reports every quota the fleet needs."""
     load = scenario.load
-    busiest = load.steady_per_sec * 60 + load.burst
-    tasks = fleet_tasks(busiest, calls)
-    fleet = replace(
-        design,
-        fargate_tasks=tasks,
-        fargate_slots=FARGATE_SLOTS,
-        fargate_vcpu=FARGATE_VCPU,
-        fargate_memory_gb=FARGATE_MEMORY_GB,
-    )
+    fleet = scaled_ahead(scenario, design, calls)
+    tasks = fleet.fargate_tasks
     result = Simulator(load, fleet, limits, calls, drain_sec=DRAIN_SEC).run()
     launch_sec = max(0, tasks - FARGATE_LAUNCH_BURST) / FARGATE_LAUNCHES_PER_SEC
     summary = summarize(scenario, result)

@@ -16,7 +16,13 @@ import pytest
 
 from takt_cli.capacity.billing import HourlyLoad, billing_report, table_loads
 from takt_cli.capacity.model import CallProfile, Design
-from takt_cli.capacity.scenarios import SEED, all_in_cost, dynamodb_billing, profile_components
+from takt_cli.capacity.scenarios import (
+    SEED,
+    all_in_cost,
+    dynamodb_billing,
+    profile_components,
+    scaled_ahead,
+)
 
 WRITE = 0.625  # $ per million on-demand write units
 READ = 0.125
@@ -245,3 +251,49 @@ def test_a_60_s_lease_with_20_s_heartbeats_spares_the_seeds_10_s_calls_their_hea
         "executions"
     ] == pytest.approx(1.0)
     assert longer.heartbeat_instants()[0] == 20.0
+
+
+def _cheapest_all_in(calls: CallProfile) -> float:
+    """The seed's steady hour with 10 s calls on the cheapest design the model prices: Fargate
+    workers scaled ahead, every table provisioned."""
+    scenario = SEED[0]
+    fleet = all_in_cost(
+        scenario, scaled_ahead(scenario, Design(), calls), calls, profile_components(calls)
+    )
+    report = {"as_shipped": fleet, "as_shipped_on_fargate_scaled_ahead": fleet}
+    all_in = dynamodb_billing(scenario, calls, report)["all_in_usd_per_million_executions"]
+    return float(all_in["as_shipped_on_fargate_scaled_ahead"]["provisioned"])
+
+
+def test_no_write_path_alone_brings_the_seeds_steady_hour_to_2_usd_a_million() -> None:
+    """docs/CAPACITY.md, "How far the write path can take the cost": the model with the write
+    path cut to 3 units (a record created at its lease and completed, the job's advance; no
+    due-item writes, no watch list, a lease long enough that a 10 s call renews nothing), and
+    then to the history's 2 alone, and to none, each on the cheapest design."""
+    shipped = _calls(10)
+    three = replace(
+        shipped,
+        table_write_units_per_execution=2.0,
+        jobs_write_units_per_execution=1.0,
+        due_write_units_per_item=0.0,
+        watch_due_write_units_per_execution=0.0,
+        heartbeat_sec=20.0,
+        lease_sec=60.0,
+    )
+    two = replace(three, jobs_write_units_per_execution=0.0)
+    none = replace(two, table_write_units_per_execution=0.0)
+
+    assert sum(shipped.write_units_by_table.values()) == pytest.approx(7.1)
+    assert sum(three.write_units_by_table.values()) == pytest.approx(3.0)
+    assert sum(two.write_units_by_table.values()) == pytest.approx(2.0)
+    assert _cheapest_all_in(shipped) == pytest.approx(3.69, abs=0.005)
+    assert _cheapest_all_in(three) == pytest.approx(2.63, abs=0.005)
+    assert _cheapest_all_in(two) == pytest.approx(2.37, abs=0.005)
+    assert _cheapest_all_in(none) == pytest.approx(1.86, abs=0.005)
+    scenario = SEED[0]
+    lines = all_in_cost(
+        scenario, scaled_ahead(scenario, Design(), two), two, profile_components(two)
+    )["usd_per_million_breakdown"]
+    # What is left for DynamoDB under $2/M once everything else is paid.
+    rest = sum(usd for name, usd in lines.items() if not name.startswith("DynamoDB"))
+    assert rest == pytest.approx(1.575, abs=0.002)
