@@ -118,9 +118,11 @@ def quotas_asked(
     wanted = max(keep_up, float(result.peak_concurrency["worker"])) / HEADROOM
     lane = max(5, min(MAX_LANE_CONCURRENCY, math.ceil(wanted)))
     open_shards = max(
-        d.open_shards, _pow2(rate * calls.open_index_write_units_per_execution / 1000 / HEADROOM)
+        d.open_shards,
+        _pow2(rate * calls.write_units_by_table.get("executions/open", 0.0) / 1000 / HEADROOM),
     )
-    table = max(4000.0, rate * calls.table_write_units_per_execution / HEADROOM)
+    # The execution's own writes and what its call's duration adds (heartbeats, rechecks).
+    table = max(4000.0, rate * calls.write_units_by_table.get("executions", 0.0) / HEADROOM)
     account = math.ceil((lane + result.peak_concurrency["claimer"] / HEADROOM) / 1000) * 1000
     design = replace(d, lane_max_concurrency=lane, open_shards=open_shards)
     limits = Limits(

@@ -140,6 +140,17 @@ class _Bucket:
         return extra
 
 
+def _take_while_running(
+    calls: CallProfile, runs: float, now: float, mean_sec: float, table: _Bucket, index: _Bucket
+) -> None:
+    """What `runs` started at `now` write while their calls last (the lease's heartbeats, the
+    watchdog's rechecks), spread over the mean call: it uses the tables' capacity, and a start
+    after it waits if it ran out, but it does not delay these runs' own starts."""
+    during = calls.duration_write_units_by_table
+    table.take(now, runs * during.get("executions", 0.0), mean_sec)
+    index.take(now, runs * during.get("executions/open", 0.0), mean_sec)
+
+
 @dataclass
 class _Histogram:
     """Weighted lags in 10 ms bins."""
@@ -367,6 +378,7 @@ class Simulator:
                     ),
                     jobs.take(now, take * calls.jobs_write_units_per_execution / 2, batch_s),
                 )
+                _take_while_running(calls, take, now, calls.job.mean_sec, table, open_index)
                 longest = batch_s + slowest_extra
                 visible -= take
                 while take > 1e-9 and queue:
@@ -476,6 +488,7 @@ class _Fleet:
             open_index.take(now, take * calls.open_index_write_units_per_execution, mean),
             jobs.take(now, take * calls.jobs_write_units_per_execution / 2, mean),
         )
+        _take_while_running(calls, take, now, mean, table, open_index)
         started = take
         while take > 1e-9 and queue:
             entry = queue[0]

@@ -202,3 +202,36 @@ def test_the_planner_counts_invocations_of_whole_batches_not_messages() -> None:
     beyond = "workers beyond one event source's 1,000 concurrent batches"
     assert at_once[beyond].startswith("23") and "over 3 queues" in at_once[beyond]
     assert int(sequential[beyond].split()[0]) > 200_000
+
+
+def test_the_planner_sizes_the_executions_table_for_the_runs_heartbeats_too() -> None:
+    # The busiest minute's 18,067 executions a second each write the execution three times
+    # (create, lease, completion) and a 10 s call renews its lease once: 4 units, over the 0.8
+    # headroom. A call that answers at once renews nothing: 3 units.
+    top = SEED[1]
+    rate = 1400 + 1_000_000 / 60
+    quota = "executions table on-demand quota (write units/s, default 40,000)"
+
+    _, _, ten_s = quotas_asked(
+        top, _result(Design(), 0), replace(CallProfile(), target_latency_ms=10_000)
+    )
+    _, _, at_once = quotas_asked(top, _result(Design(), 0), CallProfile())
+
+    assert ten_s[quota] == round(rate * 4 / 0.8)
+    assert at_once[quota] == round(rate * 3 / 0.8)
+
+
+def test_the_runs_heartbeats_use_the_tables_write_capacity() -> None:
+    # Only the execution's heartbeats write: 10 a second for 10 s, calls of 10 s with 3 s
+    # heartbeats (three each). The table's demand is what the heartbeats write while the calls
+    # run, and nothing else; with no call long enough to renew its lease, nothing.
+    load = Load(steady_per_sec=10, duration_sec=10)
+    design = Design(due_shards=1, lane_max_concurrency=50)
+    renewing = replace(FLAT, due_write_units_per_item=0, target_latency_ms=10_000, heartbeat_sec=3)
+    quick = replace(renewing, target_latency_ms=1_000)
+
+    busy = Simulator(load, design, calls=renewing).run().peak_write_units
+    idle = Simulator(load, design, calls=quick).run().peak_write_units
+
+    assert busy["table (on-demand)"] == pytest.approx(10 * 3, rel=0.15)
+    assert idle["table (on-demand)"] == 0
