@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from takt_cli.capacity.model import CallProfile, Design, Limits
@@ -141,12 +142,17 @@ class _Bucket:
 
 
 def _take_while_running(
-    calls: CallProfile, runs: float, now: float, mean_sec: float, table: _Bucket, index: _Bucket
+    during: Mapping[str, float],
+    runs: float,
+    now: float,
+    mean_sec: float,
+    table: _Bucket,
+    index: _Bucket,
 ) -> None:
-    """What `runs` started at `now` write while their calls last (the lease's heartbeats, the
-    watchdog's rechecks), spread over the mean call: it uses the tables' capacity, and a start
-    after it waits if it ran out, but it does not delay these runs' own starts."""
-    during = calls.duration_write_units_by_table
+    """What `runs` started at `now` write while their calls last (`during`, per run and table:
+    the lease's heartbeats, the watchdog's rechecks), spread over the mean call: it uses the
+    tables' capacity, and a start after it waits if it ran out, but it does not delay these
+    runs' own starts."""
     table.take(now, runs * during.get("executions", 0.0), mean_sec)
     index.take(now, runs * during.get("executions/open", 0.0), mean_sec)
 
@@ -253,6 +259,7 @@ class Simulator:
         # A batch's invocation lasts until its slowest call ends: with a long tail, beyond the
         # mean its messages' own times assume.
         slowest_extra = calls.job.expected_max(at_once) - calls.job.mean_sec
+        during = calls.duration_write_units_by_table
         fargate = _Fleet(d, calls) if d.fargate_tasks else None
         # Instances stay warm for minutes: a cold start is paid only beyond the most that ran.
         warm_workers = self.warm_rate / d.batch_size * (batch_s + d.dispatch_ahead_sec)
@@ -378,7 +385,7 @@ class Simulator:
                     ),
                     jobs.take(now, take * calls.jobs_write_units_per_execution / 2, batch_s),
                 )
-                _take_while_running(calls, take, now, calls.job.mean_sec, table, open_index)
+                _take_while_running(during, take, now, calls.job.mean_sec, table, open_index)
                 longest = batch_s + slowest_extra
                 visible -= take
                 while take > 1e-9 and queue:
@@ -465,6 +472,7 @@ class _Fleet:
         )
         self._after_call = (calls.worker_calls_per_message * calls.dynamodb_latency_ms / 1000) / 2
         self._groups = calls.job.groups()
+        self._during = calls.duration_write_units_by_table
         self._calls = calls
 
     def start(
@@ -488,7 +496,7 @@ class _Fleet:
             open_index.take(now, take * calls.open_index_write_units_per_execution, mean),
             jobs.take(now, take * calls.jobs_write_units_per_execution / 2, mean),
         )
-        _take_while_running(calls, take, now, mean, table, open_index)
+        _take_while_running(self._during, take, now, mean, table, open_index)
         started = take
         while take > 1e-9 and queue:
             entry = queue[0]
