@@ -21,7 +21,7 @@ from takt.store.due import minute_of
 from takt.store.watches import PREFIX, ExecutionRef
 from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.wiring import Services
-from tests.support.faults import Crash, crash_on
+from tests.support.faults import Crash, Throttled, crash_on
 from tests.support.jobs import (
     TENANT,
     job_id_in_shard,
@@ -209,34 +209,11 @@ def test_unended_reads_in_batches_and_skips_what_is_gone_or_indexed(svc: Service
     assert not svc.executions.watch_open(real, to_ms(DUE))
 
 
-class _Throttled:
-    """The real client, but its first BatchGetItem leaves half its keys unprocessed, as a
-    throttled DynamoDB answers."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self.batch_calls = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
-    def batch_get_item(self, RequestItems: dict[str, Any]) -> Any:  # noqa: N803 - boto3's name
-        self.batch_calls += 1
-        if self.batch_calls > 1:
-            return self._client.batch_get_item(RequestItems=RequestItems)
-        ((table, request),) = RequestItems.items()
-        keys = request["Keys"]
-        half = len(keys) // 2
-        resp = self._client.batch_get_item(RequestItems={table: {**request, "Keys": keys[:half]}})
-        resp["UnprocessedKeys"] = {table: {**request, "Keys": keys[half:]}}
-        return resp
-
-
 def test_unended_asks_again_for_the_keys_a_throttled_read_left(svc: Services) -> None:
     jobs = _jobs(svc, 4)
     _claimer(svc).claim(minute_of(DUE), SHARD, DUE)
     refs = [ExecutionRef(TENANT, execution_id(job.job_id, DUE)) for job in jobs]
-    throttled = _Throttled(svc.clients.dynamodb)
+    throttled = Throttled(svc.clients.dynamodb)
     store = copy.copy(svc.executions)
     store._db = throttled  # type: ignore[assignment]
 

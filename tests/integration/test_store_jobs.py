@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
 from takt.clock import ManualClock
 from takt.models.records import JobStatus
+from takt.store import batch
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.jobs import Advance
 from takt.wiring import Services
+from tests.support.faults import Throttled
 from tests.support.jobs import TENANT, make_job
 
 T0 = datetime(2026, 3, 2, 12, 5, tzinfo=UTC)
@@ -205,3 +209,23 @@ def test_delete_removes_the_job(svc: Services, clock: ManualClock) -> None:
 def test_delete_of_a_missing_job_is_not_found(svc: Services) -> None:
     with pytest.raises(NotFoundError):
         svc.jobs.delete(TENANT, "job_missing")
+
+
+def test_batch_get_waits_then_asks_again_for_the_jobs_a_throttled_read_left(
+    svc: Services, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = [make_job(now=clock.now(), next_run_time=T0) for _ in range(6)]
+    for job in jobs:
+        svc.jobs.create(job)
+    throttled = Throttled(svc.clients.dynamodb)
+    store = copy.copy(svc.jobs)
+    store._db = throttled  # type: ignore[assignment]
+    waits: list[float] = []
+    monkeypatch.setattr(batch, "time", SimpleNamespace(sleep=waits.append))
+
+    found = store.batch_get([(job.tenant_id, job.job_id) for job in jobs])
+
+    assert {job_id for _, job_id in found} == {job.job_id for job in jobs}
+    assert throttled.batch_calls == 2
+    # Not at once: a throttled table meets the same throttle again (AWS's guidance).
+    assert len(waits) == 1 and waits[0] > 0

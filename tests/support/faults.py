@@ -2,6 +2,7 @@
 
 `crash_on` returns a copy of a store or sender whose one method raises `Crash` on its Nth call,
 before or after doing its work, which is what a function dying at that instant leaves behind.
+`Throttled` wraps a DynamoDB client whose first BatchGetItem leaves half its keys unprocessed.
 `LostResponses` lets a DynamoDB write reach the server and then loses its answer, through
 botocore's `before-send` event, either as a connection error the SDK retries or as one it gives
 up on (the function's own code then sees the error, as after a real network failure).
@@ -335,3 +336,26 @@ def _adds_heartbeat(params: dict[str, Any]) -> bool:
     _, _, added = str(params.get("UpdateExpression", "")).partition("ADD ")
     names = params.get("ExpressionAttributeNames", {})
     return any(names.get(token.strip(",")) == "heartbeat_seq" for token in added.split())
+
+
+class Throttled:
+    """The real client, but its first BatchGetItem leaves half its keys unprocessed, as a
+    throttled DynamoDB answers."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.batch_calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def batch_get_item(self, RequestItems: dict[str, Any]) -> Any:  # noqa: N803 - boto3's name
+        self.batch_calls += 1
+        if self.batch_calls > 1:
+            return self._client.batch_get_item(RequestItems=RequestItems)
+        ((table, request),) = RequestItems.items()
+        keys = request["Keys"]
+        half = len(keys) // 2
+        resp = self._client.batch_get_item(RequestItems={table: {**request, "Keys": keys[:half]}})
+        resp["UnprocessedKeys"] = {table: {**request, "Keys": keys[half:]}}
+        return resp

@@ -13,7 +13,6 @@ forget it; sharding the key keeps a burst of deaths from overloading one index p
 
 from __future__ import annotations
 
-import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,7 @@ from takt.models.ids import execution_key, parse_time, split_execution_id, to_ms
 from takt.models.records import TERMINAL_STATES, ExecState, ExecutionRecord, job_key
 from takt.observability import logger
 from takt.resources import ATTENTION_INDEX, OPEN_INDEX
+from takt.store.batch import batch_get
 from takt.store.errors import (
     ExecutionConflictError,
     NotFoundError,
@@ -49,10 +49,6 @@ EXECUTION_KEY = ("job_key", "sk")
 ENDED = tuple(sorted(state.value for state in TERMINAL_STATES))
 """Terminal states that need a person: the dead-letter listing shows these."""
 _ATTENTION_ATTRS = ("attention_key", "attention_at")
-# BatchGetItem's most keys per request, and the longest wait before asking again for the keys a
-# throttled one left unread.
-BATCH_GET = 100
-UNPROCESSED_BACKOFF_MAX_SEC = 2.0
 
 
 def open_shard_of(execution_id: str, shards: int) -> str:
@@ -398,33 +394,20 @@ class ExecutionStore:
                 keys[self._key_text(ref)] = ref
             except ValueError:
                 logger.warning("watch list names no execution", execution_id=ref.execution_id)
-        pending = [{"job_key": {"S": pk}, "sk": {"S": sk}} for pk, sk in keys]
-        tries = 0
-        while pending:
-            batch, pending = pending[:BATCH_GET], pending[BATCH_GET:]
-            resp = self._db.batch_get_item(
-                RequestItems={
-                    self._table: {
-                        "Keys": batch,
-                        "ProjectionExpression": "job_key, sk, #s, open_shard",
-                        "ExpressionAttributeNames": {"#s": "state"},
-                    }
-                }
-            )
-            for item in resp.get("Responses", {}).get(self._table, []):
-                state = item.get("state", {}).get("S")
-                if "open_shard" in item or state is None or state in ENDED:
-                    continue
-                listed = keys.get((item["job_key"]["S"], item["sk"]["S"]))
-                if listed is not None:
-                    found.append(listed)
-            unprocessed: Any = resp.get("UnprocessedKeys", {})
-            left = unprocessed.get(self._table, {}).get("Keys", [])
-            if left:
-                # Throttled: DynamoDB asks for a backoff before the keys it did not read.
-                tries += 1
-                time.sleep(min(UNPROCESSED_BACKOFF_MAX_SEC, 0.05 * 2**tries))
-            pending = [*left, *pending]
+        items = batch_get(
+            self._db,
+            self._table,
+            [{"job_key": {"S": pk}, "sk": {"S": sk}} for pk, sk in keys],
+            ProjectionExpression="job_key, sk, #s, open_shard",
+            ExpressionAttributeNames={"#s": "state"},
+        )
+        for item in items:
+            state = item.get("state", {}).get("S")
+            if "open_shard" in item or state is None or state in ENDED:
+                continue
+            listed = keys.get((item["job_key"]["S"], item["sk"]["S"]))
+            if listed is not None:
+                found.append(listed)
         return found
 
     def _key_text(self, ref: ExecutionRef) -> tuple[str, str]:

@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 from takt.models.ids import format_time, to_ms
 from takt.models.records import JobRecord, JobStatus, success_may_go_unnoted
 from takt.resources import UNINDEXED_INDEX
+from takt.store.batch import batch_get
 from takt.store.errors import (
     ConflictError,
     NotFoundError,
@@ -150,25 +151,15 @@ class JobStore:
         than raised, so one of them cannot fail the read of the others."""
         found: dict[tuple[str, str], JobRecord] = {}
         unreadable: dict[tuple[str, str], Exception] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), 100):
-            pending: list[dict[str, Any]] = [
-                {"tenant_id": {"S": t}, "job_id": {"S": j}} for t, j in unique[start : start + 100]
-            ]
-            while pending:
-                resp = self._db.batch_get_item(
-                    RequestItems={self._table: {"Keys": pending, "ConsistentRead": True}}
-                )
-                for item in resp["Responses"].get(self._table, []):
-                    key = (item["tenant_id"]["S"], item["job_id"]["S"])
-                    try:
-                        found[key] = job_record(item)
-                    except Exception as exc:
-                        if not is_record_fault(exc):
-                            raise
-                        unreadable[key] = exc
-                unprocessed: Any = resp.get("UnprocessedKeys") or {}
-                pending = list(unprocessed.get(self._table, {}).get("Keys", []))
+        unique = [{"tenant_id": {"S": t}, "job_id": {"S": j}} for t, j in dict.fromkeys(keys)]
+        for item in batch_get(self._db, self._table, unique, ConsistentRead=True):
+            key = (item["tenant_id"]["S"], item["job_id"]["S"])
+            try:
+                found[key] = job_record(item)
+            except Exception as exc:
+                if not is_record_fault(exc):
+                    raise
+                unreadable[key] = exc
         return found, unreadable
 
     def create(self, job: JobRecord) -> None:
