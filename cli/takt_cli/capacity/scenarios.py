@@ -452,9 +452,10 @@ def profile_components(calls: CallProfile) -> dict[str, float]:
 
 
 def duration_lines(calls: CallProfile) -> dict[str, float]:
-    """What the call's duration (and the watch item, once built) adds to DynamoDB on demand,
-    each as its own line of the cost breakdown: the lease's heartbeats, the watchdog's
-    rechecks of runs longer than the resend wait. Nothing for a call that answers at once."""
+    """What the call's duration and the claims' watch lists add to DynamoDB on demand, each as
+    its own line of the cost breakdown: the lease's heartbeats, the watchdog's rechecks of runs
+    longer than the resend wait, the watch items' writes and reads. A call that answers at once
+    adds only the watch lists'."""
     units = calls.units_per_execution()
     write = US_EAST_1.dynamodb_write_unit_per_million
     read = US_EAST_1.dynamodb_read_unit_per_million
