@@ -223,22 +223,29 @@ class CallProfile:
         them in the `open` index."""
         return self.job.expected_running_at(self.recheck_instants()[:1])
 
-    @property
-    def duration_write_units_by_table(self) -> dict[str, float]:
-        """The write units the call's duration adds per execution: heartbeats on the table
-        (and on the `open` index when they move `check_at`); rechecks, and the first one's
-        putting the execution in the `open` index, on both."""
+    def _duration_write_units(self) -> dict[tuple[str, str], float]:
+        """The write units the call's duration adds per execution, by (what writes, table):
+        heartbeats on the table (and on the `open` index when they move `check_at`); rechecks,
+        and the first one's putting the execution in the `open` index, on both."""
         heartbeats = self.heartbeats_per_execution
         rechecks = self.rechecks_per_execution
         indexed = self.late_indexed_per_execution
         return {
-            "executions": heartbeats * self.heartbeat_write_units
-            + rechecks * self.recheck_write_units
+            ("heartbeat", "executions"): heartbeats * self.heartbeat_write_units,
+            ("heartbeat", "executions/open"): heartbeats * self.heartbeat_open_write_units,
+            ("recheck", "executions"): rechecks * self.recheck_write_units
             + indexed * self.late_index_write_units,
-            "executions/open": heartbeats * self.heartbeat_open_write_units
-            + rechecks * self.recheck_open_write_units
+            ("recheck", "executions/open"): rechecks * self.recheck_open_write_units
             + indexed * self.late_index_open_write_units,
         }
+
+    @property
+    def duration_write_units_by_table(self) -> dict[str, float]:
+        """The write units the call's duration adds per execution, by table and index."""
+        out: dict[str, float] = {}
+        for (_, table), units in self._duration_write_units().items():
+            out[table] = out.get(table, 0.0) + units
+        return out
 
     @property
     def heartbeat_open_write_units(self) -> float:
@@ -275,19 +282,17 @@ class CallProfile:
     def units_per_execution(self) -> dict[str, float]:
         """Per execution: the measured units, and what the watch item and the call's duration
         add, each apart (the scenario report's lines), and the totals the billing prices."""
-        heartbeats = self.heartbeats_per_execution
         rechecks = self.rechecks_per_execution
+        by_kind: dict[str, float] = {}
+        for (kind, _), units in self._duration_write_units().items():
+            by_kind[kind] = by_kind.get(kind, 0.0) + units
         return {
             "measured_write_units_per_execution": self.measured_write_units,
             "measured_read_units_per_execution": sum(self.measured_read_units_by_table.values()),
-            "heartbeats_per_execution": heartbeats,
-            "heartbeat_write_units_per_execution": heartbeats
-            * (self.heartbeat_write_units + self.heartbeat_open_write_units),
+            "heartbeats_per_execution": self.heartbeats_per_execution,
+            "heartbeat_write_units_per_execution": by_kind["heartbeat"],
             "rechecks_per_execution": rechecks,
-            "recheck_write_units_per_execution": rechecks
-            * (self.recheck_write_units + self.recheck_open_write_units)
-            + self.late_indexed_per_execution
-            * (self.late_index_write_units + self.late_index_open_write_units),
+            "recheck_write_units_per_execution": by_kind["recheck"],
             "recheck_read_units_per_execution": rechecks * self.recheck_read_units,
             "watch_write_units_per_execution": self.watch_due_write_units_per_execution,
             "watch_read_units_per_execution": self.watch_executions_read_units_per_execution,
