@@ -385,8 +385,8 @@ MUTATIONS: tuple[Mutation, ...] = (
             "is found by its watch list and runs again within lease + watchdog interval)"
         ),
         path="layers/takt/store/executions.py",
-        old='                if "open_shard" in item or state is None or state in ENDED:',
-        new='                if "open_shard" in item or state != ExecState.PENDING.value:',
+        old='            if "open_shard" in item or state is None or state in ENDED:',
+        new='            if "open_shard" in item or state != ExecState.PENDING.value:',
         tests=(WATCH + "test_a_dead_workers_execution_is_indexed_and_retried_after_its_lease",),
     ),
 )
