@@ -119,40 +119,46 @@ class Usage:
 
     def only(self, functions: tuple[str, ...]) -> Usage:
         """What the named functions did (HTTP attempts and errors are not per function: kept)."""
-        return Usage(
-            calls=Counter({k: n for k, n in self.calls.items() if k[0] in functions}),
-            attempts=self.attempts,
-            errors=self.errors,
-            write_units=Counter({k: n for k, n in self.write_units.items() if k[0] in functions}),
-            read_half_units=Counter(
-                {k: n for k, n in self.read_half_units.items() if k[0] in functions}
-            ),
-            sqs_requests=Counter({k: n for k, n in self.sqs_requests.items() if k[0] in functions}),
-            invocations={k: v for k, v in self.invocations.items() if k in functions},
+        return self._rekeyed(
+            lambda key: key if key[0] in functions else None,
+            {k: v for k, v in self.invocations.items() if k in functions},
         )
 
     def relabelled(self, function: str, operations: frozenset[str], as_function: str) -> Usage:
         """This usage with `function`'s calls of `operations` counted as `as_function`'s: work
         one function does for another's reasons (the watchdog checking the claims' watch lists
         does per-execution work in a function otherwise fixed). Its invocations stay."""
+        return self._rekeyed(
+            lambda key: (
+                (as_function, *key[1:]) if key[0] == function and key[-1] in operations else key
+            ),
+            self.invocations,
+        )
 
-        def move(key: tuple[str, ...]) -> tuple[str, ...]:
-            return (as_function, *key[1:]) if key[0] == function and key[-1] in operations else key
+    def _rekeyed(
+        self,
+        rekey: Callable[[tuple[str, ...]], tuple[str, ...] | None],
+        invocations: Mapping[str, Invocations],
+    ) -> Usage:
+        """This usage with each per-function count under `rekey(key)`, or left out where that is
+        None (HTTP attempts and errors are not per function: kept)."""
 
-        def moved(counter: Counter[Any]) -> Counter[Any]:
+        def rekeyed(counter: Counter[Any]) -> Counter[Any]:
             out: Counter[Any] = Counter()
             for key, n in counter.items():
-                out[move(key)] += n
+                new = rekey(key)
+                if new is not None:
+                    out[new] += n
             return out
 
         return Usage(
-            calls=moved(self.calls),
+            calls=rekeyed(self.calls),
             attempts=self.attempts,
             errors=self.errors,
-            write_units=moved(self.write_units),
-            read_half_units=moved(self.read_half_units),
-            sqs_requests=moved(self.sqs_requests),
-            invocations=self.invocations,
+            write_units=rekeyed(self.write_units),
+            read_half_units=rekeyed(self.read_half_units),
+            sqs_requests=rekeyed(self.sqs_requests),
+            invocations=invocations,
         )
 
     def total_calls(self, service: str | None = None) -> int:

@@ -165,3 +165,30 @@ def test_the_executions_spec_is_what_the_images_see(settings: Settings) -> None:
     assert shape is not None
     assert shape.partition == EXECUTIONS.partition.name
     assert {index.name for index in shape.indexes} == {i.name for i in EXECUTIONS.indexes}
+
+
+def test_only_keeps_the_named_functions_and_relabelled_moves_one_functions_operations(
+    metered: tuple[Meter, AwsClients, str],
+) -> None:
+    meter, clients, table = metered
+    key = {"job_key": {"S": "t#j"}, "sk": {"S": "3"}}
+    with meter.invocation("watchdog"):
+        clients.dynamodb.put_item(TableName=table, Item=_item("3"))
+        clients.dynamodb.delete_item(TableName=table, Key=key)
+    with meter.invocation("claimer"):
+        clients.dynamodb.delete_item(TableName=table, Key=key)
+    usage = meter.usage()
+
+    moved = usage.relabelled("watchdog", frozenset({"DeleteItem"}), "watch-check")
+    assert moved.calls[("watch-check", "dynamodb", "DeleteItem")] == 1
+    assert moved.calls[("watchdog", "dynamodb", "PutItem")] == 1
+    assert moved.calls[("claimer", "dynamodb", "DeleteItem")] == 1
+    assert ("watchdog", "dynamodb", "DeleteItem") not in moved.calls
+    assert moved.write_units[("watch-check", table, "", "DeleteItem")] == 2  # the 1.5 KB item
+    assert moved.invocations == usage.invocations
+
+    kept = moved.only(("watch-check",))
+    assert dict(kept.calls) == {("watch-check", "dynamodb", "DeleteItem"): 1}
+    assert set(kept.write_units) == {("watch-check", table, "", "DeleteItem")}
+    assert kept.invocations == {}
+    assert usage.only(("claimer",)).invocations.keys() == {"claimer"}
