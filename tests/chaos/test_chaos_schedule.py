@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from takt.clock import ManualClock
-from takt.dispatch.plan import plan_firing
+from takt.occurrences import plan_firing
 from tests.chaos.conftest import Form, publish
 from tests.chaos.sim import Sim
 from tests.support.history import Expect, HistoryChecker, judge

@@ -18,6 +18,7 @@ RUNNER = "layers/takt/worker/runner.py"
 SWEEPER = "layers/takt/watchdog/sweeper.py"
 CLAIMER = "layers/takt/dispatch/claimer.py"
 LIFECYCLE = "layers/takt/executions/lifecycle.py"
+OCCURRENCES = "layers/takt/occurrences.py"
 WATCH = "tests/integration/test_dispatch_watch.py::"
 
 
@@ -195,8 +196,8 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         name="burst-claims-runs-its-instant-decides",
         breaks="8. edits decide (issue 14: overlap and workflow runs wait for the regular claim)",
-        path=CLAIMER,
-        old='return job.overlap == "allow" and job.tasks is None',
+        path=OCCURRENCES,
+        old="return not overlap_rule(job.overlap).holds_slot and job.tasks is None",
         new="return True",
         tests=(
             "tests/integration/test_dispatch_burst.py::test_a_job_whose_run_depends_on_its_instant_waits_for_the_regular_claim",

@@ -54,15 +54,22 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from takt.config import Settings, TenantLimits, settings_slice
-from takt.dispatch.plan import FiringPlan, plan_firing
 from takt.executions.lifecycle import Lifecycle
 from takt.fairness.adaptive import LaneGauge, LaneState, claim_budget, fast_headroom
 from takt.fairness.shares import fair_take
-from takt.models.calendars import Calendar, blackout
-from takt.models.ids import execution_id, format_time, to_ms
+from takt.models.calendars import Calendar
+from takt.models.ids import execution_id, to_ms
 from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
 from takt.observability import logger
+from takt.occurrences import (
+    FiringPlan,
+    Replacement,
+    claimable_ahead,
+    decide,
+    overlap_rule,
+    plan_firing,
+)
 from takt.store.calendars import CalendarStore
 from takt.store.due import DueItem, DueStore, FairRead, UnreadableDue
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
@@ -161,14 +168,6 @@ def claim_horizon(settings: ClaimerSettings, minute: datetime, now: datetime) ->
     return until
 
 
-def _early_claimable(job: JobRecord) -> bool:
-    """Whether a job's occurrence may be claimed ahead for the burst (beyond
-    `dispatch_ahead_sec`): only when nothing of its run is decided by the claim's instant. An
-    overlap policy judges the previous run as it is at the claim, and a workflow's run starts
-    at its claim; those are claimed within `dispatch_ahead_sec` as ever."""
-    return job.overlap == "allow" and job.tasks is None
-
-
 def _ahead_of_its_job(job: JobRecord, item: DueItem) -> bool:
     """Whether `item` is due after the occurrence an active job points at: then it may be the
     next due item a claim of that occurrence put before moving the job there (step 3 before
@@ -187,7 +186,7 @@ def _note_created(firing: _Firing, record: ExecutionRecord, outgoing: list[Outgo
     # Not only a pending record holds the slot: after a crashed try, a worker may already
     # be running the execution this retry found, and the next occurrence must see it busy.
     open_run = record.state != ExecState.QUEUED and not record.state.terminal
-    if job.overlap != "allow" and open_run:
+    if overlap_rule(job.overlap).holds_slot and open_run:
         firing.holder = record.execution_id
     if record.state == ExecState.PENDING and record.run_tasks is not None:
         firing.runs.append(record)
@@ -429,7 +428,7 @@ class Claimer:
         (read for the burst) or parked (its job cannot be planned)."""
         # Items beyond this were read for the burst (`claim_horizon`).
         regular = now + timedelta(seconds=self._settings.dispatch_ahead_sec)
-        if item.due > regular and not _early_claimable(job):
+        if item.due > regular and not claimable_ahead(job):
             result.left += 1
             return None
         try:
@@ -671,79 +670,47 @@ class Claimer:
     def _create_executions(
         self, firing: _Firing, now: datetime, result: ClaimResult
     ) -> list[Outgoing]:
-        job = firing.job
-        run, busy = self._to_run(firing, now, result)
+        """Create the firing's executions as the job's policies decide them
+        (`takt.occurrences.decide`, from the slot and the calendars as they are now): the
+        skipped ones, then the open execution a run replaces stopped, then the runs in order."""
+        job, plan = firing.job, firing.plan
+        busy = self._slot_busy(job)
+        decision = decide(job, plan, busy, self._calendars_of(job) if plan.run else [])
+        for skipped in decision.skipped:
+            self._create(job, skipped.scheduled, now, skipped.state, skipped.reason)
+            result.skipped += 1
+        if decision.replaces is not None:
+            self._replace_holder(job, decision.replaces, now)
         outgoing: list[Outgoing] = []
-        for index, scheduled in enumerate(run):
-            if busy and job.overlap == "skip":
-                self._create(job, scheduled, now, ExecState.SKIPPED, "overlap=skip")
+        for occurrence in decision.runs:
+            record = self._create(
+                job, occurrence.scheduled, now, occurrence.state, occurrence.reason
+            )
+            if occurrence.state == ExecState.SKIPPED:
                 result.skipped += 1
-                continue
-            queued = job.overlap == "queue" and (busy or index > 0)
-            state = ExecState.QUEUED if queued else ExecState.PENDING
-            record = self._create(job, scheduled, now, state, None)
-            if job.overlap == "skip":
-                busy = True
-            _note_created(firing, record, outgoing)
+            else:
+                _note_created(firing, record, outgoing)
         return outgoing
 
-    def _to_run(
-        self, firing: _Firing, now: datetime, result: ClaimResult
-    ) -> tuple[list[datetime], bool]:
-        """The occurrences of the firing that run, and whether the job's overlap slot is busy:
-        those its plan skips, those inside its calendars and, with `overlap: replace`, all but
-        the newest are recorded as skipped (the newest replacing a running holder)."""
-        job, plan = firing.job, firing.plan
-        for scheduled, reason in plan.skipped:
-            self._create(job, scheduled, now, ExecState.SKIPPED, reason)
-            result.skipped += 1
-        busy = self._slot_busy(job)
-        run = plan.run
-        if job.calendars and run:
-            run = self._outside_calendars(job, run, now, result)
-        if job.overlap == "replace" and run:
-            # Only the newest occurrence runs: each would replace the one before it at once.
-            for scheduled in run[:-1]:
-                self._create(job, scheduled, now, ExecState.SKIPPED, "overlap=replace")
-                result.skipped += 1
-            run = run[-1:]
-            if busy:
-                self._replace_holder(job, run[0], now)
-                busy = False
-        return run, busy
-
-    def _outside_calendars(
-        self, job: JobRecord, run: list[datetime], now: datetime, result: ClaimResult
-    ) -> list[datetime]:
-        """The occurrences of `run` outside the job's calendars' windows; those inside are
-        recorded as skipped, naming the calendar and the window. An occurrence is judged by its
-        nominal instant, not its jittered firing. A calendar deleted since the job named it
-        blacks out nothing (logged): its windows are gone, and the job keeps running."""
+    def _calendars_of(self, job: JobRecord) -> list[Calendar]:
+        """The job's calendars that exist. A calendar deleted since the job named it is left out
+        (logged): its windows are gone, and the job keeps running."""
         found = []
         for name in job.calendars or []:
             try:
                 found.append(self._calendar(job.tenant_id, name))
             except NotFoundError:
                 logger.warning("job names a missing calendar", job_id=job.job_id, calendar=name)
-        outside = []
-        for scheduled in run:
-            reasons = [(c.name, blackout(c, scheduled)) for c in found]
-            inside = next(((n, why) for n, why in reasons if why is not None), None)
-            if inside is None:
-                outside.append(scheduled)
-                continue
-            reason = f"calendar {inside[0]}: {inside[1]}"
-            self._create(job, scheduled, now, ExecState.SKIPPED, reason)
-            result.skipped += 1
-        return outside
+        return found
 
     def _calendar(self, tenant_id: str, name: str) -> Calendar:
         if self._calendars is None:
             raise NotFoundError(name)
         return self._calendars.get(tenant_id, name)
 
-    def _replace_holder(self, job: JobRecord, scheduled: datetime, now: datetime) -> None:
-        """`overlap: replace`: stop the job's open execution before its newer occurrence starts.
+    def _replace_holder(self, job: JobRecord, replacement: Replacement, now: datetime) -> None:
+        """Stop the job's open execution before the occurrence replacing it starts (`overlap:
+        replace`).
 
         The one that is running is asked to stop (its worker cancels it at its next heartbeat, or
         the watchdog when its lease expires); one still waiting is cancelled at once and frees
@@ -752,9 +719,8 @@ class Claimer:
         newer occurrence runs either way, as `allow` would run it.
         """
         holder_id = job.active_execution
-        if holder_id is None or holder_id == execution_id(job.job_id, scheduled):
+        if holder_id is None or holder_id == execution_id(job.job_id, replacement.scheduled):
             return
-        reason = f"replaced by the occurrence of {format_time(scheduled)} (overlap=replace)"
         for _ in range(3):
             try:
                 holder = self._executions.get(job.tenant_id, holder_id)
@@ -763,7 +729,7 @@ class Claimer:
             if holder.state.terminal or holder.cancel_requested:
                 return
             try:
-                self._lifecycle.cancel(holder, now, reason=reason)
+                self._lifecycle.cancel(holder, now, reason=replacement.reason)
             except ConflictError:
                 continue
             return
@@ -804,8 +770,8 @@ class Claimer:
         return existing
 
     def _slot_busy(self, job: JobRecord) -> bool:
-        """Whether the job's previous run (for overlap skip/queue/replace) is still open."""
-        if job.overlap == "allow" or not job.active_execution:
+        """Whether the job's previous run still holds its overlap slot (an open execution)."""
+        if not overlap_rule(job.overlap).holds_slot or not job.active_execution:
             return False
         try:
             holder = self._executions.get(job.tenant_id, job.active_execution)

@@ -36,6 +36,7 @@ from takt.executions import rules
 from takt.models.ids import format_time, to_ms
 from takt.models.lanes import LaneMessage, Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
+from takt.occurrences import overlap_rule
 from takt.store.backfills import BackfillStore
 from takt.store.errors import ConflictError, ExecutionConflictError, NotFoundError
 from takt.store.executions import ExecutionStore, Transition, lease_fence, open_shard_of
@@ -666,9 +667,10 @@ class Lifecycle:
             self.runs.task_ended(record, state, now)
             return
         note = self._note_outcome(record, state, now)
-        if record.overlap != "allow":
+        overlap = overlap_rule(record.overlap)
+        if overlap.holds_slot:
             self._jobs.release_slot(record.tenant_id, record.job_id, record.execution_id)
-        if record.overlap == "queue":
+        if overlap.promotes_queued:
             self.promote(record.tenant_id, record.job_id, now)
         if record.backfill_id is not None:
             self.backfills.pump(record.tenant_id, record.job_id, record.backfill_id, now)
