@@ -8,11 +8,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from takt.clock import ManualClock
-from takt.models.records import ExecState
+from takt.handlers import Context, handler
+from takt.models.records import ExecState, TaskSpec
 from takt.wiring import Services
+from takt.worker.runner import ExecutionRunner, RunnerSettings
 from takt.workflows.engine import RunStateError
 from tests.support.jobs import TENANT
+from tests.support.lanes import drain
 from tests.support.workflows import (
+    TaskArgs,
     calls,
     engine,
     fail,
@@ -159,3 +163,47 @@ def test_overlap_skip_holds_the_slot_until_the_run_ends(svc: Services, clock: Ma
     third = fire(svc, svc.jobs.get(TENANT, job.job_id), third_at)
     assert third.state == ExecState.RUNNING
     assert calls(key) == {"a": 1, "b": 1}
+
+
+# When each `wf.when` task was called, by the test's clock (the handler cannot see the clock).
+CALLED_AT: dict[str, datetime] = {}
+CLOCKS: list[ManualClock] = []
+
+
+@handler("wf.when")
+def note_when(args: TaskArgs, ctx: Context) -> None:
+    CALLED_AT[args.task] = CLOCKS[-1].now()
+
+
+def test_a_workflow_run_claimed_ahead_calls_its_first_task_no_earlier_than_its_time(
+    svc: Services, clock: ManualClock
+) -> None:
+    CLOCKS.append(clock)
+    claimed_at = DUE - timedelta(milliseconds=900)
+    clock.set(claimed_at)
+    root = TaskSpec(id="root", target="handler:wf.when", payload={"key": "early", "task": "root"})
+    run = fire(svc, store_workflow(svc, [root], NOON, DUE), claimed_at)
+    assert run.state == ExecState.RUNNING
+
+    def hold(seconds: float) -> None:
+        """The worker's waits move the test's clock: a worker holding the message until its
+        time sleeps the 0.9 s left, one that does not calls the task at the claim's instant."""
+        clock.advance(seconds)
+
+    runner = ExecutionRunner(
+        RunnerSettings.of(svc.settings),
+        svc.jobs,
+        svc.executions,
+        svc.lanes,
+        svc.targets,
+        clock,
+        sleep=hold,
+        monotonic=clock.monotonic,
+    )
+    (message,) = drain(svc)
+    runner.process(message)
+    assert CALLED_AT["root"] >= DUE, (
+        "invariant 5 (docs/RELIABILITY.md): a run claimed ahead starts no earlier than its time, "
+        f"but its first task was called at {CALLED_AT['root']} for the run due at {DUE}"
+    )
+    assert run_of(svc, run).state == ExecState.SUCCEEDED

@@ -181,11 +181,17 @@ class RunEngine:
 
         An execution that exists already (a redo) is sent again while still pending: a duplicate
         message finds nothing to lease. Its `check_at` lets the watchdog resend a lost message.
+
+        A run claimed ahead of its time (`dispatch_ahead_sec`) starts no earlier than that time
+        (docs/RELIABILITY.md, invariant 5): its root tasks are scheduled at the run's time, not
+        at the claim's, so the worker holds their messages until then as it holds any message
+        claimed ahead. Tasks made runnable later are scheduled when they became runnable.
         """
-        check_at = self._lifecycle.check_at(now)
+        at = max(now, origin.scheduled_time)
+        check_at = self._lifecycle.check_at(now, delay_sec=(at - now).total_seconds())
 
         def create(task: TaskItem) -> Outgoing | None:
-            record = self._task_record(origin, ref.run_id, task, now)
+            record = self._task_record(origin, ref.run_id, task, at, now)
             if self._executions.create(record, check_at_ms=check_at):
                 return Outgoing.of(record)
             existing = self._executions.get(ref.tenant_id, record.execution_id)
@@ -197,16 +203,16 @@ class RunEngine:
 
     @staticmethod
     def _task_record(
-        origin: ExecutionRecord, run_id: str, task: TaskItem, now: datetime
+        origin: ExecutionRecord, run_id: str, task: TaskItem, at: datetime, now: datetime
     ) -> ExecutionRecord:
         spec = task.spec
-        # Scheduled when it became runnable: its lag is the dispatch delay, not its upstreams'
-        # running time (which would swamp the ScheduleLag metric).
+        # Scheduled when it became runnable (`at`, never before its run's time): its lag is the
+        # dispatch delay, not its upstreams' running time (which would swamp ScheduleLag).
         return ExecutionRecord(
             tenant_id=origin.tenant_id,
             job_id=origin.job_id,
             execution_id=task_execution_id(run_id, task.task_id, task.gen),
-            scheduled_time=now,
+            scheduled_time=at,
             trigger=origin.trigger,
             state=ExecState.PENDING,
             max_attempts=spec.retry.max_attempts,
