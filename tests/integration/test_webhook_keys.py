@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -16,7 +17,8 @@ import pytest
 from takt.clock import ManualClock
 from takt.models.records import ExecState
 from takt.models.targets import HttpSpec
-from takt.tenants.webhook_keys import derive, master_bytes, verify
+from takt.store.webhook_keys import KeyState, KeyStates
+from takt.tenants.webhook_keys import WebhookKey, WebhookKeyError, derive, master_bytes, verify
 from takt.wiring import Services, install
 from takt_cli.local.runtime import _local_master
 from tests.api.harness import OTHER_TENANT, Api
@@ -200,3 +202,63 @@ def test_takt_local_keeps_its_master_in_its_data_folder_for_the_owner_only(
     assert first == again
     assert master_bytes(first) != master_bytes(_local_master(None))
     assert (tmp_path / "webhook-master").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_rotation_that_loses_the_race_is_refused_409_and_does_not_move_the_key_again(
+    signed: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_advance = KeyStates.advance
+    raced: list[bool] = []
+
+    def advance_after_a_rival(
+        states: KeyStates, tenant_id: str, state: KeyState, until_ms: int
+    ) -> bool:
+        if not raced:
+            # Another rotation that read the same generation commits between this one's read
+            # and its write.
+            raced.append(real_advance(states, tenant_id, state, until_ms))
+        return real_advance(states, tenant_id, state, until_ms)
+
+    monkeypatch.setattr(KeyStates, "advance", advance_after_a_rival)
+    install(signed)
+    try:
+        lost = Api(signed).request("POST", "/v1/webhook-keys/rotate", {"overlap_sec": 60})
+    finally:
+        install(None)
+    stored = KeyStates(signed.clients.dynamodb, signed.settings.tenants_table).read(TENANT)
+    assert raced == [True]
+    assert (lost.status, stored.generation) == (409, 1), (
+        "racing rotations cannot both move the key on (docs/SECURITY.md): the one that lost "
+        f"answered {lost.status} and left generation {stored.generation}"
+    )
+    assert "rotated by another request meanwhile" in lost.json["detail"]
+
+
+def test_ten_racing_rotations_move_the_key_once_per_success_and_each_is_told_what_it_wrote(
+    signed: Services,
+) -> None:
+    keys = signed.webhook_keys
+    now = signed.clock.now()
+    start = threading.Barrier(10)
+
+    def rotate(i: int) -> list[WebhookKey] | str:
+        start.wait()
+        try:
+            return keys.rotate(TENANT, now, timedelta(seconds=100 + i))
+        except WebhookKeyError as exc:
+            return str(exc)
+
+    # Real concurrency: each rotation's read and conditional write go to moto's server.
+    with ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(rotate, range(10)))
+    won = {i: a for i, a in enumerate(answers) if not isinstance(a, str)}
+    lost = [a for a in answers if isinstance(a, str)]
+    stored = KeyStates(signed.clients.dynamodb, signed.settings.tenants_table).read(TENANT)
+    rule = "racing rotations cannot both move the key on (docs/SECURITY.md)"
+    assert stored.generation == len(won), f"{rule}: {len(won)} won, generation {stored.generation}"
+    assert sorted(a[0].generation for a in won.values()) == list(range(1, len(won) + 1)), rule
+    for i, answer in won.items():
+        # Each winner is told the key it made current and the one it replaced, for its overlap.
+        assert [k.generation for k in answer] == [answer[0].generation, answer[0].generation - 1]
+        assert answer[1].valid_until == now + timedelta(seconds=100 + i), rule
+    assert all("rotated by another request meanwhile" in text for text in lost), lost

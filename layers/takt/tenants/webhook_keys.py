@@ -42,12 +42,12 @@ if TYPE_CHECKING:
 DEFAULT_OVERLAP = timedelta(hours=24)
 MAX_OVERLAP = timedelta(days=30)
 _SALT = b"takt webhook keys"
-_MAX_TRIES = 5
 
 
 class WebhookKeyError(SecretError):
     """The keys cannot be had: the deployment has no master secret or an unusable one, or a
-    rotation kept losing races with other rotations. Retrying the same call cannot help."""
+    rotation lost the race with another rotation. Retrying the same call cannot help (a lost
+    rotation is the caller's to decide again once it has read the keys)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, permanent=True)
@@ -148,18 +148,28 @@ class WebhookKeys:
         return [key.secret for key in self._keys(tenant_id, cached[1], now)]
 
     def rotate(self, tenant_id: str, now: datetime, overlap: timedelta) -> list[WebhookKey]:
-        """Move the tenant to a new key; the one it had signs too for `overlap` more."""
+        """Move the tenant to a new key; the one it had signs too for `overlap` more.
+
+        One conditional write on the generation read (docs/SECURITY.md): of rotations racing
+        from one generation, one moves it on and the others get WebhookKeyError (409) without
+        trying again, since a retry would rotate away the key the winner was just given. The
+        answer is the state this rotation wrote, not a later read that a racing rotation may
+        already have moved on.
+        """
         if not timedelta(0) <= overlap <= MAX_OVERLAP:
             raise ValueError(f"overlap must be between 0 and {MAX_OVERLAP.days} days")
         self._need_master()
-        for _ in range(_MAX_TRIES):
-            state = self._states.read(tenant_id)
-            if not self._states.advance(tenant_id, state, int((now + overlap).timestamp() * 1000)):
-                continue
-            with self._lock:
-                self._cache.pop(tenant_id, None)
-            return self.keys(tenant_id, now)
-        raise WebhookKeyError(f"tenant {tenant_id}'s key is being rotated by someone else")
+        state = self._states.read(tenant_id)
+        until_ms = int((now + overlap).timestamp() * 1000)
+        if not self._states.advance(tenant_id, state, until_ms):
+            raise WebhookKeyError(
+                f"tenant {tenant_id}'s key was rotated by another request meanwhile (from "
+                f"generation {state.generation}); read the keys and rotate again if still needed"
+            )
+        with self._lock:
+            self._cache.pop(tenant_id, None)
+        written = KeyState(generation=state.generation + 1, previous_until_ms=until_ms)
+        return self._keys(tenant_id, written, now)
 
     def _keys(self, tenant_id: str, state: KeyState, now: datetime) -> list[WebhookKey]:
         master = master_bytes(self._need_master())
