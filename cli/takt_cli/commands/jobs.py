@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from click.shell_completion import CompletionItem
 
 from takt_cli.commands.client import call
 from takt_cli.commands.context import CliContext, CliError, context_of
+from takt_cli.commands.job_fields import JobFlag, job_flags_of
 
+Command = TypeVar("Command", bound=Callable[..., Any])
 JOB_COLUMNS = ["id", "name", "status", "schedule", "next_run_time", "last_outcome"]
 NEXT_RUNS = 5
 JOB_ID_PREFIX = "job_"
@@ -96,128 +99,6 @@ def _json_value(text: str, flag: str) -> Any:
         raise CliError(f"{flag} is not valid JSON: {exc}") from exc
 
 
-# The flags `jobs create` and `jobs update` share: (flag, body field, click option settings).
-# A dotted field goes into a nested object (`retry.max_attempts`).
-JOB_FLAGS: list[tuple[str, str, dict[str, Any]]] = [
-    ("--name", "name", {"help": "A name, unique among your jobs; commands take it as the JOB."}),
-    ("--cron", "schedule", {"help": "Cron expression (5 fields, optional seconds)."}),
-    ("--every", "interval", {"help": "Fixed interval, e.g. 90s, 1h."}),
-    ("--run-at", "run_at", {"help": "One-off time, RFC 3339 (e.g. 2026-03-02T12:00:00Z)."}),
-    ("--tz", "time_zone", {"help": "IANA time zone the cron is read in. [default: UTC]"}),
-    ("--start-at", "start_at", {"help": "No run before this time (RFC 3339)."}),
-    ("--end-at", "end_at", {"help": "No run after this time (RFC 3339)."}),
-    (
-        "--target",
-        "target",
-        {
-            "help": "What each run calls: an http(s) URL, handler:NAME, or an SQS, SNS or "
-            "EventBridge ARN."
-        },
-    ),
-    ("--payload", "payload", {"help": "The JSON each run sends, @file, or - for stdin."}),
-    (
-        "--priority",
-        "priority",
-        {"type": click.Choice(["high", "default", "low"]), "help": "Lane. [default: default]"},
-    ),
-    (
-        "--timeout",
-        "timeout_sec",
-        {"type": click.IntRange(1, 86400), "help": "Seconds an attempt may take. [default: 300]"},
-    ),
-    (
-        "--max-attempts",
-        "retry.max_attempts",
-        {"type": click.IntRange(1, 100), "help": "Attempts before a run is dead. [default: 5]"},
-    ),
-    (
-        "--backoff",
-        "retry.backoff",
-        {
-            "type": click.Choice(["exponential", "fixed"]),
-            "help": "Wait between attempts. [default: exponential]",
-        },
-    ),
-    ("--retry-initial", "retry.initial_interval", {"help": "First wait, e.g. 5s. [default: 5s]"}),
-    ("--retry-max", "retry.max_interval", {"help": "Longest wait, e.g. 1h. [default: 1h]"}),
-    (
-        "--retry-jitter",
-        "retry.jitter",
-        {"type": click.Choice(["full", "none"]), "help": "Randomize waits. [default: full]"},
-    ),
-    ("--jitter", "jitter", {"help": "Fire each run up to this long after its time, e.g. 30s."}),
-    (
-        "--calendar",
-        "calendars",
-        {"multiple": True, "help": "Skip runs in this calendar's windows (repeatable)."},
-    ),
-    (
-        "--overlap",
-        "overlap",
-        {
-            "type": click.Choice(["allow", "skip", "queue"]),
-            "help": "When a run is due while the last one runs. [default: allow]",
-        },
-    ),
-    (
-        "--catchup",
-        "catchup",
-        {
-            "type": click.Choice(["skip", "once", "all"]),
-            "help": "Runs missed while paused or down. [default: once]",
-        },
-    ),
-    (
-        "--catchup-window",
-        "catchup_window",
-        {"help": "How far back missed runs count, e.g. 1h. [default: 1h]"},
-    ),
-    (
-        "--notify-to",
-        "notify.to",
-        {"help": "Where incidents are told: an SNS topic or EventBridge bus ARN, or a URL."},
-    ),
-    (
-        "--notify-on",
-        "notify.on",
-        {
-            "multiple": True,
-            "type": click.Choice(["dead", "stopped"]),
-            "help": "Which incidents (repeatable): an execution dead, or the job stopped "
-            "(--notify-after failures in a row). [default: both]",
-        },
-    ),
-    (
-        "--notify-after",
-        "notify.after_failures",
-        {
-            "type": click.IntRange(1, 100),
-            "help": "Failures in a row that make 'stopped'. [default: 3]",
-        },
-    ),
-    (
-        "--dst-gap",
-        "dst.gap",
-        {
-            "type": click.Choice(["run", "skip"]),
-            "help": "A cron time in the spring-forward gap. [default: run]",
-        },
-    ),
-    (
-        "--dst-overlap",
-        "dst.overlap",
-        {
-            "type": click.Choice(["once", "twice"]),
-            "help": "A cron time that occurs twice in the fall-back hour. [default: once]",
-        },
-    ),
-]
-_FIELD_OF = {flag.removeprefix("--").replace("-", "_"): field for flag, field, _ in JOB_FLAGS}
-# The objects whose fields have flags of their own (`retry`, `dst`): a flag changes one field of
-# them and keeps the others. Any other object (the payload) is a value, replaced whole.
-_NESTED = {field.split(".")[0] for _, field, _ in JOB_FLAGS if "." in field}
-
-
 # Flags that shape an http(s) target rather than set a field of their own: with either, the
 # target is sent in its object form (`{"type": "http", "url": ..., "method": ..., "headers": ...}`).
 HTTP_FLAGS: list[tuple[str, dict[str, Any]]] = [
@@ -241,13 +122,28 @@ HTTP_FLAGS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def job_flags(function: Any) -> Any:
-    """Add every field flag of a job to a command."""
-    for flag, settings in reversed(HTTP_FLAGS):
-        function = click.option(flag, **settings)(function)
-    for flag, _, settings in reversed(JOB_FLAGS):
-        function = click.option(flag, **settings)(function)
-    return function
+CREATE_FLAGS = job_flags_of("JobCreate", defaults=True)
+UPDATE_FLAGS = job_flags_of("JobPatch", defaults=False)
+
+
+def job_flags(flags: list[JobFlag]) -> Callable[[Command], Command]:
+    """Add a flag for each field of the job's request body to a command, and the HTTP ones."""
+
+    def add(function: Command) -> Command:
+        for flag, settings in reversed(HTTP_FLAGS):
+            function = click.option(flag, **settings)(function)
+        for job_flag in reversed(flags):
+            function = click.option(job_flag.flag, **job_flag.settings)(function)
+        return function
+
+    return add
+
+
+def _nested(flags: list[JobFlag]) -> set[str]:
+    """The objects whose fields have flags of their own (`retry`, `dst`): a flag changes one
+    field of them and keeps the others. Any other object (the payload) is a value, replaced
+    whole."""
+    return {f.field.split(".")[0] for f in flags if "." in f.field}
 
 
 def _shaped_target(target: Any, method: str | None, given: tuple[str, ...]) -> dict[str, Any]:
@@ -273,14 +169,15 @@ def _shaped_target(target: Any, method: str | None, given: tuple[str, ...]) -> d
     return shaped
 
 
-def _fields_of(flags: dict[str, Any]) -> dict[str, Any]:
+def _fields_of(known: list[JobFlag], flags: dict[str, Any]) -> dict[str, Any]:
     """The body fields the given flags set, nested objects as dicts of what was given."""
     body: dict[str, Any] = {}
-    for param, value in flags.items():
-        if value is None or value == () or param not in _FIELD_OF:
+    for job_flag in known:
+        value = flags.get(job_flag.param)
+        if value is None or value == ():
             continue
-        field = _FIELD_OF[param]
-        given = _json_value(value, "--payload") if field == "payload" else value
+        field = job_flag.field
+        given = _json_value(value, job_flag.flag) if job_flag.as_json else value
         if isinstance(given, tuple):
             given = list(given)
         if "." in field:
@@ -298,18 +195,17 @@ def jobs() -> None:
 
 @jobs.command("create")
 @click.option("--body", help="The whole job as JSON, @file, or - for stdin; flags override it.")
-@job_flags
-@click.option("--idempotency-key", help="Creating twice with one key makes one job.")
+@job_flags(CREATE_FLAGS)
 @click.pass_obj
-def create(ctx: CliContext, /, body: str | None, idempotency_key: str | None, **flags: Any) -> None:
+def create(ctx: CliContext, /, body: str | None, **flags: Any) -> None:
     """Create a job from flags or a JSON body."""
     job = _load_body(body)
-    for field, value in _fields_of(flags).items():
-        job[field] = {**job.get(field, {}), **value} if field in _NESTED else value
+    nested = _nested(CREATE_FLAGS)
+    for field, value in _fields_of(CREATE_FLAGS, flags).items():
+        job[field] = {**job.get(field, {}), **value} if field in nested else value
     if flags["method"] is not None or flags["header"]:
         job["target"] = _shaped_target(job.get("target"), flags["method"], flags["header"])
-    headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
-    created, _ = call(ctx, "POST", "/v1/jobs", job, headers=headers)
+    created, _ = call(ctx, "POST", "/v1/jobs", job)
     ctx.emit(created, [_job_row(created)], JOB_COLUMNS)
 
 
@@ -393,7 +289,7 @@ def list_(
 @jobs.command("update")
 @job_argument
 @click.option("--body", help="Fields to change as JSON, @file, or -; flags override it.")
-@job_flags
+@job_flags(UPDATE_FLAGS)
 @click.option("--if-match", help="The version (ETag) you read; refused if it changed.")
 @click.pass_obj
 def update(
@@ -401,11 +297,11 @@ def update(
 ) -> None:
     """Change a job's fields: only those given change."""
     change = _load_body(body)
-    fields = _fields_of(flags)
+    fields = _fields_of(UPDATE_FLAGS, flags)
     shaping = flags["method"] is not None or bool(flags["header"])
     if not change and not fields and not shaping:
         raise CliError("nothing to change: give --body or a field flag (--help lists them)")
-    nested = {k: v for k, v in fields.items() if k in _NESTED}
+    nested = {k: v for k, v in fields.items() if k in _nested(UPDATE_FLAGS)}
     if nested or (shaping and "target" not in fields and "target" not in change):
         # A nested object (retry, dst, an HTTP target's) is replaced whole by the API: keep
         # the fields no flag names, from the version read.
