@@ -6,7 +6,7 @@ prints it; other kinds are passed over. The mapping:
 
 | CronJob | takt |
 |---|---|
-| `spec.schedule` (`CRON_TZ=`/`TZ=` prefix too) | `schedule`; `@every 90s` an `interval` |
+| `spec.schedule` (`CRON_TZ=`/`TZ=` prefix too) | `schedule` (robfig.py); `@every 90s` `interval` |
 | `spec.timeZone` (else the prefix, else UTC) | `time_zone` |
 | `spec.suspend: true` | `status: paused` |
 | `spec.concurrencyPolicy` Allow / Forbid / Replace | `overlap` allow / skip / replace |
@@ -17,14 +17,16 @@ prints it; other kinds are passed over. The mapping:
 | the pod's container | the `payload` of the `--target` given |
 | (robfig/cron's clock changes) | `dst: {gap: skip, overlap: twice}` |
 
-Kubernetes reads cron with robfig/cron, which ANDs the two day fields when an item of either
-starts with `*` or `?` (`*/2` too) and ORs them otherwise; Vixie (and takt) AND them when either
-field starts with `*`. The two agree on every schedule but one with a `*` item after the first
-(`1,*/2`); that is refused rather than moved a day.
+Kubernetes reads cron with robfig/cron v3, whose reading differs from takt's in which day fields
+combine with AND (`0 6 */2 * 1` is odd days or Mondays there), in `N/step` of the day of week, and
+in what it refuses; takt_cli/migrate/robfig.py reads the schedule as robfig does and writes it in
+takt's dialect, or refuses it with the reason.
 
 robfig/cron walks a fixed-time schedule hour by hour in real time, so a time that spring-forward
 skips never comes (the day passes) and one that fall-back repeats comes twice; the job's `dst`
-policy says the same, so it fires at the CronJob's instants across clock changes too.
+policy says the same, so it fires at the CronJob's instants across clock changes too (where the
+clock moves by whole hours: robfig.py says why a schedule with chosen hours is refused where it
+moves by 30 minutes). tests/data/migrate/robfig holds robfig's own answers, which the tests compare.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from typing import Any
 
 import yaml
 
-from takt.schedule import parse_duration
+from takt.schedule import ScheduleError, parse_duration, validate_time_zone
+from takt_cli.migrate import robfig
 from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
 
 _ZONE_PREFIX = re.compile(r"^(?:CRON_TZ|TZ)=(?P<zone>\S+)\s+(?P<rest>.+)$")
@@ -125,7 +128,10 @@ def _schedule(text: str, zone: Any, notes: list[str]) -> dict[str, Any]:
         zone, text = prefixed.group("zone"), prefixed.group("rest").strip()
     if not zone:
         notes.append("no spec.timeZone: Kubernetes used its controller's zone; takt uses UTC")
-    body: dict[str, Any] = {"time_zone": str(zone or "UTC")}
+    try:
+        body: dict[str, Any] = {"time_zone": validate_time_zone(str(zone or "UTC"))}
+    except ScheduleError as exc:
+        raise MappingError(f"spec.timeZone: {exc}") from None
     every = _EVERY.match(text)
     if every is not None:
         try:
@@ -135,33 +141,9 @@ def _schedule(text: str, zone: Any, notes: list[str]) -> dict[str, Any]:
         body["interval"] = every.group("duration")
         notes.append("an @every schedule counts from the import, not from the CronJob's creation")
         return body
-    body["schedule"] = _vixie(text)
+    body["schedule"] = robfig.to_takt(text, body["time_zone"])
     body["dst"] = dict(ROBFIG_DST)
     return body
-
-
-def _vixie(text: str) -> str:
-    """The CronJob's expression as takt reads it the same way, or MappingError."""
-    fields = text.split()
-    if text.startswith("@"):
-        return text  # a macro: takt's are Kubernetes' (@reboot and unknown ones are refused)
-    if len(fields) != 5:
-        # takt would read six fields as seconds first; Kubernetes refuses them.
-        raise MappingError(f"{text!r}: a CronJob's schedule has five fields, not {len(fields)}")
-    fields = ["*" if value == "?" else value for value in fields]
-    if _readings_differ(fields[2], fields[4]):
-        raise MappingError(
-            f"{text!r}: Kubernetes ANDs the two day fields here (an item starts with '*') and "
-            "takt would OR them (neither field starts with '*'); write the days explicitly"
-        )
-    return " ".join(fields)
-
-
-def _readings_differ(day: str, weekday: str) -> bool:
-    """Whether robfig/cron and Vixie combine the day fields differently (AND against OR)."""
-    robfig_ands = any(item[:1] in ("*", "?") for f in (day, weekday) for item in f.split(","))
-    vixie_ands = day.startswith("*") or weekday.startswith("*")
-    return robfig_ands != vixie_ands
 
 
 def export(job: dict[str, Any]) -> Exported:
@@ -177,14 +159,11 @@ def export(job: dict[str, Any]) -> Exported:
 def _manifest(job: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     if not job.get("schedule"):
         raise MappingError("a CronJob needs a cron schedule (not an interval or a one-off)")
-    expr = job["schedule"]
-    if len(expr.split()) == 6:
-        raise MappingError(f"{expr!r}: a CronJob's schedule has no seconds field")
-    fields = expr.split()
-    if len(fields) == 5 and _readings_differ(fields[2], fields[4]):
-        raise MappingError(f"{expr!r}: Kubernetes would AND the day fields that takt ORs")
-    if re.search(r"\bL\b", expr):
-        raise MappingError(f"{expr!r}: Kubernetes' cron has no 'L'")
+    expr = robfig.from_takt(job["schedule"])
+    try:
+        robfig.check_zone(expr, job["time_zone"])
+    except MappingError as exc:
+        notes.append(f"Kubernetes would not fire it as takt does: {exc}")
     payload = job.get("payload")
     if isinstance(payload, dict) and "image" in payload:
         containers = [payload]

@@ -113,16 +113,14 @@ def test_a_question_mark_day_is_any_day() -> None:
     assert _body(schedule="0 6 ? * 1")["schedule"] == "0 6 * * 1"
 
 
-def test_a_star_step_day_beside_a_weekday_is_kept_as_both_read_it_alike() -> None:
-    """robfig/cron ANDs the day fields when one starts with `*` (`*/2` too), as Vixie does."""
-    assert _body(schedule="0 6 */2 * 1")["schedule"] == "0 6 */2 * 1"
+def test_a_star_step_day_beside_a_weekday_is_written_as_a_list_takt_ors() -> None:
+    """Rule: robfig reads `*/2` as restricted and ORs it with a weekday; takt would AND a field
+    starting with `*`, so the days are written as a range that takt ORs too."""
+    assert _body(schedule="0 6 */2 * 1")["schedule"] == "0 6 1-31/2 * 1", "robfig ORs '*/2'"
 
 
-def test_a_star_item_after_the_first_is_refused_as_the_readings_differ() -> None:
-    """robfig ANDs the days of `1,*/2` with the weekday; Vixie (takt) ORs them."""
-    (item,) = _load(_cronjob("0 6 1,*/2 * 1"))
-    assert item.body is None
-    assert "ANDs" in (item.reason or "")
+def test_a_step_after_the_first_item_is_kept_as_both_or_it() -> None:
+    assert _body(schedule="0 6 1,*/2 * 1")["schedule"] == "0 6 1,*/2 * 1"
 
 
 def test_six_fields_are_refused_as_kubernetes_has_no_seconds() -> None:
