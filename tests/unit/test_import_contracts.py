@@ -1,5 +1,6 @@
 """The import contracts in pyproject.toml (docs/ARCHITECTURE.md's layers, no cycle between takt's
-parts, takt never importing takt_cli) hold, and each one fails on the import it forbids.
+parts, takt never importing takt_cli, the engines reaching the tables through the store ports)
+hold, and each one fails on the import it forbids.
 
 The breaking cases run lint-imports on a copy of the two packages with one import added, inside
 a function: grimp counts those too, so a lazy import cannot hide a cycle or a layer crossed.
@@ -51,7 +52,7 @@ def test_the_repository_keeps_every_import_contract() -> None:
     done = lint_imports(ROOT / "layers")
 
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "3 kept, 0 broken" in done.stdout
+    assert "4 kept, 0 broken" in done.stdout
 
 
 def test_the_domain_importing_the_api_breaks_the_layers_and_makes_a_cycle(packages: Path) -> None:
@@ -81,3 +82,15 @@ def test_the_runtime_importing_the_tooling_breaks_its_contract(packages: Path) -
 
     assert done.returncode == 1
     assert "never imports the tooling (takt_cli) BROKEN" in done.stdout
+
+
+def test_an_engine_importing_a_concrete_store_breaks_the_store_ports_contract(
+    packages: Path,
+) -> None:
+    add_lazy_import(packages / "takt" / "dispatch" / "claimer.py", "import takt.store.jobs")
+
+    done = lint_imports(packages)
+
+    assert done.returncode == 1, "an engine must reach the jobs table through takt.store.ports"
+    assert "through takt.store.ports BROKEN" in done.stdout
+    assert "takt.dispatch.claimer -> takt.store.jobs" in done.stdout

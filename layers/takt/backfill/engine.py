@@ -11,8 +11,7 @@ from takt.observability import logger
 from takt.schedule import next_after, occurrences
 from takt.store.backfills import BackfillRecord, BackfillStore
 from takt.store.errors import ConflictError, NotFoundError
-from takt.store.executions import ExecutionStore
-from takt.store.jobs import JobStore
+from takt.store.ports import ExecutionWriter, JobReader
 
 MAX_OCCURRENCES = 1000
 """A backfill covers at most this many occurrences: its record lists no occurrences (it keeps a
@@ -47,8 +46,8 @@ class BackfillLifecycle(Protocol):
 class Backfiller:
     def __init__(
         self,
-        jobs: JobStore,
-        executions: ExecutionStore,
+        jobs: JobReader,
+        executions: ExecutionWriter,
         store: BackfillStore,
         lifecycle: BackfillLifecycle,
     ) -> None:

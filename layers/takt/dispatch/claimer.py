@@ -70,13 +70,18 @@ from takt.occurrences import (
     overlap_rule,
     plan_firing,
 )
-from takt.store.calendars import CalendarStore
-from takt.store.due import DueItem, DueStore, FairRead, UnreadableDue
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
-from takt.store.executions import ExecutionStore
-from takt.store.jobs import JobStore
-from takt.store.quarantine import QuarantineStore
-from takt.store.watches import ExecutionRef
+from takt.store.ports import (
+    CalendarReader,
+    ClaimerDue,
+    ClaimerJobs,
+    DueItem,
+    ExecutionRef,
+    FairRead,
+    LifecycleExecutions,
+    Quarantine,
+    UnreadableDue,
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -276,13 +281,13 @@ class Claimer:
     def __init__(
         self,
         settings: ClaimerSettings,
-        jobs: JobStore,
-        due: DueStore,
-        executions: ExecutionStore,
+        jobs: ClaimerJobs,
+        due: ClaimerDue,
+        executions: LifecycleExecutions,
         lanes: Lanes,
-        calendars: CalendarStore | None = None,
+        calendars: CalendarReader | None = None,
         gauge: LaneGauge | None = None,
-        quarantine: QuarantineStore | None = None,
+        quarantine: Quarantine | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings = settings

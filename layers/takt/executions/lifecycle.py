@@ -39,9 +39,9 @@ from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.occurrences import overlap_rule
 from takt.store.backfills import BackfillStore
 from takt.store.errors import ConflictError, ExecutionConflictError, NotFoundError
-from takt.store.executions import ExecutionStore, Transition, lease_fence, open_shard_of
+from takt.store.executions import lease_fence, open_shard_of
 from takt.store.items import execution_snapshot
-from takt.store.jobs import JobStore, OutcomeNote
+from takt.store.ports import LifecycleExecutions, LifecycleJobs, OutcomeNote, Transition
 from takt.workflows.engine import RunEngine
 
 
@@ -91,8 +91,8 @@ class Lifecycle:
     def __init__(
         self,
         settings: LifecycleSettings,
-        jobs: JobStore,
-        executions: ExecutionStore,
+        jobs: LifecycleJobs,
+        executions: LifecycleExecutions,
         lanes: Lanes,
         *,
         notifier: Incidents | None = None,

@@ -40,12 +40,15 @@ from takt.models.lanes import Lanes
 from takt.models.records import ExecState, ExecutionRecord
 from takt.observability import log_keys, logger
 from takt.parallel import each_in_context
-from takt.store.due import DueStore
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
-from takt.store.executions import ExecutionStore, OpenCandidate
-from takt.store.jobs import JobStore
-from takt.store.quarantine import QuarantineStore
-from takt.store.watches import Watch
+from takt.store.ports import (
+    LifecycleJobs,
+    OpenCandidate,
+    Quarantine,
+    Watch,
+    WatchdogDue,
+    WatchdogExecutions,
+)
 
 # Watch lists checked at once (each a batch read or a few, then a delete).
 WATCH_THREADS = 16
@@ -85,13 +88,13 @@ class Watchdog:
     def __init__(
         self,
         settings: WatchdogSettings,
-        jobs: JobStore,
-        due: DueStore,
-        executions: ExecutionStore,
+        jobs: LifecycleJobs,
+        due: WatchdogDue,
+        executions: WatchdogExecutions,
         lanes: Lanes,
         release_slot: Callable[[str, str], None] | None = None,
         notifier: Incidents | None = None,
-        quarantine: QuarantineStore | None = None,
+        quarantine: Quarantine | None = None,
     ) -> None:
         self._settings = settings
         self._quarantine = quarantine

@@ -72,8 +72,7 @@ from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.observability import logger
 from takt.retry import backoff_delay
 from takt.store.errors import ConflictError, ExecutionConflictError, NotFoundError
-from takt.store.executions import ExecutionStore
-from takt.store.jobs import JobStore
+from takt.store.ports import LifecycleJobs, RunnerExecutions
 from takt.worker.deadline import HostDeadline
 from takt.worker.recheck import Verdict, claimed_ahead, judge
 
@@ -119,8 +118,8 @@ class ExecutionRunner:
     def __init__(
         self,
         settings: RunnerSettings,
-        jobs: JobStore,
-        executions: ExecutionStore,
+        jobs: LifecycleJobs,
+        executions: RunnerExecutions,
         lanes: Lanes,
         targets: Targets,
         clock: Clock,

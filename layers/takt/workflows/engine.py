@@ -40,8 +40,7 @@ from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.observability import logger
 from takt.store.errors import ConflictError, NotFoundError
-from takt.store.executions import ExecutionStore
-from takt.store.jobs import JobStore
+from takt.store.ports import JobReader, RunExecutions
 from takt.store.runs import SUCCEEDED, UPSTREAM_FAILED, RunRef, RunStore, TaskItem
 from takt.workflows.model import downstream_of, topological_order
 
@@ -116,8 +115,8 @@ class RunLifecycle(Protocol):
 class RunEngine:
     def __init__(
         self,
-        jobs: JobStore,
-        executions: ExecutionStore,
+        jobs: JobReader,
+        executions: RunExecutions,
         lanes: Lanes,
         lifecycle: RunLifecycle,
     ) -> None:
