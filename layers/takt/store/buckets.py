@@ -4,9 +4,21 @@ A bucket is kept as GCRA (the generic cell rate algorithm): one number, the theo
 time `tat` of the next token, instead of a token count and a refill time. A bucket of `rate`
 tokens a second and `burst` deep grants a token at `now` when `tat - now` is at most
 `burst / rate` ahead, and each token granted moves `tat` on by `1 / rate`. One conditional
-update on the old `tat` (the bucket's version) takes any number of tokens at once, so a send
-batch costs one write per tenant, not one per message, and two writers can never both spend the
-same tokens: the loser's condition fails and it tries again from the value DynamoDB returns.
+update takes any number of tokens at once, so a send batch costs one write per tenant, not one
+per message. It has two forms:
+
+- a bucket in use (`tat` at or after `now`) is charged with an atomic add, `tat = tat + cost`,
+  on the condition that `tat` is still at most where the bucket would hold the tokens
+  (`now + (burst - granted) / rate`). Writers racing on it do not fail each other's condition:
+  requests that arrive together under the limit all pass, and the condition keeps their total
+  within the burst;
+- an idle bucket (no `tat`, or one before `now`, so full) is set from `now`, on the condition
+  that it is still idle. Of writers racing on an idle bucket one sets it; the others' condition
+  fails, returns the item, and they take their tokens with the add.
+
+A lost condition returns the item as it is, and the writer tries again from it (at most
+MAX_TRIES times; each loss means another writer moved the bucket from idle to in use or spent
+its last tokens, so a second try almost always settles it).
 
 Each process remembers the last `tat` it saw. `tat` only moves forward, so a remembered value
 is never ahead of the real one: a bucket it finds empty is empty, and a stale value costs one
@@ -54,6 +66,12 @@ def gcra(tat_us: int, now_us: int, want: int, rate: float, burst: int) -> tuple[
     return 0, tat_us, max(0.0, wait_us / _US)
 
 
+def latest_tat(now_us: int, granted: int, rate: float, burst: int) -> int:
+    """The latest `tat` at which the bucket still holds `granted` tokens at `now_us` (`gcra`'s
+    test solved for `tat`): the condition of the add that takes them from a bucket in use."""
+    return math.floor(now_us + (burst - granted + 1e-9) * (_US / rate))
+
+
 class TokenBuckets:
     """Buckets as items (`tenant_id`, `counter`) of the tenants table, attribute `tat_us`."""
 
@@ -76,14 +94,14 @@ class TokenBuckets:
             if not granted:
                 return Grant(0, wait)
             try:
-                self._write(partition, counter, known, tat_us)
+                limit_us = latest_tat(now_us, granted, rate, burst)
+                self._seen[key] = self._spend(partition, counter, known, tat_us, now_us, limit_us)
             except ClientError as exc:
                 if not is_condition_failure(exc):
                     raise
                 current = condition_failure_item(exc)
                 self._seen[key] = _tat(current) if current else None
                 continue
-            self._seen[key] = tat_us
             return Grant(granted)
         # Every try lost to another writer: the bucket is being drained faster than we can
         # read it, which is what an empty bucket means to this caller.
@@ -98,21 +116,38 @@ class TokenBuckets:
         item = resp.get("Item")
         return _tat(dict(item)) if item else None
 
-    def _write(self, partition: str, counter: str, known: int | None, tat_us: int) -> None:
-        values: dict[str, Any] = {":new": {"N": str(tat_us)}}
-        if known is None:
-            condition = "attribute_not_exists(tat_us)"
+    def _spend(
+        self,
+        partition: str,
+        counter: str,
+        known: int | None,
+        tat_us: int,
+        now_us: int,
+        limit_us: int,
+    ) -> int:
+        """Write the bucket's new `tat` (the module's two forms) and return it as stored."""
+        if known is None or known <= now_us:
+            update = "SET tat_us = :new"
+            condition = "attribute_not_exists(tat_us) OR tat_us <= :now"
+            values: dict[str, Any] = {":new": {"N": str(tat_us)}, ":now": {"N": str(now_us)}}
         else:
-            condition = "tat_us = :old"
-            values[":old"] = {"N": str(known)}
-        self._db.update_item(
+            update = "SET tat_us = tat_us + :cost"
+            condition = "tat_us >= :now AND tat_us <= :limit"
+            values = {
+                ":cost": {"N": str(tat_us - known)},
+                ":now": {"N": str(now_us)},
+                ":limit": {"N": str(limit_us)},
+            }
+        resp = self._db.update_item(
             TableName=self._table,
             Key=_key(partition, counter),
-            UpdateExpression="SET tat_us = :new",
+            UpdateExpression=update,
             ConditionExpression=condition,
             ExpressionAttributeValues=values,
+            ReturnValues="UPDATED_NEW",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
+        return int(resp["Attributes"]["tat_us"]["N"])
 
 
 def _key(partition: str, counter: str) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from takt.store.buckets import gcra
+from takt.store.buckets import gcra, latest_tat
 
 SEC = 1_000_000
 NOW = 1_000 * SEC
@@ -40,3 +40,14 @@ def test_over_any_window_grants_stay_within_rate_times_window_plus_burst() -> No
         total += granted
     assert total <= 20 * 10 + 5
     assert total >= 20 * 10 - 1
+
+
+def test_the_adds_limit_is_the_latest_tat_that_still_holds_the_tokens() -> None:
+    for rate, burst, want in [(50.0, 100, 1), (5.0, 10, 3), (3.0, 7, 7), (1.0, 20, 1)]:
+        limit = latest_tat(NOW, want, rate, burst)
+        at_limit, _, _ = gcra(limit, NOW, want=want, rate=rate, burst=burst)
+        past_it, _, _ = gcra(limit + 1, NOW, want=want, rate=rate, burst=burst)
+        assert (at_limit, past_it) == (want, want - 1), (
+            "the bucket's add grants its tokens exactly while gcra would: "
+            f"rate {rate}, burst {burst}, {want} wanted: {at_limit} at the limit, {past_it} past it"
+        )
