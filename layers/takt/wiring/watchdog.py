@@ -1,0 +1,90 @@
+"""The watchdog function's parts: the sweeper, the Fargate fleet's scale-ahead, the reconciler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from takt.aws import AwsClients, make_autoscaling_client
+from takt.clock import Clock
+from takt.config import Settings
+from takt.dispatch.ahead import DueForecaster, FleetPlan, ScaleAhead
+from takt.dispatch.reconciler import Reconciler
+from takt.watchdog.sweeper import Watchdog, WatchdogSettings
+from takt.wiring.lanes import lane_sender, worker_gate
+from takt.wiring.stores import (
+    due_store,
+    execution_store,
+    job_store,
+    quarantine_store,
+    token_buckets,
+)
+from takt.wiring.targets import http_target, notifier, oidc_signer, webhook_keys
+
+
+@dataclass(frozen=True)
+class WatchdogFunction:
+    watchdog: Watchdog
+    clock: Clock
+    interval_sec: float
+    # The minute's step that sizes the Fargate worker service ahead of the due index, when the
+    # deployment turns it on (`scale_ahead_minutes`).
+    scale_ahead: ScaleAhead | None = None
+    # The repair of jobs the indexer did not index, once an invocation.
+    reconciler: Reconciler | None = None
+
+
+def build_watchdog(settings: Settings, clients: AwsClients, clock: Clock) -> WatchdogFunction:
+    jobs = job_store(settings, clients.dynamodb)
+    executions = execution_store(settings, clients.dynamodb)
+    buckets = token_buckets(settings, clients.dynamodb)
+    http = http_target(
+        settings, clock, webhook_keys(settings, clients.dynamodb), oidc_signer(settings)
+    )
+    watchdog = Watchdog(
+        WatchdogSettings.of(settings),
+        jobs,
+        due_store(settings, clients.dynamodb),
+        executions,
+        lane_sender(settings, clients, clock, buckets),
+        release_slot=worker_gate(settings, clients.dynamodb, clock, buckets, executions).release,
+        notifier=notifier(settings, clients, jobs, http),
+        quarantine=quarantine_store(settings, clients.dynamodb),
+    )
+    return WatchdogFunction(
+        watchdog,
+        clock,
+        settings.watchdog_interval_sec,
+        scale_ahead(settings, clients),
+        build_reconciler(settings, clients),
+    )
+
+
+def scale_ahead(settings: Settings, clients: AwsClients) -> ScaleAhead | None:
+    """What falls due in the next minutes, and the Fargate worker service sized for it."""
+    if settings.scale_ahead_minutes <= 0:
+        return None
+    return ScaleAhead(
+        DueForecaster(
+            due_store(settings, clients.dynamodb),
+            settings.scale_ahead_minutes,
+            settings.scale_ahead_count_pages,
+        ),
+        FleetPlan(
+            job_sec=settings.scale_ahead_job_sec,
+            slots=settings.fargate_slots,
+            min_tasks=settings.fargate_min_tasks,
+            max_tasks=settings.fargate_max_tasks,
+        ),
+        make_autoscaling_client(settings) if settings.fargate_service else None,
+        settings.fargate_service,
+    )
+
+
+def build_reconciler(settings: Settings, clients: AwsClients) -> Reconciler:
+    """The watchdog's repair of jobs the indexer did not index (takt.dispatch.reconciler)."""
+    return Reconciler(
+        job_store(settings, clients.dynamodb),
+        due_store(settings, clients.dynamodb),
+        settings.reindex_grace_sec,
+        quarantine_store(settings, clients.dynamodb),
+    )

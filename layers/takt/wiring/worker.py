@@ -1,0 +1,42 @@
+"""The worker function's parts: the runner, with every target kind and the gate in front of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from takt.aws import AwsClients
+from takt.clock import Clock
+from takt.config import Settings
+from takt.wiring.lanes import lane_sender, worker_gate
+from takt.wiring.stores import execution_store, job_store, token_buckets
+from takt.wiring.targets import http_target, notifier, oidc_signer, target_router, webhook_keys
+from takt.worker.runner import ExecutionRunner, RunnerSettings
+
+
+@dataclass(frozen=True)
+class WorkerFunction:
+    runner: ExecutionRunner
+    # How many of a batch's messages run at once, and how long before the function's own
+    # timeout an unfinished execution is given back.
+    batch_concurrency: int
+    give_back_margin_sec: float
+
+
+def build_worker(settings: Settings, clients: AwsClients, clock: Clock) -> WorkerFunction:
+    jobs = job_store(settings, clients.dynamodb)
+    executions = execution_store(settings, clients.dynamodb)
+    buckets = token_buckets(settings, clients.dynamodb)
+    http = http_target(
+        settings, clock, webhook_keys(settings, clients.dynamodb), oidc_signer(settings)
+    )
+    runner = ExecutionRunner(
+        RunnerSettings.of(settings),
+        jobs,
+        executions,
+        lane_sender(settings, clients, clock, buckets),
+        target_router(settings, clients, http),
+        clock,
+        gate=worker_gate(settings, clients.dynamodb, clock, buckets, executions),
+        notifier=notifier(settings, clients, jobs, http),
+    )
+    return WorkerFunction(runner, settings.worker_batch_concurrency, settings.give_back_margin_sec)
