@@ -1,4 +1,4 @@
-"""The lifecycle's operations decide against in-memory tables (tests/support/memory.py): each
+"""The lifecycle's operations decide against in-memory tables (tests/support/fakes): each
 test names an operation, the state it starts from, and what it must and must not write or send.
 The moto integration tests (tests/integration) run the same operations on the real expressions.
 """
@@ -16,7 +16,7 @@ from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, OverlapPolicy
 from takt.store.errors import ConflictError
-from tests.support.memory import MemoryExecutions, MemoryJobs, MemoryLanes
+from tests.support.fakes import FakeExecutions, FakeJobs, FakeLanes
 
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 RESEND = 30.0
@@ -26,9 +26,9 @@ TENANT = "t1"
 class World:
     def __init__(self, lease_sec: float = 60.0) -> None:
         self.settings = Settings(lease_sec=lease_sec, pending_resend_after_sec=RESEND)
-        self.jobs = MemoryJobs()
-        self.executions = MemoryExecutions()
-        self.lanes = MemoryLanes()
+        self.jobs = FakeJobs()
+        self.executions = FakeExecutions()
+        self.lanes = FakeLanes()
         self.lifecycle = Lifecycle(self.settings, self.jobs, self.executions, self.lanes)
 
     def job(self, overlap: OverlapPolicy = "allow", max_attempts: int = 3) -> JobRecord:
