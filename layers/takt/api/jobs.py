@@ -59,6 +59,14 @@ of its time waiting on DynamoDB, and botocore's client is thread-safe; 16 keeps 
 jobs to 13 rounds of queries and stays within the DynamoDB client's 32 pooled connections
 (`takt.aws.client_config`, the tenant sessions' too), so no thread waits for a connection."""
 
+UPDATE_TRIES = 5
+"""Writes an unconditional PATCH makes, each from a fresh read, while other changes keep
+winning between its read and its write (`JobService.update`)."""
+
+
+class _LostRaceError(ConflictingStateError):
+    """A PATCH's conditional write found the job at another version than it read."""
+
 
 def _too_many_jobs(exc: JobLimitError) -> TooManyRequestsError:
     return TooManyRequestsError(
@@ -374,7 +382,29 @@ class JobService:
     def update(
         self, tenant_id: str, job_id: str, patch: JobPatch, if_match: int | None
     ) -> JobRecord:
-        """Change a job (`apply_patch`), check what needs a table or the settings, write once."""
+        """Change a job (`apply_patch`), check what needs a table or the settings, write once.
+
+        The write is conditional on the version read. With `If-Match` a write that finds another
+        version is 412: the caller's version is stale. Without it the change applies to the
+        latest version (docs/API.md): a write that lost to another change made between its read
+        and its write is made again from a fresh read, at most UPDATE_TRIES times (then 409).
+        """
+        for _ in range(UPDATE_TRIES):
+            try:
+                return self._update_once(tenant_id, job_id, patch, if_match)
+            except _LostRaceError:
+                if if_match is not None:
+                    raise PreconditionFailedError(
+                        f"job {job_id} changed meanwhile; read it again"
+                    ) from None
+        raise ConflictingStateError(
+            f"job {job_id} changed by another request during each of {UPDATE_TRIES} tries; "
+            "send the change again"
+        )
+
+    def _update_once(
+        self, tenant_id: str, job_id: str, patch: JobPatch, if_match: int | None
+    ) -> JobRecord:
         current = self.get(tenant_id, job_id)
         if if_match is not None and if_match != current.version:
             raise PreconditionFailedError(
@@ -394,17 +424,14 @@ class JobService:
     def _write_update(
         self, current: JobRecord, updated: JobRecord, written: frozenset[str]
     ) -> None:
-        """Write an update; a new name is claimed first and the old one given back after."""
+        """Write an update; a new name is claimed first and the old one given back after.
+        _LostRaceError when the job is no longer at the version read."""
         tenant_id, job_id = current.tenant_id, current.job_id
         renamed = updated.name != current.name
         if renamed:
             self._claim_name(updated, updated.updated_at)
         try:
-            with store_errors(
-                f"job {job_id}",
-                conflict=f"job {job_id} changed meanwhile; read it again",
-                changed=PreconditionFailedError,
-            ):
+            with store_errors(f"job {job_id}", changed=_LostRaceError):
                 self._data(tenant_id).jobs.update_definition(
                     updated,
                     current.version,
