@@ -1,6 +1,6 @@
 """The import contracts in pyproject.toml (docs/ARCHITECTURE.md's layers, no cycle between takt's
-parts, takt never importing takt_cli, the engines reaching the tables through the store ports)
-hold, and each one fails on the import it forbids.
+parts, takt never importing takt_cli, the engines reaching the tables through the store ports,
+the occurrence policy pure) hold, and each one fails on the import it forbids.
 
 The breaking cases run lint-imports on a copy of the two packages with one import added, inside
 a function: grimp counts those too, so a lazy import cannot hide a cycle or a layer crossed.
@@ -94,3 +94,14 @@ def test_an_engine_importing_a_concrete_store_breaks_the_store_ports_contract(
     assert done.returncode == 1, "an engine must reach the jobs table through takt.store.ports"
     assert "through takt.store.ports BROKEN" in done.stdout
     assert "takt.dispatch.claimer -> takt.store.jobs" in done.stdout
+
+
+def test_the_occurrence_policy_reading_the_settings_breaks_its_purity(packages: Path) -> None:
+    """takt.config sits on the domain's floor, so only the purity contract forbids it."""
+    add_lazy_import(packages / "takt" / "occurrences.py", "import takt.config")
+
+    done = lint_imports(packages)
+
+    assert done.returncode == 1
+    assert "is pure: models, schedules, clocks BROKEN" in done.stdout
+    assert "api and wiring KEPT" in done.stdout  # the layers allow it: purity is its own rule

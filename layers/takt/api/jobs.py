@@ -31,7 +31,7 @@ from takt.api.errors import (
 )
 from takt.api.models import JobCreate, JobPatch
 from takt.api.parts import Api, TenantData
-from takt.api.patch import apply_patch, check_not_late, first_run
+from takt.api.patch import apply_patch, check_not_late, check_window, first_run
 from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.records import (
     WORKFLOW_TARGET,
@@ -144,6 +144,7 @@ class JobService:
             created_at=now,
             updated_at=now,
         )
+        check_window(job)
         if not body.run_late:
             check_not_late(job, now)
         job.next_run_time = first_run(job, now)

@@ -17,7 +17,8 @@ from typing import Any
 from takt.api.errors import ConflictingStateError, InvalidRequestError
 from takt.api.models import JobPatch
 from takt.models.records import WORKFLOW_TARGET, JobRecord, JobStatus
-from takt.schedule import ScheduleError, next_after, parse_cron, parse_duration
+from takt.occurrences import catchup_horizon, window_problem
+from takt.schedule import ScheduleError, next_after, parse_cron
 
 # The fields that change when, or whether, a job next fires.
 SCHEDULE_FIELDS = frozenset(
@@ -33,6 +34,8 @@ SCHEDULE_FIELDS = frozenset(
         "jitter",
     }
 )
+# The fields whose combination decides whether a job's catch-up window can be planned.
+WINDOW_FIELDS = frozenset({"catchup", "catchup_window", "interval"})
 # A job has exactly one of these; giving one clears the others.
 SCHEDULE_KINDS = frozenset({"schedule", "interval", "run_at"})
 
@@ -63,6 +66,8 @@ def apply_patch(current: JobRecord, patch: JobPatch, now: datetime) -> Patched:
             f"job {current.job_id} has completed; give it a new schedule or run_at to run it again"
         )
     written = given | {"updated_at", "version"} | (changes.keys() & {"target", "tasks"})
+    if given & WINDOW_FIELDS:
+        check_window(updated)
     if "run_at" in given and not patch.run_late:
         check_not_late(updated, now)
     written |= _reschedule(current, updated, given, now)
@@ -124,13 +129,20 @@ def validate_cron(job: JobRecord) -> None:
         raise InvalidRequestError(str(exc), [{"field": exc.field, "message": str(exc)}]) from exc
 
 
+def check_window(job: JobRecord) -> None:
+    """400 naming `catchup_window` when the job's catch-up window cannot be planned
+    (`takt.occurrences.window_problem`): accepted, such a job would never run as it says."""
+    problem = window_problem(job)
+    if problem is not None:
+        raise InvalidRequestError(problem, [{"field": "catchup_window", "message": problem}])
+
+
 def check_not_late(job: JobRecord, now: datetime) -> None:
     """Refuse a `run_at` older than the job's catch-up window: it would run at once, which
     a date years in the past almost never means (`run_late` asks for it explicitly)."""
     if job.run_at is None:
         return
-    window = parse_duration(job.catchup_window)
-    if job.run_at < now - window:
+    if job.run_at < catchup_horizon(job, now):
         message = (
             f"run_at is more than the catch-up window ({job.catchup_window}) in the past; "
             "send run_late: true to run it now anyway"
