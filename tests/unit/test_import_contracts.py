@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -51,8 +52,11 @@ def add_lazy_import(module: Path, statement: str) -> None:
 def test_the_repository_keeps_every_import_contract() -> None:
     done = lint_imports(ROOT / "layers")
 
+    # Every contract pyproject.toml declares is checked and kept (counted from the file, so a
+    # new contract needs no edit here).
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "5 kept, 0 broken" in done.stdout
+    assert f"{len(contracts['contracts'])} kept, 0 broken" in done.stdout
 
 
 def test_the_domain_importing_the_api_breaks_the_layers_and_makes_a_cycle(packages: Path) -> None:
