@@ -3,8 +3,26 @@
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Protocol
+
+
+def format_time(instant: datetime) -> str:
+    """RFC 3339 in UTC with a Z, to the second, or to the millisecond when it has any: the one
+    way takt writes an instant, in the API's answers, the CLI and the schedule's phrases."""
+    utc = instant.astimezone(UTC)
+    # The year zero-padded by hand: strftime's %Y writes year 1 as "1" on Linux, which no
+    # RFC 3339 parser (nor `takt.models.ids.parse_time`) reads back.
+    text = f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}"
+    if utc.microsecond // 1000:
+        return f"{text}.{utc.microsecond // 1000:03d}Z"
+    return f"{text}Z"
+
+
+def format_local(instant: datetime, zone: tzinfo) -> str:
+    """`instant` in `zone` with its offset, to the same precision as `format_time`."""
+    local = instant.astimezone(zone)
+    return local.isoformat(timespec="milliseconds" if local.microsecond // 1000 else "seconds")
 
 
 class Clock(Protocol):

@@ -16,7 +16,7 @@ from takt_cli.commands.context import CliContext, CliError, context_of
 from takt_cli.commands.job_fields import JobFlag, job_flags_of
 
 Command = TypeVar("Command", bound=Callable[..., Any])
-JOB_COLUMNS = ["id", "name", "status", "schedule", "next_run_time", "last_outcome"]
+JOB_COLUMNS = ["id", "name", "status", "schedule", "time_zone", "next_run_time", "last_outcome"]
 NEXT_RUNS = 5
 JOB_ID_PREFIX = "job_"
 COMPLETION_TIMEOUT_SEC = 2.0
@@ -65,7 +65,10 @@ def resolve_job(ctx: CliContext, ref: str) -> str:
     page, _ = call(ctx, "GET", "/v1/jobs", query={"name": ref, "limit": 200})
     ids = [str(job["id"]) for job in page["items"] if job.get("name") == ref]
     if not ids:
-        raise CliError(f"no job named {ref!r} (and it is not a job id)")
+        raise CliError(
+            f"no job named {ref!r} (and it is not a job id); a deleted job's history is listed "
+            "by its id (`takt executions list job_...`), which `takt jobs delete` printed"
+        )
     if len(ids) > 1:
         raise CliError(f"{len(ids)} jobs are named {ref!r}: use an id ({', '.join(ids)})")
     return ids[0]
@@ -356,6 +359,9 @@ def delete(ctx: CliContext, job_id: str) -> None:
     """Delete a job (its history stays until it expires)."""
     call(ctx, "DELETE", f"/v1/jobs/{job_id}")
     ctx.emit({"deleted": job_id}, [{"deleted": job_id}], ["deleted"])
+    if ctx.output == "table":
+        # Its name goes with it: from now on only the id opens the history.
+        click.echo(f"its history stays until it expires: takt executions list {job_id}", err=True)
 
 
 @jobs.command("trigger")

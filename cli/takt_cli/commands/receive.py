@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from takt.clock import format_time
 from takt_cli.commands.client import call
 from takt_cli.commands.context import CliContext
 from takt_cli.commands.errors import CliError
@@ -131,7 +132,7 @@ def receive(ctx: CliContext, host: str, port: int, status: int, secret: str | No
             self.wfile.write(reply)
 
         def _print(self, headers: dict[str, str], body: bytes, answer: int, check: str) -> None:
-            at = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            at = format_time(datetime.now(UTC))
             takt = " ".join(f"{h}={headers[h]}" for h in SHOWN_HEADERS if h in headers)
             text = body.decode(errors="replace")
             if len(text) > BODY_PRINT_CHARS:

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, get_args
 from zoneinfo import ZoneInfo
 
 import click
 
-from takt.clock import SystemClock
+from takt.clock import SystemClock, format_local, format_time
 from takt.schedule import (
     DstPolicy,
     IntervalSchedule,
@@ -110,7 +110,7 @@ def preview_command(
         instants, zone = _preview(request, now)
     except ScheduleError as exc:
         raise CliError(str(exc)) from exc
-    rows = [{"utc": _rfc3339(instant), "local": _local(instant, zone)} for instant in instants]
+    rows = [{"utc": format_time(instant), "local": _local(instant, zone)} for instant in instants]
     if jitter is None:
         obj.emit([row["utc"] for row in rows], table=rows, columns=["utc", "local"])
         return
@@ -121,7 +121,7 @@ def preview_command(
     key = "fires_at" if job_id is not None else "fires_by"
     for row, instant in zip(rows, instants, strict=True):
         offset = window if job_id is None else jitter_offset(job_id, instant, window)
-        row[key] = _rfc3339(instant + offset)
+        row[key] = format_time(instant + offset)
     data = [{"at": row["utc"], key: row[key]} for row in rows]
     obj.emit(data, table=rows, columns=["utc", "local", key])
 
@@ -141,7 +141,7 @@ def _run_batch(lines: Iterable[str], now: datetime) -> None:
             instants, _ = _preview(request, now)
         except (ScheduleError, CliError) as exc:
             raise CliError(f"line {number}: {exc}") from exc
-        click.echo(json.dumps([_rfc3339(instant) for instant in instants]))
+        click.echo(json.dumps([format_time(instant) for instant in instants]))
 
 
 def _preview(request: dict[str, Any], now: datetime) -> tuple[list[datetime], str]:
@@ -189,10 +189,6 @@ def _instant(value: Any) -> datetime:
     )
 
 
-def _rfc3339(instant: datetime) -> str:
-    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def _local(instant: datetime, tz: str) -> str:
-    local = instant.astimezone(ZoneInfo(tz))
-    return f"{local.isoformat()} {local.tzname()}"
+    zone = ZoneInfo(tz)
+    return f"{format_local(instant, zone)} {instant.astimezone(zone).tzname()}"

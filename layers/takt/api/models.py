@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from takt.clock import format_local
 from takt.models.ids import format_time
 from takt.models.instants import Instant
 from takt.models.notify import NotifyPolicy
@@ -547,9 +548,7 @@ class PreviewOut(BaseModel):
             next_runs=[
                 NextRunOut(
                     at=format_time(run),
-                    local=run.astimezone(zone).isoformat(
-                        timespec="milliseconds" if run.microsecond else "seconds"
-                    ),
+                    local=format_local(run, zone),
                     fires_at=format_time(job.fire_time(run)),
                 )
                 for run in runs

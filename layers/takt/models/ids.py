@@ -10,6 +10,24 @@ import os
 import time
 from datetime import UTC, datetime
 
+from takt.clock import format_time
+
+# `format_time` is the clock's, named here too, beside `parse_time`, for the many callers that
+# read and write instants with the ids.
+__all__ = [
+    "execution_id",
+    "execution_key",
+    "format_time",
+    "from_ms",
+    "new_job_id",
+    "new_ulid",
+    "occurrence_token",
+    "parse_time",
+    "split_execution_id",
+    "task_execution_id",
+    "to_ms",
+]
+
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 
@@ -75,17 +93,6 @@ def parse_time(text: str) -> datetime:
     if value.tzinfo is None:
         raise ValueError(f"time without offset: {text!r}")
     return value.astimezone(UTC)
-
-
-def format_time(instant: datetime) -> str:
-    """RFC 3339 in UTC with a Z and millisecond precision when it has any."""
-    utc = instant.astimezone(UTC)
-    # The year zero-padded by hand: strftime's %Y writes year 1 as "1" on Linux, which no
-    # RFC 3339 parser (nor `parse_time`) reads back.
-    text = f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S}"
-    if utc.microsecond:
-        return f"{text}.{utc.microsecond // 1000:03d}Z"
-    return f"{text}Z"
 
 
 def to_ms(instant: datetime) -> int:

@@ -7,8 +7,9 @@ anything else is shown as its expression, because a wrong sentence is worse than
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
+from takt.clock import format_time
 from takt.schedule.cron import MONTHS, WEEKDAYS, CronExpression, CronField, parse_expression
 from takt.schedule.model import CronSchedule, IntervalSchedule, OneOffSchedule, Schedule
 
@@ -25,9 +26,9 @@ _UNITS = (
 def describe(schedule: Schedule) -> str:
     """A short English description, e.g. "at 06:00 every day (Europe/Berlin)"."""
     if isinstance(schedule, OneOffSchedule):
-        return f"once at {_rfc3339(schedule.run_at)}"
+        return f"once at {format_time(schedule.run_at)}"
     if isinstance(schedule, IntervalSchedule):
-        return f"every {_length(schedule.every)} from {_rfc3339(schedule.anchor)}"
+        return f"every {_length(schedule.every)} from {format_time(schedule.anchor)}"
     return _describe_cron(schedule)
 
 
@@ -174,7 +175,3 @@ def _length(every: timedelta) -> str:
         if count:
             parts.append(f"{count} {name}" + ("" if count == 1 else "s"))
     return " ".join(parts)
-
-
-def _rfc3339(instant: datetime) -> str:
-    return instant.astimezone(UTC).isoformat().replace("+00:00", "Z")
