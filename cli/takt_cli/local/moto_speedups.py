@@ -19,7 +19,8 @@ queue holding n messages cost O(n) per message taken; here the check reads the o
 needs. Its clock (`unix_time`, a naive-datetime round trip) is replaced by `time.time()` when it
 is asked for "now", the same instant. moto's `TransactWriteItems` deep-copies every table it
 names (O(n) in the table's items); here it checks all conditions before writing anything
-instead. Nothing here is shipped in the Lambda layer.
+instead. Model objects are tracked weakly (`takt_cli.local.moto_retention`), so a query's copies
+are freed once answered. Nothing here is shipped in the Lambda layer.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import threading
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from takt_cli.local import moto_retention
 
 
 @dataclass(frozen=True)
@@ -211,8 +214,8 @@ def _patch_transactions() -> None:
 
 
 def apply() -> None:
-    """Cache moto's per-request reflection, query one partition, take the cheap SQS paths, and
-    silence the access log."""
+    """Cache moto's per-request reflection, query one partition, take the cheap SQS paths, keep
+    no model object alive for moto's own tracking, and silence the access log."""
     import moto.backends  # noqa: PLC0415 - moto's internals load only with the local runtime
     import moto.core.responses  # noqa: PLC0415 - moto's internals load only with the local runtime
     import moto.core.utils  # noqa: PLC0415 - moto's internals load only with the local runtime
@@ -243,4 +246,5 @@ def apply() -> None:
         Table.query = query  # type: ignore[method-assign]
     _patch_sqs()
     _patch_transactions()
+    moto_retention.apply()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
