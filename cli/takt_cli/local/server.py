@@ -3,7 +3,8 @@
 API Gateway stands between a deployed API and the internet, and refuses what it cannot frame;
 this server does that part for `takt local`:
 
-- a `Content-Length` that is not a number of bytes, a body longer than `MAX_REQUEST_BYTES`, a
+- a header line that is not `name: value` (a space before the colon: RFC 9112 says refuse it), a
+  `Content-Length` that is not a number of bytes, a body longer than `MAX_REQUEST_BYTES`, a
   chunked body (API Gateway buffers it; nothing here needs one) or a body that does not arrive
   within `BODY_TIMEOUT_SEC` gets a problem+json 4xx at once, and the connection is closed, since
   where the next request would start is unknown;
@@ -102,11 +103,14 @@ class _Handler(BaseHTTPRequestHandler):
         if not lengths:
             return b""
         text = lengths[0].strip()
-        if len(set(lengths)) > 1 or not text.isascii() or not text.isdigit() or len(text) > 10:
+        if len(set(lengths)) > 1 or not text.isascii() or not text.isdigit():
             raise _FramingError(
                 problem(400, "Bad Request", "Content-Length must be one number of bytes")
             )
-        length = int(text)
+        # A number of any length is a size: one of more than ten digits is over the limit,
+        # and is not converted (int() refuses a string of more than 4,300 digits).
+        significant = text.lstrip("0") or "0"
+        length = int(significant) if len(significant) <= 10 else MAX_REQUEST_BYTES + 1
         if length > MAX_REQUEST_BYTES:
             raise _FramingError(
                 problem(413, "Payload Too Large", f"request body over {MAX_REQUEST_BYTES} bytes")
@@ -121,6 +125,15 @@ class _Handler(BaseHTTPRequestHandler):
         return body
 
     def _handle(self, method: str | None = None) -> None:
+        if self.headers.defects:
+            # A line that is not `name: value` (RFC 9112 5.1: no whitespace before the colon)
+            # ends the standard library's headers there, and those after it are dropped
+            # unseen: serving the request would ignore a `Takt-Tenant` or `Content-Length`.
+            self.close_connection = True
+            self._reply(
+                problem(400, "Bad Request", "a header line is not `name: value`"), close=True
+            )
+            return
         try:
             body = self._body()
         except _FramingError as refused:
