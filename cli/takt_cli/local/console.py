@@ -3,7 +3,8 @@
 The console is plain HTML, CSS and JavaScript modules with no build step, so serving it is
 reading files: a GET of `/` is `index.html`, any other path is the file at that path under the
 console folder. Paths are resolved and must stay inside the folder, so `..` or a symlink cannot
-read anything else on the machine.
+read anything else on the machine. A path no file can have (a NUL byte, a name longer than the
+file system takes) names no file: it is answered 404 like any other, never with an error.
 """
 
 from __future__ import annotations
@@ -41,9 +42,15 @@ class ConsoleFiles:
     def get(self, target: str) -> StaticFile | None:
         """The file a GET of `target` (path and query) names, or None when there is none."""
         path = unquote(urlsplit(target).path)
+        if "\x00" in path:
+            return None
         relative = path.lstrip("/") or "index.html"
-        candidate = (self._root / relative).resolve()
-        if not candidate.is_relative_to(self._root) or not candidate.is_file():
+        try:
+            candidate = (self._root / relative).resolve()
+            if not candidate.is_relative_to(self._root) or not candidate.is_file():
+                return None
+        except OSError:
+            # ENAMETOOLONG and its kind: the operating system's word that no such file exists.
             return None
         content_type = _TYPES.get(candidate.suffix) or (
             mimetypes.guess_type(candidate.name)[0] or "application/octet-stream"

@@ -58,3 +58,14 @@ def test_the_repository_console_is_found() -> None:
 
     assert folder is not None
     assert (folder / "js" / "main.js").is_file()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/index.html%00.js", "/%00", "/" + "a" * 5000, "/" + "a/" * 3000],
+    ids=["nul byte", "only a nul byte", "a 5,000-character name", "3,000 folders deep"],
+)
+def test_a_path_no_file_can_have_is_none_so_the_console_answers_404(
+    site: ConsoleFiles, path: str
+) -> None:
+    assert site.get(path) is None, f"a path no file can have is a 404, not an error: {path[:40]}"
