@@ -253,3 +253,29 @@ def test_a_name_with_a_line_separator_or_a_non_character_is_refused(api: Api, ch
 
     assert (resp.status, resp.json["errors"][0]["field"]) == (400, "name")
     assert re.fullmatch(TEXT_PATTERN, f"a{char}b") is None
+
+
+@pytest.mark.parametrize("media_type", ["APPLICATION/JSON", "Application/Json; charset=UTF-8"])
+def test_a_media_type_is_read_whatever_its_case(api: Api, media_type: str) -> None:
+    resp = api.create(BASE, headers={"Content-Type": media_type})
+
+    assert resp.status == 201, f"media types are case-insensitive (RFC 9110 8.3.1): {resp.text}"
+
+
+@pytest.mark.parametrize(
+    ("number", "status"),
+    [("0.1e-400", 400), ("-1e-400", 400), ("1e400", 400), ("0e-400", 201), ("1e-300", 201)],
+)
+def test_a_number_beyond_a_double_is_refused_too_small_as_too_large(
+    api: Api, number: str, status: int
+) -> None:
+    """A number that would be stored as another (0.0 for 0.1e-400, as 1e400 has no double) is
+    refused the same way in both directions; zero written with an exponent is zero."""
+    raw = b'{"interval": "1h", "target": "https://svc/hook", "payload": [%s]}' % number.encode()
+
+    resp = api.request("POST", "/v1/jobs", raw=raw)
+
+    assert resp.status == status, f"a number beyond a double is refused, not rounded: {resp.text}"
+    if status == 400:
+        assert resp.json["errors"][0]["field"] == "payload[0]"
+        assert api.request("GET", "/v1/jobs").json["items"] == []

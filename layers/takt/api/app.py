@@ -581,4 +581,17 @@ def handle(event: dict[str, Any], context: LambdaContext, api: Api) -> dict[str,
     if refused is not None:
         return refused
     app.append_context(api=api)  # type: ignore[no-untyped-call]
-    return app.resolve(event, context)
+    return app.resolve(_media_type_lowered(event), context)
+
+
+def _media_type_lowered(event: dict[str, Any]) -> dict[str, Any]:
+    """`event` with its Content-Type's media type in lower case. A media type is
+    case-insensitive (RFC 9110 8.3.1), and `admit` admitted `APPLICATION/JSON` as JSON; the
+    resolver compares it with `application/json` as written and would answer 415."""
+    headers = event.get("headers") or {}
+    content_type = headers.get("content-type")
+    if content_type is None:
+        return event
+    media_type, sep, parameters = content_type.partition(";")
+    lowered = media_type.strip().lower() + sep + parameters
+    return {**event, "headers": {**headers, "content-type": lowered}}

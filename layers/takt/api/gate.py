@@ -9,10 +9,10 @@ the raw event, and answers every refusal with a problem+json 4xx naming the fiel
 1. the access check (401, 403): nothing about the request is read before the caller is known;
 2. the headers takt reads, bounded (`Idempotency-Key`, `If-Match`);
 3. the body: UTF-8 text, JSON only (415), at most `MAX_BODY_BYTES` (413), parsed as strict
-   JSON (no `NaN`, `Infinity` or numbers too large for a double, no lone surrogates, no key twice
-   in one object: parsers disagree on which of the two counts) within `MAX_DEPTH` levels and
-   `MAX_NUMBER_CHARS` per number, every string outside a payload free of control, line-separator,
-   bidi and non-characters;
+   JSON (no `NaN`, `Infinity` or numbers too large or too small for a double, no lone surrogates,
+   no key twice in one object: parsers disagree on which of the two counts) within `MAX_DEPTH`
+   levels and `MAX_NUMBER_CHARS` per number, every string outside a payload free of control,
+   line-separator, bidi and non-characters;
 4. the route's body model: null refused for the fields its `NOT_NULL` names, then validated in
    pydantic's strict JSON mode: a type is never coerced (`"timeout_sec": true` or `"5"` is
    refused, not stored as 1 or 5). A number is a number, as JSON Schema counts it: `2.0` is the
@@ -105,6 +105,9 @@ def _bounded_float(text: str) -> float | _Refused:
     value = float(text)
     if not math.isfinite(value):
         return _Refused(f"{text} is beyond a double's range")
+    if value == 0.0 and any(digit in "123456789" for digit in text.lower().partition("e")[0]):
+        # Too small for a double, as 1e400 is too large: stored, it would read back as 0.
+        return _Refused(f"{text} is beyond a double's range (it would be 0)")
     return value
 
 
