@@ -288,3 +288,45 @@ def test_bulk_retry_re_runs_only_that_job_s_dead_executions(api: Api, clock: Man
 
 def test_bulk_retry_of_an_unknown_job_is_404(api: Api) -> None:
     assert api.request("POST", "/v1/jobs/job_nope/executions/retry").status == 404
+
+
+def die_on_its_last_attempt(api: Api, execution_id: str) -> None:
+    """Every attempt of the execution's budget failed, as the worker would leave it."""
+    record = api.svc.executions.get(TENANT, execution_id)
+    api.svc.executions.transition(
+        TENANT,
+        execution_id,
+        Transition(
+            expect={"state": ExecState.PENDING, "attempt": record.attempt},
+            set={"state": ExecState.DEAD, "attempt": record.max_attempts},
+            remove=("open_shard", "check_at"),
+        ),
+    )
+
+
+def test_a_re_run_reads_its_attempts_against_its_own_budget_with_the_fence_still_unique(
+    api: Api,
+) -> None:
+    job_id = make_job(api, retry={"max_attempts": 3})
+    execution_id = trigger(api, job_id)["id"]
+    first = api.request("GET", f"/v1/executions/{execution_id}").json
+    labels, fences = [first["attempt_label"]], []
+    for _ in range(2):
+        die_on_its_last_attempt(api, execution_id)
+        fences.append(api.request("GET", f"/v1/executions/{execution_id}").json["attempt"])
+        rerun = api.request("POST", f"/v1/executions/{execution_id}/retry")
+        assert rerun.status == 202, rerun.text
+        labels.append(rerun.json["attempt_label"])
+        fences.append(rerun.json["attempt"])
+    die_on_its_last_attempt(api, execution_id)
+    dead = api.request("GET", f"/v1/executions/{execution_id}").json
+
+    assert [*labels, dead["attempt_label"]] == [
+        "attempt 1 of 3",
+        "re-run 1, attempt 1 of 3",
+        "re-run 2, attempt 1 of 3",
+        "re-run 2, attempt 3 of 3",
+    ], "a re-run's attempts read against its own budget (max_attempts 3), not 'attempt 9 of 9'"
+    assert (dead["rerun"], dead["rerun_attempt"], dead["rerun_max_attempts"]) == (2, 3, 3)
+    # The fence (execution id, attempt) still never repeats: attempts count across re-runs.
+    assert [*fences, dead["attempt"]] == [3, 4, 6, 7, 9]

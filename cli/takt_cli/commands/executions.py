@@ -23,11 +23,13 @@ ATTEMPT_COLUMNS = [
 
 
 def _row(execution: dict[str, Any]) -> dict[str, Any]:
-    """An execution as a table row: one that succeeded in the end shows no error (the API keeps
-    its last failed attempt's, which its attempts list)."""
+    """An execution as a table row: its attempt read against its own re-run's budget ("re-run
+    2, attempt 1 of 3", the API's `attempt_label`), and one that succeeded in the end shows no
+    error (the API keeps its last failed attempt's, which its attempts list)."""
+    row = {**execution, "attempt": execution.get("attempt_label", execution.get("attempt"))}
     if execution.get("state") == "succeeded":
-        return {**execution, "error": None}
-    return execution
+        row["error"] = None
+    return row
 
 
 @click.group()
@@ -74,7 +76,7 @@ def get(ctx: CliContext, execution_id: str) -> None:
 def cancel(ctx: CliContext, execution_id: str) -> None:
     """Cancel an execution: at once if it waits, at its worker's next heartbeat if it runs."""
     execution, _ = call(ctx, "POST", f"/v1/executions/{execution_id}/cancel")
-    ctx.emit(execution, [execution], COLUMNS)
+    ctx.emit(execution, [_row(execution)], COLUMNS)
 
 
 @executions.command("retry")
@@ -92,7 +94,7 @@ def retry(ctx: CliContext, execution_id: str, as_was: bool) -> None:
     execution, _ = call(
         ctx, "POST", f"/v1/executions/{execution_id}/retry", body={"as_was": as_was}
     )
-    ctx.emit(execution, [execution], COLUMNS)
+    ctx.emit(execution, [_row(execution)], COLUMNS)
 
 
 @executions.command("retry-dead")
@@ -116,7 +118,7 @@ def retry_dead(ctx: CliContext, job_id: str, state: str, as_was: bool, limit: in
         f"/v1/jobs/{job_id}/executions/retry",
         body={"state": state, "as_was": as_was, "limit": limit},
     )
-    ctx.emit(result, result["items"], COLUMNS)
+    ctx.emit(result, [_row(e) for e in result["items"]], COLUMNS)
     if ctx.output == "table":
         for refused in result["refused"]:
             click.echo(f"not re-run: {refused['id']}: {refused['detail']}", err=True)
@@ -141,7 +143,7 @@ def dead(ctx: CliContext, state: str, limit: int, cursor: str | None) -> None:
         ctx, "GET", "/v1/executions", query={"state": state, "limit": limit, "cursor": cursor}
     )
     names = _job_names(ctx, {e["job_id"] for e in page["items"]}) if ctx.output == "table" else {}
-    rows = [{**e, "job": names.get(e["job_id"], e["job_id"])} for e in page["items"]]
+    rows = [{**_row(e), "job": names.get(e["job_id"], e["job_id"])} for e in page["items"]]
     ctx.emit(page, rows, ["id", "job", "attempt", "finished_at", "error"])
     if ctx.output == "table" and page.get("next_cursor"):
         click.echo(f"next page: --cursor {page['next_cursor']}", err=True)

@@ -106,7 +106,7 @@ def _describe(task: dict[str, Any], by_id: dict[str, dict[str, Any]]) -> str:
     executions: list[dict[str, Any]] = task["executions"]
     if executions:
         current = executions[-1]
-        parts.append(f"attempt {current['attempt']}")
+        parts.append(current.get("attempt_label") or f"attempt {current['attempt']}")
         duration = _duration(current.get("started_at"), current.get("finished_at"))
         if duration is not None:
             parts.append(duration)

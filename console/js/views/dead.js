@@ -24,7 +24,7 @@ export async function deadLetters(main, state = "dead") {
     h("td", {}, h("a", { href: `#/executions/${e.id}`, class: "mono", title: e.id }, e.id.split(".").pop())),
     h("td", {}, jobLink(e.job_id, names)),
     h("td", {}, when(e.finished_at)),
-    h("td", {}, `${e.attempt}/${e.max_attempts}`),
+    h("td", {}, e.attempt_label),
     h("td", { class: "error-text" }, e.error || ""));
 
   async function load(first) {

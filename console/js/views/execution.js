@@ -39,7 +39,7 @@ export async function execution(main, id) {
       ["job", jobLink(e.job_id, names)],
       ["scheduled", when(e.scheduled_time)],
       ["trigger", e.trigger],
-      ["attempt", `${e.attempt} of ${e.max_attempts}`],
+      ["attempt", e.attempt_label],
       ["lane", e.lane],
       ["started", when(e.started_at)],
       ["finished", when(e.finished_at)],

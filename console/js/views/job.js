@@ -160,7 +160,7 @@ function executionRow(e, workflow) {
     h("td", {}, h("a", { href: `#/${page}/${e.id}` }, e.id.split(".").pop())),
     h("td", {}, badge(e.state)),
     h("td", {}, e.trigger),
-    h("td", {}, `${e.attempt}/${e.max_attempts}`),
+    h("td", {}, e.attempt_label),
     h("td", {}, when(e.scheduled_time)),
     h("td", {}, ms(e.lag_ms)),
     // An execution that succeeded in the end keeps its last attempt's error: not shown here.

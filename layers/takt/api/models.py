@@ -425,8 +425,19 @@ class ExecutionOut(BaseModel):
     scheduled_time: str
     trigger: str
     state: str
-    attempt: int
-    max_attempts: int
+    attempt: int = Field(
+        description="the attempt, counted across re-runs (with the id, the fence of a worker's "
+        "reports); `rerun_attempt` reads it against its own re-run's budget"
+    )
+    max_attempts: int = Field(description="the last attempt allowed, counted across re-runs")
+    rerun: int = Field(description="0 for the first run; n once re-run n times")
+    rerun_attempt: int = Field(
+        description="the attempt within the budget of its first run or latest re-run"
+    )
+    rerun_max_attempts: int = Field(description="that run's or re-run's budget of attempts")
+    attempt_label: str = Field(
+        description='what the CLI and console show: "attempt 2 of 3", "re-run 2, attempt 1 of 3"'
+    )
     lane: str
     started_at: str | None
     finished_at: str | None
@@ -453,6 +464,10 @@ class ExecutionOut(BaseModel):
             state=record.state.value,
             attempt=record.attempt,
             max_attempts=record.max_attempts,
+            rerun=record.budget.rerun,
+            rerun_attempt=record.budget.attempt,
+            rerun_max_attempts=record.budget.max_attempts,
+            attempt_label=record.budget.label,
             lane=record.lane,
             started_at=_t(record.started_at),
             finished_at=_t(record.finished_at),

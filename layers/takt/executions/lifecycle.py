@@ -552,6 +552,8 @@ class Lifecycle:
                     "state": ExecState.PENDING,
                     "attempt": record.attempt + 1,
                     "max_attempts": record.attempt + budget,
+                    "rerun": (record.rerun or 0) + 1,
+                    "rerun_from": record.attempt,
                     "open_shard": open_shard_of(record.execution_id, self._executions.open_shards),
                     "check_at": self.check_at(now),
                     "reason": reason,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
@@ -213,6 +214,21 @@ class Attempt(BaseModel):
     duration_ms: int | None = None
 
 
+@dataclass(frozen=True)
+class Budget:
+    """An execution's attempt in the budget of the run it is on: the first (`rerun` 0) or the
+    `rerun`-th re-run, each with the attempts it was given ("re-run 2, attempt 1 of 3")."""
+
+    rerun: int
+    attempt: int
+    max_attempts: int
+
+    @property
+    def label(self) -> str:
+        counted = f"attempt {self.attempt} of {self.max_attempts}"
+        return f"re-run {self.rerun}, {counted}" if self.rerun else counted
+
+
 class ExecutionRecord(BaseModel):
     """An occurrence of a job and its life, from pending to a terminal state.
 
@@ -261,6 +277,12 @@ class ExecutionRecord(BaseModel):
     task_id: str | None = None
     # The backfill (takt.backfill) that created it, whose next occurrences start as it ends.
     backfill_id: str | None = None
+    # A re-run (`Lifecycle.rerun`): which one it is on (1 for the first), and the attempts
+    # used before it. `attempt` and `max_attempts` count across re-runs, since the fence
+    # (execution id, attempt) must never repeat; `budget` reads them against the re-run's own
+    # budget. None (not stored) until the first re-run.
+    rerun: int | None = None
+    rerun_from: int | None = None
     created_at: datetime
 
     @classmethod
@@ -298,6 +320,12 @@ class ExecutionRecord(BaseModel):
             created_at=created_at,
             finished_at=created_at if state.terminal else None,
         )
+
+    @property
+    def budget(self) -> Budget:
+        """Its attempt read against the budget of its first run or its latest re-run."""
+        used = self.rerun_from or 0
+        return Budget(self.rerun or 0, self.attempt - used, self.max_attempts - used)
 
     @property
     def job_key(self) -> str:
