@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -185,6 +186,39 @@ def test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not
     # A copy of the message (a redelivery, the watchdog's resend) finds nothing to run.
     assert runner_for(svc, "w").process(message).state == "skipped"
     assert receiver.calls == []
+
+
+def test_the_workers_job_read_before_a_claimed_ahead_run_is_strongly_consistent(
+    svc: Services, clock: ManualClock, receiver: Receiver
+) -> None:
+    """An edit the API acknowledged a moment ago may be missing from an eventually consistent
+    read (moto always answers consistently, so the call itself is what is checked)."""
+    api = JobService(svc.api)
+    clock.set(THIRTEEN - timedelta(minutes=5))
+    api.create(TENANT, JobCreate(run_at=THIRTEEN, target=receiver.url), None)
+    index_due(svc)
+    clock.set(CLAIMED_AT)
+    svc.ticker.tick(clock.now())
+    [message] = drain(svc)
+    reads: list[dict[str, Any]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        if params.get("TableName") == svc.settings.jobs_table:
+            reads.append(params)
+
+    events = svc.clients.dynamodb.meta.events
+    events.register("provide-client-params.dynamodb.GetItem", record)
+    try:
+        clock.set(THIRTEEN)
+        outcome = runner_for(svc, "w").process(message)
+    finally:
+        events.unregister("provide-client-params.dynamodb.GetItem", record)
+
+    assert outcome.state == "succeeded"
+    assert reads, "the worker reads the job before running an occurrence claimed ahead"
+    assert [r.get("ConsistentRead") for r in reads] == [True] * len(reads), (
+        "the worker's job read before the run is strongly consistent (edits decide, invariant 8)"
+    )
 
 
 def test_a_claimed_one_off_whose_payload_changed_before_its_time_runs_as_it_now_is(

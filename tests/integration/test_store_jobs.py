@@ -162,7 +162,9 @@ def test_advance_does_not_move_a_job_edited_since_it_was_read(
 
     outcome = svc.jobs.advance(job, T0, T0 + timedelta(hours=1))
 
-    assert not outcome.applied
+    assert not outcome.applied, (
+        "the claim's advance is fenced on the version it read (edits decide)"
+    )
     assert outcome.current is not None
     assert (outcome.current.version, outcome.current.schedule) == (2, "* * * * *")
     assert svc.jobs.get(TENANT, job.job_id).next_run_time == T0

@@ -173,6 +173,28 @@ def test_a_500_waits_for_a_retry_with_a_delayed_message_for_the_next_attempt(
     assert (visible_count(svc), delayed_count(svc)) == (0, 1)
 
 
+@pytest.mark.parametrize(("attempt", "wait"), [(1, 20), (3, 80)])
+def test_a_failed_attempt_waits_the_backoff_the_formula_gives_for_its_attempt_number(
+    svc: Services,
+    worker: Worker,
+    submit: Submit,
+    receiver: Receiver,
+    clock: ManualClock,
+    attempt: int,
+    wait: int,
+) -> None:
+    receiver.fail(1, status=500)
+    policy = RetryPolicy(initial_interval="10s", max_interval="1h", jitter="none")
+    record, message = submit(attempt=attempt, retry=policy)
+
+    worker.process(message)
+
+    stored = _get(svc, record)
+    rule = f"attempt {attempt} failing waits 10 s * 2^{attempt} = {wait} s (the retry plan)"
+    assert stored.retry_at == clock.now() + timedelta(seconds=wait), rule
+    assert [o.delay_sec for o in worker.lanes.sent] == [wait], rule
+
+
 def test_a_404_fails_the_execution_without_a_retry(
     svc: Services, worker: Worker, submit: Submit, receiver: Receiver
 ) -> None:

@@ -9,7 +9,15 @@ files there, one mutation at a time. The copy runs on this checkout's virtualenv
 
 First a baseline: every listed test must pass on the unmutated copy, or a "caught" would mean
 nothing. Then each mutation's tests run with `-x` under a timeout; the first failing test id is
-what caught it. Exits 1 if any mutation survived or could not be run.
+what caught it, and the line its failure printed is shown beside the rule it breaks.
+
+A catch counts only when the test judged the mutated program and found the rule broken: the
+failure must be an assertion (`AssertionError`, or pytest's own `Failed`, as when
+`pytest.raises` sees nothing raised). A mutation whose program fails on its own (a DynamoDB
+`ValidationException` from an expression left half-edited, a `NameError`, a fixture that cannot
+be set up) would be "caught" by any test that happens to run it, rules or not: the tool refuses
+such a mutation, names the exception, and exits 1 as for a survivor, so the mutation is
+rewritten as a valid program. Exits 1 if any mutation survived, was refused or could not be run.
 
     python -m tests.mutants                      # all, two at a time
     python -m tests.mutants --only watchdog-ignores-the-clock-margin --jobs 1
@@ -40,17 +48,27 @@ from tests.mutants.mutations import MUTATIONS, Mutation
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv" / "bin" / "python"
 # A summary line: "FAILED <id> - <message>"; an id may hold spaces (a parameter's).
-FAILED = re.compile(r"^(?:FAILED|ERROR) (.+?)(?: - .*)?$", re.MULTILINE)
+# pytest prints it whole only when the line fits the terminal: the tool's terminal is wide.
+FAILED = re.compile(r"^(FAILED|ERROR) (.+?)(?: - (.*))?$", re.MULTILINE)
+SUMMARY = "short test summary info"
+# The failures that are a test's verdict on the program (a bare `assert` that pytest rewrote
+# prints as "assert <expression>"); anything else is the program failing on its own.
+VERDICTS = re.compile(r"^(?:AssertionError|Failed|assert)\b")
 # pytest's exit code when tests ran and some failed: the only one that means "caught".
 TESTS_FAILED = 1
 
 
 @dataclass(frozen=True)
 class Verdict:
+    """What one mutation's run came to: the test that caught it and the line its failure printed,
+    or why it was not caught (`problem`); `refused` when its program failed on its own."""
+
     mutation: Mutation
     caught_by: str | None
     seconds: float
     problem: str = ""
+    failure: str = ""
+    refused: bool = False
 
     @property
     def survived(self) -> bool:
@@ -84,9 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     total = time.monotonic() - started
     survived = [v for v in verdicts if v.survived]
+    refused = sum(v.refused for v in verdicts)
     print(
         f"{len(verdicts) - len(survived)} of {len(verdicts)} mutations caught in {total:.0f} s "
-        f"({args.jobs} at a time); load average {os.getloadavg()[0]:.1f}"
+        f"({args.jobs} at a time){f'; {refused} refused' if refused else ''}; "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
     return 1 if survived else 0
 
@@ -119,39 +139,69 @@ def _run_all(chosen: list[Mutation], pool: list[Path], timeout: float) -> list[V
         finally:
             free.put(copy)
         with lock:
-            print(
-                f"{mutation.name}: {verdict.caught_by or 'SURVIVED'} "
-                f"({verdict.seconds:.0f} s){' ' + verdict.problem if verdict.problem else ''}",
-                flush=True,
-            )
+            print(_line(verdict), flush=True)
         return verdict
 
     with ThreadPoolExecutor(max_workers=len(pool)) as executor:
         return list(executor.map(judge, chosen))
 
 
+def _line(verdict: Verdict) -> str:
+    """One mutation's verdict as the run prints it: the rule, then who caught it and how."""
+    head = f"{verdict.mutation.name} ({verdict.seconds:.0f} s)\n  rule: {verdict.mutation.breaks}"
+    if verdict.refused:
+        return f"{head}\n  REFUSED: {verdict.problem}"
+    if verdict.caught_by is None:
+        return f"{head}\n  SURVIVED{': ' + verdict.problem if verdict.problem else ''}"
+    return f"{head}\n  caught by: {verdict.caught_by}\n  failure: {verdict.failure}"
+
+
 def run_one(mutation: Mutation, copy: Path, timeout: float) -> Verdict:
     """Apply `mutation` in `copy`, run its tests, restore the file: who caught it, if anyone."""
     target = copy / mutation.path
     original = target.read_text()
-    found = original.count(mutation.old)
-    if found != 1:
-        return Verdict(mutation, None, 0.0, f"its text occurs {found} times in {mutation.path}")
+    mutated = original
+    for old, new in mutation.edits:
+        found = original.count(old)
+        if found != 1:
+            return Verdict(mutation, None, 0.0, f"its text occurs {found} times in {mutation.path}")
+        mutated = mutated.replace(old, new)
     started = time.monotonic()
-    target.write_text(original.replace(mutation.old, mutation.new))
+    target.write_text(mutated)
     try:
         code, output = _pytest(copy, list(mutation.tests), timeout)
     finally:
         target.write_text(original)
     seconds = time.monotonic() - started
     if code == TESTS_FAILED:
-        failed = FAILED.search(output)
-        return Verdict(mutation, failed.group(1) if failed else "a test (id not printed)", seconds)
+        return judged(mutation, output, seconds)
     if code is None:
         return Verdict(mutation, None, seconds, f"timed out after {timeout:g} s")
     if code != 0:
         return Verdict(mutation, None, seconds, f"pytest exited {code}: {output[-300:]!r}")
     return Verdict(mutation, None, seconds)
+
+
+def judged(mutation: Mutation, output: str, seconds: float) -> Verdict:
+    """The verdict of a run whose tests failed, from pytest's summary line of the first failure:
+    caught when that failure is an assertion, refused when it is the program raising on its own
+    (or a test that could not be set up), since then no rule was judged."""
+    # Captured log lines also start with "ERROR ": only the short summary names failures.
+    _, _, summary = output.rpartition(SUMMARY)
+    failed = FAILED.search(summary)
+    if failed is None:
+        return Verdict(mutation, None, seconds, "a test failed but pytest printed no summary line")
+    kind, test, message = failed.group(1), failed.group(2), (failed.group(3) or "").strip()
+    if kind == "FAILED" and VERDICTS.match(message):
+        return Verdict(mutation, test, seconds, failure=message)
+    why = f"{test} {'could not be set up' if kind == 'ERROR' else 'failed'} with {message!r}"
+    return Verdict(
+        mutation,
+        None,
+        seconds,
+        f"its program fails on its own, not on an assertion: {why}",
+        refused=True,
+    )
 
 
 def _pytest(
@@ -162,6 +212,8 @@ def _pytest(
         **os.environ,
         "PYTHONPATH": os.pathsep.join(str(copy / p) for p in ("layers", "cli", ".")),
         "PATH": os.pathsep.join([str(ROOT / ".tools" / "bin"), os.environ.get("PATH", "")]),
+        # pytest cuts a summary line at the terminal's width: the failure's message is the verdict.
+        "COLUMNS": "1000",
     }
     command = [
         str(PYTHON),
@@ -214,13 +266,24 @@ def copies(count: int) -> Iterator[list[Path]]:
 def table(verdicts: list[Verdict]) -> str:
     """The verdicts as a Markdown table (docs/RELIABILITY.md carries it)."""
     rows = [
-        "| mutation | breaks | caught by | s |",
-        "|---|---|---|---|",
+        "| mutation | breaks | caught by | its failure | s |",
+        "|---|---|---|---|---|",
     ]
     for v in verdicts:
-        caught = f"`{v.caught_by}`" if v.caught_by else f"**SURVIVED** {v.problem}".rstrip()
-        rows.append(f"| `{v.mutation.name}` | {v.mutation.breaks} | {caught} | {v.seconds:.0f} |")
+        if v.caught_by:
+            caught, failure = f"`{v.caught_by}`", _cell(v.failure)
+        else:
+            caught = f"**{'REFUSED' if v.refused else 'SURVIVED'}** {v.problem}".rstrip()
+            failure = ""
+        name, breaks = v.mutation.name, v.mutation.breaks
+        rows.append(f"| `{name}` | {breaks} | {caught} | {failure} | {v.seconds:.0f} |")
     return "\n".join(rows)
+
+
+def _cell(text: str, limit: int = 160) -> str:
+    """A failure's message as one table cell: pipes escaped, cut to `limit` characters."""
+    text = text.replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 if __name__ == "__main__":

@@ -7,6 +7,10 @@ are the pytest ids that must fail once it is applied: the fault suite's scenario
 the integration test named for it, the quickest first (the run stops at the first failure). A
 mutation no listed test catches is a rule no test defends: the answer is a new test, not a
 shorter list.
+
+A mutation must be a valid program that breaks only its rule: the tool refuses one whose tests
+fail on anything but an assertion. Where a rule spans two places in a file (a condition and the
+value it names), `also` holds the further (old, new) pairs, applied together with the first.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ CLAIMER = "layers/takt/dispatch/claimer.py"
 LIFECYCLE = "layers/takt/executions/lifecycle.py"
 OCCURRENCES = "layers/takt/occurrences.py"
 WATCH = "tests/integration/test_dispatch_watch.py::"
+RETRY = "layers/takt/retry.py"
+BACKOFF = "tests/unit/test_retry_backoff.py::"
+WATCHDOG_CRASH = "tests/integration/test_watchdog_crash.py::"
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,12 @@ class Mutation:
     old: str
     new: str
     tests: tuple[str, ...]
+    also: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def edits(self) -> tuple[tuple[str, str], ...]:
+        """Every (old, new) pair the mutation applies to `path`, the first one first."""
+        return ((self.old, self.new), *self.also)
 
 
 # The lease's condition, as the lifecycle writes it: the lease mutations change one line of it.
@@ -39,6 +52,8 @@ _LEASE_EXPECT = """                    expect={
                     },
                     set={
                         "state": ExecState.RUNNING,"""
+
+LEASE_LOST = "tests/integration/worker/test_worker_lease_lost.py::"
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -140,6 +155,160 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="local-lease-counts-from-the-lease-writes-answer",
+        breaks="10. a worker that lost its lease stops (issue 28: a slow lease write)",
+        path=RUNNER,
+        old="""        leased_at = self._monotonic()
+        try:
+            if verdict.skip_reason is not None:
+                return self._skip(message, verdict.skip_reason)
+            leased = self._lifecycle.lease(
+                message, self.worker_id, self._clock.now(), job=verdict.job
+            )
+""",
+        new="""        try:
+            if verdict.skip_reason is not None:
+                return self._skip(message, verdict.skip_reason)
+            leased = self._lifecycle.lease(
+                message, self.worker_id, self._clock.now(), job=verdict.job
+            )
+            leased_at = self._monotonic()
+""",
+        tests=(
+            LEASE_LOST + "test_a_lease_write_that_takes_the_whole_lease_calls_nothing_"
+            "its_lease_counts_from_the_send",
+            LEASE_LOST + "test_a_slow_lease_write_leaves_the_worker_only_what_is_left_of_its_lease",
+        ),
+    ),
+    Mutation(
+        name="worker-calls-after-a-lease-write-that-took-the-whole-lease",
+        breaks="10. a worker that lost its lease stops (issue 28: no call on a lease already over)",
+        path=RUNNER,
+        old="""        if lease.expired():
+            # The lease write itself took the lease's whole time""",
+        new="""        if False:
+            # The lease write itself took the lease's whole time""",
+        tests=(
+            LEASE_LOST + "test_a_lease_write_that_takes_the_whole_lease_calls_nothing_"
+            "its_lease_counts_from_the_send",
+        ),
+    ),
+    Mutation(
+        name="heartbeat-renews-from-its-answer",
+        breaks="10. a worker that lost its lease stops (issue 28: a heartbeat's slow answer)",
+        path=RUNNER,
+        old="lease.renewed(beat.sent_at)",
+        new="lease.renewed(self._monotonic())",
+        tests=(
+            LEASE_LOST
+            + "test_a_heartbeat_whose_answer_is_slow_renews_the_lease_from_when_it_was_sent",
+        ),
+    ),
+    Mutation(
+        name="backoff-exponent-one-smaller",
+        breaks="retry plan: the backoff formula, min(max, initial * 2^attempt) (issue 28)",
+        path=RETRY,
+        old="min(cap, initial * 2.0**attempt)",
+        new="min(cap, initial * 2.0 ** (attempt - 1))",
+        tests=(
+            BACKOFF + "test_without_jitter_the_backoff_is_the_formula_for_the_attempt_that_failed",
+            BACKOFF + "test_full_jitter_draws_below_the_formulas_ceiling_for_each_attempt",
+        ),
+    ),
+    Mutation(
+        name="backoff-not-capped-at-the-max-interval",
+        breaks="retry plan: the backoff never exceeds max_interval (issue 28)",
+        path=RETRY,
+        old="min(cap, initial * 2.0**attempt)",
+        new="initial * 2.0**attempt",
+        tests=(BACKOFF + "test_the_backoff_never_exceeds_the_max_interval",),
+    ),
+    Mutation(
+        name="full-jitter-draws-below-half-the-ceiling",
+        breaks="retry plan: full jitter draws over the whole ceiling (issue 28)",
+        path=RETRY,
+        old='delay = ceiling * rand() if policy.jitter == "full" else ceiling',
+        new='delay = ceiling * rand() / 2 if policy.jitter == "full" else ceiling',
+        tests=(BACKOFF + "test_full_jitter_draws_below_the_formulas_ceiling_for_each_attempt",),
+    ),
+    Mutation(
+        name="retry-after-not-capped-at-the-max-interval",
+        breaks="retry plan: a target's Retry-After is a lower bound, up to max_interval",
+        path=RETRY,
+        old="delay = max(delay, min(retry_after, cap))",
+        new="delay = max(delay, retry_after)",
+        tests=(BACKOFF + "test_a_retry_after_is_a_lower_bound_capped_at_the_max_interval",),
+    ),
+    Mutation(
+        name="worker-backs-off-for-the-attempt-before",
+        breaks="retry plan: the worker's backoff is for the attempt that failed (issue 28)",
+        path=RUNNER,
+        old="backoff_delay(record.retry, record.attempt, retry_after=result.retry_after_sec)",
+        new="backoff_delay(record.retry, record.attempt - 1, retry_after=result.retry_after_sec)",
+        tests=(
+            "tests/integration/test_worker_runner.py::"
+            "test_a_failed_attempt_waits_the_backoff_the_formula_gives_for_its_attempt_number",
+        ),
+    ),
+    Mutation(
+        name="workers-job-read-eventually-consistent",
+        breaks="8. edits decide (issue 28: the worker's pre-run job read is strongly consistent)",
+        path=RUNNER,
+        old="return self._jobs.get(message.tenant_id, message.job_id)",
+        new="return self._jobs.get(message.tenant_id, message.job_id, consistent=False)",
+        tests=(
+            "tests/integration/test_dispatch_edits.py::"
+            "test_the_workers_job_read_before_a_claimed_ahead_run_is_strongly_consistent",
+        ),
+    ),
+    Mutation(
+        name="expired-leases-next-attempt-left-to-its-message",
+        breaks=(
+            "1. nothing due is lost (issue 28: a watchdog dying between its expiry write and "
+            "its message; the write keeps the execution in the open index)"
+        ),
+        path=LIFECYCLE,
+        old="""                        "attempt": record.attempt + 1,
+                        "check_at": self.check_at(now),
+                    },
+                    remove=LEASE_ATTRS,""",
+        new="""                        "attempt": record.attempt + 1,
+                    },
+                    remove=(*LEASE_ATTRS, *OPEN_ATTRS),""",
+        tests=(
+            WATCHDOG_CRASH + "test_a_watchdog_dying_between_its_write_and_its_message_"
+            "is_finished_by_the_next_sweep[expired-lease]",
+        ),
+    ),
+    Mutation(
+        name="released-retry-left-to-its-message",
+        breaks=(
+            "1. nothing due is lost (issue 28: a watchdog dying between its retry release and "
+            "its message)"
+        ),
+        path=LIFECYCLE,
+        old="""                expect={"state": ExecState.RETRY_WAIT, "attempt": record.attempt},
+                set={"state": ExecState.PENDING, "check_at": self.check_at(now)},""",
+        new="""                expect={"state": ExecState.RETRY_WAIT, "attempt": record.attempt},
+                set={"state": ExecState.PENDING},
+                remove=OPEN_ATTRS,""",
+        tests=(
+            WATCHDOG_CRASH + "test_a_watchdog_dying_between_its_write_and_its_message_"
+            "is_finished_by_the_next_sweep[retry-due]",
+        ),
+    ),
+    Mutation(
+        name="retry-release-overwrites-a-cancel",
+        breaks="4. fenced completion (issue 28: a cancel racing the watchdog's retry release wins)",
+        path=LIFECYCLE,
+        old='                expect={"state": ExecState.RETRY_WAIT, "attempt": record.attempt},',
+        new='                expect={"attempt": record.attempt},',
+        tests=(
+            WATCHDOG_CRASH
+            + "test_a_cancel_landing_between_the_watchdogs_read_and_its_retry_release_wins",
+        ),
+    ),
+    Mutation(
         name="stopped-http-call-follows-a-redirect",
         breaks="10. a worker that lost its lease stops (no call after the stop, redirects too)",
         path="layers/takt/targets/http.py",
@@ -156,7 +325,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         breaks="8. edits decide (issue 14: version fence on the claimer's advance)",
         path="layers/takt/store/jobs.py",
         old='ConditionExpression="#n = :fired AND #s = :active AND #v = :version",',
-        new='ConditionExpression="#n = :fired AND #s = :active AND #v = #v",',
+        new='ConditionExpression="#n = :fired AND #s = :active",',
+        also=(
+            (
+                'names = {"#n": "next_run_time", "#s": "status", "#v": "version"}',
+                'names = {"#n": "next_run_time", "#s": "status"}',
+            ),
+            ('            ":version": {"N": str(job.version)},\n', ""),
+        ),
         tests=(
             "tests/integration/test_store_jobs.py::test_advance_does_not_move_a_job_edited_since_it_was_read",
             "tests/integration/test_dispatch_edits.py::test_an_edit_that_lands_after_the_claims_advance_still_keeps_every_new_occurrence",

@@ -286,14 +286,21 @@ class HeartbeatOutage:
     with a 400 the SDK does not retry (AccessDenied, as when the worker's role lost its grant).
     `hang`: it never gets an answer until `remove` (a connection that cannot be made; the SDK's
     own timeouts are far longer than a test), then it is refused. `failed` counts the refused
-    and hanging heartbeats.
+    and hanging heartbeats. The first `let_through` heartbeats pass (one that renews the lease
+    before the outage begins).
     """
 
     def __init__(
-        self, client: Any, table: str, *, mode: Literal["refuse", "hang"] = "refuse"
+        self,
+        client: Any,
+        table: str,
+        *,
+        mode: Literal["refuse", "hang"] = "refuse",
+        let_through: int = 0,
     ) -> None:
         self._table = table
         self._mode = mode
+        self._let_through = let_through
         self._released = threading.Event()
         self._lock = threading.Lock()
         self.failed = 0
@@ -314,9 +321,12 @@ class HeartbeatOutage:
     def _before_send(self, request: AWSPreparedRequest, **_: Any) -> Any:
         body = request.body
         params = json.loads(body if isinstance(body, bytes) else str(body or "{}"))
-        if params.get("TableName") != self._table or not _adds_heartbeat(params):
+        if params.get("TableName") != self._table or not adds_heartbeat(params):
             return None
         with self._lock:
+            if self._let_through > 0:
+                self._let_through -= 1
+                return None
             self.failed += 1
         if self._mode == "hang":
             self._released.wait(60)
@@ -330,12 +340,63 @@ class HeartbeatOutage:
         return AWSResponse(request.url, 400, headers, _RawBody(json.dumps(error).encode()))
 
 
-def _adds_heartbeat(params: dict[str, Any]) -> bool:
+def adds_heartbeat(params: dict[str, Any]) -> bool:
     """Whether an UpdateItem adds to `heartbeat_seq` (a heartbeat), rather than naming it in its
     condition (the watchdog's reclaim is fenced on it)."""
     _, _, added = str(params.get("UpdateExpression", "")).partition("ADD ")
     names = params.get("ExpressionAttributeNames", {})
     return any(names.get(token.strip(",")) == "heartbeat_seq" for token in added.split())
+
+
+def sets_started_at(params: dict[str, Any]) -> bool:
+    """Whether a write sets `started_at`: a lease (no other write names it)."""
+    return "started_at" in params.get("ExpressionAttributeNames", {}).values()
+
+
+class SlowWrite:
+    """Makes the first `times` matching DynamoDB requests slow: `elapse` runs as each is sent,
+    before its answer can come back (a test moves its clock there), as when the table or the
+    network takes its time. `match`, given the request's parameters, says which requests of
+    `operation` on `table` count (a lease, not a heartbeat: both are UpdateItem). The request
+    then goes on unchanged and `slowed` counts the ones that were slow."""
+
+    def __init__(
+        self,
+        client: Any,
+        operation: str,
+        table: str,
+        *,
+        elapse: Callable[[], object],
+        match: Callable[[dict[str, Any]], bool],
+        times: int = 1,
+    ) -> None:
+        self._table = table
+        self._elapse = elapse
+        self._match = match
+        self._left = times
+        self._lock = threading.Lock()
+        self.slowed = 0
+        self._events = client.meta.events
+        self._event = f"before-send.dynamodb.{operation}"
+        self._events.register(self._event, self._before_send)
+
+    def __enter__(self) -> SlowWrite:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._events.unregister(self._event, self._before_send)
+
+    def _before_send(self, request: AWSPreparedRequest, **_: Any) -> None:
+        body = request.body
+        params = json.loads(body if isinstance(body, bytes) else str(body or "{}"))
+        if params.get("TableName") != self._table or not self._match(params):
+            return
+        with self._lock:
+            if self._left <= 0:
+                return
+            self._left -= 1
+            self.slowed += 1
+        self._elapse()
 
 
 class Throttled:

@@ -19,8 +19,9 @@ DESIGN_INVARIANTS = range(1, 11)
 def test_the_mutations_text_occurs_once_and_changes_it(mutation: Mutation) -> None:
     text = (ROOT / mutation.path).read_text()
 
-    assert text.count(mutation.old) == 1
-    assert mutation.new != mutation.old
+    for old, new in mutation.edits:
+        assert text.count(old) == 1, f"mutation anchor must occur once: {old!r}"
+        assert new != old, f"mutation must change its anchor: {old!r}"
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=[m.name for m in MUTATIONS])
@@ -34,7 +35,8 @@ def test_the_tests_named_for_a_mutation_exist(mutation: Mutation) -> None:
 
 
 def test_every_design_invariant_has_a_mutation() -> None:
-    broken = {int(m.breaks.split(".", 1)[0]) for m in MUTATIONS}
+    # "N. ..." names a DESIGN invariant; a rule of one part only names its part ("retry plan: ").
+    broken = {int(m.breaks.split(".", 1)[0]) for m in MUTATIONS if m.breaks[0].isdigit()}
 
     assert broken >= set(DESIGN_INVARIANTS)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 import pytest
 
@@ -25,7 +25,7 @@ from takt.worker.runner import RunOutcome
 from tests.integration.worker import handlers
 from tests.integration.worker.conftest import runner_for, stored, submit_to
 from tests.support.env import ServicesFactory
-from tests.support.faults import HeartbeatOutage
+from tests.support.faults import HeartbeatOutage, SlowWrite, adds_heartbeat, sets_started_at
 from tests.support.lanes import drain
 from tests.support.receiver import Receiver, Reply
 from tests.support.threads import in_thread, poll_until
@@ -56,8 +56,90 @@ def _running(svc: Services, record: ExecutionRecord) -> ExecutionRecord:
     return stored(svc, record)
 
 
-def _outage(svc: Services, mode: Literal["refuse", "hang"] = "refuse") -> HeartbeatOutage:
-    return HeartbeatOutage(svc.clients.dynamodb, svc.settings.executions_table, mode=mode)
+def _outage(
+    svc: Services, mode: Literal["refuse", "hang"] = "refuse", let_through: int = 0
+) -> HeartbeatOutage:
+    return HeartbeatOutage(
+        svc.clients.dynamodb, svc.settings.executions_table, mode=mode, let_through=let_through
+    )
+
+
+def _slow(svc: Services, clock: ManualClock, sec: float, match: Any) -> SlowWrite:
+    """The first matching UpdateItem on the executions table takes `sec` on the worker's clock."""
+    return SlowWrite(
+        svc.clients.dynamodb,
+        "UpdateItem",
+        svc.settings.executions_table,
+        elapse=lambda: clock.advance(sec),
+        match=match,
+    )
+
+
+# The rule the three tests below defend, as their failures name it.
+COUNTS_FROM_THE_SEND = "the local lease counts from before its write was sent (invariant 10)"
+
+
+def test_a_lease_write_that_takes_the_whole_lease_calls_nothing_its_lease_counts_from_the_send(
+    svc: Services, clock: ManualClock, gate: threading.Event
+) -> None:
+    with Receiver(Reply(gate=gate)) as receiver:
+        record, message = submit_to(svc, clock, receiver.url, retry=TWO_ATTEMPTS)
+        with _slow(svc, clock, _valid_sec(svc), sets_started_at) as slow:
+            thread, outcomes = in_thread(
+                lambda: runner_for(svc, "w-1", clock.monotonic).process(message)
+            )
+            thread.join(timeout=5)
+
+        assert slow.slowed == 1
+        assert [o.state for o in outcomes] == ["lease_lost"], COUNTS_FROM_THE_SEND
+        assert receiver.calls == [], COUNTS_FROM_THE_SEND
+        assert stored(svc, record).fenced_reports == 0
+
+
+def test_a_slow_lease_write_leaves_the_worker_only_what_is_left_of_its_lease(
+    svc: Services, clock: ManualClock, gate: threading.Event
+) -> None:
+    valid = _valid_sec(svc)
+    with Receiver(Reply(gate=gate)) as receiver:
+        record, message = submit_to(svc, clock, receiver.url, retry=TWO_ATTEMPTS)
+        with _slow(svc, clock, valid - 0.5, sets_started_at), _outage(svc) as outage:
+            thread, outcomes = in_thread(
+                lambda: runner_for(svc, "w-1", clock.monotonic).process(message)
+            )
+            receiver.wait_for_calls(1)
+            leased = _running(svc, record)
+            poll_until(lambda: outage.failed >= 2, "two refused heartbeats")
+            assert outcomes == []
+
+            clock.advance(0.5)  # the lease's whole time since its write was sent
+            thread.join(timeout=5)
+
+            assert [o.state for o in outcomes] == ["lease_lost"], COUNTS_FROM_THE_SEND
+            assert stored(svc, record) == leased
+
+
+def test_a_heartbeat_whose_answer_is_slow_renews_the_lease_from_when_it_was_sent(
+    svc: Services, clock: ManualClock, gate: threading.Event
+) -> None:
+    valid = _valid_sec(svc)
+    with Receiver(Reply(gate=gate)) as receiver:
+        record, message = submit_to(svc, clock, receiver.url, retry=TWO_ATTEMPTS)
+        # The first heartbeat's answer takes all but half a second of a lease; the rest fail.
+        with _slow(svc, clock, valid - 0.5, adds_heartbeat), _outage(svc, let_through=1) as outage:
+            thread, outcomes = in_thread(
+                lambda: runner_for(svc, "w-1", clock.monotonic).process(message)
+            )
+            receiver.wait_for_calls(1)
+            poll_until(lambda: outage.failed >= 2, "two refused heartbeats after the slow one")
+            renewed = stored(svc, record)
+            assert renewed.heartbeat_seq == 1
+            assert outcomes == []
+
+            clock.advance(0.5)  # the lease's whole time since the slow heartbeat was sent
+            thread.join(timeout=5)
+
+            assert [o.state for o in outcomes] == ["lease_lost"], COUNTS_FROM_THE_SEND
+            assert stored(svc, record) == renewed
 
 
 def test_heartbeats_refused_stop_an_http_call_at_the_lease_expiry_less_the_margin_unreported(
