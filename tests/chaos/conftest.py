@@ -8,6 +8,7 @@ runs the full one: more jobs, more iterations, longer outages.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from takt.aws import AwsClients, make_clients
 from takt.clock import ManualClock
 from takt.config import Settings
 from takt.wiring import Services
+from tests.chaos.oracle import WireTap
 from tests.chaos.sim import Sim
 from tests.support.env import fresh_settings
 from tests.support.history import ChaosReport, HistoryChecker
@@ -92,11 +94,26 @@ def checker(svc: Services) -> HistoryChecker:
 
 
 @pytest.fixture
+def tap(moto_endpoint: str, settings: Settings, clock: ManualClock) -> Iterator[WireTap]:
+    """A recording proxy in front of moto for this scenario's executions table: what the
+    functions wrote and what DynamoDB answered, seen on the wire (tests.chaos.oracle)."""
+    wire = WireTap(moto_endpoint, clock, settings.executions_table)
+    yield wire
+    wire.close()
+
+
+@pytest.fixture
 def make_sim(
     settings: Settings, fault_clients: AwsClients, clock: ManualClock, tmp_path: Path
 ) -> Any:
-    def make(**options: Any) -> Sim:
-        return Sim.create(settings, fault_clients, clock, tmp_path, **options)
+    """`make(tap=None, **options)`: a simulation on the fault clients, or, given a wire tap,
+    on clients of its own that reach moto through the tap."""
+
+    def make(tap: WireTap | None = None, **options: Any) -> Sim:
+        clients = fault_clients
+        if tap is not None:
+            clients = make_clients(Settings(aws_endpoint_url=tap.endpoint("functions")))
+        return Sim.create(settings, clients, clock, tmp_path, **options)
 
     return make
 

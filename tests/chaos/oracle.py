@@ -526,6 +526,22 @@ def judge_leases(
     return accepted_terminal
 
 
+def stale_reports_refused(writes: Iterable[Write]) -> int:
+    """The reports of a lease holder that DynamoDB refused because the lease had moved on, as
+    the wire saw them: writes fenced on a lease token (and not on the heartbeat sequence, which
+    only the watchdog's reclaim names) that would have moved the execution to another state.
+    A heartbeat moves no state; a reclaim that loses to a completion is the watchdog's, not a
+    report."""
+    return sum(
+        1
+        for w in writes
+        if not w.accepted
+        and "lease_token" in w.conditions
+        and "heartbeat_seq" not in w.conditions
+        and w.state is not None
+    )
+
+
 def _true_expiry(write: Write, offsets: dict[str, float]) -> float:
     """When a lease written by `write` expires on the true clock: the value is on the writer's
     clock (a worker's own), so a worker running behind holds its lease longer in true time."""

@@ -8,7 +8,10 @@ start holds its call open; the worker running it is then
 6. paused with SIGSTOP past its lease, then resumed once the other worker holds the next
    attempt, so its late report meets a newer lease.
 
-The side-effect log is the handler's journal (each start, with its process and wall time).
+The side-effect log is the handler's journal (each start, with its process and wall time). Each
+worker reaches the tables through a recording proxy of its own (`tests.chaos.oracle.WireTap`),
+so what a paused worker wrote after it resumed is seen on the wire, not taken from its logs or
+from takt's count of refused reports.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,7 @@ from takt.config import Settings
 from takt.models.ids import format_time, split_execution_id
 from takt.wiring import Services, build_services
 from tests.chaos.conftest import Form, publish
+from tests.chaos.oracle import WireTap, Write
 from tests.e2e.harness import poll
 from tests.e2e.test_e2e_workers import (
     CLOCK_MARGIN_SEC,
@@ -46,12 +51,22 @@ pytestmark = pytest.mark.e2e
 
 DONE_WITHIN_SEC = 60.0
 TENANT = "local"  # the identity `takt local` calls its API with
+ACTORS: dict[int, str] = {}  # a worker's pid -> its actor on the wire tap
 
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     with workerless_takt_local(tmp_path_factory.mktemp("chaos-processes")) as started:
         yield started
+
+
+@pytest.fixture(scope="module")
+def tap(runtime: Runtime) -> Iterator[WireTap]:
+    """The recording proxy every worker reaches the runtime's tables through."""
+    env = runtime.worker_env
+    wire = WireTap(env["TAKT_AWS_ENDPOINT_URL"], SystemClock(), env["TAKT_EXECUTIONS_TABLE"])
+    yield wire
+    wire.close()
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +77,17 @@ def workers(runtime: Runtime) -> Iterator[list[Worker]]:
         worker.end()
 
 
-def _pool(runtime: Runtime, workers: list[Worker]) -> list[Worker]:
-    """Two live workers, topped up."""
+def _pool(runtime: Runtime, workers: list[Worker], tap: WireTap) -> list[Worker]:
+    """Two live workers, topped up; each reaches the tables through a port of `tap` of its
+    own, the actor `_actor(worker)` names."""
     live = [w for w in workers if w.alive]
-    fresh = [Worker(runtime) for _ in range(2 - len(live))]
+    fresh: list[Worker] = []
+    for _ in range(2 - len(live)):
+        actor = f"worker-{len(workers) + len(fresh)}"
+        env = {**runtime.worker_env, "TAKT_AWS_ENDPOINT_URL": tap.endpoint(actor)}
+        worker = Worker(replace(runtime, worker_env=env))
+        ACTORS[worker.pid] = actor
+        fresh.append(worker)
     workers.extend(fresh)
     for worker in fresh:
         worker.wait_ready()
@@ -145,13 +167,13 @@ def _report(
 
 
 def test_s5_workers_killed_mid_execution_lose_nothing_and_complete_once(
-    runtime: Runtime, workers: list[Worker], form: Form, tmp_path: Path
+    runtime: Runtime, workers: list[Worker], tap: WireTap, form: Form, tmp_path: Path
 ) -> None:
     journal = tmp_path / "journal.jsonl"
     expects: list[Expect] = []
     recoveries = []
     for round_ in range(form.pick(1, 4)):
-        pool = _pool(runtime, workers)
+        pool = _pool(runtime, workers, tap)
         expects += _schedule(runtime, journal, 1, first_sec=60)
         started = _starts(journal, 2 * round_ + 1)[-1]
         victim, _ = running_it(pool, started)
@@ -171,24 +193,34 @@ def test_s5_workers_killed_mid_execution_lose_nothing_and_complete_once(
     assert report.recovery_sec <= LEASE_SEC + CLOCK_MARGIN_SEC + WATCHDOG_SEC + RECOVERY_SLACK_SEC
 
 
-def _lease_lost_logged(worker: Worker, job_id: str) -> None:
-    """Wait for `worker` to log that it stopped a run of `job_id` unreported (lease lost)."""
-    poll(
-        worker.output,
-        lambda out: any(LEASE_LOST_LINE in line and job_id in line for line in out.splitlines()),
-        DONE_WITHIN_SEC,
-        "the paused worker's lease lost on its own clock",
-    )
+def _looked_after_resume(
+    worker: Worker, job_id: str, tap: WireTap, resumed: datetime
+) -> list[Write]:
+    """Wait until the resumed `worker` has acted on its run of `job_id`: it logged that it
+    stopped unreported (lease lost), or it wrote something. Its writes since `resumed`, as the
+    wire saw them, are what is judged; the log line only says when to look."""
+
+    def seen() -> tuple[bool, list[Write]]:
+        logged = any(
+            LEASE_LOST_LINE in line and job_id in line for line in worker.output().splitlines()
+        )
+        writes = [w for w in tap.writes if w.actor == ACTORS[worker.pid] and w.sent >= resumed]
+        return logged, writes
+
+    return poll(
+        seen, lambda now: now[0] or bool(now[1]), DONE_WITHIN_SEC, "the resumed worker's look"
+    )[1]
 
 
 def test_s6_workers_paused_past_their_lease_stop_on_resume_and_report_nothing(
-    runtime: Runtime, workers: list[Worker], form: Form, tmp_path: Path
+    runtime: Runtime, workers: list[Worker], tap: WireTap, form: Form, tmp_path: Path
 ) -> None:
     journal = tmp_path / "journal.jsonl"
     expects: list[Expect] = []
     recoveries = []
+    after_resume: list[Write] = []
     for round_ in range(form.pick(1, 4)):
-        pool = _pool(runtime, workers)
+        pool = _pool(runtime, workers, tap)
         [expect] = _schedule(runtime, journal, 1, first_sec=2, then_sec=1)
         expects.append(expect)
         started = _starts(journal, 2 * round_ + 1)[-1]
@@ -197,16 +229,19 @@ def test_s6_workers_paused_past_their_lease_stop_on_resume_and_report_nothing(
         stopped_at = time.time()
         # The other worker has the next attempt: resume the paused one into a newer lease.
         recoveries.append(_starts(journal, 2 * round_ + 2)[-1]["at"] - stopped_at)
+        resumed_at = datetime.now(UTC)
         paused.process.send_signal(signal.SIGCONT)
         _all_done(runtime, [expect], lambda e: e["state"] == "succeeded")
         # On its own clock the paused worker's lease expired long ago: it stops, unreported.
-        _lease_lost_logged(paused, expect.job_id)
+        after_resume.extend(_looked_after_resume(paused, expect.job_id, tap, resumed_at))
 
     report = _report(runtime, "s6_worker_sigstop", form, expects, journal)
     report.faults = {"sigstop": len(expects)}
     report.recovery_sec = round(max(recoveries), 2)  # from the pause to the next start
+    report.extra = {"writes_after_resume": len(after_resume)}
     publish(report)
 
     assert report.problems() == []
-    assert report.fenced == 0  # no paused worker reported anything on resume
+    assert after_resume == [], "a paused worker past its lease writes nothing once resumed"
     assert report.effects_per_occurrence == {"2": len(expects)}
+    assert report.takt_fenced == 0  # takt's account: no report of it was refused either

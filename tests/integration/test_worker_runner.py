@@ -384,7 +384,7 @@ def test_a_stale_worker_completion_is_fenced_after_the_watchdog_reclaimed_its_le
     ]
     assert len(receiver.calls) == 2
     report = checker.check([Expect(record.job_id, [NOON], None)])
-    assert (report.problems(), report.fenced) == ([], 1)
+    assert (report.problems(), report.takt_fenced) == ([], 1)
 
 
 def test_the_schedule_lag_is_measured_at_the_first_start(

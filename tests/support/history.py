@@ -5,7 +5,12 @@ occurrences had to run, which had to be recorded as skipped, and where the job m
 checker reads the executions, the job, the due index and the lanes, and reports every breach of
 DESIGN invariants 1-3 by name: occurrences missed, occurrences dispatched more than once,
 executions for instants that were not due, a job left at the wrong next run time or without
-exactly one live due item, pending executions with no message, and fenced-out reports.
+exactly one live due item, and pending executions with no message.
+
+It reads the tables raw, with the boto3 client and its own parsing of the items (never takt's
+stores, whose bugs it would share), so a verdict owes nothing to the code it judges. takt's own
+count of the reports it refused (`fenced_reports` on each item) is kept apart as `takt_fenced`:
+takt's account of itself, which a scenario may check besides, never instead of, what it saw.
 
 `judge` turns that into a fault scenario's `ChaosReport`, adding what only the side-effect log
 the test's targets write can tell (an occurrence that never reached its target, how many times
@@ -20,17 +25,73 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from takt.config import LANES
 from takt.models.lanes import LaneMessage
-from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
-from takt.store.due import DueItem
-from takt.store.errors import NotFoundError
-from takt.store.watches import PREFIX as WATCH_PREFIX
+from takt.models.records import ExecState
 from takt.wiring import Services
 from tests.support.lanes import drain
+
+# The due table's rows that are not due items: the watermark and the claims' watch lists.
+NOT_DUE_ITEMS = ("meta#", "watch#")
+
+
+@dataclass(frozen=True)
+class SeenAttempt:
+    """One entry of an execution's attempt log, as the item holds it."""
+
+    attempt: int
+    outcome: str
+
+
+@dataclass(frozen=True)
+class SeenExecution:
+    """One execution as the executions table holds it, parsed here from the raw item."""
+
+    execution_id: str
+    scheduled_time: datetime
+    state: ExecState
+    attempt: int
+    attempts: tuple[SeenAttempt, ...]
+    reason: str | None
+    takt_fenced: int  # takt's own count of refused reports: its account, never a verdict
+
+    @classmethod
+    def of(cls, item: dict[str, Any]) -> SeenExecution:
+        return cls(
+            execution_id=item["execution_id"]["S"],
+            scheduled_time=_instant(item["scheduled_time"]["S"]),
+            state=ExecState(item["state"]["S"]),
+            attempt=int(item["attempt"]["N"]),
+            attempts=tuple(
+                SeenAttempt(int(a["M"]["attempt"]["N"]), a["M"]["outcome"]["S"])
+                for a in item.get("attempts", {}).get("L", [])
+            ),
+            reason=item.get("reason", {}).get("S"),
+            takt_fenced=int(item.get("fenced_reports", {}).get("N", "0")),
+        )
+
+
+@dataclass(frozen=True)
+class SeenDue:
+    """One due item, its key `<due ms>#<tenant>#<job>` split here."""
+
+    tenant_id: str
+    job_id: str
+    due: datetime
+
+    @classmethod
+    def of(cls, item: dict[str, Any]) -> SeenDue:
+        due_ms, tenant_id, job_id = item["due_key"]["S"].split("#", 2)
+        return cls(tenant_id, job_id, datetime.fromtimestamp(int(due_ms) / 1000, UTC))
+
+
+def _instant(text: str) -> datetime:
+    """An RFC 3339 instant as the tables write it ("...Z"), aware and in UTC."""
+    return datetime.fromisoformat(text).astimezone(UTC)
 
 
 @dataclass(frozen=True)
@@ -52,14 +113,14 @@ class Report:
     wrong_kind: list[str] = field(default_factory=list)
     position: list[str] = field(default_factory=list)
     unsent: list[str] = field(default_factory=list)
-    stale_due: list[DueItem] = field(default_factory=list)
-    fenced: int = 0
+    stale_due: list[SeenDue] = field(default_factory=list)
+    takt_fenced: int = 0
     messages: list[LaneMessage] = field(default_factory=list)
-    executions: dict[str, list[ExecutionRecord]] = field(default_factory=dict)
+    executions: dict[str, list[SeenExecution]] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
-        """Every breach, one line each; a correct history has none (stale due items and
-        fenced reports are allowed: they are the system absorbing a fault, not a fault)."""
+        """Every breach, one line each; a correct history has none (stale due items are
+        allowed: they are the system absorbing a fault, not a fault)."""
         return [
             *(f"missed: {m}" for m in self.missed),
             *(f"duplicated: {d}" for d in self.duplicated),
@@ -71,8 +132,12 @@ class Report:
 
 
 class HistoryChecker:
+    """Reads `svc`'s tables and lanes with its clients; never through its stores."""
+
     def __init__(self, svc: Services) -> None:
-        self._svc = svc
+        self._db = svc.clients.dynamodb
+        self._settings = svc.settings
+        self._svc = svc  # for `drain`, which reads the lanes with the SQS client
 
     def check(self, expectations: Iterable[Expect]) -> Report:
         """Read everything once and judge every expectation. Drains the lanes."""
@@ -85,7 +150,7 @@ class HistoryChecker:
             self._judge_occurrences(expect, records, report)
             self._judge_position(expect, due, report)
             for record in records:
-                report.fenced += record.fenced_reports
+                report.takt_fenced += record.takt_fenced
                 if (
                     record.state == ExecState.PENDING
                     and not sent[(record.execution_id, record.attempt)]
@@ -93,28 +158,43 @@ class HistoryChecker:
                     report.unsent.append(f"{record.execution_id} attempt {record.attempt}")
         return report
 
-    def executions(self, tenant_id: str, job_id: str) -> list[ExecutionRecord]:
-        out: list[ExecutionRecord] = []
-        cursor: str | None = None
+    def executions(self, tenant_id: str, job_id: str) -> list[SeenExecution]:
+        """The job's executions, read consistently from its partition, oldest first."""
+        out: list[SeenExecution] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._settings.executions_table,
+            "KeyConditionExpression": "job_key = :k",
+            "ExpressionAttributeValues": {":k": {"S": f"{tenant_id}#{job_id}"}},
+            "ConsistentRead": True,
+        }
         while True:
-            page, cursor = self._svc.executions.list_for_job(
-                tenant_id, job_id, limit=100, cursor=cursor
-            )
-            out.extend(page)
-            if cursor is None:
+            resp = self._db.query(**kwargs)
+            out.extend(SeenExecution.of(item) for item in resp.get("Items", []))
+            if "LastEvaluatedKey" not in resp:
                 return out
+            kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
-    def due_items(self) -> list[DueItem]:
+    def job_item(self, tenant_id: str, job_id: str) -> dict[str, Any] | None:
+        """The job's item as the table holds it (None when there is none)."""
+        resp = self._db.get_item(
+            TableName=self._settings.jobs_table,
+            Key={"tenant_id": {"S": tenant_id}, "job_id": {"S": job_id}},
+            ConsistentRead=True,
+        )
+        item: dict[str, Any] | None = resp.get("Item")
+        return item
+
+    def due_items(self) -> list[SeenDue]:
         """Every due item in the table (the watermark row and the claims' watch lists excluded)."""
-        items: list[DueItem] = []
-        kwargs: dict[str, object] = {"TableName": self._svc.settings.due_table}
+        items: list[SeenDue] = []
+        kwargs: dict[str, Any] = {"TableName": self._settings.due_table, "ConsistentRead": True}
         while True:
-            resp = self._svc.clients.dynamodb.scan(**kwargs)  # type: ignore[arg-type]
+            resp = self._db.scan(**kwargs)
             for item in resp.get("Items", []):
-                if item["bucket"]["S"].startswith(("meta#", WATCH_PREFIX)):
+                if item["bucket"]["S"].startswith(NOT_DUE_ITEMS):
                     continue
                 try:
-                    items.append(DueItem.from_item(item))
+                    items.append(SeenDue.of(item))
                 except (KeyError, ValueError):
                     continue  # a bad record a scenario planted: not one of the jobs judged
             if "LastEvaluatedKey" not in resp:
@@ -122,7 +202,7 @@ class HistoryChecker:
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
     @staticmethod
-    def _judge_occurrences(expect: Expect, records: list[ExecutionRecord], report: Report) -> None:
+    def _judge_occurrences(expect: Expect, records: list[SeenExecution], report: Report) -> None:
         by_time = Counter(r.scheduled_time for r in records)
         for instant, count in by_time.items():
             if count > 1:
@@ -143,24 +223,22 @@ class HistoryChecker:
                     f"{record.execution_id} ({record.state.value}) was not due"
                 )
 
-    def _judge_position(self, expect: Expect, due: list[DueItem], report: Report) -> None:
-        try:
-            job: JobRecord | None = self._svc.jobs.get(expect.tenant_id, expect.job_id)
-        except NotFoundError:
-            job = None
+    def _judge_position(self, expect: Expect, due: list[SeenDue], report: Report) -> None:
+        job = self.job_item(expect.tenant_id, expect.job_id)
         mine = [d for d in due if (d.tenant_id, d.job_id) == (expect.tenant_id, expect.job_id)]
         if job is None:
             report.position.append(f"{expect.job_id} is gone")
             return
-        if job.next_run_time != expect.next_run_time:
+        next_run = _instant(job["next_run_time"]["S"]) if "next_run_time" in job else None
+        if next_run != expect.next_run_time:
             report.position.append(
-                f"{expect.job_id} next_run_time is {job.next_run_time}, "
-                f"expected {expect.next_run_time}"
+                f"{expect.job_id} next_run_time is {next_run}, expected {expect.next_run_time}"
             )
-        if expect.next_run_time is None and job.status != JobStatus.COMPLETED:
-            report.position.append(f"{expect.job_id} is {job.status.value}, expected completed")
-        live = [d for d in mine if job.next_run_time is not None and d.due == job.next_run_time]
-        wanted_live = 0 if job.next_run_time is None else 1
+        status = job["status"]["S"]
+        if expect.next_run_time is None and status != "completed":
+            report.position.append(f"{expect.job_id} is {status}, expected completed")
+        live = [d for d in mine if next_run is not None and d.due == next_run]
+        wanted_live = 0 if next_run is None else 1
         if len(live) != wanted_live:
             report.position.append(
                 f"{expect.job_id} has {len(live)} live due items, expected {wanted_live}"
@@ -235,9 +313,11 @@ class ChaosReport:
     """What one fault scenario did to the history, in the figures docs/RELIABILITY.md reports.
 
     The invariants: nothing `missed` and nothing left `unfinished`; `duplicate_executions` and
-    `duplicate_completions` are 0; `fenced` is above 0 where the scenario provokes stale
-    reports. `effects_per_occurrence` maps a count of side effects to how many occurrences had
-    it (at least once: 2 is allowed, 0 is a loss). Lateness is from an occurrence's scheduled
+    `duplicate_completions` are 0; `fenced` (stale reports DynamoDB refused, as the scenario's
+    wire tap saw them: `tests.chaos.oracle.stale_reports_refused`) is above 0 where the scenario
+    provokes stale reports. `takt_fenced` is takt's own count of them, its account of itself.
+    `effects_per_occurrence` maps a count of side effects to how many occurrences had it (at
+    least once: 2 is allowed, 0 is a loss). Lateness is from an occurrence's scheduled
     time to its first side effect (a negative minimum is an early start); recovery is from the
     end of the fault until every occurrence due by then had its first side effect.
     """
@@ -253,6 +333,7 @@ class ChaosReport:
     duplicate_completions: list[str] = field(default_factory=list)
     other_problems: list[str] = field(default_factory=list)
     fenced: int = 0
+    takt_fenced: int = 0
     effects_per_occurrence: dict[str, int] = field(default_factory=dict)
     lateness_sec: dict[str, float] = field(default_factory=dict)
     recovery_sec: float | None = None
@@ -293,7 +374,7 @@ def judge(
     """
     expectations = list(expectations)
     history = checker.check(expectations)
-    report.fenced = history.fenced
+    report.takt_fenced = history.takt_fenced
     report.duplicate_executions = list(history.duplicated)
     report.other_problems = [
         p for p in history.problems() if not p.startswith(("missed: ", "duplicated: ", "unsent: "))
