@@ -1,5 +1,5 @@
 """The takt Lambda layer: the locked runtime dependencies plus the `takt` package, built without
-Docker.
+Docker, with bytecode.
 
 Docker is not available here nor in CI, so the layer is bundled on the host: uv exports the
 runtime set from uv.lock (the lock, not pyproject's ranges, is what we tested), and uv installs it
@@ -7,12 +7,19 @@ for the Lambda target (CPython 3.13 on Graviton) from binary wheels only, so not
 for the host's architecture by mistake. The venv made by uv has no pip, and uv evaluates
 environment markers for the target Python rather than for the one running the build, which is why
 uv installs and pip does not.
+
+The layer ships bytecode compiled by the runtime's own Python version (`runtime_python`): the
+runtime's code directories are read-only, so a layer without `.pyc` files compiles every module
+it imports on every cold start, and a `.pyc` of another version is ignored. The bytecode is
+`unchecked-hash`: it records no source timestamp, so it stays valid whatever times the asset's zip
+gives the files.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -54,6 +61,52 @@ def uv_command() -> list[str] | None:
     if importlib.util.find_spec("uv") is not None:
         return [sys.executable, "-m", "uv"]
     return None
+
+
+def _python_version(python: str) -> str | None:
+    """The `major.minor` of the interpreter at `python`, or None when it does not run."""
+    try:
+        done = subprocess.run(  # noqa: S603 - a fixed argument list, no shell, no user input
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def runtime_python(version: str = TARGET_PYTHON) -> str | None:
+    """An interpreter of the Lambda runtime's Python version, to compile the layer's bytecode:
+    `TAKT_LAYER_PYTHON`, else `python3.13` on PATH, else one that pyenv installed (a pyenv shim
+    on PATH runs only the version pyenv selects, so its versions are looked up directly)."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = [
+        os.environ.get("TAKT_LAYER_PYTHON"),
+        shutil.which(f"python{version}"),
+        *(str(path) for path in sorted(pyenv.glob(f"{version}*/bin/python{version}"))),
+    ]
+    for candidate in candidates:
+        if candidate and _python_version(candidate) == version:
+            return candidate
+    return None
+
+
+def compile_bytecode(site: Path, python: str | None) -> None:
+    """Compile every module under `site` with the runtime's Python, or say what is missing."""
+    if python is None:
+        raise LayerBuildError(
+            f"Python {TARGET_PYTHON} is needed to compile the layer's bytecode for the Lambda "
+            f"runtime: install it, or set TAKT_LAYER_PYTHON to its path"
+        )
+    options = ["-q", "-j", "0", "--invalidation-mode", "unchecked-hash"]
+    _run(
+        [python, "-m", "compileall", *options, str(site)],
+        cwd=site,
+        step="compileall",
+    )
 
 
 def _canonical(name: str) -> str:
@@ -135,13 +188,17 @@ def layer_fingerprint(project_root: Path) -> str:
 class LayerBundler:
     """Builds the layer's `python/` folder on the host, which CDK tries before Docker."""
 
-    def __init__(self, project_root: Path) -> None:
+    def __init__(self, project_root: Path, platform: str = TARGET_PLATFORM) -> None:
+        # Only the cold-start benchmark (bench/cold_start.py) builds for another platform: the
+        # same layer, importable on the x86-64 machine that measures it.
         self._project_root = project_root
+        self._platform = platform
 
     # jsii passes the BundlingOptions struct as keyword arguments only when the method declares a
     # keyword-only parameter; without `image` here the call fails with a TypeError.
     def try_bundle(self, output_dir: str, *, image: DockerImage, **_options: object) -> bool:
-        """Install the locked wheels and copy the package; True tells CDK not to use Docker."""
+        """Install the locked wheels, copy the package and compile it all; True tells CDK not to
+        use Docker."""
         site = Path(output_dir) / "python"
         with tempfile.TemporaryDirectory() as scratch:
             requirements = Path(scratch) / "requirements.txt"
@@ -157,7 +214,7 @@ class LayerBundler:
                     "--target",
                     str(site),
                     "--python-platform",
-                    TARGET_PLATFORM,
+                    self._platform,
                     "--python-version",
                     TARGET_PYTHON,
                     "--only-binary",
@@ -177,6 +234,7 @@ class LayerBundler:
             destination = site / "takt" / path.relative_to(LAYER_PACKAGE)
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, destination)
+        compile_bytecode(site, runtime_python())
         return True
 
 

@@ -12,9 +12,12 @@ from infra.layer import (
     LAYER_PACKAGE,
     PROJECT_ROOT,
     RUNTIME_PROVIDED,
+    LayerBuildError,
     LayerBundler,
+    compile_bytecode,
     export_requirements,
     layer_fingerprint,
+    runtime_python,
     runtime_requirements,
     uv_command,
 )
@@ -72,15 +75,21 @@ def test_bundler_installs_wheels_for_graviton_and_copies_the_package(
     """The bundler's steps, with uv replaced by a recorder so the test needs no network."""
     installs: list[tuple[list[str], str]] = []
 
+    compiles: list[list[str]] = []
+
     def fake_run(command: list[str], *, cwd: Path, step: str) -> str:
         if step == "uv export":
             return EXPORT
+        if step == "compileall":
+            compiles.append(command)
+            return ""
         requirements = Path(command[command.index("--requirement") + 1]).read_text()
         installs.append((command, requirements))
         return ""
 
     monkeypatch.setattr(layer, "uv_command", lambda: ["uv"])
     monkeypatch.setattr(layer, "_run", fake_run)
+    monkeypatch.setattr(layer, "runtime_python", lambda: "/opt/python3.13")
 
     assert LayerBundler(PROJECT_ROOT).try_bundle(str(tmp_path), image=layer.RUNTIME.bundling_image)
 
@@ -94,4 +103,33 @@ def test_bundler_installs_wheels_for_graviton_and_copies_the_package(
     assert "boto" not in requirements.lower()
     shipped = tmp_path / "python" / "takt"
     assert (shipped / "__init__.py").read_bytes() == (LAYER_PACKAGE / "__init__.py").read_bytes()
-    assert not list(shipped.rglob("__pycache__"))
+    assert not list(shipped.rglob("__pycache__")), "the host's bytecode caches were copied"
+    (compile_command,) = compiles
+    assert compile_command[:3] == ["/opt/python3.13", "-m", "compileall"]
+    assert "unchecked-hash" in compile_command
+    assert compile_command[-1] == str(tmp_path / "python")
+
+
+def test_a_layer_without_the_runtimes_python_is_refused_with_what_to_install(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(LayerBuildError, match=r"Python 3\.13 is needed.*TAKT_LAYER_PYTHON"):
+        compile_bytecode(tmp_path, None)
+
+
+@pytest.mark.skipif(runtime_python() is None, reason="no Python 3.13 on this machine")
+def test_the_layer_ships_bytecode_of_the_runtimes_python_that_never_checks_its_source(
+    tmp_path: Path,
+) -> None:
+    """Lambda's code directories are read-only: a module without a usable .pyc of the runtime's
+    version is compiled again on every cold start."""
+    package = tmp_path / "python" / "pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("ANSWER = 42\n")
+
+    compile_bytecode(tmp_path / "python", runtime_python())
+
+    (pyc,) = (package / "__pycache__").glob("*.pyc")
+    assert pyc.name == "__init__.cpython-313.pyc"
+    flags = int.from_bytes(pyc.read_bytes()[4:8], "little")
+    assert flags == 0b01, "hash-based bytecode that does not check its source (PEP 552)"
