@@ -2,16 +2,26 @@
 
 The CDK app passes these as environment variables to every function; the local runtime sets the
 same variables for the moto-backed run. Nothing else in the library reads the environment.
+
+`Settings` reads `TAKT_<FIELD>` itself (`environment_values`) rather than through
+pydantic-settings: that package imports every settings source it has (its command-line source
+brings argparse), about 90 ms of CPU on every cold start of every function, to read flat
+environment variables. The rules are the ones the deployment relies on: names match without
+regard to case, a list, tuple, mapping or model is JSON, `null` is None, and a value passed to
+the constructor wins over the environment.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Mapping
 from dataclasses import fields
 from functools import lru_cache
-from typing import Any, Literal, TypeVar
+from types import NoneType, UnionType
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from takt.models.egress import AllowList
 from takt.models.notify import NotifyPolicy
@@ -63,13 +73,48 @@ class IamPrincipal(BaseModel):
     role: Role
 
 
-class Settings(BaseSettings):
+ENV_PREFIX = "TAKT_"
+# `null` in the environment is None, so an optional setting can be turned off (a role).
+ENV_NONE = "null"
+_COLLECTIONS = (dict, list, tuple, set, frozenset)
+
+
+def _is_json(annotation: Any) -> bool:
+    """Whether a setting of this type is written as JSON in the environment: a collection or a
+    model, alone or in an optional union."""
+    if get_origin(annotation) in (Union, UnionType):
+        return any(_is_json(arg) for arg in get_args(annotation) if arg is not NoneType)
+    kind = get_origin(annotation) or annotation
+    return kind in _COLLECTIONS or (isinstance(kind, type) and issubclass(kind, BaseModel))
+
+
+def environment_values(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
+    """The fields of `model` that `environ` sets as `TAKT_<FIELD>`, decoded (JSON or None)."""
+    by_name = {key.upper(): value for key, value in environ.items()}
+    values: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        raw = by_name.get(f"{ENV_PREFIX}{name}".upper())
+        if raw is None:
+            continue
+        if raw == ENV_NONE:
+            values[name] = None
+        elif _is_json(field.annotation):
+            try:
+                values[name] = json.loads(raw)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{ENV_PREFIX}{name.upper()} is not JSON: {error}") from None
+        else:
+            values[name] = raw
+    return values
+
+
+class Settings(BaseModel):
     """Deployment settings, read from `TAKT_*` environment variables."""
 
-    # `null` in the environment is None, so an optional setting can be turned off (a role).
-    model_config = SettingsConfigDict(
-        env_prefix="TAKT_", extra="ignore", frozen=True, env_parse_none_str="null"
-    )
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**{**environment_values(type(self), os.environ), **values})
 
     jobs_table: str = "takt-jobs"
     due_table: str = "takt-due"

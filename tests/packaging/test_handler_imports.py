@@ -54,7 +54,5 @@ def test_no_function_but_the_api_imports_the_api(function: str) -> None:
 
 @pytest.mark.parametrize("function", sorted(set(FUNCTIONS) - CALLS_TARGETS - {"api"}))
 def test_a_function_that_calls_no_target_imports_no_target_kind(function: str) -> None:
-    targets = {
-        name for name in takt_modules_at_import(function) if name.startswith("takt.targets")
-    }
+    targets = {name for name in takt_modules_at_import(function) if name.startswith("takt.targets")}
     assert not targets, f"the {function} function imports target kinds it never calls: {targets}"
