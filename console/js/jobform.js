@@ -1,7 +1,10 @@
 // The job form, one for "New job" and for editing a job: every field the API takes, each showing
 // the API's own problem+json message for it beside it. The API is the one validator (the form
-// has no browser validation of its own), so the console and the API can never disagree.
-import { patch, post } from "./api.js";
+// has no browser validation of its own), and the choices and defaults the form offers are the
+// API's own (its OpenAPI document, read by contract.js), so the console and the API can never
+// disagree.
+import { get, patch, post } from "./api.js";
+import { choicesOf, defaultsOf } from "./contract.js";
 import { h, toast } from "./dom.js";
 
 const KINDS = {
@@ -10,13 +13,16 @@ const KINDS = {
   run_at: ["once at", "2030-01-01T09:00:00Z"],
 };
 const RETRY = ["max_attempts", "backoff", "initial_interval", "max_interval", "jitter"];
-const DEFAULTS = {
-  name: null, schedule: null, interval: null, run_at: null, time_zone: "UTC",
-  dst: { gap: "run", overlap: "once" }, start_at: null, end_at: null, target: null, tasks: null,
-  payload: null, priority: "default", timeout_sec: 300,
-  retry: { max_attempts: 5, backoff: "exponential", initial_interval: "5s", max_interval: "1h", jitter: "full" },
-  catchup: "once", catchup_window: "1h", overlap: "allow", jitter: null, pause_until: null, calendars: null,
-};
+
+// The API's contract, read once per page load: { choices, defaults } of a job's fields.
+let contract = null;
+async function loadContract() {
+  if (!contract) {
+    const document = await get("/v1/openapi.json");
+    contract = { choices: choicesOf(document), defaults: defaultsOf(document) };
+  }
+  return contract;
+}
 
 const json = (value) => (value === null || value === undefined ? "" : JSON.stringify(value, null, 2));
 const options = (values, chosen) => values.map(([value, label]) =>
@@ -43,7 +49,7 @@ function field(label, control, hint) {
     h("small", { class: "field-error", id: `${id}-error`, hidden: true }));
 }
 
-function build(job, title, submit) {
+function build(job, choices, title, submit) {
   const kind = ["schedule", "interval", "run_at"].find((k) => job[k]) || "schedule";
   const runs = job.tasks ? "tasks" : "target";
   const when = h("input", { name: "when", value: job[kind] || "", placeholder: KINDS[kind][1] });
@@ -71,9 +77,9 @@ function build(job, title, submit) {
         field("Start at", h("input", { name: "start_at", value: job.start_at || "", placeholder: "none" })),
         field("End at", h("input", { name: "end_at", value: job.end_at || "", placeholder: "none" }))),
       h("div", { class: "row" },
-        field("Skipped hour (DST)", h("select", { name: "dst_gap" }, choose(["run", "skip"], job.dst.gap))),
-        field("Repeated hour (DST)", h("select", { name: "dst_overlap" }, choose(["once", "twice"], job.dst.overlap))),
-        field("Catch-up", h("select", { name: "catchup" }, choose(["skip", "once", "all"], job.catchup))),
+        field("Skipped hour (DST)", h("select", { name: "dst_gap" }, choose(choices["dst.gap"], job.dst.gap))),
+        field("Repeated hour (DST)", h("select", { name: "dst_overlap" }, choose(choices["dst.overlap"], job.dst.overlap))),
+        field("Catch-up", h("select", { name: "catchup" }, choose(choices.catchup, job.catchup))),
         field("Catch-up window", h("input", { name: "catchup_window", value: job.catchup_window }))),
       h("div", { class: "row" },
         field("Spread starts (jitter)", h("input", { name: "jitter", value: job.jitter || "", placeholder: "none, e.g. 15m" })),
@@ -85,13 +91,13 @@ function build(job, title, submit) {
       field("Payload (JSON)", h("textarea", { name: "payload", rows: 3, placeholder: '{"report": "daily"}' }, json(job.payload)))),
     h("fieldset", {}, h("legend", {}, "Limits and retries"),
       h("div", { class: "row" },
-        field("Priority", h("select", { name: "priority" }, choose(["high", "default", "low"], job.priority))),
+        field("Priority", h("select", { name: "priority" }, choose(choices.priority, job.priority))),
         field("Timeout (s)", h("input", { name: "timeout_sec", type: "number", value: job.timeout_sec })),
-        field("Overlap", h("select", { name: "overlap" }, choose(["allow", "skip", "queue", "replace"], job.overlap)))),
+        field("Overlap", h("select", { name: "overlap" }, choose(choices.overlap, job.overlap)))),
       h("div", { class: "row" },
         field("Attempts", h("input", { name: "retry_max_attempts", type: "number", value: retry.max_attempts })),
-        field("Backoff", h("select", { name: "retry_backoff" }, choose(["exponential", "fixed"], retry.backoff))),
-        field("Retry jitter", h("select", { name: "retry_jitter" }, choose(["full", "none"], retry.jitter)))),
+        field("Backoff", h("select", { name: "retry_backoff" }, choose(choices["retry.backoff"], retry.backoff))),
+        field("Retry jitter", h("select", { name: "retry_jitter" }, choose(choices["retry.jitter"], retry.jitter)))),
       h("div", { class: "row" },
         field("First retry after", h("input", { name: "retry_initial_interval", value: retry.initial_interval })),
         field("Longest wait", h("input", { name: "retry_max_interval", value: retry.max_interval })))),
@@ -190,8 +196,9 @@ function showErrors(form, problems, error) {
   form.querySelector("[aria-invalid]")?.focus();
 }
 
-function openForm(label, title, submit, job, save) {
-  const { form, problems } = build(job, title, submit);
+async function openForm(label, title, submit, job, save) {
+  const { choices } = await loadContract();
+  const { form, problems } = build(job, choices, title, submit);
   const dialog = h("dialog", { "aria-label": label, class: "job-form" }, form);
   form.addEventListener("submit", async (event) => {
     if (event.submitter?.value !== "save") return;
@@ -212,9 +219,10 @@ function openForm(label, title, submit, job, save) {
 }
 
 // "New job": on success, the new job's page.
-export function newJob() {
+export async function newJob() {
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
-  openForm("New job", "New job", "Create job", { ...DEFAULTS, time_zone: zone }, async (values) => {
+  const { defaults } = await loadContract();
+  await openForm("New job", "New job", "Create job", { ...defaults, time_zone: zone }, async (values) => {
     const created = await post("/v1/jobs", createBody(values));
     toast(`Created ${created.name || created.id}`);
     location.hash = `#/jobs/${created.id}`;
@@ -224,9 +232,9 @@ export function newJob() {
 
 // Edit `job`: sends only what changed, with If-Match, so a change someone made meanwhile is not
 // overwritten (the API answers 412, shown in the form). `saved` redraws the page.
-export function editJob(job, saved) {
+export async function editJob(job, saved) {
   const label = job.name || job.id;
-  openForm("Edit job", `Edit ${label}`, "Save changes", job, async (values) => {
+  await openForm("Edit job", `Edit ${label}`, "Save changes", job, async (values) => {
     const body = patchBody(values, job);
     if (!Object.keys(body).length) {
       toast("Nothing changed");

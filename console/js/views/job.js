@@ -19,7 +19,7 @@ function actions(job, redraw) {
   const failing = ["dead", "failed"].includes(job.last_outcome);
   const paused = job.status === "paused";
   return h("div", { class: "actions", role: "group", "aria-label": "Job actions" },
-    h("button", { class: "primary", onclick: () => editJob(job, redraw) }, "Edit"),
+    h("button", { class: "primary", onclick: (event) => act(event.currentTarget, () => editJob(job, redraw)) }, "Edit"),
     job.status !== "completed" && button(paused ? "Resume" : "Pause",
       { title: `${paused ? "Resume" : "Pause"} ${name}?`,
         message: paused ? "It runs again from its next occurrence; occurrences missed while paused follow its catch-up policy."

@@ -66,9 +66,11 @@ export async function jobs(main) {
     typing = setTimeout(() => { filter.name = search.value.trim(); show(); }, 250);
   });
 
+  // The form waits for the API's contract (its choices); a failure to read it is a toast.
+  const create = h("button", { class: "primary", onclick: () => act(create, newJob) }, "New job");
   main.replaceChildren(
     h("div", { class: "title" }, h("h1", {}, "Jobs"),
-      h("button", { class: "primary", onclick: () => newJob() }, "New job")),
+      create),
     h("div", { class: "toolbar" }, chips, search),
     list, more);
   await refresh();

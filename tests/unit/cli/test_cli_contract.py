@@ -5,7 +5,6 @@ CLI cannot lag the API again (issue 29: `--overlap replace`, `--run-late`, `--pa
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
@@ -14,36 +13,13 @@ import pytest
 from takt_cli.commands.job_fields import JobFlag
 from takt_cli.commands.jobs import CREATE_FLAGS, UPDATE_FLAGS, create, update
 from takt_cli.commands.main import main
+from tests.support.contract import job_fields
 from tests.unit.cli.conftest import FakeApi
 
-DOCUMENT = Path(__file__).resolve().parents[3] / "docs" / "openapi.json"
-SCHEMAS: dict[str, Any] = json.loads(DOCUMENT.read_text(encoding="utf-8"))["components"]["schemas"]
 COMMANDS: dict[str, tuple[click.Command, list[JobFlag]]] = {
     "JobCreate": (create, CREATE_FLAGS),
     "JobPatch": (update, UPDATE_FLAGS),
 }
-
-
-def _followed(schema: dict[str, Any]) -> dict[str, Any]:
-    """A property's schema with its `$ref` followed and its null option left out."""
-    options = [o for o in schema.get("anyOf", []) if o != {"type": "null"}]
-    schema = options[0] if options else schema
-    ref = schema.get("$ref")
-    return SCHEMAS[ref.rsplit("/", 1)[1]] if isinstance(ref, str) else schema
-
-
-def contract(model: str) -> list[tuple[str, list[Any]]]:
-    """(field, its enum values) for every field of `model` and of each object it nests."""
-    found: list[tuple[str, list[Any]]] = []
-    for name, raw in SCHEMAS[model]["properties"].items():
-        schema = _followed(raw)
-        if schema.get("type") == "object" and "properties" in schema:
-            for inner, raw_inner in schema["properties"].items():
-                sub = _followed(raw_inner)
-                found.append((f"{name}.{inner}", _followed(sub.get("items", sub)).get("enum", [])))
-        else:
-            found.append((name, _followed(schema.get("items", schema)).get("enum", [])))
-    return found
 
 
 def _flag_of(model: str, field: str) -> click.Option | None:
@@ -58,7 +34,7 @@ def _flag_of(model: str, field: str) -> click.Option | None:
 
 @pytest.mark.parametrize("model", list(COMMANDS))
 def test_every_field_of_the_job_contract_has_a_flag(model: str) -> None:
-    missing = [field for field, _ in contract(model) if _flag_of(model, field) is None]
+    missing = [field for field, _ in job_fields(model) if _flag_of(model, field) is None]
 
     assert missing == [], f"a flag for every field: {model} fields without one: {missing}"
 
@@ -66,7 +42,7 @@ def test_every_field_of_the_job_contract_has_a_flag(model: str) -> None:
 @pytest.mark.parametrize("model", list(COMMANDS))
 def test_every_enum_value_of_the_job_contract_is_a_choice_of_its_flag(model: str) -> None:
     refused = []
-    for field, values in contract(model):
+    for field, values in job_fields(model):
         option = _flag_of(model, field)
         if option is None:
             continue
