@@ -34,6 +34,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from takt.models.records import Dst
 from takt.schedule import ScheduleError, parse_duration, validate_time_zone
 from takt_cli.migrate.awscron import from_aws, to_aws
 from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
@@ -46,7 +47,8 @@ MAX_ATTEMPTS = 100
 AWS_MAX_RETRIES = 185
 AWS_MAX_WINDOW_MINUTES = 1440
 AWS_EVENT_AGE = (60, 86400)
-AWS_DST = {"gap": "skip", "overlap": "once"}
+# The job's choices are the model's (pydantic holds them to Dst).
+AWS_DST = Dst(gap="skip", overlap="once").model_dump()
 _NAME = re.compile(r"[^0-9A-Za-z_.-]+")
 
 

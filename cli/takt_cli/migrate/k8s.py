@@ -36,15 +36,17 @@ from typing import Any
 
 import yaml
 
+from takt.models.records import Dst, OverlapPolicy
 from takt.schedule import ScheduleError, parse_duration, validate_time_zone
 from takt_cli.migrate import robfig
 from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
 
 _ZONE_PREFIX = re.compile(r"^(?:CRON_TZ|TZ)=(?P<zone>\S+)\s+(?P<rest>.+)$")
 _EVERY = re.compile(r"^@every\s+(?P<duration>\S+)$")
-_OVERLAP = {"Allow": "allow", "Forbid": "skip", "Replace": "replace"}
+# The job's choices are the model's (mypy holds each to OverlapPolicy, pydantic to Dst).
+_OVERLAP: dict[str, OverlapPolicy] = {"Allow": "allow", "Forbid": "skip", "Replace": "replace"}
 _POLICY = {value: key for key, value in _OVERLAP.items()}
-ROBFIG_DST = {"gap": "skip", "overlap": "twice"}
+ROBFIG_DST = Dst(gap="skip", overlap="twice").model_dump()
 DEFAULT_BACKOFF_LIMIT = 6
 MAX_ATTEMPTS = 100
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
