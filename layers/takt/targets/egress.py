@@ -15,7 +15,10 @@ address they carry, so `::ffff:10.0.0.5` is as private as `10.0.0.5`.
 
 The deployment's allow list opens exceptions: a CIDR (or single address) lets those addresses
 through, and a host name (or `*.suffix`) lets every address that name resolves to through. The
-resolver is a function, so tests can map names to addresses without a DNS server.
+cloud's credential endpoints (`CREDENTIAL_ENDPOINTS`) are the one exception no allow list opens:
+`fc00::/7`, which local mode allows for the developer's own networks, holds the instance metadata
+service's IPv6 address, and no job has a reason to call an endpoint that hands out the runtime's
+credentials. The resolver is a function, so tests can map names to addresses without a DNS server.
 """
 
 from __future__ import annotations
@@ -66,6 +69,13 @@ _FORBIDDEN_V6: tuple[tuple[ipaddress.IPv6Network, str], ...] = (
     (_V6("100::/64"), "reserved"),
     (_V6("fec0::/10"), "reserved"),
 )
+# Where AWS hands out credentials, refused whatever the allow list says: the instance metadata
+# service (IPv4 and IPv6), the ECS and Fargate task credential endpoint, and EKS Pod Identity's
+# agent (IPv4 and IPv6).
+CREDENTIAL_ENDPOINTS: frozenset[IPAddress] = frozenset(
+    ipaddress.ip_address(a)
+    for a in ("169.254.169.254", "fd00:ec2::254", "169.254.170.2", "169.254.170.23", "fd00:ec2::23")
+)
 _IPV4_COMPATIBLE = _V6("::/96")
 # Everything routable on the IPv6 internet is in 2000::/3; the rest is reserved.
 _GLOBAL_UNICAST_V6 = _V6("2000::/3")
@@ -103,6 +113,17 @@ def _forbidden_v6(address: ipaddress.IPv6Address) -> str | None:
     return None
 
 
+def is_credential_endpoint(address: IPAddress) -> bool:
+    """Whether `address` is one of `CREDENTIAL_ENDPOINTS`, in any form (`::ffff:169.254.169.254`,
+    `fd00:ec2::254%eth0`)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        carried = carried_v4(address)
+        if carried is not None:
+            return carried in CREDENTIAL_ENDPOINTS
+        return ipaddress.IPv6Address(int(address)) in CREDENTIAL_ENDPOINTS
+    return address in CREDENTIAL_ENDPOINTS
+
+
 def parse_address(host: str) -> IPAddress | None:
     """The address a URL's host names literally, in any form `getaddrinfo` would accept for
     IPv4 (`127.1`, `2852039166`, `0x7f.1`), or None when the host is a name."""
@@ -132,12 +153,17 @@ class EgressPolicy:
         self.allow = AllowList.parse(allow)
         self._resolve = resolver
 
-    def refusal(self, address: IPAddress) -> str | None:
-        """Why the policy refuses `address`, or None when takt may connect to it."""
+    def refusal(self, address: IPAddress, *, host_allowed: bool = False) -> str | None:
+        """Why the policy refuses `address`, or None when takt may connect to it (`host_allowed`:
+        the name it was resolved from is on the allow list)."""
         reason = forbidden_reason(address)
-        if reason is None or self.allow.allows_address(address):
+        if reason is None:
             return None
-        return reason
+        if not host_allowed and not self.allow.allows_address(address):
+            return reason
+        if is_credential_endpoint(address):
+            return f"{reason}: a credential endpoint, which no allow list opens"
+        return None
 
     def vet(self, host: str, port: int) -> tuple[str, ...]:
         """The addresses to connect to for (host, port), all of them allowed, in the resolver's
@@ -148,10 +174,9 @@ class EgressPolicy:
             addresses: list[IPAddress] = [literal]
         else:
             addresses = self._lookup(host, port)
-        if self.allow.allows_host(host):
-            return tuple(str(a) for a in addresses)
+        host_allowed = self.allow.allows_host(host)
         for address in addresses:
-            reason = self.refusal(address)
+            reason = self.refusal(address, host_allowed=host_allowed)
             if reason is not None:
                 shown = host if literal is not None else f"{host} resolves to {address}, which"
                 raise EgressRefusedError(f"{shown} is {reason}")
@@ -178,12 +203,13 @@ class EgressPolicy:
         """What a job's URL names that the policy would refuse without resolving anything: a
         literal address or a `localhost` name (the check at create time; the check at call time
         is still the guarantee)."""
-        if self.allow.allows_host(host):
-            return None
+        host_allowed = self.allow.allows_host(host)
         literal = parse_address(host)
         if literal is not None:
-            reason = self.refusal(literal)
+            reason = self.refusal(literal, host_allowed=host_allowed)
             return None if reason is None else f"{host} is {reason}"
+        if host_allowed:
+            return None
         name = normal_host(host)
         is_localhost = name == "localhost" or name.endswith(".localhost")
         if is_localhost and self.refusal(ipaddress.IPv4Address("127.0.0.1")) is not None:

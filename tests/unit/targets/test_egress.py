@@ -253,3 +253,24 @@ def test_literal_refusal_lets_names_and_allowed_addresses_pass() -> None:
     assert policy.literal_refusal("localhost") is None
     assert policy.literal_refusal("127.0.0.1") is None
     assert policy.literal_refusal("10.0.0.5") == "10.0.0.5 is private"
+
+
+@pytest.mark.parametrize(
+    ("allow", "address"),
+    [
+        (["169.254.0.0/16"], "169.254.169.254"),
+        (["169.254.170.0/24"], "169.254.170.2"),
+        (["fd00::/8"], "fd00:ec2::254"),
+        (["::ffff:0:0/96"], "::ffff:169.254.169.254"),
+    ],
+)
+def test_no_allow_list_opens_a_credential_endpoint(allow: list[str], address: str) -> None:
+    by_network = EgressPolicy(allow, lambda host, port: [address])
+    by_name = EgressPolicy(["metadata.test"], lambda host, port: [address])
+
+    for policy in (by_network, by_name):
+        with pytest.raises(EgressRefusedError, match="credential endpoint"):
+            policy.vet("metadata.test", 80)
+    assert "credential endpoint" in (by_network.literal_refusal(address) or ""), (
+        f"a credential endpoint is refused whatever the allow list: {allow} opened {address}"
+    )

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 from takt.config import Settings
-from takt.targets.egress import EgressPolicy
+from takt.targets.egress import EgressPolicy, EgressRefusedError
 from takt_cli.commands.local import local
 from takt_cli.local.runtime import LOCAL_EGRESS_ALLOW, describe_egress, worker_env
 
@@ -46,6 +46,23 @@ def test_local_mode_allows_loopback_and_private_networks_but_not_link_local() ->
     for allowed in ("127.0.0.1", "::1", "10.1.2.3", "172.20.0.1", "192.168.1.1", "fd12::1"):
         assert policy.literal_refusal(allowed) is None
     assert policy.literal_refusal("169.254.169.254") == "169.254.169.254 is link-local"
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["fd00:ec2::254", "fd00:ec2::23", "[fd00:ec2::254]", "fd00:ec2:0:0:0:0:0:254"],
+)
+def test_local_mode_refuses_the_ipv6_metadata_service_its_private_range_holds(address: str) -> None:
+    policy = EgressPolicy(LOCAL_EGRESS_ALLOW, lambda host, port: [address.strip("[]")])
+
+    refusal = policy.literal_refusal(address)
+
+    assert refusal is not None, (
+        f"no allow list opens a credential endpoint: local mode's fc00::/7 let {address} through"
+    )
+    assert "credential endpoint" in refusal
+    with pytest.raises(EgressRefusedError, match="credential endpoint"):
+        policy.vet("metadata.test", 80)
 
 
 def test_the_start_line_says_what_egress_allows() -> None:
