@@ -170,6 +170,10 @@ class Settings(BaseModel):
 
     # Registered-handler modules the worker imports, comma-separated ("billing.jobs,reports").
     handler_modules: str = ""
+    # An attempt whose handler no worker serves fails once it has been sent back this long
+    # (docs/WORKERS.md), rather than stay pending for ever; long enough for a `takt worker`
+    # fleet that serves it to be deployed or restarted.
+    unserved_limit_sec: float = Field(default=900.0, ge=0.0)
     # A worker Lambda gives back an unfinished execution this long before its own timeout.
     give_back_margin_sec: float = Field(default=3.0, ge=0.0)
     # How many of a batch's messages the worker Lambda runs at once (takt.worker.batch): a run

@@ -173,9 +173,17 @@ class Lifecycle:
 
     # The worker: lease, heartbeat, and one of complete, retry, give_back (all lease-fenced).
 
-    def requeue(self, message: LaneMessage, delay_sec: int, now: datetime) -> ExecutionRecord:
+    def requeue(
+        self,
+        message: LaneMessage,
+        delay_sec: int,
+        now: datetime,
+        *,
+        unserved_since: datetime | None = None,
+    ) -> ExecutionRecord:
         """Send a not-yet-leased execution back to its lane as a fresh copy of its message,
-        `delay_sec` from now (a worker that does not serve it, or may not start it yet).
+        `delay_sec` from now (a worker that does not serve it, or may not start it yet); the
+        copy carries `unserved_since` when given (`LaneMessage.unserved_since`).
 
         The check time moves past the copy's arrival first, so the watchdog does not add a
         second message while this one circles, and a fresh copy, unlike a returned message,
@@ -193,7 +201,32 @@ class Lifecycle:
                 set={"check_at": self.check_at(now, delay_sec=delay_sec)},
             ),
         )
-        self._send(record, message.attempt, delay_sec)
+        copy = Outgoing.of(record, message.attempt, delay_sec)
+        if unserved_since is not None:
+            copy = replace(
+                copy, message=copy.message.model_copy(update={"unserved_since": unserved_since})
+            )
+        self._lanes.send([copy])
+        return record
+
+    def fail_unserved(self, message: LaneMessage, now: datetime, error: str) -> ExecutionRecord:
+        """A not-yet-leased attempt whose handler no worker served for the deployment's limit:
+        -> failed with `error`, and what follows an end (no attempt was used, and another one
+        cannot help until a worker serves the handler; a re-run retries it then).
+        ConflictError/NotFoundError as for `requeue`."""
+        record = self._executions.transition(
+            message.tenant_id,
+            message.execution_id,
+            Transition(
+                expect={
+                    "state": (ExecState.PENDING, ExecState.RETRY_WAIT),
+                    "attempt": message.attempt,
+                },
+                set={"state": ExecState.FAILED, "error": error, "finished_at": format_time(now)},
+                remove=OPEN_ATTRS,
+            ),
+        )
+        self.ended(record, ExecState.FAILED, now, error=error, notify=True)
         return record
 
     def _lease_check_at(self, expires_ms: int) -> dict[str, int]:

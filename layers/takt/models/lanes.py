@@ -36,6 +36,10 @@ class LaneMessage(BaseModel):
     # (takt.worker.recheck). Absent on every other message.
     claimed_at: AwareDatetime | None = None
     job_version: int | None = None
+    # When a worker first sent this attempt back because it does not serve its handler: the
+    # copies it sends carry it on, so the attempt fails once no worker has served the handler
+    # for `unserved_limit_sec` instead of circling for ever. Absent until then.
+    unserved_since: AwareDatetime | None = None
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -105,6 +106,7 @@ class RunnerSettings:
     clock_margin_sec: float
     pending_resend_after_sec: float
     dispatch_ahead_sec: float
+    unserved_limit_sec: float
     worker_id: str | None
     worker_tenant: str | None
     tenants_table: str  # the lifecycle's backfills
@@ -196,7 +198,7 @@ class ExecutionRunner:
         handler or tenant, the host's time up, the tenant or host over its limits), or None
         to run it, once its scheduled time has come."""
         if message.handler is not None and not self._targets.serves(message.handler):
-            return self._requeue(message, self._unserved_delay_sec, "unserved")
+            return self._unserved(message, message.handler)
         tenant = self._settings.worker_tenant
         if tenant is not None and message.tenant_id != tenant:
             # A worker serving one tenant (`takt worker --tenant`) never leases another's
@@ -238,10 +240,43 @@ class ExecutionRunner:
         self._free(record.tenant_id, record.execution_id)
         return RunOutcome(record.execution_id, ExecState.SKIPPED.value, reason)
 
-    def _requeue(self, message: LaneMessage, delay_sec: int, outcome: str) -> RunOutcome:
+    def _unserved(self, message: LaneMessage, handler: str) -> RunOutcome:
+        """Send back a message for a handler this worker does not serve, noting since when no
+        worker served it; once that is `unserved_limit_sec` ago the attempt fails instead, so
+        an execution of a handler the deployment does not ship ends, with the reason."""
+        now = self._clock.now()
+        since = message.unserved_since or now
+        if (now - since).total_seconds() < self._settings.unserved_limit_sec:
+            return self._requeue(message, self._unserved_delay_sec, "unserved", since)
+        error = (
+            f"no worker serves handler {handler!r}: sent back for "
+            f"{int((now - since).total_seconds())} s (unserved_limit_sec "
+            f"{self._settings.unserved_limit_sec:g}); ship its module to the workers "
+            "(TAKT_HANDLER_MODULES, takt worker --module) and re-run it"
+        )
+        try:
+            record = self._lifecycle.fail_unserved(message, now, error)
+        except NotFoundError:
+            return RunOutcome(message.execution_id, "missing", "no such execution")
+        except ExecutionConflictError as exc:
+            return RunOutcome(
+                message.execution_id, exc.current.state.value, "duplicate or stale message"
+            )
+        logger.warning("handler unserved: execution failed", execution_id=record.execution_id)
+        return RunOutcome(record.execution_id, ExecState.FAILED.value, error)
+
+    def _requeue(
+        self,
+        message: LaneMessage,
+        delay_sec: int,
+        outcome: str,
+        unserved_since: datetime | None = None,
+    ) -> RunOutcome:
         """Send a not-yet-started execution back to its lane (`Lifecycle.requeue`)."""
         try:
-            record = self._lifecycle.requeue(message, delay_sec, self._clock.now())
+            record = self._lifecycle.requeue(
+                message, delay_sec, self._clock.now(), unserved_since=unserved_since
+            )
         except NotFoundError:
             return RunOutcome(message.execution_id, "missing", "no such execution")
         except ExecutionConflictError as exc:

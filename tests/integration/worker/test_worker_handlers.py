@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 import examples.handlers  # noqa: F401 - registers the example's handlers
 from takt.clock import ManualClock
 from takt.models.records import ExecState, RetryPolicy
 from takt.wiring import Services
-from takt.worker.runner import UNSERVED_DELAY_SEC
+from takt.worker.runner import UNSERVED_DELAY_SEC, ExecutionRunner, RunnerSettings
 from tests.integration.worker import handlers
 from tests.integration.worker.conftest import Submit, runner_for, stored
-from tests.support.lanes import delayed_count, drain, visible_count
+from tests.support.lanes import RecordingLanes, delayed_count, drain, visible_count
 
 FAST_RETRY = RetryPolicy(backoff="fixed", initial_interval="1s", jitter="none")
 
@@ -101,6 +103,38 @@ def test_a_message_for_a_handler_this_worker_lacks_goes_back_untouched_and_waits
     assert svc.watchdog.sweep(clock.now()).resent == 0
     clock.advance(UNSERVED_DELAY_SEC)
     assert svc.watchdog.sweep(clock.now()).resent == 1
+
+
+def test_an_attempt_whose_handler_no_worker_serves_fails_after_the_unserved_limit(
+    svc: Services, submit: Submit, clock: ManualClock
+) -> None:
+    record, message = submit("handler:not.shipped", {})
+    lanes = RecordingLanes(svc)
+    limit = 30.0
+    settings = replace(RunnerSettings.of(svc.settings), unserved_limit_sec=limit)
+    runner = ExecutionRunner(settings, svc.jobs, svc.executions, lanes, svc.targets, clock)
+    outcomes = []
+    # Each delivery meets a worker without the handler, which sends back a copy 5 s later.
+    for _ in range(int(limit // UNSERVED_DELAY_SEC) + 2):
+        outcomes.append(runner.process(message).state)
+        if outcomes[-1] != "unserved":
+            break
+        message = lanes.sent[-1].message
+        clock.advance(UNSERVED_DELAY_SEC)
+
+    after = stored(svc, record)
+    assert (outcomes[-1], after.state, len(outcomes)) == (
+        "failed",
+        ExecState.FAILED,
+        int(limit // UNSERVED_DELAY_SEC) + 1,
+    ), (
+        "an execution of a handler no worker serves ends (docs/WORKERS.md): failed once it has "
+        f"been sent back for unserved_limit_sec ({limit:g} s), not pending for ever; "
+        f"{len(outcomes)} deliveries ended {outcomes[-1]} and left it {after.state}"
+    )
+    assert after.error is not None
+    assert "no worker serves handler 'not.shipped'" in after.error
+    assert (after.attempt, after.attempts) == (1, [])
 
 
 def test_a_message_without_the_handler_name_is_given_back_after_its_lease(
