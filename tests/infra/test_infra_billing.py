@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from infra.context import ContextError, DeployConfig
-from infra.cost import render, table_capacity_lines
 from infra.tables import Capacity, capacity_names
 from takt.resources import TABLES
 from takt_cli.capacity.billing import TABLES as PRICED_TABLES
 from takt_cli.capacity.billing import steady_capacity, table_loads
+from takt_cli.capacity.idle import render, table_capacity_lines
 from takt_cli.capacity.model import CallProfile
 from tests.infra.cli_synth import ROOT, SEED_TABLE_CAPACITY
 from tests.infra.conftest import cdk_context

@@ -1,14 +1,16 @@
-"""The idle cost in docs/DEPLOY.md is what `infra/cost.py` computes from the synthesized
+"""The idle cost in docs/DEPLOY.md is what `takt_cli/capacity/idle.py` computes from the synthesized
 templates, and the read units it counts are the library's own calls."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from aws_cdk.assertions import Template
 
-from infra.cost import (
+from takt_cli.capacity.idle import (
+    PRICES,
     SHARD_COUNTS,
     WATCHDOG_SWEEPS,
     base_lines,
@@ -18,9 +20,11 @@ from infra.cost import (
     render,
     shard_count_table,
 )
+from takt_cli.capacity.prices import LIST_PRICES
+from takt_cli.commands.main import main
 
 DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md"
-REGENERATE = "regenerate with `make synth && python -m infra.cost cdk.out`"
+REGENERATE = "regenerate with `make synth && takt cost idle cdk.out`"
 
 
 @pytest.mark.parametrize(("due_shards", "open_shards"), [(1, 1), (64, 16)])
@@ -61,5 +65,44 @@ def test_deploy_doc_lists_the_prices_the_estimate_uses() -> None:
     assert price_table() in DEPLOY_DOC.read_text(), REGENERATE
 
 
+def test_one_price_table_the_idle_cost_reads_the_tooling_s_prices() -> None:
+    assert all(price is LIST_PRICES[name] for name, price in PRICES.items()), (
+        "one-price-table: each price of the idle cost is the table's (takt_cli.capacity.prices)"
+    )
+
+
 def test_without_the_fargate_worker_it_adds_nothing(stateless_template: Template) -> None:
     assert fargate_lines(stateless_template.to_json()) == []
+
+
+def test_takt_cost_idle_prints_the_tables_of_a_cdk_out_directory(
+    tmp_path: Path,
+    stateful_template: Template,
+    stateless_template: Template,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, template in (
+        ("TaktStateful", stateful_template),
+        ("TaktStateless", stateless_template),
+    ):
+        (tmp_path / f"{name}.template.json").write_text(json.dumps(template.to_json()))
+
+    code = main(["cost", "idle", str(tmp_path)])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    table = render(base_lines(stateful_template.to_json(), stateless_template.to_json()))
+    assert out.startswith(table), "takt cost idle prints the idle cost table first"
+    assert price_table() in out, "takt cost idle lists the prices it uses"
+
+
+def test_takt_cost_idle_without_templates_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["cost", "idle", str(tmp_path)])
+
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, ""), "bad input: a non-zero exit and nothing on stdout"
+    assert err.splitlines() == [
+        f"takt: error: no TaktStateful.template.json in {tmp_path}: run `make synth` first"
+    ], "bad input gets one line naming what is missing"

@@ -1,5 +1,5 @@
 """`-c profile=small`: a deployment for a few thousand jobs whose idle cost stays under $15 a
-month, priced by `infra/cost.py` from the templates the CDK CLI would synthesize."""
+month, priced by `takt cost idle` from the templates the CDK CLI would synthesize."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from aws_cdk import App
 
 from infra.context import PROFILES, ContextError, DeployConfig
-from infra.cost import base_lines, render
 from infra.driver import driver_timeout_sec
+from takt_cli.capacity.idle import base_lines, render
 from tests.infra.cli_synth import cli_context
 
 DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md"
@@ -46,7 +46,7 @@ def test_deploy_doc_shows_the_small_profiles_idle_cost(
 ) -> None:
     table = render(base_lines(*_templates(cli_assemblies("small"))))
 
-    assert table in DEPLOY_DOC.read_text(), "regenerate with `python -m infra.cost DIR`"
+    assert table in DEPLOY_DOC.read_text(), "regenerate with `takt cost idle DIR`"
 
 
 @pytest.mark.parametrize("page", [README, DEPLOY_DOC], ids=lambda page: page.name)

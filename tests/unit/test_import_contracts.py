@@ -1,8 +1,9 @@
 """The import contracts in pyproject.toml (docs/ARCHITECTURE.md's layers, no cycle between takt's
 parts, takt never importing takt_cli, the engines reaching the tables through the store ports,
-the occurrence policy pure) hold, and each one fails on the import it forbids.
+the occurrence policy pure, the CDK app never importing the tooling or the wiring) hold, and
+each one fails on the import it forbids.
 
-The breaking cases run lint-imports on a copy of the two packages with one import added, inside
+The breaking cases run lint-imports on a copy of the packages with one import added, inside
 a function: grimp counts those too, so a lazy import cannot hide a cycle or a layer crossed.
 """
 
@@ -37,10 +38,11 @@ def lint_imports(packages: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def packages(tmp_path: Path) -> Path:
-    """A copy of takt and takt_cli to break."""
-    skip = shutil.ignore_patterns("__pycache__")
+    """A copy of takt, takt_cli and the CDK app (infra) to break."""
+    skip = shutil.ignore_patterns("__pycache__", "worker_image")
     shutil.copytree(ROOT / "layers" / "takt", tmp_path / "takt", ignore=skip)
     shutil.copytree(ROOT / "cli" / "takt_cli", tmp_path / "takt_cli", ignore=skip)
+    shutil.copytree(ROOT / "infra", tmp_path / "infra", ignore=skip)
     return tmp_path
 
 
@@ -109,3 +111,23 @@ def test_the_occurrence_policy_reading_the_settings_breaks_its_purity(packages: 
     assert done.returncode == 1
     assert "is pure: models, schedules, clocks BROKEN" in done.stdout
     assert "api and wiring KEPT" in done.stdout  # the layers allow it: purity is its own rule
+
+
+@pytest.mark.parametrize(
+    ("module", "statement", "chain"),
+    [
+        ("stateless", "from takt_cli.capacity import prices", "takt_cli.capacity.prices"),
+        ("functions", "from takt.wiring import Services", "takt.wiring"),
+    ],
+)
+def test_the_cdk_app_importing_the_tooling_or_the_wiring_breaks_its_contract(
+    packages: Path, module: str, statement: str, chain: str
+) -> None:
+    """The idle cost tool left the CDK app for the tooling; it may not come back in by an import."""
+    add_lazy_import(packages / "infra" / f"{module}.py", statement)
+
+    done = lint_imports(packages)
+
+    assert done.returncode == 1, f"cdk-app-no-tooling: infra.{module} may not import {chain}"
+    assert "nor takt.wiring BROKEN" in done.stdout
+    assert f"infra.{module} -> {chain}" in done.stdout

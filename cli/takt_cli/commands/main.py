@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "takt_cli.commands.deploy",
         "Before cdk deploy: what the account's Lambda and DynamoDB limits refuse or throttle.",
     ),
+    "cost": ("takt_cli.commands.cost", "Price a synthesized deployment at us-east-1 list prices."),
     "top": ("takt_cli.commands.top", "Live throughput, lag and queue depth (Ctrl-C to quit)."),
     "console": (
         "takt_cli.commands.console",
