@@ -11,8 +11,13 @@ with the reason, never approximated:
   a day field that starts with `*` makes Vixie AND the two, and `*/31` selects only the 1st, so
   the days are "the 1st to 7th that are an X". No such trick says `#2` or later exactly;
 - a year (`2027`) or a range of years (`2026-2028`) becomes `start_at`/`end_at` in the zone;
+- a minute or hour field starting with `*` is written as the range (`0-59`, `0-23`): AWS runs a
+  time that fall-back repeats once, as it runs a fixed time, and takt runs a job whose minute or
+  hour starts with `*` at both passes, so the job is made a fixed-time one (its `dst` policy,
+  `overlap: once` and `gap: skip`, then applies to every time);
 - `W` (nearest weekday), `L` in the day of week (last X of the month), `L-n`, `LW`, and year
-  lists or steps are refused.
+  lists or steps are refused, as are what AWS refuses itself: both day fields `?` or neither,
+  and a year outside 1970-2199.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from takt_cli.migrate.model import MappingError
 _YEAR = re.compile(r"(?P<first>\d{4})(?:-(?P<last>\d{4}))?")
 _NUMBER = re.compile(r"\d+")
 _FIRST_WEEK_DAYS = "*/31,1-7"
+AWS_YEARS = (1970, 2199)
+# The fixed-time spelling of a minute or hour field that starts with `*`, and back.
+_WHOLE_RANGE = {"minutes": "0-59", "hours": "0-23"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,11 @@ def from_aws(text: str) -> TaktCron:
         # `?`, `#`, and L or W as items of their own (names such as JUL contain an L).
         if re.search(r"[?#]|\b[0-9]*[LW][0-9]*\b", value, re.IGNORECASE):
             raise MappingError(f"cron({text}): {value!r} is not valid in the {name} field")
+    if (day == "?") == (weekday == "?"):
+        raise MappingError(
+            f"cron({text}): AWS needs '?' in exactly one of the day-of-month and day-of-week fields"
+        )
+    minute, hour = _fixed(minute, "minutes"), _fixed(hour, "hours")
     day = _day_of_month(text, day)
     weekday, first_week = _day_of_week(text, weekday)
     if first_week:
@@ -144,9 +157,28 @@ def _years(text: str, value: str) -> tuple[int | None, int | None]:
         )
     first = int(found.group("first"))
     last = int(found.group("last") or first)
-    if last < first:
-        raise MappingError(f"cron({text}): year range {value!r} runs backwards")
+    if not AWS_YEARS[0] <= first <= last <= AWS_YEARS[1]:
+        if last < first:
+            raise MappingError(f"cron({text}): year range {value!r} runs backwards")
+        raise MappingError(
+            f"cron({text}): year {value!r} is outside AWS's range {AWS_YEARS[0]}-{AWS_YEARS[1]}"
+        )
     return first, last
+
+
+def _fixed(value: str, name: str) -> str:
+    """A minute or hour field that starts with `*`, as the same values written as a range."""
+    return _WHOLE_RANGE[name] + value[1:] if value.startswith("*") else value
+
+
+def _starred(value: str, name: str) -> str:
+    """The field `_fixed` wrote, as AWS's examples spell it (`0-59/15` as `*/15`)."""
+    whole = _WHOLE_RANGE[name]
+    return (
+        "*" + value[len(whole) :]
+        if value.startswith(whole) and value[len(whole) : len(whole) + 1] in ("", "/", ",")
+        else value
+    )
 
 
 def to_aws(expr: str) -> str:
@@ -162,6 +194,7 @@ def to_aws(expr: str) -> str:
             raise MappingError(f"{expr!r}: AWS cron has no seconds field")
         fields = fields[1:]
     minute, hour, day, month, _ = fields
+    minute, hour = _starred(minute, "minutes"), _starred(hour, "hours")
     every_day = parsed.days.values == frozenset(range(1, 32)) and not parsed.last_day
     every_weekday = parsed.weekdays.values == frozenset(range(7))
     weekdays = ",".join(str(value + 1) for value in sorted(parsed.weekdays.values))

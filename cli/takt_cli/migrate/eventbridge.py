@@ -36,11 +36,12 @@ from zoneinfo import ZoneInfo
 
 from takt.models.records import Dst
 from takt.schedule import ScheduleError, parse_duration, validate_time_zone
+from takt.schedule.cron import parse_expression
 from takt_cli.migrate.awscron import from_aws, to_aws
 from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
 
 _EXPRESSION = re.compile(r"(?P<kind>cron|rate|at)\((?P<body>.*)\)", re.DOTALL)
-_RATE = re.compile(r"(?P<value>\d+)\s+(?P<unit>minutes?|hours?|days?)")
+_RATE = re.compile(r"(?P<value>[0-9]+) (?P<unit>minutes?|hours?|days?)")
 _RATE_UNITS = {"minute": "m", "hour": "h", "day": "d"}
 _AT = "%Y-%m-%dT%H:%M:%S"
 MAX_ATTEMPTS = 100
@@ -134,11 +135,7 @@ def _expression(expression: str, tz: str, now: datetime) -> dict[str, Any]:
             body.update(start_at=start.isoformat(), end_at=end.isoformat())
         return body
     if kind == "rate":
-        rate = _RATE.fullmatch(text)
-        if rate is None or int(rate.group("value")) < 1:
-            raise MappingError(f"rate({text}): expected 'rate(n minutes|hours|days)'")
-        unit = rate.group("unit").rstrip("s")
-        return {"interval": f"{int(rate.group('value'))}{_RATE_UNITS[unit]}"}
+        return {"interval": _interval(text)}
     try:
         local = datetime.strptime(text, _AT)
     except ValueError:
@@ -147,6 +144,22 @@ def _expression(expression: str, tz: str, now: datetime) -> dict[str, Any]:
     if run_at <= now:
         raise MappingError(f"at({text}) is in the past; takt would run it at once")
     return {"run_at": run_at.isoformat()}
+
+
+def _interval(text: str) -> str:
+    """takt's interval for AWS's `rate(text)`, held to AWS's rules: a positive whole number and
+    a unit in the singular for 1 and in the plural above (`rate(1 minutes)` is refused)."""
+    rate = _RATE.fullmatch(text)
+    if rate is None or int(rate.group("value")) < 1:
+        raise MappingError(f"rate({text}): expected 'rate(n minutes|hours|days)'")
+    value, unit = int(rate.group("value")), rate.group("unit")
+    singular = unit.rstrip("s")
+    if (value == 1) != (unit == singular):
+        raise MappingError(
+            f"rate({text}): AWS takes the unit in the singular for 1 and in the plural above "
+            f"('rate(1 {singular})', 'rate(2 {singular}s)')"
+        )
+    return f"{value}{_RATE_UNITS[singular]}"
 
 
 def _zone_name(tz: str) -> str:
@@ -265,7 +278,12 @@ def _schedule(job: dict[str, Any], role_arn: str | None, notes: list[str]) -> di
         notes.append(f"overlap={job['overlap']} has no EventBridge equivalent")
     if job.get("calendars"):
         notes.append("calendars have no EventBridge equivalent")
-    if job.get("schedule") and (job.get("dst") or AWS_DST) != AWS_DST:
+    if job.get("schedule") and parse_expression(job["schedule"]).follows_clock:
+        notes.append(
+            "its minute or hour starts with '*', so takt runs a time that fall-back repeats at "
+            "both passes; EventBridge runs it once"
+        )
+    elif job.get("schedule") and (job.get("dst") or AWS_DST) != AWS_DST:
         notes.append(
             "EventBridge skips a time that spring-forward skips and runs a repeated time once "
             f"(dst {AWS_DST}), not as the job's dst {job['dst']}"

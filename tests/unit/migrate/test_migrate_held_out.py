@@ -317,6 +317,15 @@ EVENTBRIDGE = {
         {"rotate": True},
         100,  # AWS's 185 retries, above takt's 99: lowered, with a note
     ),
+    "sunday-quarters": (  # its hour is `*`: AWS still runs a repeated time once
+        "0/15 * ? * 1 *",
+        "America/New_York",
+        "active",
+        None,
+        "arn:aws:sqs:us-east-1:123456789012:sunday-quarters",
+        {"every": "15m"},
+        2,
+    ),
     "tokyo-2027": (
         "0/10 9-17 ? * MON-FRI 2027",
         "Asia/Tokyo",
@@ -381,6 +390,16 @@ def test_cron_schedules_fire_at_the_instants_eventbridge_does_across_dst(
     for name, preview, oracle in zip(names, previews, oracles, strict=True):
         assert preview == oracle, name
         assert preview, name
+
+
+def test_the_aws_oracle_runs_a_repeated_time_once_when_the_hour_is_a_star() -> None:
+    """Rule: EventBridge runs a time that fall-back repeats once, `*` hour or not (AWS: it "runs
+    only once and doesn't repeat its invocation"): New York's 1:00-1:45 on 7 November 2027."""
+    fired = _walk("America/New_York", _aws("0/15 * ? * 1 *"))
+    local = [t.astimezone(ZoneInfo("America/New_York")) for t in fired]
+    fall = [t.strftime("%H:%M") for t in local if t.date().isoformat() == "2027-11-07"]
+    assert fall[4:9] == ["01:00", "01:15", "01:30", "01:45", "02:00"], fall
+    assert len(fall) == 96, "a repeated quarter hour runs once: 96 runs on the 25-hour day"
 
 
 def test_the_aws_oracle_skips_the_gap_and_runs_a_repeated_time_once() -> None:

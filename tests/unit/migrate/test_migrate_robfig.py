@@ -175,3 +175,49 @@ def test_the_docs_count_the_vectors_as_the_file_holds_them() -> None:
         vectors,
         len(schedules),
     )
+
+
+def _exported_schedule(schedule: str) -> tuple[str | None, str | None]:
+    job = {
+        "id": "job_1",
+        "name": "report",
+        "status": "active",
+        "schedule": schedule,
+        "time_zone": "UTC",
+        "overlap": "allow",
+        "retry": {"max_attempts": 1},
+        "timeout_sec": 60,
+        "payload": {"name": "r", "image": "r:1"},
+    }
+    exported = k8s.export(job)
+    return (None if exported.item is None else exported.item["spec"]["schedule"]), exported.reason
+
+
+@pytest.mark.parametrize(
+    ("takt", "kubernetes"),
+    [
+        ("0 9 * * 5/2", "0 9 * * 0,5"),  # takt's 5/2 is Friday and Sunday
+        ("0 0 * * 7", "0 0 * * 0"),
+        ("0 0 * * mon-sun", "0 0 * * 0-6"),
+        ("0 6 1,*/2 * 1", "0 6 1,*/2 * 1"),  # both OR it
+        ("0 6 */2 * *", "0 6 */2 * *"),  # both AND it with every weekday
+        ("0 6 13 * 1/2", "0 6 13 * 0,1,3,5"),  # both OR; takt's 1/2 reaches Sunday (7)
+        ("@Daily", "@daily"),
+    ],
+)
+def test_a_job_exports_as_a_cronjob_robfig_reads_the_same(takt: str, kubernetes: str) -> None:
+    """Rule: an exported CronJob fires when the job does: written for robfig's reading."""
+    schedule, reason = _exported_schedule(takt)
+    assert schedule == kubernetes, reason
+    again = robfig.to_takt(kubernetes, "UTC")
+    start = "2027-01-01T00:00:00+00:00"
+    assert _fires({"schedule": again, "time_zone": "UTC", "dst": {}}, start, 30) == _fires(
+        {"schedule": takt, "time_zone": "UTC", "dst": {}}, start, 30
+    ), "the exported CronJob, imported again, fires as the job did"
+
+
+def test_a_job_that_ands_two_restricted_day_fields_is_not_exported() -> None:
+    """takt's `0 6 */2 * 1` is odd Mondays; robfig cannot AND two restricted day fields."""
+    schedule, reason = _exported_schedule("0 6 */2 * 1")
+    assert schedule is None
+    assert "ANDs two day fields only when one of them is '*'" in (reason or ""), reason
