@@ -37,7 +37,7 @@ apiVersion: batch/v1
 kind: CronJob
 metadata: {name: broken}
 spec:
-  schedule: "0 6 1,*/2 * 1"
+  schedule: "0 6 * * 7"
   jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: busybox}]}}}}
 """
 SCHEDULES = {
@@ -244,11 +244,12 @@ def test_what_export_writes_imports_back_as_the_same_jobs(
         "billing/month-end",
         "default/first-monday",
         "default/sunday-early",
+        "default/sunday-quarters",
         "default/tokyo-2027",
         "default/every-five",
         "default/launch",
         "default/nightly-sync",
     }
-    assert [row["result"] for row in back_eb] == ["unchanged"] * 7
+    assert [row["result"] for row in back_eb] == ["unchanged"] * 8
     assert [row["result"] for row in back_k8s] == ["unchanged"] * 5
     assert store_snapshot(api.svc) == before

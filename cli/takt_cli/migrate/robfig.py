@@ -337,8 +337,8 @@ def from_takt(expr: str) -> str:
     all_days = parsed.days.values == frozenset(range(1, 32))
     all_weekdays = parsed.weekdays.values == frozenset(range(7))
     if parsed.day_or:
-        days = _robfig_list(days, parsed.days.values, _DAY)
-        weekdays = _robfig_list(weekdays, parsed.weekdays.values, _WEEKDAY)
+        days = _robfig_list(days, parsed.days.values, _DAY, restricted=True)
+        weekdays = _robfig_list(weekdays, parsed.weekdays.values, _WEEKDAY, restricted=True)
     elif all_days:
         days, weekdays = "*", _robfig_list(weekdays, parsed.weekdays.values, _WEEKDAY)
     elif all_weekdays:
@@ -358,19 +358,17 @@ def from_takt(expr: str) -> str:
     return " ".join(fields)
 
 
-def _robfig_list(written: str, values: frozenset[int], bounds: _Bounds) -> str:
-    """A field as written when robfig reads it as `values` (with no star bit in a day field),
-    else spelled out."""
+def _robfig_list(
+    written: str, values: frozenset[int], bounds: _Bounds, *, restricted: bool = False
+) -> str:
+    """A field as written when robfig reads it as `values` (without its star bit, for a day
+    field that must stay restricted), else spelled out."""
     try:
         found = _field(written, bounds, written)
     except MappingError:
         found = None
-    if (
-        found is not None
-        and found.values == values
-        and (bounds not in (_DAY, _WEEKDAY) or not found.star)
-    ):
+    if found is not None and found.values == values and not (restricted and found.star):
         return written
-    if values == frozenset(range(bounds.low, bounds.high + 1)) and bounds not in (_DAY, _WEEKDAY):
+    if values == frozenset(range(bounds.low, bounds.high + 1)) and not restricted:
         return "*"
     return spelled(values)

@@ -198,7 +198,7 @@ def _exported_schedule(schedule: str) -> tuple[str | None, str | None]:
     [
         ("0 9 * * 5/2", "0 9 * * 0,5"),  # takt's 5/2 is Friday and Sunday
         ("0 0 * * 7", "0 0 * * 0"),
-        ("0 0 * * mon-sun", "0 0 * * 0-6"),
+        ("0 0 * * mon-sun", "0 0 * * *"),
         ("0 6 1,*/2 * 1", "0 6 1,*/2 * 1"),  # both OR it
         ("0 6 */2 * *", "0 6 */2 * *"),  # both AND it with every weekday
         ("0 6 13 * 1/2", "0 6 13 * 0,1,3,5"),  # both OR; takt's 1/2 reaches Sunday (7)
