@@ -27,6 +27,12 @@ WATCH = "tests/integration/test_dispatch_watch.py::"
 RETRY = "layers/takt/retry.py"
 BACKOFF = "tests/unit/test_retry_backoff.py::"
 WATCHDOG_CRASH = "tests/integration/test_watchdog_crash.py::"
+# The occurrence policy's table: each row names the rule it defends.
+ROWS = "tests/unit/test_occurrences.py::test_each_occurrence_rule_decides_its_row"
+SLOTS = (
+    "tests/unit/test_occurrences.py::"
+    "test_which_overlap_policies_hold_a_slot_and_start_the_queued_run"
+)
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,12 @@ class Mutation:
         """Every (old, new) pair the mutation applies to `path`, the first one first."""
         return ((self.old, self.new), *self.also)
 
+
+# What the occurrence policy's mutations break (takt.occurrences): one rule each, caught by the
+# table row of tests/unit/test_occurrences.py that names it.
+_POLICY = (
+    "1. nothing due is lost (the occurrence policy decides each occurrence's execution or skip): "
+)
 
 # The lease's condition, as the lifecycle writes it: the lease mutations change one line of it.
 _LEASE_EXPECT = """                    expect={
@@ -565,5 +577,131 @@ MUTATIONS: tuple[Mutation, ...] = (
         old='            if "open_shard" in item or state is None or state in ENDED:',
         new='            if "open_shard" in item or state != ExecState.PENDING.value:',
         tests=(WATCH + "test_a_dead_workers_execution_is_indexed_and_retried_after_its_lease",),
+    ),
+    Mutation(
+        name="overlap-skip-runs-what-overlaps-its-first-run",
+        breaks=(
+            _POLICY
+            + "overlap skip, issue 28's blind class catch-up all with overlap skip: the first "
+            "run of a firing holds the slot, so the later occurrences of that firing are skipped"
+        ),
+        path=OCCURRENCES,
+        old="""            # The run just started holds the slot for the occurrences after it.
+            busy = True
+""",
+        new="",
+        tests=(ROWS,),
+    ),
+    Mutation(
+        name="overlap-skip-ignores-a-busy-slot",
+        breaks=_POLICY + "overlap skip: an occurrence due while the job's slot is busy is skipped",
+        path=OCCURRENCES,
+        old="""            if busy:
+                runs.append(Occurrence(scheduled, ExecState.SKIPPED, "overlap=skip"))""",
+        new="""            if False:
+                runs.append(Occurrence(scheduled, ExecState.SKIPPED, "overlap=skip"))""",
+        tests=(ROWS,),
+    ),
+    Mutation(
+        name="overlap-queue-starts-every-run-of-a-firing",
+        breaks=_POLICY + "overlap queue: a firing starts its first occurrence, the others wait",
+        path=OCCURRENCES,
+        old="ExecState.QUEUED if busy or index > 0 else ExecState.PENDING",
+        new="ExecState.QUEUED if busy else ExecState.PENDING",
+        tests=(ROWS,),
+    ),
+    Mutation(
+        name="overlap-replace-leaves-the-holder-running",
+        breaks=_POLICY
+        + "overlap replace: the newest occurrence stops the execution holding the slot",
+        path=OCCURRENCES,
+        old="replaces=Replacement(newest, reason) if busy else None,",
+        new="replaces=None,",
+        tests=(
+            ROWS,
+            "tests/integration/test_dispatch_jitter_pause.py::"
+            "test_overlap_replace_cancels_a_waiting_run_and_stops_a_running_one",
+        ),
+    ),
+    Mutation(
+        name="slot-policies-hold-no-slot",
+        breaks=_POLICY + "overlap skip, queue and replace hold the job's slot while a run is open",
+        path=OCCURRENCES,
+        old="    holds_slot: ClassVar[bool] = True\n",
+        new="    holds_slot: ClassVar[bool] = False\n",
+        tests=(
+            SLOTS,
+            "tests/integration/worker/test_worker_overlap.py::"
+            "test_skip_records_occurrences_skipped_while_a_long_handler_runs_then_runs_again",
+        ),
+    ),
+    Mutation(
+        name="queue-run-ending-starts-no-queued-run",
+        breaks=_POLICY
+        + "overlap queue: when a run ends, the lifecycle starts the oldest queued run",
+        path=OCCURRENCES,
+        old="    promotes_queued = True\n",
+        new="    promotes_queued = False\n",
+        tests=(
+            SLOTS,
+            "tests/unit/executions/test_lifecycle.py::"
+            "test_the_end_of_a_queue_jobs_run_promotes_its_oldest_queued_execution",
+        ),
+    ),
+    Mutation(
+        name="catchup-all-ignores-its-window",
+        breaks=_POLICY + "catch-up all: missed occurrences older than catchup_window are skipped",
+        path=OCCURRENCES,
+        old="run = [t for t in recent if t >= horizon] or [latest]",
+        new="run = list(recent)",
+        tests=(ROWS,),
+    ),
+    Mutation(
+        name="catchup-skip-ignores-the-misfire-grace",
+        breaks=_POLICY + "catch-up skip: the latest occurrence runs only when at most 60 s late",
+        path=OCCURRENCES,
+        old='elif job.catchup == "once" or now - latest <= MISFIRE_GRACE:',
+        new="elif True:",
+        tests=(ROWS,),
+    ),
+    Mutation(
+        name="catchup-horizon-overflows-past-the-datetime-range",
+        breaks=(
+            _POLICY
+            + "issue 28, a stored catch-up window never overflows the planner (interval 1s, "
+            "catchup all, catchup_window 740000d ran 0 times, parked in quarantine)"
+        ),
+        path=OCCURRENCES,
+        old="return _EARLIEST if window >= reach else now - window",
+        new="return now - window",
+        tests=(
+            "tests/unit/test_occurrences.py::"
+            "test_a_catchup_window_past_the_datetime_range_is_clamped_not_overflowed",
+        ),
+    ),
+    Mutation(
+        name="calendars-black-out-nothing",
+        breaks=_POLICY
+        + "calendars: an occurrence inside a calendar's window is skipped, naming it",
+        path=OCCURRENCES,
+        old="inside = _blackout(calendars, scheduled)",
+        new="inside = None",
+        tests=(ROWS,),
+    ),
+    Mutation(
+        name="api-accepts-an-unplannable-catchup-window",
+        breaks=(
+            "7. bad input never corrupts (issue 28: a catch-up window no firing can plan is "
+            "refused, naming catchup_window)"
+        ),
+        path="layers/takt/api/patch.py",
+        old="""    if problem is not None:
+        raise InvalidRequestError(problem, [{"field": "catchup_window", "message": problem}])""",
+        new="""    if False:
+        raise InvalidRequestError(problem, [{"field": "catchup_window", "message": problem}])""",
+        tests=(
+            "tests/api/test_api_catchup_window.py::"
+            "test_a_patch_that_makes_the_window_unplannable_is_refused_and_changes_nothing",
+        ),
     ),
 )
