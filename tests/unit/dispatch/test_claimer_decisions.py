@@ -1,0 +1,273 @@
+"""The claimer's decisions over in-memory tables (tests/support/fakes): each test claims a
+partition through the claimer's public entry (`Claimer.claim`) and checks what the tables and
+the lanes hold after it, naming the DESIGN invariant it defends. The same claims run on moto's
+real expressions in tests/integration (test_dispatch_*) and under faults in tests/chaos.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from takt.clock import ManualClock
+from takt.config import Settings
+from takt.dispatch.claimer import Claimer, ClaimerSettings, ClaimResult
+from takt.models.calls import CallContext, TargetResult
+from takt.models.ids import execution_id
+from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
+from takt.store.due import minute_of
+from takt.worker.runner import ExecutionRunner, RunnerSettings
+from tests.support.fakes import (
+    FakeCalendars,
+    FakeDue,
+    FakeExecutions,
+    FakeJobs,
+    FakeLanes,
+    FakeQuarantine,
+)
+from tests.support.jobs import TENANT, make_job
+
+NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+CREATED = NOON - timedelta(hours=1)
+
+
+class World:
+    """One partition's tables and lanes, and claimers over them (one thread per claim, so a
+    test decides where another actor's write lands)."""
+
+    def __init__(self, **settings: Any) -> None:
+        self.settings = Settings(claim_max_items=None, claimer_threads=1, due_shards=1, **settings)
+        self.jobs = FakeJobs()
+        self.due = FakeDue(shards=1)
+        self.executions = FakeExecutions()
+        self.lanes = FakeLanes()
+        self.calendars = FakeCalendars()
+        self.quarantine = FakeQuarantine()
+        self.claimer = self.new_claimer()
+
+    def new_claimer(self) -> Claimer:
+        return Claimer(
+            ClaimerSettings.of(self.settings),
+            self.jobs,
+            self.due,
+            self.executions,
+            self.lanes,
+            self.calendars,
+            None,
+            self.quarantine,
+        )
+
+    def job(self, **fields: Any) -> JobRecord:
+        """An every-minute job due at noon, indexed and stored as the API leaves it."""
+        fields.setdefault("schedule", "* * * * *")
+        job = make_job(now=CREATED, next_run_time=NOON, **fields)
+        self.due.put(job.tenant_id, job.job_id, NOON, CREATED)
+        return self.jobs.put(job)
+
+    def claim(self, now: datetime = NOON, claimer: Claimer | None = None) -> ClaimResult:
+        return (claimer or self.claimer).claim(minute_of(NOON), 0, now)
+
+    def states(self) -> list[tuple[str, ExecState, str | None]]:
+        return [(e.execution_id, e.state, e.reason) for e in self.executions.all()]
+
+
+@pytest.fixture
+def world() -> World:
+    return World()
+
+
+def test_a_claim_creates_one_execution_under_the_occurrences_id_and_a_second_claim_adds_none(
+    world: World,
+) -> None:
+    job = world.job()
+
+    first = world.claim(NOON + timedelta(milliseconds=200))
+    second = world.claim(NOON + timedelta(seconds=1))
+
+    occurrence = f"{job.job_id}.20260302T120000000Z"
+    assert occurrence == execution_id(job.job_id, NOON), "the id is (job, scheduled instant)"
+    assert world.states() == [(occurrence, ExecState.PENDING, None)], (
+        "invariant 3: one execution per (job, scheduled time), however often the bucket is claimed"
+    )
+    assert world.lanes.attempts() == [(occurrence, 1)]
+    assert (first.dispatched, second.dispatched) == (1, 0)
+    assert world.jobs.get(TENANT, job.job_id).next_run_time == NOON + MINUTE
+    assert world.due.indexed(TENANT, job.job_id) == [NOON + MINUTE], (
+        "invariant 2: the job is indexed at its next occurrence and the fired item is gone"
+    )
+
+
+def test_two_claimers_racing_one_partition_make_one_execution_and_advance_the_job_once(
+    world: World,
+) -> None:
+    job = world.job()
+    rival = world.new_claimer()
+
+    def rival_claims_first(record: ExecutionRecord) -> None:
+        world.executions.before_create = None
+        world.claim(claimer=rival)
+
+    world.executions.before_create = rival_claims_first
+    world.claim()
+
+    occurrence = execution_id(job.job_id, NOON)
+    assert world.states() == [(occurrence, ExecState.PENDING, None)], (
+        "invariant 3: the loser's create meets attribute_not_exists and finds the winner's"
+    )
+    assert set(world.lanes.attempts()) == {(occurrence, 1)}, (
+        "a second message is only a duplicate of the same attempt, which the lease absorbs"
+    )
+    assert world.jobs.advances == 1
+    assert world.jobs.get(TENANT, job.job_id).next_run_time == NOON + MINUTE
+    assert world.due.indexed(TENANT, job.job_id) == [NOON + MINUTE]
+
+
+def test_a_claim_that_died_before_its_advance_is_redone_by_the_next_without_a_second_execution(
+    world: World,
+) -> None:
+    job = world.job()
+
+    def crash(_: JobRecord) -> None:
+        world.jobs.before_advance = None
+        raise RuntimeError("the claimer died before step 4")
+
+    world.jobs.before_advance = crash
+    with pytest.raises(RuntimeError):
+        world.claim()
+    world.claim(NOON + timedelta(seconds=1))
+
+    occurrence = execution_id(job.job_id, NOON)
+    assert world.states() == [(occurrence, ExecState.PENDING, None)], (
+        "invariant 2: the retry finds the crashed claim's execution and does not make another"
+    )
+    assert set(world.lanes.attempts()) == {(occurrence, 1)}
+    assert world.jobs.advances == 1
+    assert world.jobs.get(TENANT, job.job_id).next_run_time == NOON + MINUTE
+    assert world.due.indexed(TENANT, job.job_id) == [NOON + MINUTE], (
+        "invariant 1: the redone claim leaves the job indexed at its next occurrence"
+    )
+
+
+def test_a_job_paused_before_its_due_time_gets_no_execution_and_its_due_item_goes(
+    world: World,
+) -> None:
+    job = world.job()
+    world.jobs.edit(TENANT, job.job_id, status=JobStatus.PAUSED)
+
+    result = world.claim()
+
+    assert world.states() == [], "invariant 8: a pause acknowledged before noon decides noon"
+    assert world.lanes.sent == []
+    assert (result.stale, world.due.indexed(TENANT, job.job_id)) == (1, [])
+    paused = world.jobs.get(TENANT, job.job_id)
+    assert (paused.status, paused.next_run_time, paused.version) == (JobStatus.PAUSED, NOON, 2)
+
+
+def test_an_edit_landing_during_a_claim_decides_where_the_job_goes_next(world: World) -> None:
+    job = world.job()
+
+    def reschedule(_: JobRecord) -> None:
+        world.jobs.before_advance = None
+        world.jobs.edit(TENANT, job.job_id, schedule="*/5 * * * *", next_run_time=NOON + 5 * MINUTE)
+
+    world.jobs.before_advance = reschedule
+    world.claim()
+
+    edited = world.jobs.get(TENANT, job.job_id)
+    assert (edited.next_run_time, edited.version) == (NOON + 5 * MINUTE, 2), (
+        "invariant 8: the advance is fenced on the version, so the claim leaves the job where "
+        "the edit put it rather than at the old schedule's next minute"
+    )
+    assert world.jobs.advances == 0
+
+
+def test_an_occurrence_claimed_ahead_and_then_paused_is_recorded_skipped_by_its_worker() -> None:
+    world = World(dispatch_ahead_sec=2.0)
+    job = world.job()
+    world.claim(NOON - timedelta(seconds=1))
+    world.jobs.edit(TENANT, job.job_id, status=JobStatus.PAUSED)
+    clock = ManualClock(NOON)
+    calls: list[str] = []
+
+    class Targets:
+        def serves(self, handler: str) -> bool:
+            return True
+
+        def call(self, target: str, ctx: CallContext) -> TargetResult:
+            calls.append(ctx.execution_id)
+            return TargetResult("success")
+
+    runner = ExecutionRunner(
+        RunnerSettings.of(world.settings),
+        world.jobs,
+        world.executions,
+        world.lanes,
+        Targets(),
+        clock,
+        worker_id="w1",
+        monotonic=clock.monotonic,
+    )
+
+    outcome = runner.process(world.lanes.sent[0].message)
+
+    skipped = world.executions.get(TENANT, execution_id(job.job_id, NOON))
+    assert (outcome.state, skipped.state) == ("skipped", ExecState.SKIPPED)
+    assert skipped.reason == "the job was paused before its occurrence of 2026-03-02T12:00:00Z ran"
+    assert calls == [], "invariant 8: a pause acknowledged before the due time stops the run"
+
+
+def test_occurrences_missed_while_nothing_claimed_are_recorded_skipped_and_the_latest_runs(
+    world: World,
+) -> None:
+    job = world.job()
+
+    world.claim(NOON + 3 * MINUTE)
+
+    ids = [execution_id(job.job_id, NOON + i * MINUTE) for i in range(4)]
+    assert world.states() == [
+        (ids[0], ExecState.SKIPPED, "catchup=once"),
+        (ids[1], ExecState.SKIPPED, "catchup=once"),
+        (ids[2], ExecState.SKIPPED, "catchup=once"),
+        (ids[3], ExecState.PENDING, None),
+    ], "invariant 1: every passed occurrence gets an execution or a recorded skip"
+    assert world.lanes.attempts() == [(ids[3], 1)]
+    assert world.jobs.get(TENANT, job.job_id).next_run_time == NOON + 4 * MINUTE
+
+
+def test_an_occurrence_whose_previous_run_is_still_open_is_recorded_skipped_under_overlap_skip(
+    world: World,
+) -> None:
+    job = world.job(overlap="skip")
+    world.claim()
+    world.due.put(TENANT, job.job_id, NOON + MINUTE, NOON)
+
+    world.claimer.claim(minute_of(NOON + MINUTE), 0, NOON + MINUTE)
+
+    first, second = (execution_id(job.job_id, NOON + i * MINUTE) for i in range(2))
+    assert world.states() == [
+        (first, ExecState.PENDING, None),
+        (second, ExecState.SKIPPED, "overlap=skip"),
+    ], "the job's open run holds its slot, so its next occurrence is recorded skipped"
+    assert world.lanes.attempts() == [(first, 1)]
+
+
+def test_a_job_that_cannot_be_read_is_parked_and_the_rest_of_the_claim_goes_on(
+    world: World,
+) -> None:
+    good = world.job()
+    bad = world.job()
+    world.jobs.items[(TENANT, bad.job_id)]["next_run_time"] = {"S": "not a time"}
+
+    result = world.claim()
+
+    assert world.states() == [(execution_id(good.job_id, NOON), ExecState.PENDING, None)], (
+        "invariant 9: a job that cannot be read does not stop the others of its partition"
+    )
+    assert result.quarantined == 1
+    assert [(p.table, p.key, p.where) for p in world.quarantine.parked] == [
+        ("jobs", {"tenant_id": TENANT, "job_id": bad.job_id}, "claimer")
+    ]
+    assert world.due.indexed(TENANT, bad.job_id) == [], "no later claim meets it again"
