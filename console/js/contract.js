@@ -37,3 +37,15 @@ export function defaultsOf(document) {
   const properties = document.components.schemas.JobCreate.properties;
   return Object.fromEntries(Object.entries(properties).map(([name, raw]) => [name, raw.default ?? null]));
 }
+
+// Each field of a create and how a form edits it: "choice" (its enum), "number", "flag", "text",
+// or "json" (an object or a list, written as JSON).
+export function fieldsOf(document) {
+  const schemas = document.components.schemas;
+  return Object.entries(schemas.JobCreate.properties).map(([name, raw]) => {
+    const schema = followed(schemas, raw);
+    const kinds = { integer: "number", number: "number", boolean: "flag", string: "text" };
+    const kind = schema.enum ? "choice" : kinds[schema.type] || "json";
+    return { name, kind, choices: schema.enum || null, description: raw.description || schema.description || "" };
+  });
+}

@@ -4,7 +4,7 @@
 // API's own (its OpenAPI document, read by contract.js), so the console and the API can never
 // disagree.
 import { get, patch, post } from "./api.js";
-import { choicesOf, defaultsOf } from "./contract.js";
+import { choicesOf, defaultsOf, fieldsOf } from "./contract.js";
 import { h, toast } from "./dom.js";
 
 const KINDS = {
@@ -13,15 +13,25 @@ const KINDS = {
   run_at: ["once at", "2030-01-01T09:00:00Z"],
 };
 const RETRY = ["max_attempts", "backoff", "initial_interval", "max_interval", "jitter"];
+// The fields this form lays out itself. Any other field of the API's contract gets a control of
+// its kind under "More", so a field added to the API's models appears here with no edit. Not in
+// the form: `status` (the job page's Pause and Resume), `run_late` (the API's refusal of a late
+// run_at names it) and `idempotency_key` (for scripts that retry a create).
+const LAID_OUT = new Set(["name", "schedule", "interval", "run_at", "time_zone", "dst", "start_at",
+  "end_at", "target", "tasks", "payload", "priority", "timeout_sec", "retry", "catchup",
+  "catchup_window", "overlap", "jitter", "pause_until", "calendars", "status", "run_late",
+  "idempotency_key"]);
 
-// The API's contract, read once per page load: { choices, defaults } of a job's fields.
-let contract = null;
+// The API's contract, read once per page load: the choices and defaults of a job's fields, and
+// the fields laid out under "More".
+let loaded = null;
 async function loadContract() {
-  if (!contract) {
+  if (!loaded) {
     const document = await get("/v1/openapi.json");
-    contract = { choices: choicesOf(document), defaults: defaultsOf(document) };
+    const more = fieldsOf(document).filter((f) => !LAID_OUT.has(f.name));
+    loaded = { choices: choicesOf(document), defaults: defaultsOf(document), more };
   }
-  return contract;
+  return loaded;
 }
 
 const json = (value) => (value === null || value === undefined ? "" : JSON.stringify(value, null, 2));
@@ -49,7 +59,17 @@ function field(label, control, hint) {
     h("small", { class: "field-error", id: `${id}-error`, hidden: true }));
 }
 
-function build(job, choices, title, submit) {
+// The control of a field the form does not lay out itself, by its kind.
+function control({ name, kind, choices }, value) {
+  if (kind === "choice") return h("select", { name }, options([["", "none"], ...choices.map((c) => [c])], value ?? ""));
+  if (kind === "flag") return h("input", { name, type: "checkbox", checked: Boolean(value) });
+  if (kind === "json") return h("textarea", { name, rows: 2 }, json(value));
+  return h("input", { name, type: kind === "number" ? "number" : "text", value: value ?? "" });
+}
+
+const titled = (name) => name[0].toUpperCase() + name.slice(1).replaceAll("_", " ");
+
+function build(job, { choices, more }, title, submit) {
   const kind = ["schedule", "interval", "run_at"].find((k) => job[k]) || "schedule";
   const runs = job.tasks ? "tasks" : "target";
   const when = h("input", { name: "when", value: job[kind] || "", placeholder: KINDS[kind][1] });
@@ -101,6 +121,8 @@ function build(job, choices, title, submit) {
       h("div", { class: "row" },
         field("First retry after", h("input", { name: "retry_initial_interval", value: retry.initial_interval })),
         field("Longest wait", h("input", { name: "retry_max_interval", value: retry.max_interval })))),
+    more.length ? h("fieldset", {}, h("legend", {}, "More"),
+      ...more.map((f) => field(f.kind === "json" ? `${titled(f.name)} (JSON)` : titled(f.name), control(f, job[f.name]), f.description))) : null,
     problems,
     h("div", { class: "actions" },
       h("button", { value: "cancel" }, "Cancel"),
@@ -109,7 +131,7 @@ function build(job, choices, title, submit) {
 }
 
 // The form's values in the API's shape (every field, as a create body has them).
-function read(form) {
+function read(form, more) {
   const f = form.elements;
   const text = (name) => f[name].value.trim();
   const parsed = (name) => {
@@ -123,7 +145,9 @@ function read(form) {
   // An empty number stays "", which the API refuses by name (null would mean "no value").
   const number = (name) => (text(name) === "" ? "" : Number(text(name)));
   const workflow = f.runs.value === "tasks";
+  const kinds = { choice: (n) => f[n].value || null, flag: (n) => f[n].checked, json: parsed, number, text: (n) => text(n) || null };
   return {
+    ...Object.fromEntries(more.map(({ name, kind }) => [name, kinds[kind](name)])),
     name: text("job_name") || null,
     schedule: null, interval: null, run_at: null, [f.kind.value]: text("when"),
     time_zone: text("time_zone"),
@@ -158,13 +182,14 @@ function createBody(values) {
 
 // A PATCH body: only the fields the user changed; a cleared optional field is sent as null. A
 // schedule is sent whole (its kind and value together), as the API replaces it whole.
-function patchBody(values, stored) {
+function patchBody(values, stored, more) {
   const job = { ...stored, calendars: stored.calendars?.length ? stored.calendars : null };
   const body = {};
   const kind = ["schedule", "interval", "run_at"].find((k) => values[k] !== null);
   if (!same(values[kind], job[kind])) body[kind] = values[kind];
   for (const key of ["name", "time_zone", "dst", "start_at", "end_at", "payload", "priority",
-    "timeout_sec", "retry", "catchup", "catchup_window", "overlap", "jitter", "pause_until", "calendars"]) {
+    "timeout_sec", "retry", "catchup", "catchup_window", "overlap", "jitter", "pause_until", "calendars",
+    ...more.map((f) => f.name)]) {
     if (!same(values[key], job[key])) body[key] = values[key];
   }
   if (values.tasks !== null ? !same(values.tasks, job.tasks) : !same(values.target, job.target)) {
@@ -197,8 +222,8 @@ function showErrors(form, problems, error) {
 }
 
 async function openForm(label, title, submit, job, save) {
-  const { choices } = await loadContract();
-  const { form, problems } = build(job, choices, title, submit);
+  const contract = await loadContract();
+  const { form, problems } = build(job, contract, title, submit);
   const dialog = h("dialog", { "aria-label": label, class: "job-form" }, form);
   form.addEventListener("submit", async (event) => {
     if (event.submitter?.value !== "save") return;
@@ -206,7 +231,7 @@ async function openForm(label, title, submit, job, save) {
     const button = event.submitter;
     button.disabled = true;
     try {
-      if (await save(read(form))) dialog.close();
+      if (await save(read(form, contract.more))) dialog.close();
     } catch (error) {
       showErrors(form, problems, error);
     } finally {
@@ -235,7 +260,7 @@ export async function newJob() {
 export async function editJob(job, saved) {
   const label = job.name || job.id;
   await openForm("Edit job", `Edit ${label}`, "Save changes", job, async (values) => {
-    const body = patchBody(values, job);
+    const body = patchBody(values, job, (await loadContract()).more);
     if (!Object.keys(body).length) {
       toast("Nothing changed");
       return true;

@@ -23,9 +23,10 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="no node to run the console
 
 RUN = """
 import { readFileSync } from "node:fs";
-import { choicesOf, defaultsOf } from "%s";
+import { choicesOf, defaultsOf, fieldsOf } from "%s";
 const document = JSON.parse(readFileSync(%s, "utf-8"));
-console.log(JSON.stringify({ choices: choicesOf(document), defaults: defaultsOf(document) }));
+const [choices, defaults, fields] = [choicesOf(document), defaultsOf(document), fieldsOf(document)];
+console.log(JSON.stringify({ choices, defaults, fields }));
 """
 
 
@@ -76,3 +77,17 @@ def test_a_new_job_starts_from_the_api_s_defaults(read: dict[str, Any]) -> None:
         "a new job's form starts from the API's defaults"
     )
     assert {"overlap", "catchup", "priority", "retry", "dst"} <= set(given)
+
+
+def test_the_console_knows_how_to_edit_every_field_of_a_create(read: dict[str, Any]) -> None:
+    kinds = {f["name"]: f["kind"] for f in read["fields"]}
+
+    assert set(kinds) == {field.split(".")[0] for field, _ in job_fields("JobCreate")}, (
+        "a new job field reaches the console's form: every field of a create has a control"
+    )
+    assert (kinds["overlap"], kinds["timeout_sec"], kinds["run_late"]) == (
+        "choice",
+        "number",
+        "flag",
+    )
+    assert (kinds["name"], kinds["notify"]) == ("text", "json")
