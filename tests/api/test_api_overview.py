@@ -139,6 +139,26 @@ def test_stats_minutes_and_totals_come_from_the_metrics(
     assert (body["totals"]["succeeded"], body["totals"]["lease_expired"]) == (3, 2)
 
 
+def test_stats_say_since_when_the_hours_counts_count_after_a_restart(
+    api: Api, window: MetricsWindow, clock: ManualClock
+) -> None:
+    began = window.since()
+    clock.advance(300)
+    window.record("Dead", MetricUnit.Count, 1)
+
+    restarted = stats(api)
+    clock.advance(3600)
+    settled = stats(api)
+
+    assert began is not None
+    assert restarted["metrics_since"] == format_time(began), (
+        "the hour's counts say what window they count: a takt local restarted 5 minutes ago "
+        "counts from then, not from an hour ago (the minutes before read as unknown, not zero)"
+    )
+    assert settled["metrics_since"] == settled["minutes"][0]["minute"]
+    assert restarted["totals"]["dead"] == sum(m["dead"] for m in restarted["minutes"]) == 1
+
+
 def test_stats_show_messages_waiting_in_a_lane(api: Api) -> None:
     job = hourly(api, priority="high")
     api.request("POST", f"/v1/jobs/{job['id']}/trigger")

@@ -50,8 +50,23 @@ def top(ctx: CliContext, interval: float, once: bool) -> None:
         return
 
 
+def window_label(stats: dict[str, Any]) -> str:
+    """What the hour's counts cover: the last hour, or the time since the metrics began when
+    that is later (a restarted `takt local` knows nothing of the minutes before it)."""
+    since = stats.get("metrics_since")
+    if since is None or since <= stats["minutes"][0]["minute"]:
+        return "in the last hour"
+    return f"since {since[11:16]} UTC (metrics began then)"
+
+
 def render(stats: dict[str, Any], endpoint: str) -> str:
-    """The screen for one stats document."""
+    """The screen for one stats document.
+
+    Each count says what it counts: runs are executions that ended (succeeded, failed or
+    dead: one per execution), and the breakdown adds up to them; retries are failed attempts,
+    one per attempt, on a line of their own; attention is a state of the tenant's kept history,
+    not a count of the hour.
+    """
     minutes = stats["minutes"]
     runs = [m["succeeded"] + m["failed"] + m["dead"] for m in minutes]
     # The minute in progress is partial, so the breakdown is the last full minute's.
@@ -60,15 +75,18 @@ def render(stats: dict[str, Any], endpoint: str) -> str:
     lags = [m["lag_p99_ms"] for m in minutes]
     lagged = next((m for m in reversed(minutes) if m["lag_p99_ms"] is not None), None)
     jobs, totals = stats["jobs"], stats["totals"]
+    hour = window_label(stats)
     lines = [
         click.style(f"takt top  {endpoint}  {stats['generated_at']}", bold=True),
         "",
         f"jobs       {jobs['active']} active, {jobs['paused']} paused, "
         f"{jobs['completed']} completed" + ("" if jobs["complete"] else " (first jobs only)"),
-        f"runs       {runs[-1]} this minute, {runs[full]} last minute "
-        f"({done['succeeded']} ok, {done['retried']} retried, "
-        f"{done['failed'] + done['dead']} failed), {sum(runs)} this hour",
+        f"runs       executions ended: {runs[-1]} this minute, {runs[full]} last minute "
+        f"({done['succeeded']} succeeded, {done['failed']} failed, {done['dead']} dead), "
+        f"{sum(runs)} {hour}",
         f"           {sparkline(runs)}",
+        f"retries    attempts retried: {done['retried']} last minute, "
+        f"{sum(m['retried'] for m in minutes)} {hour}",
         "lag p99    "
         + (
             f"{_ms(lagged['lag_p99_ms'])} (p50 {_ms(lagged['lag_p50_ms'])}, "
@@ -78,9 +96,9 @@ def render(stats: dict[str, Any], endpoint: str) -> str:
         ),
         f"           {sparkline(lags)}",
         f"watchdog   {totals['lease_expired']} leases expired, {totals['pending_resent']} resent, "
-        f"{totals['stale_reports_fenced']} stale reports fenced this hour",
+        f"{totals['stale_reports_fenced']} stale reports fenced {hour}",
         f"attention  {stats['dead_executions']} dead, {stats['failed_executions']} failed "
-        "executions",
+        "executions now (this tenant, all kept history)",
         "",
         render_table(stats["lanes"], ["lane", "waiting", "in_flight", "delayed", "dead_letter"]),
     ]

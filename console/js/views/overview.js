@@ -14,6 +14,14 @@ function lastFull(minutes) {
   return minutes[minutes.length - 2] || minutes[minutes.length - 1];
 }
 
+// What the hour's counts cover: the last hour, or the time since the metrics began when that is
+// later (a restarted `takt local` knows nothing of the minutes before it). As `takt top` says it.
+function windowLabel(stats) {
+  const since = stats.metrics_since;
+  return since && since > stats.minutes[0].minute
+    ? `since ${since.slice(11, 16)} UTC (metrics began then)` : "in the last hour";
+}
+
 function draw(stats) {
   const minutes = stats.minutes.map((m) => m.minute);
   const runs = (m) => m.succeeded + m.failed + m.dead;
@@ -21,19 +29,22 @@ function draw(stats) {
   const lagged = [...stats.minutes].reverse().find((m) => m.lag_p99_ms !== null);
   const waiting = stats.lanes.reduce((sum, lane) => sum + lane.waiting + lane.delayed, 0);
   const t = stats.totals;
+  const hour = windowLabel(stats);
+  // Runs are executions that ended (one each: succeeded, failed or dead); retries are failed
+  // attempts (one per attempt) and are counted apart, never added to runs.
   return [
     h("section", { class: "cards", "aria-label": "Summary" },
       card("active jobs", stats.jobs.active, `${stats.jobs.paused} paused, ${stats.jobs.completed} completed`, "#/jobs"),
-      card("runs this minute", runs(current),
-        `${runs(lastFull(stats.minutes))} last minute, ${t.succeeded + t.failed + t.dead} in the hour`),
+      card("executions ended this minute", runs(current),
+        `${runs(lastFull(stats.minutes))} last minute, ${t.succeeded + t.failed + t.dead} ${hour}`),
       card("schedule lag p99", lagged ? ms(lagged.lag_p99_ms) : "–", lagged ? `p50 ${ms(lagged.lag_p50_ms)}` : "no runs this hour"),
       card("queued messages", waiting, `${stats.lanes.reduce((s, l) => s + l.in_flight, 0)} in flight`),
-      card("dead executions", stats.dead_executions, `${stats.failed_executions} failed`, "#/dead")),
+      card("dead executions now", stats.dead_executions,
+        `${stats.failed_executions} failed now; this tenant, all kept history`, "#/dead")),
     h("section", { class: "charts" },
       bars("Runs per minute", minutes, [
         { label: "succeeded", color: "var(--ok)", values: stats.minutes.map((m) => m.succeeded) },
-        { label: "retried", color: "var(--warn)", values: stats.minutes.map((m) => m.retried) },
-        { label: "failed", color: "var(--bad)", values: stats.minutes.map((m) => m.failed + m.dead) },
+        { label: "failed or dead", color: "var(--bad)", values: stats.minutes.map((m) => m.failed + m.dead) },
       ]),
       line("Schedule lag p99", minutes, stats.minutes.map((m) => m.lag_p99_ms), ms)),
     h("div", { class: "columns" },
@@ -54,10 +65,11 @@ function draw(stats) {
             h("td", {}, when(j.last_run_at)))),
           "No job's last run failed."))),
     h("section", {},
-      h("h2", {}, "Last hour"),
+      h("h2", {}, `Deployment, ${hour}`),
       h("dl", { class: "totals" },
-        ...[["dispatched", t.dispatched], ["succeeded", t.succeeded], ["retried", t.retried],
-          ["failed", t.failed], ["dead", t.dead], ["skipped", t.skipped],
+        ...[["scheduled occurrences dispatched", t.dispatched], ["executions succeeded", t.succeeded],
+          ["executions failed", t.failed], ["executions dead", t.dead],
+          ["attempts retried", t.retried], ["occurrences skipped", t.skipped],
           ["lease expirations", t.lease_expired], ["messages resent", t.pending_resent],
           ["long retries released", t.retries_released], ["stale reports fenced", t.stale_reports_fenced]]
           .map(([label, value]) => h("div", {}, h("dt", {}, label), h("dd", {}, String(value)))))),

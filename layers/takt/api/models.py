@@ -592,16 +592,28 @@ class LaneOut(BaseModel):
     dead_letter: int = Field(description="messages in the lane's dead-letter queue")
 
 
+_DISPATCHED = (
+    "scheduled occurrences the claimers sent to the lanes, one per execution created (not "
+    "manual runs, re-runs, retries or workflow tasks, which the ended counts include)"
+)
+_ENDED = "executions that ended {state}, one per execution, of any trigger"
+_RETRIED = (
+    "failed attempts that will be tried again: one per attempt, not per execution (an "
+    "execution retried twice and then succeeded counts 2 here and 1 in succeeded)"
+)
+_SKIPPED = "occurrences decided not to run (overlap, catch-up, calendar, edit), one per occurrence"
+
+
 class MinuteOut(BaseModel):
     """One minute of the deployment's metrics (CloudWatch's, or `takt local`'s in memory)."""
 
     minute: str = Field(description="start of the minute, RFC 3339 in UTC")
-    dispatched: int
-    succeeded: int
-    failed: int
-    dead: int
-    retried: int
-    skipped: int
+    dispatched: int = Field(description=_DISPATCHED)
+    succeeded: int = Field(description=_ENDED.format(state="succeeded"))
+    failed: int = Field(description=_ENDED.format(state="failed (the target ruled out a retry)"))
+    dead: int = Field(description=_ENDED.format(state="dead (every attempt failed)"))
+    retried: int = Field(description=_RETRIED)
+    skipped: int = Field(description=_SKIPPED)
     lag_p50_ms: float | None = Field(description="median ScheduleLag; null with no runs")
     lag_p99_ms: float | None
     lag_max_ms: float | None
@@ -609,14 +621,15 @@ class MinuteOut(BaseModel):
 
 
 class TotalsOut(BaseModel):
-    """The window's sums of every counted metric."""
+    """The window's sums of every counted metric, from `metrics_since` on: the sums of
+    `minutes`, so the two always agree."""
 
-    dispatched: int
-    succeeded: int
-    failed: int
-    dead: int
-    retried: int
-    skipped: int
+    dispatched: int = Field(description=_DISPATCHED)
+    succeeded: int = Field(description=_ENDED.format(state="succeeded"))
+    failed: int = Field(description=_ENDED.format(state="failed"))
+    dead: int = Field(description=_ENDED.format(state="dead"))
+    retried: int = Field(description=_RETRIED)
+    skipped: int = Field(description=_SKIPPED)
     lease_expired: int
     pending_resent: int
     retries_released: int
@@ -641,12 +654,20 @@ class StatsOut(BaseModel):
 
     generated_at: str
     window_minutes: int
+    metrics_since: str = Field(
+        description="the first instant `minutes` and `totals` count: the window's start, or "
+        "later when the metrics began within it (`takt local` keeps them in memory, so a "
+        "restart starts them again); the minutes before it are unknown, not zero"
+    )
     jobs: JobCountsOut
     failing_jobs: list[FailingJobOut] = Field(
         description="jobs whose last execution failed or died, most recent first"
     )
-    dead_executions: int
-    failed_executions: int
+    dead_executions: int = Field(
+        description="the tenant's executions that are dead now, over its whole kept history "
+        "(a re-run takes one out): a state, not the window's count of executions that died"
+    )
+    failed_executions: int = Field(description="the same for failed executions")
     lanes: list[LaneOut]
     minutes: list[MinuteOut] = Field(description="oldest first; the last one is in progress")
     totals: TotalsOut

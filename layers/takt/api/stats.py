@@ -8,6 +8,8 @@
   (CloudWatch in the cloud, the in-memory window under `takt local`), so the console, `takt top`
   and the CloudWatch alarms agree. Recomputing them from the executions table would need a read
   of every execution of the hour, and would be a second definition of the same numbers.
+  Each count is one per execution (ended, dispatched) or one per attempt (retried), as the
+  models' field descriptions say, and `metrics_since` names the first instant they cover.
 """
 
 from __future__ import annotations
@@ -79,10 +81,13 @@ class StatsService:
             for state in ATTENTION_STATES
         }
         start = window_start(now)
-        series = self._api.metrics().minutely(QUERIES, start, WINDOW_MINUTES)
+        reader = self._api.metrics()
+        series = reader.minutely(QUERIES, start, WINDOW_MINUTES)
+        began = reader.since()
         return StatsOut(
             generated_at=format_time(now),
             window_minutes=WINDOW_MINUTES,
+            metrics_since=format_time(start if began is None else max(start, began)),
             jobs=_counts(outlines, complete),
             failing_jobs=_failing(outlines),
             dead_executions=attention[ExecState.DEAD],

@@ -32,3 +32,10 @@ class MetricsReader(Protocol):
     def minutely(
         self, queries: list[MetricQuery], start: datetime, minutes: int
     ) -> dict[str, list[float | None]]: ...
+
+    def since(self) -> datetime | None:
+        """The first instant the reader has values for; None when it holds every minute asked
+        for (CloudWatch). An in-memory window began with its process, so after a restart the
+        minutes before it read as empty though things happened in them: the overview says so
+        instead of showing them as zeros."""
+        ...

@@ -24,6 +24,10 @@ class CloudWatchMetricsReader:
         self._namespace = namespace
         self._service = service
 
+    def since(self) -> datetime | None:
+        """CloudWatch keeps every minute of the window (15 days at one-minute resolution)."""
+        return None
+
     def minutely(
         self, queries: list[MetricQuery], start: datetime, minutes: int
     ) -> dict[str, list[float | None]]:

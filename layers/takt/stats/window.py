@@ -69,6 +69,7 @@ class MetricsWindow:
 
     def __init__(self, clock: Clock, keep_minutes: int = 61) -> None:
         self._clock = clock
+        self._started = clock.now()
         self._keep = keep_minutes
         self._lock = threading.Lock()
         self._minutes: dict[int, dict[str, _Summary]] = {}
@@ -83,6 +84,10 @@ class MetricsWindow:
                     del self._minutes[old]
                 self._minutes[minute] = {}
             self._minutes[minute].setdefault(name, _Summary()).add(value)
+
+    def since(self) -> datetime | None:
+        """When the window began: nothing from before it (a previous run) is in it."""
+        return self._started
 
     def minutely(
         self, queries: list[MetricQuery], start: datetime, minutes: int

@@ -39,6 +39,7 @@ def stats() -> dict[str, Any]:
     return {
         "generated_at": "2026-03-02T11:59:30Z",
         "window_minutes": 60,
+        "metrics_since": "2026-03-02T11:00:00Z",
         "jobs": {"active": 7, "paused": 2, "completed": 1, "total": 10, "complete": True},
         "failing_jobs": [
             {
@@ -64,11 +65,39 @@ def stats() -> dict[str, Any]:
 def test_the_screen_shows_the_last_full_minute_and_the_hour() -> None:
     screen = render(stats(), "http://127.0.0.1:8080")
 
-    assert "5 this minute, 42 last minute (40 ok, 2 retried, 2 failed), 47 this hour" in screen
+    assert (
+        "executions ended: 5 this minute, 42 last minute (40 succeeded, 1 failed, 1 dead), "
+        "47 in the last hour"
+    ) in screen
+    assert "attempts retried: 2 last minute, 2 in the last hour" in screen
     assert "lag p99    230 ms (p50 12 ms, max 400 ms)" in screen
     assert "7 active, 2 paused, 1 completed" in screen
     assert "4 leases expired" in screen
-    assert "3 dead, 1 failed executions" in screen
+    assert "3 dead, 1 failed executions now (this tenant, all kept history)" in screen
+
+
+def test_the_last_minutes_breakdown_adds_up_to_its_runs_and_retries_are_counted_apart() -> None:
+    screen = render(stats(), "http://127.0.0.1:8080")
+    runs = next(line for line in screen.splitlines() if line.startswith("runs"))
+    last_minute, breakdown = runs.split(" last minute (")[0], runs.split("(")[1].split(")")[0]
+    parts = [int(part.split()[0]) for part in breakdown.split(", ")]
+
+    assert sum(parts) == int(last_minute.split()[-1]) == 42, (
+        "a counter's breakdown adds up to it (runs are executions that ended, one each; "
+        f"retried attempts are counted apart): {runs!r}"
+    )
+
+
+def test_after_a_restart_the_hours_counts_say_since_when_they_count() -> None:
+    restarted = {**stats(), "metrics_since": "2026-03-02T11:52:10Z"}
+
+    screen = render(restarted, "http://127.0.0.1:8080")
+
+    assert "47 since 11:52 UTC (metrics began then)" in screen, (
+        "the hour's counts name the window they cover: after a restart of takt local they "
+        "count from it, and say so rather than reading as a quiet hour"
+    )
+    assert "in the last hour" not in screen
 
 
 def test_the_screen_has_a_row_per_lane_and_per_failing_job() -> None:
