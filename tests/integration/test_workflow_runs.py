@@ -184,6 +184,8 @@ def test_a_workflow_run_claimed_ahead_calls_its_first_task_no_earlier_than_its_t
     root = TaskSpec(id="root", target="handler:wf.when", payload={"key": "early", "task": "root"})
     run = fire(svc, store_workflow(svc, [root], NOON, DUE), claimed_at)
     assert run.state == ExecState.RUNNING
+    assert run.started_at == DUE, "invariant 5: a run claimed ahead begins at its time"
+    assert run.lag_ms == 0, f"a run claimed ahead shows no negative lag, not {run.lag_ms} ms"
 
     def hold(seconds: float) -> None:
         """The worker's waits move the test's clock: a worker holding the message until its

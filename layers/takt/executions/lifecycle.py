@@ -601,19 +601,23 @@ class Lifecycle:
 
     def start_run(self, run: ExecutionRecord, now: datetime, tasks: int) -> ExecutionRecord:
         """A pending run starts: -> running in generation 0 with `tasks` tasks. ConflictError
-        when another start won."""
+        when another start won.
+
+        A run claimed ahead begins at its time, not at the claim: its tasks are held until then
+        (`RunEngine._dispatch`), so its start and lag never read as before its time."""
+        begins = max(now, run.scheduled_time)
         return self._write(
             run,
             Transition(
                 expect={"state": ExecState.PENDING, "attempt": run.attempt},
                 set={
                     "state": ExecState.RUNNING,
-                    "started_at": format_time(now),
+                    "started_at": format_time(begins),
                     "run_gen": 0,
                     "run_tasks": tasks,
                     "check_at": self.check_at(now),
                 },
-                set_if_absent={"lag_ms": to_ms(now) - to_ms(run.scheduled_time)},
+                set_if_absent={"lag_ms": to_ms(begins) - to_ms(run.scheduled_time)},
             ),
         )
 
