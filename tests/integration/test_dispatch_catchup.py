@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from takt.clock import ManualClock
-from takt.models.records import CatchupPolicy, ExecState
+from takt.models.ids import execution_id
+from takt.models.records import CatchupPolicy, ExecState, OverlapPolicy
 from takt.wiring import Services
 from tests.support.history import Expect, HistoryChecker
 from tests.support.jobs import TENANT, make_job, store_job
@@ -21,7 +22,12 @@ def _minutes(*values: int) -> list[datetime]:
 
 
 def _outage(
-    svc: Services, clock: ManualClock, catchup: CatchupPolicy, back_at: datetime, window: str
+    svc: Services,
+    clock: ManualClock,
+    catchup: CatchupPolicy,
+    back_at: datetime,
+    window: str,
+    overlap: OverlapPolicy = "allow",
 ) -> str:
     """A `*/5` job due at noon; the ticker ran at 11:59, then nothing until `back_at`."""
     clock.set(NOON - timedelta(minutes=1))
@@ -31,6 +37,7 @@ def _outage(
         schedule="*/5 * * * *",
         catchup=catchup,
         catchup_window=window,
+        overlap=overlap,
     )
     store_job(svc, job, clock.now())
     svc.ticker.tick(clock.now())
@@ -70,6 +77,36 @@ def test_catchup_policy_decides_runs_and_skips_after_an_outage(
     reasons = {r.reason for r in report.executions[job_id] if r.state == ExecState.SKIPPED}
     assert reasons <= {f"catchup={catchup}"}
     assert len(report.messages) == len(run)
+
+
+def test_catchup_all_with_overlap_skip_runs_the_oldest_missed_and_skips_the_rest_as_overlapping(
+    svc: Services, clock: ManualClock, checker: HistoryChecker
+) -> None:
+    rule = (
+        "catch-up all with overlap skip: the oldest missed occurrence in the window runs and "
+        "holds the slot; the others, and the next while it is open, are skipped as overlapping"
+    )
+    job_id = _outage(svc, clock, "all", NOON + timedelta(minutes=13), "1h", overlap="skip")
+
+    report = checker.check([Expect(job_id, _minutes(0), _minutes(15)[0], skipped=_minutes(5, 10))])
+    oldest = execution_id(job_id, NOON)
+
+    assert report.problems() == [], rule
+    assert {r.reason for r in report.executions[job_id] if r.state == ExecState.SKIPPED} == {
+        "overlap=skip"
+    }, rule
+    assert [m.execution_id for m in report.messages] == [oldest], rule
+    assert (checker.job_item(TENANT, job_id) or {}).get("active_execution") == {"S": oldest}, rule
+
+    clock.set(NOON + timedelta(minutes=15, seconds=1))
+    svc.ticker.tick(clock.now())
+    later = checker.check(
+        [Expect(job_id, _minutes(0), _minutes(20)[0], skipped=_minutes(5, 10, 15))]
+    )
+
+    at_15 = {r.scheduled_time: r for r in later.executions[job_id]}[_minutes(15)[0]]
+    assert (at_15.state, at_15.reason) == (ExecState.SKIPPED, "overlap=skip"), rule
+    assert (later.missed, later.position, later.messages) == ([], [], []), rule
 
 
 def test_a_one_off_job_runs_however_late(

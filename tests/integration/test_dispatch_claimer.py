@@ -171,7 +171,9 @@ def test_overlap_skip_records_skipped_while_the_previous_run_is_open(
 
     result = svc.ticker.tick(clock.now())
 
-    assert (result.total.dispatched, result.total.skipped) == (0, 1)
+    assert (result.total.dispatched, result.total.skipped) == (0, 1), (
+        "overlap skip: an occurrence due while the job's slot is held by an open run is skipped"
+    )
     skipped = svc.executions.get(TENANT, f"{job.job_id}.20260302T120100000Z")
     assert (skipped.state, skipped.reason) == (ExecState.SKIPPED, "overlap=skip")
     stored = svc.jobs.get(TENANT, job.job_id)
@@ -191,9 +193,13 @@ def test_overlap_skip_runs_and_takes_the_slot_when_the_previous_run_ended(
 
     result = svc.ticker.tick(clock.now())
 
-    assert (result.total.dispatched, result.total.skipped) == (1, 0)
+    assert (result.total.dispatched, result.total.skipped) == (1, 0), (
+        "overlap skip: a slot whose run has ended is free, so the occurrence runs"
+    )
     [message] = drain(svc)
-    assert svc.jobs.get(TENANT, job.job_id).active_execution == message.execution_id
+    assert svc.jobs.get(TENANT, job.job_id).active_execution == message.execution_id, (
+        "overlap skip: the run the claim starts takes the job's slot"
+    )
     assert svc.executions.get(TENANT, message.execution_id).state == ExecState.PENDING
 
 

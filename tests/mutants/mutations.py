@@ -33,6 +33,10 @@ SLOTS = (
     "tests/unit/test_occurrences.py::"
     "test_which_overlap_policies_hold_a_slot_and_start_the_queued_run"
 )
+CATCHUP = "tests/integration/test_dispatch_catchup.py::"
+CLAIMS = "tests/integration/test_dispatch_claimer.py::"
+ROBFIG = "cli/takt_cli/migrate/robfig.py"
+RULES = "layers/takt/executions/rules.py"
 
 
 @dataclass(frozen=True)
@@ -318,6 +322,149 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             WATCHDOG_CRASH
             + "test_a_cancel_landing_between_the_watchdogs_read_and_its_retry_release_wins",
+        ),
+    ),
+    Mutation(
+        name="catchup-all-runs-only-the-latest",
+        breaks="catch-up policy: all runs every missed occurrence in its window (issue 28)",
+        path=OCCURRENCES,
+        old="run = [t for t in recent if t >= horizon] or [latest]",
+        new="run = [latest]",
+        tests=(ROWS, CATCHUP + "test_catchup_policy_decides_runs_and_skips_after_an_outage"),
+    ),
+    Mutation(
+        name="overlap-replace-runs-the-older-occurrences-too",
+        breaks="overlap policy: replace runs only the newest occurrence",
+        path=OCCURRENCES,
+        old="runs=[_pending(newest)],",
+        new="runs=[*map(_pending, older), _pending(newest)],",
+        tests=(ROWS,),
+    ),
+    Mutation(
+        name="claimer-ignores-a-busy-slot",
+        breaks="overlap policy: the claim reads whether the job's slot is held by an open run",
+        path=CLAIMER,
+        old="busy = self._slot_busy(job)",
+        new="busy = False",
+        tests=(CLAIMS + "test_overlap_skip_records_skipped_while_the_previous_run_is_open",),
+    ),
+    Mutation(
+        name="claimer-sees-an-ended-holder-as-busy",
+        breaks="overlap policy: a slot whose run has ended is free",
+        path=CLAIMER,
+        old="return not holder.state.terminal",
+        new="return True",
+        tests=(CLAIMS + "test_overlap_skip_runs_and_takes_the_slot_when_the_previous_run_ended",),
+    ),
+    Mutation(
+        name="claimer-notes-no-slot-holder",
+        breaks="overlap policy: the run a claim starts takes the job's slot",
+        path=CLAIMER,
+        old="        firing.holder = record.execution_id",
+        new="        pass",
+        tests=(
+            CLAIMS + "test_overlap_skip_runs_and_takes_the_slot_when_the_previous_run_ended",
+            CATCHUP + "test_catchup_all_with_overlap_skip_runs_the_oldest_missed_and_skips_"
+            "the_rest_as_overlapping",
+        ),
+    ),
+    Mutation(
+        name="last-attempt-gets-one-more",
+        breaks="retry plan: the last attempt's failure or expiry ends the execution dead",
+        path=RULES,
+        old="return record.attempt >= record.max_attempts",
+        new="return record.attempt > record.max_attempts",
+        tests=(
+            "tests/integration/test_watchdog.py::test_an_expired_lease_on_the_last_attempt_is_dead",
+        ),
+    ),
+    Mutation(
+        name="worker-ignores-a-cancel-read-at-its-heartbeat",
+        breaks="lifecycle: a cancel asked for while running stops the worker at its next beat",
+        path=RUNNER,
+        old="elif beat.current.cancel_requested:",
+        new="elif False:",
+        tests=(
+            "tests/integration/worker/test_worker_cancel.py::"
+            "test_a_running_handler_is_stopped_at_its_next_heartbeat_and_not_retried",
+        ),
+    ),
+    Mutation(
+        name="worker-waits-past-the-calls-timeout",
+        breaks="worker: a call past its timeout_sec is a retryable failure",
+        path=RUNNER,
+        old="                if now >= timeout_at:",
+        new="                if False:",
+        tests=(
+            "tests/integration/worker/test_worker_supervision.py::"
+            "test_a_handler_past_its_timeout_is_told_to_stop_and_the_attempt_is_retried",
+        ),
+    ),
+    Mutation(
+        name="k8s-import-reads-a-stepped-day-star-as-a-star",
+        breaks="imports: robfig reads `*/2` in a day field as restricted (ORed with weekdays)",
+        path=ROBFIG,
+        old="        star = star and step <= 1",
+        new="        star = star",
+        tests=(
+            "tests/unit/migrate/test_migrate_robfig.py::"
+            "test_a_star_step_day_beside_a_weekday_is_ored_as_robfig_reads_it",
+            "tests/unit/migrate/test_migrate_robfig.py::"
+            "test_k8s_import_fires_at_robfigs_instants_or_refuses_with_the_reason",
+        ),
+    ),
+    Mutation(
+        name="crontab-import-takes-reboot",
+        breaks="imports: a crontab @reboot line has no time and is refused with its reason",
+        path="cli/takt_cli/migrate/crontab.py",
+        old='if schedule.lower() == "@reboot":',
+        new="if False:",
+        tests=(
+            "tests/unit/migrate/test_migrate_crontab.py::"
+            "test_reboot_and_a_line_without_a_command_are_refused",
+        ),
+    ),
+    Mutation(
+        name="heartbeat-does-not-extend-the-stored-lease",
+        breaks="10. a worker that lost its lease stops (a heartbeat that succeeds extends it)",
+        path=LIFECYCLE,
+        old="""        expires = to_ms(now + timedelta(seconds=self._settings.lease_sec))
+        return self._write(""",
+        new="""        expires = to_ms(now)
+        return self._write(""",
+        tests=(
+            "tests/integration/worker/test_worker_supervision.py::"
+            "test_heartbeats_extend_the_lease_and_the_message_while_the_handler_runs",
+        ),
+    ),
+    Mutation(
+        name="give-backs-never-count-as-a-failure",
+        breaks="lifecycle: an attempt given back again and again counts as a failed attempt",
+        path=RULES,
+        old="return earlier + 1 >= MAX_GIVE_BACKS",
+        new="return earlier >= MAX_GIVE_BACKS",
+        tests=(
+            "tests/integration/worker/test_worker_supervision.py::"
+            "test_an_execution_given_back_again_and_again_finally_counts_as_a_failed_attempt",
+        ),
+    ),
+    Mutation(
+        name="retry-message-delay-rounded-down",
+        breaks="retry plan: a retry's delayed message never arrives before its backoff",
+        path=RULES,
+        old="retry_at, check_at(retry_at, resend_after_sec), math.ceil(delay.total_seconds())",
+        new="retry_at, check_at(retry_at, resend_after_sec), math.floor(delay.total_seconds())",
+        tests=("tests/unit/executions/test_rules.py",),
+    ),
+    Mutation(
+        name="lease-retried-by-the-sdk-not-recognised-as-its-own",
+        breaks="3. no double dispatch (a lease whose answer was lost is still the worker's)",
+        path=LIFECYCLE,
+        old="            if exc.current.lease_token == token:",
+        new="            if False:",
+        tests=(
+            "tests/chaos/test_chaos_lost_responses.py::"
+            "test_s10_a_lost_response_retried_by_the_sdk_is_harmless[lease]",
         ),
     ),
     Mutation(

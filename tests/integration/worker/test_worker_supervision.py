@@ -33,10 +33,13 @@ def test_a_handler_past_its_timeout_is_told_to_stop_and_the_attempt_is_retried(
 ) -> None:
     record, message = submit_to(svc, clock, "handler:it.wait", {"key": key}, timeout_sec=1)
 
-    outcome = runner_for(svc).process(message)
+    thread, outcomes = in_thread(lambda: runner_for(svc).process(message))
+    thread.join(timeout=10)
 
     after = stored(svc, record)
-    assert (outcome.state, after.attempt, after.error) == ("retry_wait", 2, "timed out after 1s")
+    assert [(o.state, after.attempt, after.error) for o in outcomes] == [
+        ("retry_wait", 2, "timed out after 1s")
+    ], "a call past its timeout_sec is stopped and is a retryable failure"
     poll_until(lambda: bool(handlers.calls(key)), "the handler's stop")
     assert [c.stop_reason for c in handlers.calls(key)] == ["timeout"]
 

@@ -39,7 +39,9 @@ def test_a_retry_within_sqs_delay_is_sent_now_and_checked_a_resend_wait_after_it
     plan = rules.retry_plan(NOON, timedelta(seconds=12.5), 30)
 
     assert plan.retry_at == NOON + timedelta(seconds=12.5)
-    assert plan.send_delay_sec == 13
+    assert plan.send_delay_sec == 13, (
+        "a retry's message is delayed the backoff rounded up, never less"
+    )
     assert plan.check_at == to_ms(NOON + timedelta(seconds=42.5))
 
 
