@@ -64,6 +64,9 @@ MAINT_10_00 = calendar(windows=[Window(start=t("09:59"), end=t("10:00:30"))])
 MAINT_ALL = calendar(windows=[Window(start=t("09:00"), end=t("11:00"))])
 # 5 January is a holiday in New York: 03:00 UTC on the 6th is still the 5th there (22:00 EST).
 NY_HOLIDAY = calendar("ny", time_zone="America/New_York", holidays=[date(2026, 1, 5)])
+NY_NIGHTS = calendar(
+    "ny-nights", time_zone="America/New_York", daily=[DailyWindow(start=time(1), end=time(2))]
+)
 NIGHTS = calendar("nights", daily=[DailyWindow(start=time(10, 2), end=time(10, 3))])
 WINDOW_10_01 = "window 2026-01-05T10:01:00+00:00 to 2026-01-05T10:01:30+00:00"
 WINDOW_10_00 = "window 2026-01-05T09:59:00+00:00 to 2026-01-05T10:00:30+00:00"
@@ -340,6 +343,23 @@ ROWS = [
         due="2026-11-01T05:30:00+00:00",
         now="2026-11-01T06:31:00+00:00",
         decided=["11-01 05:30 pending", "11-01 06:30 skipped overlap=skip"],
+    ),
+    Row(
+        "DST overlap twice inside a daily calendar window: both passes are skipped by wall clock",
+        job(
+            schedule="30 1 * * *",
+            time_zone="America/New_York",
+            dst={"overlap": "twice"},
+            calendars=["ny-nights"],
+            **ALL | {"catchup_window": "1d"},
+        ),
+        due="2026-11-01T05:30:00+00:00",
+        now="2026-11-01T06:31:00+00:00",
+        calendars=[NY_NIGHTS],
+        decided=[
+            "11-01 05:30 skipped calendar ny-nights: daily window 01:00-02:00",
+            "11-01 06:30 skipped calendar ny-nights: daily window 01:00-02:00",
+        ],
     ),
     Row(
         "DST overlap once: a repeated fixed time has one occurrence, the first pass",
