@@ -54,10 +54,14 @@ class LayerBuildError(RuntimeError):
 
 
 def uv_command() -> list[str] | None:
-    """How to run uv: from PATH (where CI puts it), else as a module of this interpreter."""
+    """How to run uv: from PATH (where CI puts it), else where `make install` put it, else as a
+    module of this interpreter."""
     found = shutil.which("uv")
     if found:
         return [found]
+    installed = PROJECT_ROOT / ".tools" / "bin" / "uv"
+    if installed.exists():
+        return [str(installed)]
     if importlib.util.find_spec("uv") is not None:
         return [sys.executable, "-m", "uv"]
     return None

@@ -13,7 +13,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -148,9 +147,11 @@ def test_the_cdk_cli_synthesizes_without_credentials(run: str, tmp_path: Path) -
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
         "AWS_EC2_METADATA_DISABLED": "true",
     }
-    # As `make synth` sets it: the venv's python3 for cdk.json's app command, uv for the layer.
+    # As the README's deploy steps leave a user's shell after `make install && npm ci`: nothing
+    # of the checkout on PATH (no venv activated, uv where `make install` put it), so cdk.json's
+    # app command and the layer's build must find the venv and uv themselves.
     env["PATH"] = os.pathsep.join(
-        [str(Path(sys.executable).parent), str(ROOT / ".tools" / "bin"), env["PATH"]]
+        entry for entry in env["PATH"].split(os.pathsep) if not entry.startswith(str(ROOT))
     )
     assembly = tmp_path / "cdk.out"
     result = subprocess.run(

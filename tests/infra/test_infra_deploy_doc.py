@@ -11,12 +11,15 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from infra.deploy_check import MIN_UNRESERVED, DictContext, plan
 from infra.functions import SPECS, FunctionSpec
 from infra.stateless import StatelessStack
 from takt.resources import TABLES
 from tests.infra.conftest import LogicalId
 
-DEPLOY = (Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md").read_text()
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = (ROOT / "docs" / "DEPLOY.md").read_text()
+README = (ROOT / "README.md").read_text()
 
 
 def test_the_stacks_table_counts_the_tables_and_functions() -> None:
@@ -38,6 +41,44 @@ def _reserved(template: Template) -> int:
 
 def test_the_checklist_adds_up_the_shipped_reservations(stateless_template: Template) -> None:
     assert f"{_reserved(stateless_template)} as\n   shipped" in DEPLOY
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_prerequisites_quota_is_deploy_checks_for_each_profile(
+    cdk_json_context: dict[str, Any], stateless_template: Template
+) -> None:
+    """The quota a new user asks for is the one `takt deploy check` wants: the reservations the
+    template sets, plus what Lambda keeps unreserved."""
+    seed = plan(DictContext(cdk_json_context))
+    small = plan(DictContext({**cdk_json_context, "profile": "small"}))
+    prerequisites = _flat(
+        DEPLOY[DEPLOY.index("## Prerequisites") : DEPLOY.index("## First-deploy")]
+    )
+
+    assert seed.reserved_total == _reserved(stateless_template)
+    assert (
+        f"quota of at least {seed.reserved_total + MIN_UNRESERVED} for the shipped profile, or "
+        f"{small.reserved_total + MIN_UNRESERVED} with `-c profile=small`" in prerequisites
+    )
+    reserved = seed.reserved
+    assert (
+        f"reserve {seed.reserved_total} (scheduler {reserved['scheduler']}, watchdog "
+        f"{reserved['watchdog']}, claimer {reserved['claimer']}) or {small.reserved_total}"
+        in prerequisites
+    )
+    assert f"Lambda keeps {MIN_UNRESERVED} of the quota unreserved" in prerequisites
+
+
+def test_the_readmes_deploy_steps_up_to_synth_are_what_the_cli_synth_test_runs() -> None:
+    """tests/infra/test_infra_cli_synth.py runs `npx cdk synth` with a user's PATH after these."""
+    section = README[README.index("## Deploy to AWS") :]
+    block = section[section.index("```bash") + len("```bash") : section.index("```\n", 8)]
+    commands = [line.split("#")[0].strip() for line in block.strip().splitlines()]
+
+    assert commands[:2] == ["make install && npm ci", "npx cdk synth"]
 
 
 def test_the_checklist_adds_up_the_lanes_concurrency(cdk_json_context: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ Everything is imported inside the command, so `takt --help` stays cheap.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -38,7 +39,19 @@ def deploy() -> None:
 )
 def check(overrides: tuple[str, ...], cdk_json: Path) -> None:
     """Read the account's Lambda and DynamoDB limits and say what the deployment would break."""
+    import boto3  # noqa: PLC0415 - only this command loads the CDK app and boto3
     from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415 - only this command loads the CDK app and boto3
+
+    # Before the CDK app is loaded (jsii starts Node, seconds): without credentials nothing below
+    # can be read, so say so at once.
+    if boto3.session.Session().get_credentials() is None:
+        raise CliError(
+            "no AWS credentials found: run it with the credentials you deploy with "
+            "(AWS_PROFILE, environment variables, SSO or an instance role)"
+        )
+    # The CDK library is this command's own tool: Node's end-of-life banner would only repeat on
+    # every run what `npx cdk` already tells the user.
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
 
     from infra.context import ContextError  # noqa: PLC0415 - only this command loads the CDK app and boto3
     from infra.deploy_check import DictContext, check, plan  # noqa: PLC0415 - only this command loads the CDK app and boto3
