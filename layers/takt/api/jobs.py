@@ -114,35 +114,21 @@ class JobService:
         """
         now = self._api.clock.now()
         key = idempotency_key or body.idempotency_key
-        job = JobRecord(
-            tenant_id=tenant_id,
-            job_id=new_job_id(),
-            name=body.name,
-            schedule=body.schedule,
-            interval=body.interval,
-            run_at=body.run_at,
-            time_zone=body.time_zone,
-            dst=body.dst,
-            start_at=body.start_at,
-            end_at=body.end_at,
-            anchor=body.start_at or now,
-            target=body.target or WORKFLOW_TARGET,
-            tasks=body.tasks,
-            payload=body.payload,
-            retry=body.retry,
-            timeout_sec=body.timeout_sec,
-            priority=body.priority,
-            catchup=body.catchup,
-            catchup_window=body.catchup_window,
-            overlap=body.overlap,
-            jitter=body.jitter,
-            status=JobStatus(body.status),
-            pause_until=body.pause_until,
-            calendars=body.calendars,
-            notify=body.notify,
-            idempotency_key=key,
-            created_at=now,
-            updated_at=now,
+        # Each field of the body the record has under the same name is stored as given, so a
+        # field added to both models is stored with no edit here.
+        given = {name: value for name, value in body if name in JobRecord.model_fields}
+        job = JobRecord.model_validate(
+            {
+                **given,
+                "tenant_id": tenant_id,
+                "job_id": new_job_id(),
+                "anchor": body.start_at or now,
+                "target": body.target or WORKFLOW_TARGET,
+                "status": JobStatus(body.status),
+                "idempotency_key": key,
+                "created_at": now,
+                "updated_at": now,
+            }
         )
         check_window(job)
         if not body.run_late:

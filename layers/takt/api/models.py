@@ -70,6 +70,13 @@ TEXT_PATTERN = (
     "^[^\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"
     "\\u2028\\u2029\\ufdd0-\\ufdef\\ufffe\\uffff]*$"
 )
+# A job's field types, written once for the create and the update (each makes them optional
+# in its own way): the bounds live with the type, so the two bodies cannot bound a field apart.
+JobName = Annotated[str, Field(max_length=200, pattern=TEXT_PATTERN)]
+TimeoutSec = Annotated[int, Field(ge=1, le=86400)]
+Tasks = Annotated[list[TaskIn], Field(min_length=1, max_length=MAX_TASKS)]
+Calendars = Annotated[list[CalendarName], Field(max_length=MAX_CALENDARS)]
+Status = Literal["active", "paused"]
 # The IANA zones a job may name: every zone of the zone database but the host's own copy.
 TIME_ZONES = tuple(sorted(available_timezones() - {"localtime"}))
 TimeZone = Annotated[
@@ -187,7 +194,7 @@ class JobCreate(_Schedulable):
         json_schema_extra=_create_schema,
     )
 
-    name: str | None = Field(default=None, max_length=200, pattern=TEXT_PATTERN)
+    name: JobName | None = None
     time_zone: TimeZone = "UTC"
     dst: Dst = Dst()
     schedule: str | None = Field(
@@ -205,15 +212,13 @@ class JobCreate(_Schedulable):
     start_at: Instant | None = None
     end_at: Instant | None = None
     target: TargetField | None = None
-    tasks: list[TaskIn] | None = Field(
+    tasks: Tasks | None = Field(
         default=None,
-        min_length=1,
-        max_length=MAX_TASKS,
         description="a workflow instead of one target: tasks with `depends_on` (docs/WORKFLOWS.md)",
     )
     payload: JsonValue = None
     retry: RetryPolicy = RetryPolicy()
-    timeout_sec: int = Field(default=300, ge=1, le=86400)
+    timeout_sec: TimeoutSec = 300
     priority: Lane = "default"
     catchup: CatchupPolicy = "once"
     catchup_window: str = Field(default="1h", json_schema_extra=DURATION)
@@ -221,13 +226,9 @@ class JobCreate(_Schedulable):
     jitter: str | None = Field(
         default=None, description=JITTER_DESCRIPTION, json_schema_extra=DURATION
     )
-    status: Literal["active", "paused"] = Field(
-        default="active", description="create it paused to resume it later"
-    )
+    status: Status = Field(default="active", description="create it paused to resume it later")
     pause_until: Instant | None = Field(default=None, description=PAUSE_UNTIL_DESCRIPTION)
-    calendars: list[CalendarName] | None = Field(
-        default=None, max_length=MAX_CALENDARS, description=CALENDARS_DESCRIPTION
-    )
+    calendars: Calendars | None = Field(default=None, description=CALENDARS_DESCRIPTION)
     notify: NotifyPolicy | None = Field(
         default=None,
         description="whom to tell when executions die or the job keeps failing; the tenant's "
@@ -288,8 +289,8 @@ class JobPatch(_Schedulable):
         json_schema_extra=_patch_schema,
     )
 
-    name: str | None = Field(default=None, max_length=200, pattern=TEXT_PATTERN)
-    status: Literal["active", "paused"] | None = None
+    name: JobName | None = None
+    status: Status | None = None
     time_zone: TimeZone | None = None
     dst: Dst | None = None
     schedule: str | None = Field(default=None, json_schema_extra=CRON)
@@ -301,10 +302,10 @@ class JobPatch(_Schedulable):
     start_at: Instant | None = None
     end_at: Instant | None = None
     target: TargetField | None = None
-    tasks: list[TaskIn] | None = Field(default=None, min_length=1, max_length=MAX_TASKS)
+    tasks: Tasks | None = None
     payload: JsonValue = None
     retry: RetryPolicy | None = None
-    timeout_sec: int | None = Field(default=None, ge=1, le=86400)
+    timeout_sec: TimeoutSec | None = None
     priority: Lane | None = None
     catchup: CatchupPolicy | None = None
     catchup_window: str | None = Field(default=None, json_schema_extra=DURATION)
@@ -317,9 +318,7 @@ class JobPatch(_Schedulable):
     pause_until: Instant | None = Field(
         default=None, description=PAUSE_UNTIL_DESCRIPTION + "; null resumes it now"
     )
-    calendars: list[CalendarName] | None = Field(
-        default=None, max_length=MAX_CALENDARS, description=CALENDARS_DESCRIPTION
-    )
+    calendars: Calendars | None = Field(default=None, description=CALENDARS_DESCRIPTION)
     notify: NotifyPolicy | None = Field(
         default=None, description="null falls back to the tenant's default"
     )
@@ -379,39 +378,19 @@ class JobOut(BaseModel):
 
     @classmethod
     def of(cls, job: JobRecord) -> JobOut:
-        return cls(
+        """The job as the API shows it: each field the record has under the same name, its
+        instants in RFC 3339, so a field added to both models shows with no edit here."""
+        shown = {
+            name: _t(value) if isinstance(value, datetime) else value
+            for name, value in job
+            if name in cls.model_fields
+        }
+        shown.update(
             id=job.job_id,
-            name=job.name,
             status=job.status.value,
-            schedule=job.schedule,
-            interval=job.interval,
-            run_at=_t(job.run_at),
-            time_zone=job.time_zone,
-            dst=job.dst,
-            start_at=_t(job.start_at),
-            end_at=_t(job.end_at),
             target=None if job.tasks else job.target,
-            tasks=job.tasks,
-            payload=job.payload,
-            retry=job.retry,
-            timeout_sec=job.timeout_sec,
-            priority=job.priority,
-            catchup=job.catchup,
-            catchup_window=job.catchup_window,
-            overlap=job.overlap,
-            jitter=job.jitter,
-            pause_until=_t(job.pause_until),
-            calendars=job.calendars,
-            notify=job.notify,
-            idempotency_key=job.idempotency_key,
-            version=job.version,
-            next_run_time=_t(job.next_run_time),
-            created_at=format_time(job.created_at),
-            updated_at=format_time(job.updated_at),
-            last_execution_id=job.last_execution_id,
-            last_outcome=job.last_outcome,
-            last_run_at=_t(job.last_run_at),
         )
+        return cls.model_validate(shown)
 
 
 class JobPage(BaseModel):
