@@ -851,4 +851,95 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_a_patch_that_makes_the_window_unplannable_is_refused_and_changes_nothing",
         ),
     ),
+    Mutation(
+        name="workflow-tasks-start-at-their-claim",
+        breaks=(
+            "5. clocks (issue 28: a workflow run claimed ahead starts no earlier than its time; "
+            "its root tasks are scheduled at the run's time, not the claim's)"
+        ),
+        path="layers/takt/workflows/engine.py",
+        old="at = max(now, origin.scheduled_time)",
+        new="at = now",
+        tests=(
+            "tests/integration/test_workflow_runs.py::"
+            "test_a_workflow_run_claimed_ahead_calls_its_first_task_no_earlier_than_its_time",
+        ),
+    ),
+    Mutation(
+        name="token-bucket-add-past-its-burst",
+        breaks=(
+            "issue 28: a tenant's token bucket never grants more than its burst to writers "
+            "racing on it (the add's condition leaves room for the tokens it takes)"
+        ),
+        path="layers/takt/store/buckets.py",
+        old="return math.floor(now_us + (burst - granted + 1e-9) * (_US / rate))",
+        new="return math.floor(now_us + (burst + 1e-9) * (_US / rate))",
+        tests=(
+            "tests/unit/fairness/test_fairness_gcra.py::"
+            "test_the_adds_limit_is_the_latest_tat_that_still_holds_the_tokens",
+            "tests/integration/test_token_buckets.py::"
+            "test_racing_requests_past_the_burst_get_exactly_the_burst",
+        ),
+    ),
+    Mutation(
+        name="unserved-handler-circles-for-ever",
+        breaks=(
+            "issue 28: an attempt whose handler no worker serves fails after "
+            "unserved_limit_sec instead of staying pending for ever"
+        ),
+        path=RUNNER,
+        old="if (now - since).total_seconds() < self._settings.unserved_limit_sec:",
+        new="if (now - since).total_seconds() >= 0:",
+        tests=(
+            "tests/integration/worker/test_worker_handlers.py::"
+            "test_an_attempt_whose_handler_no_worker_serves_fails_after_the_unserved_limit",
+        ),
+    ),
+    Mutation(
+        name="unconditional-patch-answers-412-to-a-race",
+        breaks=(
+            "issue 28: an unconditional PATCH applies to the latest version; 412 is only for "
+            "a stale If-Match (docs/API.md)"
+        ),
+        path="layers/takt/api/jobs.py",
+        old="""            except _LostRaceError:
+                if if_match is not None:""",
+        new="""            except _LostRaceError:
+                if True:""",
+        tests=(
+            "tests/api/test_api_patch_races.py::"
+            "test_an_unconditional_patch_that_loses_a_race_applies_to_the_latest_version",
+        ),
+    ),
+    Mutation(
+        name="rerun-attempts-read-across-re-runs",
+        breaks=(
+            "issue 28: a re-run's attempts read against its own budget, with the fence "
+            "(execution id, attempt) still counted across re-runs"
+        ),
+        path="layers/takt/models/records.py",
+        old="used = self.rerun_from or 0",
+        new="used = 0",
+        tests=(
+            "tests/api/test_api_executions.py::"
+            "test_a_re_run_reads_its_attempts_against_its_own_budget_with_the_fence_still_unique",
+        ),
+    ),
+    Mutation(
+        name="key-rotation-retries-after-losing-the-race",
+        breaks=(
+            "issue 28: racing webhook-key rotations cannot both move the key on; the one that "
+            "loses its conditional write on the generation answers 409 (docs/SECURITY.md)"
+        ),
+        path="layers/takt/tenants/webhook_keys.py",
+        old="        if not self._states.advance(tenant_id, state, until_ms):\n",
+        new=(
+            "        if not self._states.advance(tenant_id, state, until_ms) and not "
+            "self._states.advance(tenant_id, state := self._states.read(tenant_id), until_ms):\n"
+        ),
+        tests=(
+            "tests/integration/test_webhook_keys.py::"
+            "test_a_rotation_that_loses_the_race_is_refused_409_and_does_not_move_the_key_again",
+        ),
+    ),
 )
