@@ -303,14 +303,9 @@ def grant_data_access(
 ) -> None:
     """Grant what `spec` declares: its tables, read or read/write, and sending to the lanes."""
     for table_spec, access in spec.tables.items():
-        table = tables.table(table_spec)
-        if access == "read":
-            table.grant_read_data(grantee)
-        elif access == "tenant":
-            # Not the function's own role: the tenant's session of `TenantDataRole` holds it.
-            continue
-        else:
-            table.grant_read_write_data(grantee)
+        # "tenant": not the function's own role; the tenant's session of `TenantDataRole` holds it.
+        if access != "tenant":
+            tables.grant(table_spec, grantee, write=access != "read")
     if spec.sends_to_lanes:
         for pair in lanes.lanes.values():
             pair.queue.grant_send_messages(grantee)

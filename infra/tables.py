@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from takt.resources import TABLES, Index, Key, TableSpec
@@ -63,6 +64,22 @@ def _projection(index: Index) -> dynamodb.ProjectionType:
 
 def _attribute(key: Key) -> dynamodb.Attribute:
     return dynamodb.Attribute(name=key.name, type=_TYPES[key.type])
+
+
+# The item calls takt's stores make (layers/takt/store): a transaction is authorized by the
+# actions of its parts, so TransactWriteItems needs no action of its own.
+TABLE_READ_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:ConditionCheckItem",
+)
+TABLE_WRITE_ACTIONS = (
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+)
 
 
 class Tables(Construct):
@@ -132,6 +149,14 @@ class Tables(Construct):
     def table(self, spec: TableSpec) -> dynamodb.Table:
         """The table built for `spec`."""
         return self._tables[spec.logical_id]
+
+    def grant(self, spec: TableSpec, grantee: iam.IGrantable, *, write: bool) -> None:
+        """Give `grantee` the item calls takt's stores make on `spec`'s table and its indexes:
+        reads, and writes when `write`. Not `grant_read_data`: it adds Scan, DescribeTable and
+        the stream's GetRecords and GetShardIterator, which no function calls (the indexer's
+        stream is granted with its event source). The tables use AWS-owned keys: no key grant."""
+        actions = TABLE_READ_ACTIONS + (TABLE_WRITE_ACTIONS if write else ())
+        self.table(spec).grant(grantee, *actions)
 
     def all(self) -> list[tuple[TableSpec, dynamodb.Table]]:
         """Every table with its spec, in `TABLES` order."""

@@ -257,7 +257,7 @@ class FargateWorker(Construct):
         }
         for field, value in values.items():
             watchdog.add_environment(settings_env_var(field), value)
-        tables.table(DUE).grant_read_data(watchdog)
+        tables.grant(DUE, watchdog, write=False)
         # Application Auto Scaling has no resource-level permission for these two actions.
         watchdog.add_to_role_policy(
             iam.PolicyStatement(

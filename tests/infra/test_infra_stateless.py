@@ -485,3 +485,31 @@ def test_every_function_logs_a_sampled_share_of_its_invocations_at_debug(
     assert len(takt) >= len(SPECS)
     assert {v["POWERTOOLS_LOGGER_SAMPLE_RATE"] for v in takt} == {"0.01"}
     assert {v["LOG_LEVEL"] for v in takt} == {"INFO"}
+
+
+# DynamoDB actions no takt function calls on a table: a role holding them is wider than its code.
+UNCALLED_TABLE_ACTIONS = {
+    "dynamodb:Scan",
+    "dynamodb:DescribeTable",
+    "dynamodb:GetRecords",
+    "dynamodb:GetShardIterator",
+}
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda spec: spec.name)
+def test_no_role_may_scan_describe_or_read_a_tables_stream_it_never_calls(
+    spec: FunctionSpec,
+    stateless: StatelessStack,
+    resources: dict[str, Any],
+    logical_id: LogicalId,
+) -> None:
+    """Least privilege: the item calls of takt's stores, and the indexer's stream read granted
+    apart with its event source (a statement of stream actions only)."""
+    for statement in _policy_statements(spec, stateless, resources, logical_id):
+        actions = set(_actions(statement))
+        if actions <= STREAM_ACTIONS:
+            assert spec.name == "indexer", f"{spec.name} reads a stream"
+            continue
+        assert not actions & UNCALLED_TABLE_ACTIONS, (
+            f"{spec.name} may call {sorted(actions & UNCALLED_TABLE_ACTIONS)}, which it never does"
+        )
