@@ -157,3 +157,42 @@ def test_a_due_item_that_cannot_be_read_is_quarantined_and_removed(
     assert _due_keys(svc) == []
     [record] = svc.quarantine.list()
     assert (record.table, record.key["due_key"]) == ("due", "0000000000000-garbage")
+
+
+def test_a_job_whose_stored_target_no_worker_can_call_is_quarantined_beside_healthy_ones(
+    svc: Services, clock: ManualClock, receiver: Receiver
+) -> None:
+    """The store reads a target back through the one validator of targets: a job item holding
+    one the API would refuse (a hand edit, an older writer) does not read, and is isolated."""
+    now = clock.now()
+    shards = svc.settings.due_shards
+    broken = make_job(
+        now=now, next_run_time=now, job_id=job_id_in_shard(BAD_TENANT, SHARD, shards)
+    ).model_copy(update={"tenant_id": BAD_TENANT})
+    store_job(svc, broken, now)
+    svc.clients.dynamodb.update_item(
+        TableName=svc.settings.jobs_table,
+        Key={"tenant_id": {"S": BAD_TENANT}, "job_id": {"S": broken.job_id}},
+        UpdateExpression="SET target = :x",
+        ExpressionAttributeValues={":x": {"S": "ftp://svc/x"}},
+    )
+    healthy = store_job(
+        svc,
+        make_job(
+            now=now,
+            next_run_time=now,
+            tenant_id=GOOD_TENANT,
+            job_id=job_id_in_shard(GOOD_TENANT, SHARD, shards),
+            target=receiver.url,
+        ),
+        now,
+    )
+
+    result = svc.ticker.tick(now).total
+
+    assert (result.dispatched, result.quarantined) == (1, 1), "invariant 9: the bad one is parked"
+    [message] = drain(svc)
+    assert message.execution_id.startswith(healthy.job_id)
+    [record] = svc.quarantine.list()
+    assert record.key == {"tenant_id": BAD_TENANT, "job_id": broken.job_id}
+    assert "target must be an http(s) URL" in record.error

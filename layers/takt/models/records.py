@@ -8,12 +8,13 @@ import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from takt.models.ids import execution_key
 from takt.models.notify import NotifyPolicy
+from takt.models.targets import StoredTarget, stored_target
 from takt.schedule import (
     CronSchedule,
     DstPolicy,
@@ -88,7 +89,7 @@ class TaskSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
-    target: str
+    target: StoredTarget
     payload: Any = None
     retry: RetryPolicy = RetryPolicy()
     timeout_sec: int = Field(default=300, ge=1, le=86400)
@@ -106,6 +107,16 @@ class Dst(BaseModel):
 CatchupPolicy = Literal["skip", "once", "all"]
 OverlapPolicy = Literal["allow", "skip", "queue", "replace"]
 Trigger = Literal["schedule", "manual", "catchup", "backfill"]
+
+
+def _job_target(value: str) -> str:
+    """A job's or an execution's stored target: one a worker can call, or a workflow's."""
+    return value if value == WORKFLOW_TARGET else stored_target(value)
+
+
+# Read back through the one validator of targets (`takt.models.targets`): a record holding a
+# target no worker can call does not read, and is isolated as any unreadable record is.
+JobTarget = Annotated[str, AfterValidator(_job_target)]
 
 
 class JobRecord(BaseModel):
@@ -129,7 +140,7 @@ class JobRecord(BaseModel):
     start_at: datetime | None = None
     end_at: datetime | None = None
     anchor: datetime
-    target: str
+    target: JobTarget
     payload: Any = None
     # A workflow's tasks (then `target` is WORKFLOW_TARGET); stored compressed as `tasks_z`.
     tasks: list[TaskSpec] | None = None
@@ -248,7 +259,7 @@ class ExecutionRecord(BaseModel):
     max_attempts: int = 5
     lane: str = "default"
     job_version: int = 1
-    target: str
+    target: JobTarget
     payload: Any = None
     timeout_sec: int = 300
     retry: RetryPolicy = RetryPolicy()

@@ -22,15 +22,34 @@ a SigV4 signature, an OIDC token) is stored as a compact JSON object with sorted
 it names its secrets, never their values: the worker reads them from Secrets Manager when it calls
 (docs/SECURITY.md). An asynchronous Lambda call is stored the same way:
 `{"function":"arn:aws:lambda:…","invocation":"Event","type":"lambda"}`.
+
+Targets are validated once, by one discriminated pydantic union (`TargetObject`, one model per
+kind, each holding its kind's rules): a string form is first read as the object it stands for
+(`object_form`, which only looks at how the string begins), so the API's object and string forms,
+the store reading a record back (`StoredTarget`), the importers (through the API's models) and
+the worker (`parse_target`) accept and refuse exactly the same targets
+(tests/unit/targets/test_target_entry_points.py holds them to it).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 HANDLER_PREFIX = "handler:"
 HANDLER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
@@ -50,13 +69,10 @@ _BUS_NAME = re.compile(r"^event-bus/(?P<name>[A-Za-z0-9/._-]{1,256})$")
 # Secrets Manager's name alphabet; which names a tenant may use is checked where the tenant is
 # known (the API and the worker).
 SECRET_NAME = re.compile(r"^[A-Za-z0-9/_+=.@-]{1,512}$")
-_AUTH_KEYS = frozenset({"bearer_secret", "headers_secret", "sigv4", "oidc"})
-_HTTP_KEYS = frozenset({"type", "url", "method", "headers", "auth", "signing_secret"})
-_LAMBDA_KEYS = frozenset({"type", "function", "invocation"})
-METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
 # The methods whose requests carry the payload as their body; GET and DELETE send none.
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
-INVOCATIONS = ("RequestResponse", "Event")
+Invocation = Literal["RequestResponse", "Event"]
 MAX_HEADERS = 20
 MAX_HEADER_VALUE = 1024
 MAX_HEADERS_BYTES = 8192
@@ -233,156 +249,6 @@ TargetSpec = (
 AwsSpec = SqsSpec | SnsSpec | EventBusSpec | LambdaSpec | StateMachineSpec
 
 
-def parse_target(text: str) -> TargetSpec:
-    """The target a string names; ValueError saying which forms are accepted otherwise."""
-    if text.startswith(HANDLER_PREFIX):
-        name = text.removeprefix(HANDLER_PREFIX)
-        if not HANDLER_NAME.match(name):
-            raise ValueError(
-                "a handler name starts with a letter or _ and has at most 128 letters, digits, "
-                "_, . or -"
-            )
-        return HandlerSpec(name)
-    if text.startswith("arn:"):
-        return _parse_arn(text)
-    if text.startswith("{"):
-        return _parse_object(text)
-    parts = urlsplit(text)
-    if parts.scheme in ("http", "https") and parts.hostname:
-        for host in _SQS_HOSTS:
-            match = host.match(parts.hostname)
-            if match:
-                return _queue_url(text, match.group("region"), parts.path)
-        return HttpSpec(text)
-    raise ValueError(
-        "target must be an http(s) URL, handler:NAME, an SQS queue URL or ARN, an SNS topic ARN, "
-        "an EventBridge bus ARN, a Lambda function ARN or a Step Functions state machine ARN"
-    )
-
-
-def _parse_object(text: str) -> HttpSpec | LambdaSpec:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        raise ValueError("a target starting with { is a target object in JSON") from None
-    if isinstance(data, dict) and data.get("type") == "lambda":
-        return _parse_lambda_object(data)
-    if not isinstance(data, dict) or data.get("type") != "http":
-        raise ValueError(
-            'a target object in a string is an HTTP or Lambda target: {"type": "http", ...}'
-        )
-    return _parse_http_object(data)
-
-
-def _parse_lambda_object(data: dict[str, Any]) -> LambdaSpec:
-    unknown = sorted(set(data) - _LAMBDA_KEYS)
-    if unknown:
-        raise ValueError(f"unknown Lambda target fields: {', '.join(unknown)}")
-    invocation = data.get("invocation", "RequestResponse")
-    if invocation not in INVOCATIONS:
-        raise ValueError(f"invocation is one of {', '.join(INVOCATIONS)}")
-    function = data.get("function")
-    spec = _parse_arn(function) if isinstance(function, str) else None
-    if not isinstance(spec, LambdaSpec):
-        raise ValueError("a Lambda target's function is a Lambda function ARN")  # noqa: TRY004 - a bad target is a bad value
-    return LambdaSpec(spec.arn, spec.region, invocation)
-
-
-def _parse_http_object(data: dict[str, Any]) -> HttpSpec:
-    unknown = sorted(set(data) - _HTTP_KEYS)
-    if unknown:
-        raise ValueError(f"unknown HTTP target fields: {', '.join(unknown)}")
-    auth = data.get("auth") or {}
-    if not isinstance(auth, dict) or set(auth) - _AUTH_KEYS:
-        raise ValueError(
-            "auth takes bearer_secret and headers_secret (secret names), sigv4 and oidc"
-        )
-    url = data.get("url")
-    if (
-        not isinstance(url, str)
-        or url.startswith("{")
-        or not isinstance(parse_target(url), HttpSpec)
-    ):
-        raise ValueError("an HTTP target's url must be an http(s) URL")
-    names = _secret_names(
-        {
-            "bearer_secret": auth.get("bearer_secret"),
-            "headers_secret": auth.get("headers_secret"),
-            "signing_secret": data.get("signing_secret"),
-        }
-    )
-    method = data.get("method", "POST")
-    if method not in METHODS:
-        raise ValueError(f"method is one of {', '.join(METHODS)}")
-    sigv4 = _sigv4(auth["sigv4"], url) if "sigv4" in auth else None
-    oidc = _oidc_audience(auth["oidc"], url) if "oidc" in auth else None
-    if sum(x is not None for x in (names["bearer_secret"], sigv4, oidc)) > 1:
-        raise ValueError(
-            "auth takes at most one of bearer_secret, sigv4 and oidc: each sets Authorization"
-        )
-    headers = _plain_headers(data.get("headers") or {})
-    return HttpSpec(
-        url=url, method=method, headers=headers, sigv4=sigv4, oidc_audience=oidc, **names
-    )
-
-
-def _secret_names(names: dict[str, Any]) -> dict[str, Any]:
-    """`names` (field -> secret name or None), each name checked for a secret name's form."""
-    for key, name in names.items():
-        if name is not None and not (isinstance(name, str) and SECRET_NAME.match(name)):
-            raise ValueError(
-                f"{key} is a secret name: 1 to 512 letters, digits and /_+=.@- characters"
-            )
-    return names
-
-
-def _sigv4(value: Any, url: str) -> SigV4:
-    """SigV4's service and region: as given, else as the host names them (an API Gateway
-    `execute-api` host or a Lambda function URL); stored explicitly either way."""
-    if value is True:
-        value = {}
-    if not isinstance(value, dict) or set(value) - {"service", "region"}:
-        raise ValueError("sigv4 is an object with an optional service and region")
-    derived: tuple[str | None, str | None] = (None, None)
-    host = (urlsplit(url).hostname or "").lower()
-    for pattern, name in _SIGV4_HOSTS:
-        match = pattern.match(host)
-        if match:
-            derived = (name, match.group("region"))
-    service: object = value.get("service", derived[0])
-    region: object = value.get("region", derived[1])
-    if service is None or region is None:
-        raise ValueError(
-            "sigv4 needs a service and a region unless the host names them (an execute-api "
-            "or lambda-url host)"
-        )
-    if service not in SIGV4_SERVICES:
-        raise ValueError(
-            f"sigv4.service is one of {', '.join(SIGV4_SERVICES)} (API Gateway, function URLs)"
-        )
-    assert isinstance(service, str)
-    if not (isinstance(region, str) and re.match(rf"^{_REGION}$", region)):
-        raise ValueError("sigv4.region is an AWS region such as us-east-1")
-    if not url.startswith("https://"):
-        raise ValueError("a SigV4-signed target is https: its signature must not cross in clear")
-    return SigV4(service, region)
-
-
-def _oidc_audience(value: Any, url: str) -> str:
-    """The audience an OIDC token names: as given, else the target's URL (as Cloud Scheduler
-    does)."""
-    if value is True:
-        value = {}
-    if not isinstance(value, dict) or set(value) - {"audience"}:
-        raise ValueError("oidc is an object with an optional audience")
-    audience = value.get("audience", url)
-    if not isinstance(audience, str) or not 0 < len(audience) <= MAX_AUDIENCE:
-        raise ValueError(f"oidc.audience is a string of 1 to {MAX_AUDIENCE} characters")
-    if not audience.isprintable():
-        raise ValueError("oidc.audience has a control character")
-    return audience
-
-
 def header_problem(name: str, value: str) -> str | None:
     """Why a header may not be sent as given (a job's or a secret's), or None when it may."""
     lower = name.lower()
@@ -397,11 +263,80 @@ def header_problem(name: str, value: str) -> str | None:
     return None
 
 
-def _plain_headers(value: Any) -> tuple[tuple[str, str], ...]:
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise ValueError("headers is an object of header names to string values")
-    if len(value) > MAX_HEADERS:
-        raise ValueError(f"at most {MAX_HEADERS} headers")
+class _TargetObject(BaseModel):
+    """A target object refuses a field it does not know: a misspelt one would otherwise be
+    dropped, and the target stored without what the caller meant."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _secret_name(name: str) -> str:
+    if not SECRET_NAME.match(name):
+        raise ValueError("a secret name has 1 to 512 letters, digits and /_+=.@- characters")
+    return name
+
+
+# A secret is named, never given: which names a tenant may use is checked where the tenant is
+# known (the API and the worker).
+SecretName = Annotated[str, AfterValidator(_secret_name)]
+
+
+class SigV4Auth(_TargetObject):
+    """Sign each request with the worker's AWS role (SigV4), for IAM-protected API Gateway
+    routes and Lambda function URLs. Both fields are derived from an `execute-api` or
+    `lambda-url` host when left out, and stored."""
+
+    service: str | None = Field(default=None, description="signing name: execute-api, lambda")
+    region: str | None = Field(default=None, description="the target's region")
+
+
+class OidcAuth(_TargetObject):
+    """Send a token takt signs (RS256), which the receiver verifies against takt's JWKS."""
+
+    audience: str | None = Field(
+        default=None, description="the token's `aud` claim; the target's URL when left out"
+    )
+
+
+class HttpAuth(_TargetObject):
+    """How an HTTP target's requests are authorized: at most one of `bearer_secret`, `sigv4`
+    and `oidc` (each sets `Authorization`), and headers from a secret.
+
+    Secrets are named, never given: each name starts with the deployment's secret prefix and the
+    caller's tenant (`takt/<tenant>/...` by default); the worker reads the value when it calls.
+    """
+
+    bearer_secret: SecretName | None = Field(
+        default=None, description="secret holding a token, sent as `Authorization: Bearer ...`"
+    )
+    headers_secret: SecretName | None = Field(
+        default=None,
+        description="secret holding a JSON object of header names to values, sent as headers",
+    )
+    sigv4: SigV4Auth | None = None
+    oidc: OidcAuth | None = None
+
+
+def _strict_url(url: str) -> None:
+    """Refuse what `urlsplit` would strip or keep and an HTTP client would send on as a header
+    break (whitespace or a control character anywhere), and a port that is not a number of
+    0-65535, rather than leave them for the worker to find."""
+    if any(char.isspace() or unicodedata.category(char) in ("Cc", "Cf") for char in url):
+        raise ValueError("a target URL may not hold spaces or control characters")
+    try:
+        urlsplit(url).port  # noqa: B018 - reading it is the check
+    except ValueError:
+        raise ValueError("the target URL's port is not a number of 0-65535") from None
+
+
+def _queue_host(url: str) -> re.Match[str] | None:
+    """The SQS endpoint an http(s) URL's host names (its region in `region`), if it does."""
+    host = urlsplit(url).hostname or ""
+    return next((match for pattern in _SQS_HOSTS if (match := pattern.match(host))), None)
+
+
+def _plain_headers(value: dict[str, str]) -> dict[str, str]:
+    """A job's plain headers, each one a header a job may set and none carrying credentials."""
     if sum(len(k) + len(v) for k, v in value.items()) > MAX_HEADERS_BYTES:
         raise ValueError(f"headers take at most {MAX_HEADERS_BYTES} characters together")
     lowered = [k.lower() for k in value]
@@ -418,7 +353,384 @@ def _plain_headers(value: Any) -> tuple[tuple[str, str], ...]:
             )
         if problem is not None:
             raise ValueError(problem)
-    return tuple(sorted(value.items(), key=lambda item: item[0].lower()))
+    return value
+
+
+def _sigv4(given: SigV4Auth, url: str) -> SigV4:
+    """SigV4's service and region: as given, else as the host names them (an API Gateway
+    `execute-api` host or a Lambda function URL); stored explicitly either way."""
+    derived: tuple[str | None, str | None] = (None, None)
+    host = (urlsplit(url).hostname or "").lower()
+    for pattern, name in _SIGV4_HOSTS:
+        match = pattern.match(host)
+        if match:
+            derived = (name, match.group("region"))
+    service = given.service if given.service is not None else derived[0]
+    region = given.region if given.region is not None else derived[1]
+    if service is None or region is None:
+        raise ValueError(
+            "sigv4 needs a service and a region unless the host names them (an execute-api "
+            "or lambda-url host)"
+        )
+    if service not in SIGV4_SERVICES:
+        raise ValueError(
+            f"sigv4.service is one of {', '.join(SIGV4_SERVICES)} (API Gateway, function URLs)"
+        )
+    if not re.match(rf"^{_REGION}$", region):
+        raise ValueError("sigv4.region is an AWS region such as us-east-1")
+    if not url.startswith("https://"):
+        raise ValueError("a SigV4-signed target is https: its signature must not cross in clear")
+    return SigV4(service, region)
+
+
+def _oidc_audience(given: OidcAuth, url: str) -> str:
+    """The audience an OIDC token names: as given, else the target's URL (as Cloud Scheduler
+    does)."""
+    audience = given.audience if given.audience is not None else url
+    if not 0 < len(audience) <= MAX_AUDIENCE:
+        raise ValueError(f"oidc.audience is a string of 1 to {MAX_AUDIENCE} characters")
+    if not audience.isprintable():
+        raise ValueError("oidc.audience has a control character")
+    return audience
+
+
+class HttpTargetObject(_TargetObject):
+    """Send the payload as JSON to an http(s) URL (POST unless `method` says otherwise)."""
+
+    type: Literal["http"]
+    url: str
+    method: Method = Field(default="POST", description="GET and DELETE send no body")
+    headers: dict[str, str] | None = Field(
+        default=None,
+        max_length=MAX_HEADERS,
+        description="plain headers sent with every request (not hop-by-hop, takt's own or "
+        "credentials: name a secret for those); no line breaks",
+    )
+    auth: HttpAuth | None = None
+    signing_secret: SecretName | None = Field(
+        default=None,
+        description="secret holding this job's Standard Webhooks key (`whsec_...`), used "
+        "instead of the deployment's",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            raise ValueError("an HTTP target's url must be an http(s) URL")
+        if _queue_host(url):
+            raise ValueError("an SQS queue URL names a queue: give it as an sqs target")
+        _strict_url(url)
+        return url
+
+    @field_validator("headers")
+    @classmethod
+    def _headers(cls, headers: dict[str, str] | None) -> dict[str, str] | None:
+        return None if headers is None else _plain_headers(headers)
+
+    @model_validator(mode="after")
+    def _one_authorization(self) -> HttpTargetObject:
+        # Building the spec checks `auth` against the URL (SigV4's host and scheme, the OIDC
+        # audience, at most one way of setting Authorization).
+        self.spec()
+        return self
+
+    def spec(self) -> HttpSpec:
+        """The endpoint and how to call it; ValueError for an `auth` that cannot be sent."""
+        auth = self.auth or HttpAuth()
+        sigv4 = None if auth.sigv4 is None else _sigv4(auth.sigv4, self.url)
+        oidc = None if auth.oidc is None else _oidc_audience(auth.oidc, self.url)
+        if sum(x is not None for x in (auth.bearer_secret, sigv4, oidc)) > 1:
+            raise ValueError(
+                "auth takes at most one of bearer_secret, sigv4 and oidc: each sets Authorization"
+            )
+        return HttpSpec(
+            url=self.url,
+            bearer_secret=auth.bearer_secret,
+            headers_secret=auth.headers_secret,
+            signing_secret=self.signing_secret,
+            method=self.method,
+            headers=tuple(sorted((self.headers or {}).items(), key=lambda item: item[0].lower())),
+            sigv4=sigv4,
+            oidc_audience=oidc,
+        )
+
+    def text(self) -> str:
+        """The stored form: the bare URL for a plain POST, else the object in compact JSON
+        (SigV4's derived service and region and the OIDC audience written out)."""
+        return self.spec().text()
+
+
+class HandlerTargetObject(_TargetObject):
+    """Run a handler registered in a takt worker (`takt.handlers`)."""
+
+    type: Literal["handler"]
+    name: str
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not HANDLER_NAME.match(name):
+            raise ValueError(
+                "a handler name starts with a letter or _ and has at most 128 letters, digits, "
+                "_, . or -"
+            )
+        return name
+
+    def spec(self) -> HandlerSpec:
+        return HandlerSpec(self.name)
+
+    def text(self) -> str:
+        return HANDLER_PREFIX + self.name
+
+
+def _arn(value: str, service: str, kind: str) -> re.Match[str]:
+    """The parts of an ARN of `service`; ValueError naming the `kind` it is not otherwise."""
+    match = _ARN.match(value)
+    if not match or match.group("service") != service:
+        raise ValueError(f"not a {kind} target: {value!r}")
+    return match
+
+
+class SqsTargetObject(_TargetObject):
+    """Send the payload to an SQS queue, named by URL or ARN."""
+
+    type: Literal["sqs"]
+    queue: str
+
+    @field_validator("queue")
+    @classmethod
+    def _queue(cls, queue: str) -> str:
+        cls.queue_spec(queue)
+        return queue
+
+    @staticmethod
+    def queue_spec(queue: str) -> SqsSpec:
+        """The queue a URL or an ARN names; ValueError saying what is wrong otherwise."""
+        if not queue.startswith("arn:"):
+            host = _queue_host(queue) if queue.startswith(("http://", "https://")) else None
+            if host is None:
+                raise ValueError(f"not a sqs target: {queue!r}")
+            _strict_url(queue)
+            account, _, name = urlsplit(queue).path.strip("/").partition("/")
+            if not (account.isdigit() and len(account) == 12 and _QUEUE_NAME.match(name)):
+                raise ValueError("an SQS queue URL ends in /ACCOUNT/QUEUE_NAME")
+            return SqsSpec(region=host.group("region"), account=account, name=name, url=queue)
+        match = _arn(queue, "sqs", "sqs")
+        if not _QUEUE_NAME.match(match.group("resource")):
+            raise ValueError(f"not an SQS queue name: {match.group('resource')!r}")
+        return SqsSpec(
+            region=match.group("region"),
+            account=match.group("account"),
+            name=match.group("resource"),
+        )
+
+    def spec(self) -> SqsSpec:
+        return self.queue_spec(self.queue)
+
+    def text(self) -> str:
+        return self.queue
+
+
+class SnsTargetObject(_TargetObject):
+    """Publish the payload to an SNS topic, named by ARN."""
+
+    type: Literal["sns"]
+    topic: str
+
+    @field_validator("topic")
+    @classmethod
+    def _topic(cls, topic: str) -> str:
+        resource = _arn(topic, "sns", "sns").group("resource")
+        if not _TOPIC_NAME.match(resource):
+            raise ValueError(f"not an SNS topic name: {resource!r}")
+        return topic
+
+    def spec(self) -> SnsSpec:
+        return SnsSpec(arn=self.topic, region=_arn(self.topic, "sns", "sns").group("region"))
+
+    def text(self) -> str:
+        return self.topic
+
+
+class EventBusTargetObject(_TargetObject):
+    """Put the payload as an event on an EventBridge bus, named by ARN."""
+
+    type: Literal["eventbridge"]
+    bus: str
+
+    @field_validator("bus")
+    @classmethod
+    def _bus(cls, bus: str) -> str:
+        if not _BUS_NAME.match(_arn(bus, "events", "eventbridge").group("resource")):
+            raise ValueError("an EventBridge target is an event bus ARN (…:event-bus/NAME)")
+        return bus
+
+    def spec(self) -> EventBusSpec:
+        region = _arn(self.bus, "events", "eventbridge").group("region")
+        return EventBusSpec(arn=self.bus, region=region)
+
+    def text(self) -> str:
+        return self.bus
+
+
+class LambdaTargetObject(_TargetObject):
+    """Invoke a Lambda function with the execution's envelope as its event: synchronously
+    (`RequestResponse`, within the job's timeout; a function error is a failed attempt) or
+    asynchronously (`Event`: Lambda's acceptance is success)."""
+
+    type: Literal["lambda"]
+    function: str = Field(description="the function's ARN, with a qualifier if wanted")
+    invocation: Invocation = "RequestResponse"
+
+    @field_validator("function")
+    @classmethod
+    def _function(cls, function: str) -> str:
+        match = _ARN.match(function)
+        if not match or match.group("service") != "lambda":
+            raise ValueError("function is a Lambda function ARN")
+        if not _FUNCTION.match(match.group("resource")):
+            raise ValueError("a Lambda target is a function ARN (…:function:NAME[:QUALIFIER])")
+        return function
+
+    def spec(self) -> LambdaSpec:
+        region = _arn(self.function, "lambda", "lambda").group("region")
+        return LambdaSpec(self.function, region, self.invocation)
+
+    def text(self) -> str:
+        """The function's ARN for a synchronous call, else the object in compact JSON."""
+        return self.spec().text()
+
+
+class StepFunctionsTargetObject(_TargetObject):
+    """Start an execution of a Step Functions state machine, named from the execution id and
+    attempt (a retried start is the same execution), with the execution's envelope as input."""
+
+    type: Literal["stepfunctions"]
+    state_machine: str = Field(description="the state machine's ARN")
+
+    @field_validator("state_machine")
+    @classmethod
+    def _state_machine(cls, arn: str) -> str:
+        if not _STATE_MACHINE.match(_arn(arn, "states", "stepfunctions").group("resource")):
+            raise ValueError("a Step Functions target is a state machine ARN (…:stateMachine:NAME)")
+        return arn
+
+    def spec(self) -> StateMachineSpec:
+        region = _arn(self.state_machine, "states", "stepfunctions").group("region")
+        return StateMachineSpec(arn=self.state_machine, region=region)
+
+    def text(self) -> str:
+        return self.state_machine
+
+
+TARGET_OBJECTS = (
+    HttpTargetObject,
+    HandlerTargetObject,
+    SqsTargetObject,
+    SnsTargetObject,
+    EventBusTargetObject,
+    LambdaTargetObject,
+    StepFunctionsTargetObject,
+)
+AnyTargetObject = (
+    HttpTargetObject
+    | HandlerTargetObject
+    | SqsTargetObject
+    | SnsTargetObject
+    | EventBusTargetObject
+    | LambdaTargetObject
+    | StepFunctionsTargetObject
+)
+TargetObject = Annotated[AnyTargetObject, Field(discriminator="type")]
+# The one validator of targets: the API's object forms, every string form (through
+# `object_form`), the store's read-back, the importers and the worker all go through it.
+TARGETS: TypeAdapter[TargetObject] = TypeAdapter(TargetObject)
+# The kinds an ARN names, by its service.
+_ARN_KINDS = {
+    "sqs": ("sqs", "queue"),
+    "sns": ("sns", "topic"),
+    "events": ("eventbridge", "bus"),
+    "lambda": ("lambda", "function"),
+    "states": ("stepfunctions", "state_machine"),
+}
+# Long enough for any queue URL, ARN or webhook URL; a target is stored in every job item.
+MAX_TARGET_CHARS = 4096
+
+
+def object_form(text: str) -> dict[str, Any]:
+    """The object form of a string target, unchecked: which kind the string names is read from
+    how it begins (the table above); what the kind allows is the union's to check."""
+    if len(text) > MAX_TARGET_CHARS:
+        raise ValueError(f"a target has at most {MAX_TARGET_CHARS} characters")
+    if text.startswith(HANDLER_PREFIX):
+        return {"type": "handler", "name": text.removeprefix(HANDLER_PREFIX)}
+    if text.startswith("arn:"):
+        match = _ARN.match(text)
+        if not match:
+            raise ValueError("not an SQS, SNS, EventBridge, Lambda or Step Functions ARN")
+        kind, field = _ARN_KINDS[match.group("service")]
+        return {"type": kind, field: text}
+    if text.startswith("{"):
+        return _stored_object(text)
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https") and parts.hostname:
+        return (
+            {"type": "sqs", "queue": text} if _queue_host(text) else {"type": "http", "url": text}
+        )
+    raise ValueError(
+        "target must be an http(s) URL, handler:NAME, an SQS queue URL or ARN, an SNS topic ARN, "
+        "an EventBridge bus ARN, a Lambda function ARN or a Step Functions state machine ARN"
+    )
+
+
+def _stored_object(text: str) -> dict[str, Any]:
+    """An object stored in JSON: only the kinds whose stored form is one (an HTTP target with
+    more than a POST, an asynchronous Lambda target)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise ValueError("a target starting with { is a target object in JSON") from None
+    if not isinstance(data, dict) or data.get("type") not in ("http", "lambda"):
+        raise ValueError(
+            'a target object in a string is an HTTP or Lambda target: {"type": "http", ...}'
+        )
+    return data
+
+
+def problem(exc: ValidationError) -> str:
+    """The first of the union's errors in one line: the field it is in (within the object form,
+    the kind's tag left out) and what is wrong."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"][1:])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def target_object(value: Any) -> AnyTargetObject:
+    """The checked object form of a target given as an object or as its string form;
+    ValueError naming what is wrong otherwise."""
+    data = object_form(value) if isinstance(value, str) else value
+    try:
+        return TARGETS.validate_python(data)
+    except ValidationError as exc:
+        raise ValueError(problem(exc)) from None
+
+
+def parse_target(text: str) -> TargetSpec:
+    """The target a string names; ValueError saying which forms are accepted otherwise."""
+    return target_object(text).spec()
+
+
+def stored_target(value: str) -> str:
+    """`value` if it is a target a worker can call, as a stored record's field is read back
+    (a record that holds another cannot be read, and is isolated as any unreadable record)."""
+    parse_target(value)
+    return value
+
+
+StoredTarget = Annotated[str, AfterValidator(stored_target)]
 
 
 def handler_name(text: str) -> str | None:
@@ -428,10 +740,11 @@ def handler_name(text: str) -> str | None:
 
 def target_host(text: str) -> str | None:
     """The host an HTTP target calls (lower case), or None for any other kind; what a host's
-    rate limit is keyed by. Cheap enough for the dispatch path: no full parse."""
+    rate limit is keyed by. Cheap enough for the dispatch path: a URL is not checked again (the
+    record holding it was, when it was read), only an object in JSON is parsed."""
     if text.startswith("{"):
         try:
-            spec = _parse_object(text)
+            spec = parse_target(text)
         except ValueError:
             return None
         if not isinstance(spec, HttpSpec):
@@ -441,36 +754,3 @@ def target_host(text: str) -> str | None:
         return None
     host = urlsplit(text).hostname
     return host.lower() if host else None
-
-
-def _parse_arn(text: str) -> TargetSpec:
-    match = _ARN.match(text)
-    if not match:
-        raise ValueError("not an SQS, SNS, EventBridge, Lambda or Step Functions ARN")
-    service, region, resource = match.group("service", "region", "resource")
-    if service == "sqs":
-        if not _QUEUE_NAME.match(resource):
-            raise ValueError(f"not an SQS queue name: {resource!r}")
-        return SqsSpec(region=region, account=match.group("account"), name=resource)
-    if service == "sns":
-        if not _TOPIC_NAME.match(resource):
-            raise ValueError(f"not an SNS topic name: {resource!r}")
-        return SnsSpec(arn=text, region=region)
-    if service == "lambda":
-        if not _FUNCTION.match(resource):
-            raise ValueError("a Lambda target is a function ARN (…:function:NAME[:QUALIFIER])")
-        return LambdaSpec(arn=text, region=region)
-    if service == "states":
-        if not _STATE_MACHINE.match(resource):
-            raise ValueError("a Step Functions target is a state machine ARN (…:stateMachine:NAME)")
-        return StateMachineSpec(arn=text, region=region)
-    if not _BUS_NAME.match(resource):
-        raise ValueError("an EventBridge target is an event bus ARN (…:event-bus/NAME)")
-    return EventBusSpec(arn=text, region=region)
-
-
-def _queue_url(text: str, region: str, path: str) -> SqsSpec:
-    account, _, name = path.strip("/").partition("/")
-    if not (account.isdigit() and len(account) == 12 and _QUEUE_NAME.match(name)):
-        raise ValueError("an SQS queue URL ends in /ACCOUNT/QUEUE_NAME")
-    return SqsSpec(region=region, account=account, name=name, url=text)
