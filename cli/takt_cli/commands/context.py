@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from takt_cli.commands.auth import Authenticator, NoAuth, authenticator
-from takt_cli.commands.errors import CliError
+from takt_cli.commands.errors import CliError, terminal_text
 
 __all__ = ["CliContext", "CliError", "context_of", "render_table"]
 
@@ -55,4 +55,4 @@ def render_table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 
 def _cell(value: Any) -> str:
-    return "-" if value in (None, "") else str(value)
+    return "-" if value in (None, "") else terminal_text(str(value))

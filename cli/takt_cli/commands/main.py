@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from takt_cli.commands.errors import CliError
+from takt_cli.commands.errors import CliError, terminal_text
 
 # Each command: the module that defines it (`module:attribute` when the function is not named
 # as the command) and its one-line help. `takt --help` prints these
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cli.main(args=argv, prog_name="takt", standalone_mode=False)
     except CliError as exc:
-        click.echo(f"takt: error: {exc.message}", err=True)
+        click.echo(f"takt: error: {terminal_text(exc.message)}", err=True)
         return exc.exit_code
     except click.exceptions.Abort:
         click.echo("takt: error: aborted", err=True)

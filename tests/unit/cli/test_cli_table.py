@@ -49,3 +49,14 @@ def test_a_command_with_nothing_to_list_prints_its_header(
     )
 
     assert capsys.readouterr().out == "ID  STATE\n"
+
+
+def test_a_cell_prints_bidi_and_control_characters_escaped() -> None:
+    table = render_table(
+        [{"name": "invoice\u202egnp.exe", "note": "two\nlines\x1b[2J"}], ["name", "note"]
+    )
+
+    assert "\u202e" not in table and "\x1b" not in table and len(table.splitlines()) == 2, (
+        f"a table prints bidi and control characters escaped, one row a line: {table!r}"
+    )
+    assert "invoice\\u202egnp.exe" in table and "two\\x0alines\\x1b[2J" in table
