@@ -17,6 +17,7 @@ import click
 
 from takt_cli.commands.client import call, send
 from takt_cli.commands.context import CliContext, CliError
+from takt_cli.commands.errors import terminal_text
 
 if TYPE_CHECKING:
     from takt_cli.migrate import Exported, Imported
@@ -26,12 +27,24 @@ PAGE = 200
 
 
 def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+    """The source file's text, read no further than one byte past the bound on its size."""
+    from takt_cli.migrate import MappingError  # noqa: PLC0415 - only an import command loads its mapping
+    from takt_cli.migrate.reading import MAX_SOURCE_BYTES, check_size  # noqa: PLC0415 - only an import command loads its mapping
+
     try:
-        return Path(path).read_text(encoding="utf-8")
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
+        else:
+            with Path(path).open("rb") as source:
+                data = source.read(MAX_SOURCE_BYTES + 1)
+        check_size(data, path)
+        return data.decode("utf-8")
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except MappingError as exc:
+        raise CliError(str(exc)) from None
 
 
 @click.group("import")
@@ -101,11 +114,12 @@ def _import(ctx: CliContext, items: list[Imported], dry_run: bool) -> None:
     """Print (dry run) or create the items, then report; exit 1 if a real import refused any."""
     for item in items:
         for note in item.notes:
-            click.echo(f"takt: note: {item.source}: {note}", err=True)
+            click.echo(f"takt: note: {terminal_text(f'{item.source}: {note}')}", err=True)
     if dry_run:
         for item in items:
             if item.reason is not None:
-                click.echo(f"takt: refused: {item.source}: {item.reason}", err=True)
+                shown = terminal_text(f"{item.source}: {item.reason}")
+                click.echo(f"takt: refused: {shown}", err=True)
         bodies = [item.body for item in items if item.body is not None]
         rows = [
             {
@@ -216,9 +230,10 @@ def export_k8s(ctx: CliContext, job_ids: tuple[str, ...]) -> None:
 def _mapped(out: list[Exported]) -> list[dict[str, Any]]:
     for exported in out:
         if exported.reason is not None:
-            click.echo(f"takt: not exported: {exported.job_id}: {exported.reason}", err=True)
+            shown = terminal_text(f"{exported.job_id}: {exported.reason}")
+            click.echo(f"takt: not exported: {shown}", err=True)
         for note in exported.notes:
-            click.echo(f"takt: note: {exported.job_id}: {note}", err=True)
+            click.echo(f"takt: note: {terminal_text(f'{exported.job_id}: {note}')}", err=True)
     return [exported.item for exported in out if exported.item is not None]
 
 

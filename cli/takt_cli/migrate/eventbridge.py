@@ -39,6 +39,7 @@ from takt.schedule import ScheduleError, parse_duration, validate_time_zone
 from takt.schedule.cron import parse_expression
 from takt_cli.migrate.awscron import from_aws, to_aws
 from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
+from takt_cli.migrate.reading import check_json_depth
 
 _EXPRESSION = re.compile(r"(?P<kind>cron|rate|at)\((?P<body>.*)\)", re.DOTALL)
 _RATE = re.compile(r"(?P<value>[0-9]+) (?P<unit>minutes?|hours?|days?)")
@@ -55,6 +56,7 @@ _NAME = re.compile(r"[^0-9A-Za-z_.-]+")
 
 def load(text: str, now: datetime) -> list[Imported]:
     """Every schedule in `text` (JSON), mapped; a file that is not such JSON raises."""
+    check_json_depth(text, "the file")
     try:
         document = json.loads(text)
     except ValueError as exc:
@@ -81,7 +83,9 @@ def one(schedule: Any, index: int, now: datetime) -> Imported:
     item = Imported(f"{group}/{name}", source_key("eventbridge", f"{group}/{name}"))
     try:
         item.body = _body(schedule, group, name, now, item.notes)
-    except MappingError as exc:
+    except (ValueError, OverflowError) as exc:
+        # A MappingError, or a value out of any range (`cron(0 0 1 1 ? 9999)` ends in year
+        # 10000): this schedule is refused, the rest of the file goes on.
         item.reason = str(exc)
         return item
     return checked(item)
@@ -177,6 +181,7 @@ def _target(target: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     body: dict[str, Any] = {"target": arn}
     raw = target.get("Input")
     if isinstance(raw, str):
+        check_json_depth(raw, "Target.Input")
         try:
             body["payload"] = json.loads(raw)
         except ValueError:

@@ -34,12 +34,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import yaml
-
 from takt.models.records import Dst, OverlapPolicy
 from takt.schedule import ScheduleError, parse_duration, validate_time_zone
 from takt_cli.migrate import robfig
 from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
+from takt_cli.migrate.reading import yaml_documents
 
 _ZONE_PREFIX = re.compile(r"^(?:CRON_TZ|TZ)=(?P<zone>\S+)\s+(?P<rest>.+)$")
 _EVERY = re.compile(r"^@every\s+(?P<duration>\S+)$")
@@ -55,10 +54,7 @@ _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
 def load(text: str, target: str) -> list[Imported]:
     """Every CronJob in the YAML `text`, mapped to a job body for `target`."""
 
-    try:
-        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as exc:
-        raise MappingError(f"not YAML: {exc}") from None
+    documents = yaml_documents(text)
     manifests: list[Any] = []
     for document in documents:
         if isinstance(document, dict) and document.get("kind") == "List":
@@ -78,7 +74,9 @@ def one(manifest: dict[str, Any], index: int, target: str) -> Imported:
     item = Imported(f"{namespace}/{name}", source_key("k8s", f"{namespace}/{name}"))
     try:
         item.body = _body(manifest, name, namespace, target, item.notes)
-    except MappingError as exc:
+    except (ValueError, OverflowError) as exc:
+        # A MappingError, or a value out of any range (a date past year 9999): this item is
+        # refused, the rest of the file goes on.
         item.reason = str(exc)
         return item
     return checked(item)
