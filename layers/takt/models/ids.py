@@ -52,9 +52,15 @@ def occurrence_token(instant: datetime) -> str:
     return utc.strftime("%Y%m%dT%H%M%S") + f"{utc.microsecond // 1000:03d}Z"
 
 
+# A manual run's id ends in this after its instant: it sorts right after a scheduled run of the
+# same instant, and reads as what it is (the single `m` once written reads as minutes, "…000Zm").
+# Ids written with the `m` stay valid.
+MANUAL_SUFFIX = "-manual"
+
+
 def execution_id(job_id: str, scheduled: datetime, *, manual: bool = False) -> str:
-    """The deterministic id of a job's occurrence; a manual trigger gets an `m` suffix."""
-    return f"{job_id}.{occurrence_token(scheduled)}{'m' if manual else ''}"
+    """The deterministic id of a job's occurrence; a manual trigger's says so after the instant."""
+    return f"{job_id}.{occurrence_token(scheduled)}{MANUAL_SUFFIX if manual else ''}"
 
 
 def split_execution_id(exec_id: str) -> tuple[str, str]:

@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 # list. Every string of its pattern is a valid place to start (DynamoDB starts after a key that
 # need not exist), so the API's OpenAPI document states exactly which cursors it accepts.
 JOB_CURSOR = r"^job_[0-9a-z]{26}$"
-EXECUTION_CURSOR = r"^[0-9]{8}T[0-9]{9}Zm?$"
-ATTENTION_CURSOR = r"^[0-9]{13}#job_[0-9a-z]{26}\.[0-9]{8}T[0-9]{9}Zm?$"
+EXECUTION_CURSOR = r"^[0-9]{8}T[0-9]{9}Z(?:m|-manual)?$"
+ATTENTION_CURSOR = r"^[0-9]{13}#job_[0-9a-z]{26}\.[0-9]{8}T[0-9]{9}Z(?:m|-manual)?$"
 
 
 def checked_cursor(cursor: str | None, pattern: str) -> str | None:
