@@ -83,7 +83,8 @@ def test_a_dry_run_prints_the_bodies_and_creates_nothing(
 
     code, out, err = _run(capsys, endpoint, "import", "k8s", file, "--target", TARGET, "--dry-run")
 
-    assert code == 0
+    assert code == 1, "a dry run exits as the import would: 1 when an item is refused"
+    assert "1 of 2 refused" in err
     bodies = json.loads(out)
     assert [b["name"] for b in bodies] == ["reports/nightly"]
     assert (bodies[0]["overlap"], bodies[0]["status"]) == ("replace", "paused")
@@ -172,6 +173,7 @@ def test_a_crontab_imports_once_and_a_reimport_days_later_changes_nothing(
     """The API keeps an idempotency record for a day; a re-import a week later finds the jobs
     the first import made by their idempotency key instead of being refused by their names."""
     file = _file(tmp_path, "my.crontab", CRONTAB)
+    dry = _run(capsys, endpoint, "import", "crontab", file, "--target", TARGET, "--dry-run")
 
     code, out, err = _run(capsys, endpoint, "import", "crontab", file, "--target", TARGET)
     first = json.loads(out)
@@ -179,7 +181,7 @@ def test_a_crontab_imports_once_and_a_reimport_days_later_changes_nothing(
     clock.advance(timedelta(days=7).total_seconds())
     code_again, out_again, _ = _run(capsys, endpoint, "import", "crontab", file, "--target", TARGET)
 
-    assert (code, code_again) == (1, 1)  # @reboot is refused both times
+    assert (dry[0], code, code_again) == (1, 1, 1), "@reboot is refused, dry run or not"
     assert "1 of 4 refused" in err
     assert [row["result"] for row in first] == ["created", "created", "created", "refused"]
     again = json.loads(out_again)
@@ -188,14 +190,14 @@ def test_a_crontab_imports_once_and_a_reimport_days_later_changes_nothing(
     ]
     assert store_snapshot(api.svc) == after_first
     jobs = {j["name"]: j for j in api.request("GET", "/v1/jobs").json["items"]}
-    nightly = jobs["/usr/local/bin/backup --full [30 2 * * *, Europe/Berlin]"]
+    nightly = jobs["backup [30 2 * * *, Europe/Berlin]"]
     assert (nightly["schedule"], nightly["time_zone"]) == ("30 2 * * *", "Europe/Berlin")
     assert nightly["payload"] == {
         "command": "/usr/local/bin/backup --full",
         "env": {"MAILTO": "ops@example.com"},
     }
-    assert jobs["/usr/local/bin/rotate-logs"]["schedule"] == "@daily"
-    often = jobs["/usr/local/bin/backup --full [*/10 * * * *, America/New_York]"]
+    assert jobs["rotate-logs"]["schedule"] == "@daily"
+    often = jobs["backup [*/10 * * * *, America/New_York]"]
     assert often["time_zone"] == "America/New_York"
 
 

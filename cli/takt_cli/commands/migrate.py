@@ -101,17 +101,23 @@ def import_eventbridge(ctx: CliContext, file: str, dry_run: bool) -> None:
 @import_.command("crontab")
 @click.argument("file")
 @_target
+@click.option(
+    "--system",
+    is_flag=True,
+    help="A system crontab (/etc/crontab, /etc/cron.d): a user field follows the schedule.",
+)
 @_dry_run
 @click.pass_obj
-def import_crontab(ctx: CliContext, file: str, target: str, dry_run: bool) -> None:
-    """A user crontab: CRON_TZ/TZ lines, comments, @daily-style macros."""
+def import_crontab(ctx: CliContext, file: str, target: str, system: bool, dry_run: bool) -> None:
+    """A crontab: CRON_TZ/TZ lines, comments, @daily-style macros."""
     from takt_cli.migrate import crontab  # noqa: PLC0415 - only this command loads its mapping and YAML
 
-    _import(ctx, crontab.load(_read(file), target), dry_run)
+    _import(ctx, crontab.load(_read(file), target, system=system), dry_run)
 
 
 def _import(ctx: CliContext, items: list[Imported], dry_run: bool) -> None:
-    """Print (dry run) or create the items, then report; exit 1 if a real import refused any."""
+    """Print (dry run) or create the items, then report; exit 1 if any was refused, dry run or
+    not, so that a dry run answers as the import would."""
     for item in items:
         for note in item.notes:
             click.echo(f"takt: note: {terminal_text(f'{item.source}: {note}')}", err=True)
@@ -131,6 +137,7 @@ def _import(ctx: CliContext, items: list[Imported], dry_run: bool) -> None:
             for i in items
         ]
         ctx.emit(bodies, rows, ["source", "result", "name", "reason"])
+        _refused(rows)
         return
     imported = {
         job["idempotency_key"]: job
@@ -139,10 +146,14 @@ def _import(ctx: CliContext, items: list[Imported], dry_run: bool) -> None:
     }
     report = [_create(ctx, item, imported.get(item.key)) for item in items]
     ctx.emit(report, report, REPORT_COLUMNS)
-    if any(row["result"] == "refused" for row in report):
-        raise CliError(
-            f"{sum(row['result'] == 'refused' for row in report)} of {len(report)} refused"
-        )
+    _refused(report)
+
+
+def _refused(rows: list[dict[str, Any]]) -> None:
+    """Exit 1, after the report, when the source had items takt refuses."""
+    refused = sum(row["result"] == "refused" for row in rows)
+    if refused:
+        raise CliError(f"{refused} of {len(rows)} refused")
 
 
 def _create(ctx: CliContext, item: Imported, earlier: dict[str, Any] | None) -> dict[str, Any]:
