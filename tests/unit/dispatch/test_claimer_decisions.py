@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from takt.clock import ManualClock
 from takt.config import Settings
@@ -46,6 +47,8 @@ class World:
         self.lanes = FakeLanes()
         self.calendars = FakeCalendars()
         self.quarantine = FakeQuarantine()
+        # The claimer's own clock, which times a claim: it stands still unless a test moves it.
+        self.elapsed = 0.0
         self.claimer = self.new_claimer()
 
     def new_claimer(self) -> Claimer:
@@ -58,13 +61,14 @@ class World:
             self.calendars,
             None,
             self.quarantine,
+            monotonic=lambda: self.elapsed,
         )
 
-    def job(self, **fields: Any) -> JobRecord:
-        """An every-minute job due at noon, indexed and stored as the API leaves it."""
+    def job(self, at: datetime = NOON, **fields: Any) -> JobRecord:
+        """An every-minute job due at `at`, indexed and stored as the API leaves it."""
         fields.setdefault("schedule", "* * * * *")
-        job = make_job(now=CREATED, next_run_time=NOON, **fields)
-        self.due.put(job.tenant_id, job.job_id, NOON, CREATED)
+        job = make_job(now=CREATED, next_run_time=at, **fields)
+        self.due.put(job.tenant_id, job.job_id, at, CREATED)
         return self.jobs.put(job)
 
     def claim(self, now: datetime = NOON, claimer: Claimer | None = None) -> ClaimResult:
@@ -184,11 +188,27 @@ def test_an_edit_landing_during_a_claim_decides_where_the_job_goes_next(world: W
     assert world.jobs.advances == 0
 
 
-def test_an_occurrence_claimed_ahead_and_then_paused_is_recorded_skipped_by_its_worker() -> None:
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (
+            {"status": JobStatus.PAUSED},
+            "the job was paused before its occurrence of 2026-03-02T12:00:00Z ran",
+        ),
+        (
+            {"schedule": "30 * * * *", "next_run_time": NOON + 30 * MINUTE},
+            "the job was edited (version 1 to 2) and no longer fires at 2026-03-02T12:00:00Z",
+        ),
+    ],
+    ids=["paused", "rescheduled"],
+)
+def test_an_occurrence_claimed_ahead_and_then_edited_is_recorded_skipped_by_its_worker(
+    edit: dict[str, Any], reason: str
+) -> None:
     world = World(dispatch_ahead_sec=2.0)
     job = world.job()
     world.claim(NOON - timedelta(seconds=1))
-    world.jobs.edit(TENANT, job.job_id, status=JobStatus.PAUSED)
+    world.jobs.edit(TENANT, job.job_id, **edit)
     clock = ManualClock(NOON)
     calls: list[str] = []
 
@@ -214,9 +234,8 @@ def test_an_occurrence_claimed_ahead_and_then_paused_is_recorded_skipped_by_its_
     outcome = runner.process(world.lanes.sent[0].message)
 
     skipped = world.executions.get(TENANT, execution_id(job.job_id, NOON))
-    assert (outcome.state, skipped.state) == ("skipped", ExecState.SKIPPED)
-    assert skipped.reason == "the job was paused before its occurrence of 2026-03-02T12:00:00Z ran"
-    assert calls == [], "invariant 8: a pause acknowledged before the due time stops the run"
+    assert (outcome.state, skipped.state, skipped.reason) == ("skipped", ExecState.SKIPPED, reason)
+    assert calls == [], "invariant 8: an edit acknowledged before the due time decides the run"
 
 
 def test_occurrences_missed_while_nothing_claimed_are_recorded_skipped_and_the_latest_runs(
@@ -271,3 +290,88 @@ def test_a_job_that_cannot_be_read_is_parked_and_the_rest_of_the_claim_goes_on(
         ("jobs", {"tenant_id": TENANT, "job_id": bad.job_id}, "claimer")
     ]
     assert world.due.indexed(TENANT, bad.job_id) == [], "no later claim meets it again"
+
+
+def test_a_job_whose_execution_the_table_refuses_is_parked_and_the_rest_of_the_claim_goes_on(
+    world: World,
+) -> None:
+    good = world.job()
+    bad = world.job()
+    refused = execution_id(bad.job_id, NOON)
+
+    def refuse_the_bad_one(record: ExecutionRecord) -> None:
+        if record.execution_id == refused:
+            raise ClientError(
+                {"Error": {"Code": "ValidationException", "Message": "item too large"}},
+                "PutItem",
+            )
+
+    world.executions.before_create = refuse_the_bad_one
+
+    result = world.claim()
+
+    assert world.states() == [(execution_id(good.job_id, NOON), ExecState.PENDING, None)]
+    assert world.lanes.attempts() == [(execution_id(good.job_id, NOON), 1)], (
+        "invariant 9: a write DynamoDB refuses for one job does not stop the others"
+    )
+    assert result.quarantined == 1
+    assert [p.key["job_id"] for p in world.quarantine.parked] == [bad.job_id]
+    assert world.due.indexed(TENANT, bad.job_id) == [], "no later claim meets it again"
+
+
+def test_a_claim_lists_its_executions_for_the_watchdog_before_it_creates_them(
+    world: World,
+) -> None:
+    job = world.job()
+    listed_at_create: list[list[str]] = []
+    world.executions.before_create = lambda _: listed_at_create.append(world.due.watches.listed())
+
+    world.claim()
+
+    assert listed_at_create == [[execution_id(job.job_id, NOON)]], (
+        "invariant 1: an execution created outside the open index is already on a watch "
+        "list, so a claim dying after the create leaves nothing unchecked"
+    )
+
+
+def test_a_due_item_ahead_of_its_job_is_kept_and_an_old_one_has_the_job_checked(
+    world: World,
+) -> None:
+    job = world.job(at=NOON + timedelta(seconds=45), schedule=None)
+    # Another claim's step 3 (its next due item), whose step 4 (the advance) never came.
+    world.due.items.clear()
+    world.due.put(TENANT, job.job_id, NOON + timedelta(seconds=50), NOON - MINUTE)
+
+    result = world.claim(NOON + timedelta(seconds=55))
+
+    assert world.due.indexed(TENANT, job.job_id) == [NOON + timedelta(seconds=50)], (
+        "invariant 1: an item after its job's occurrence may be an advance in flight, not stale"
+    )
+    assert result.left == 1
+    assert world.jobs.attr(TENANT, job.job_id, "unindexed") is not None, (
+        "past the grace period the reconciler is asked to check where the job points"
+    )
+
+
+def test_the_minutes_first_second_is_claimed_ahead_and_sent_delayed_to_its_second() -> None:
+    world = World(burst_ahead_sec=30.0)
+    job = world.job()
+
+    result = world.claim(NOON - timedelta(seconds=20))
+
+    assert result.dispatched == 1
+    assert [(o.message.execution_id, o.delay_sec) for o in world.lanes.sent] == [
+        (execution_id(job.job_id, NOON), 20)
+    ], "invariant 5: a burst claimed 20 s early reaches the workers at its second"
+
+
+def test_a_job_whose_run_depends_on_its_instant_waits_for_the_regular_claim() -> None:
+    world = World(burst_ahead_sec=30.0)
+    job = world.job(overlap="skip")
+
+    result = world.claim(NOON - timedelta(seconds=20))
+
+    assert (world.states(), result.left) == ([], 1), (
+        "invariant 8: an overlap policy judges the previous run as it is at the occurrence"
+    )
+    assert world.due.indexed(TENANT, job.job_id) == [NOON]

@@ -58,6 +58,8 @@ class World:
         self.executions = FakeExecutions()
         self.lanes = FakeLanes()
         self.targets = Targets(answer)
+        # The runner's waits: each moves the clock on, as the wait would have.
+        self.slept: list[float] = []
         self.runner = ExecutionRunner(
             RunnerSettings.of(self.settings),
             self.jobs,
@@ -66,16 +68,21 @@ class World:
             self.targets,
             self.clock,
             worker_id="w1",
+            sleep=self.sleep,
             monotonic=self.clock.monotonic,
         )
         # Another actor on the same tables: the watchdog's writes.
         self.lifecycle = Lifecycle(self.settings, self.jobs, self.executions, self.lanes)
 
-    def message(self, retry: RetryPolicy | None = None) -> LaneMessage:
-        """A pending execution of a job due at noon, and its lane message."""
-        job: JobRecord = self.jobs.put(make_job(now=NOON, next_run_time=NOON, retry=retry))
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.clock.advance(seconds)
+
+    def message(self, retry: RetryPolicy | None = None, at: datetime = NOON) -> LaneMessage:
+        """A pending execution of a job due `at`, claimed at noon, and its lane message."""
+        job: JobRecord = self.jobs.put(make_job(now=NOON, next_run_time=at, retry=retry))
         record = ExecutionRecord.for_job(
-            job, execution_id(job.job_id, NOON), NOON, ExecState.PENDING, NOON
+            job, execution_id(job.job_id, at), at, ExecState.PENDING, NOON
         )
         assert self.executions.create(record, check_at_ms=self.lifecycle.check_at(NOON))
         return Outgoing.of(record).message
@@ -240,3 +247,15 @@ def test_a_success_ends_the_execution_and_notes_it_on_the_job() -> None:
     )
     assert after.finished_at == NOON
     assert world.jobs.outcomes == [(message.execution_id, "succeeded")]
+
+
+def test_a_message_claimed_ahead_is_held_until_its_time_before_the_lease() -> None:
+    world = World(lambda ctx: TargetResult("success"))
+    message = world.message(at=NOON + timedelta(seconds=1))
+
+    world.runner.process(message)
+
+    assert world.slept == [1.0]
+    assert world.execution(message).started_at == NOON + timedelta(seconds=1), (
+        "invariant 5: an occurrence claimed ahead starts at its time on the worker's clock"
+    )
