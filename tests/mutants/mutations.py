@@ -102,6 +102,7 @@ MUTATIONS: tuple[Mutation, ...] = (
             "(ExecState.PENDING, ExecState.RETRY_WAIT, ExecState.RUNNING)",
         ),
         tests=(
+            "tests/unit/worker/test_runner_decisions.py::test_a_duplicate_message_of_a_running_attempt_calls_nothing",
             "tests/integration/test_worker_runner.py::test_a_duplicate_message_while_the_attempt_runs_does_not_call_the_target_again",
             f"{S16}[copy-while-running]",
         ),
@@ -124,6 +125,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="if record.lease_expires_at >= cutoff:",
         new="if record.lease_expires_at >= cutoff + 10**12:",
         tests=(
+            "tests/unit/watchdog/test_watchdog_decisions.py::test_a_lease_expired_but_not_past_the_margin_is_left_to_its_worker",
             "tests/integration/test_watchdog.py::test_an_expired_lease_is_not_reclaimed_before_the_margin",
             f"{S16}[call-outlasts-the-resend-wait]",
         ),
@@ -135,6 +137,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="cutoff = to_ms(now - timedelta(seconds=self._settings.clock_margin_sec))",
         new="cutoff = to_ms(now)",
         tests=(
+            "tests/unit/watchdog/test_watchdog_decisions.py::test_a_lease_expired_but_not_past_the_margin_is_left_to_its_worker",
             "tests/integration/test_watchdog.py::test_an_expired_lease_is_not_reclaimed_before_the_margin",
             f"{S16}[worker-behind-within-margin]",
         ),
@@ -145,7 +148,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         path=RUNNER,
         old="self._sleep(min(early, self._settings.dispatch_ahead_sec + 1))",
         new="self._sleep(0)",
-        tests=(f"{S16}[claimed-ahead]",),
+        tests=(
+            "tests/unit/worker/test_runner_decisions.py::test_a_message_claimed_ahead_is_held_until_its_time_before_the_lease",
+            f"{S16}[claimed-ahead]",
+        ),
     ),
     Mutation(
         name="lost-lease-does-not-stop-the-worker",
@@ -156,6 +162,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         new="""                if False:
                     stop.set("lease_lost")""",
         tests=(
+            "tests/unit/worker/test_runner_decisions.py::test_a_worker_whose_heartbeats_fail_stops_at_its_leases_local_expiry_and_reports_nothing",
             "tests/integration/worker/test_worker_lease_lost.py::test_a_heartbeat_that_never_answers_does_not_keep_the_worker_past_its_lease",
             "tests/integration/worker/test_worker_lease_lost.py::test_a_slow_last_attempt_is_marked_dead_only_after_its_worker_stopped",
         ),
@@ -191,6 +198,7 @@ MUTATIONS: tuple[Mutation, ...] = (
             leased_at = self._monotonic()
 """,
         tests=(
+            "tests/unit/worker/test_runner_decisions.py::test_a_worker_whose_lease_write_outlasted_the_lease_calls_nothing_and_reports_nothing",
             LEASE_LOST + "test_a_lease_write_that_takes_the_whole_lease_calls_nothing_"
             "its_lease_counts_from_the_send",
             LEASE_LOST + "test_a_slow_lease_write_leaves_the_worker_only_what_is_left_of_its_lease",
@@ -205,6 +213,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         new="""        if False:
             # The lease write itself took the lease's whole time""",
         tests=(
+            "tests/unit/worker/test_runner_decisions.py::test_a_worker_whose_lease_write_outlasted_the_lease_calls_nothing_and_reports_nothing",
             LEASE_LOST + "test_a_lease_write_that_takes_the_whole_lease_calls_nothing_"
             "its_lease_counts_from_the_send",
         ),
@@ -504,6 +513,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="if claimed_ahead(message, self._settings.clock_margin_sec):",
         new="if False:",
         tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_an_occurrence_claimed_ahead_and_then_edited_is_recorded_skipped_by_its_worker[paused]",
             "tests/integration/test_dispatch_edits.py::test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not_run",
         ),
     ),
@@ -514,6 +524,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="if job.version == message.job_version:",
         new="if True:",
         tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_an_occurrence_claimed_ahead_and_then_edited_is_recorded_skipped_by_its_worker[rescheduled]",
             "tests/integration/test_dispatch_edits.py::test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not_run[moved]",
             "tests/integration/test_dispatch_edits.py::test_a_claimed_one_off_whose_payload_changed_before_its_time_runs_as_it_now_is",
         ),
@@ -525,6 +536,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="if until <= ahead_sec or until - elapsed_sec < 1 or outgoing.delay_sec:",
         new="if True:",
         tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_the_minutes_first_second_is_claimed_ahead_and_sent_delayed_to_its_second",
             "tests/integration/test_dispatch_burst.py::test_the_minutes_first_second_is_claimed_30_s_ahead_and_delayed_until_then",
         ),
     ),
@@ -535,6 +547,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="return not overlap_rule(job.overlap).holds_slot and job.tasks is None",
         new="return True",
         tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_a_job_whose_run_depends_on_its_instant_waits_for_the_regular_claim",
             "tests/integration/test_dispatch_burst.py::test_a_job_whose_run_depends_on_its_instant_waits_for_the_regular_claim",
         ),
     ),
@@ -550,6 +563,7 @@ MUTATIONS: tuple[Mutation, ...] = (
                     raise
                     self._park(item, str(shard), exc, now)""",
         tests=(
+            "tests/unit/watchdog/test_watchdog_decisions.py::test_a_record_that_cannot_be_read_is_quarantined_and_the_sweep_goes_on",
             "tests/integration/test_quarantine_watchdog.py::test_an_execution_that_cannot_be_parsed_is_quarantined_and_the_others_are_swept",
         ),
     ),
@@ -565,6 +579,7 @@ MUTATIONS: tuple[Mutation, ...] = (
                 raise
                 firing.quarantined = True""",
         tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_a_job_whose_execution_the_table_refuses_is_parked_and_the_rest_of_the_claim_goes_on",
             "tests/integration/test_quarantine_claimer.py::test_a_year_500_job_is_quarantined_and_its_neighbours_run",
         ),
     ),
@@ -585,6 +600,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="if job is not None and _ahead_of_its_job(job, item):",
         new="if False:",
         tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_a_due_item_ahead_of_its_job_is_kept_and_an_old_one_has_the_job_checked",
             "tests/integration/test_dispatch_overlapping_claims.py::test_a_claim_that_dies_after_reading_an_advance_in_flight_leaves_the_job_indexed",
         ),
     ),
@@ -605,6 +621,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="self._jobs.note_unindexed(job.tenant_id, job.job_id, now)",
         new="pass",
         tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_a_due_item_ahead_of_its_job_is_kept_and_an_old_one_has_the_job_checked",
             "tests/integration/test_dispatch_overlapping_claims.py::test_a_job_left_pointing_where_nothing_is_indexed_is_repaired_by_the_reconciler",
         ),
     ),
@@ -616,6 +633,7 @@ MUTATIONS: tuple[Mutation, ...] = (
             result.resent += 1""",
         new="""            result.resent += 1""",
         tests=(
+            "tests/unit/watchdog/test_watchdog_decisions.py::test_a_pending_execution_whose_message_was_lost_is_sent_again_after_the_resend_wait",
             "tests/integration/test_watchdog.py::test_a_pending_execution_whose_message_was_lost_is_resent",
             "tests/chaos/test_chaos_dispatch.py::test_s3_messages_lost_after_the_execution_is_written_are_sent_again",
         ),
@@ -627,6 +645,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="job, execution_id(job.job_id, scheduled), scheduled, state, now, reason=reason",
         new="job, execution_id(job.job_id, now), scheduled, state, now, reason=reason",
         tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_a_claim_creates_one_execution_under_the_occurrences_id_and_a_second_claim_adds_none",
             "tests/integration/test_dispatch_crash.py::test_a_claim_that_crashes_between_steps_is_finished_by_the_next_ticks",
             "tests/chaos/test_chaos_dispatch.py::test_s2_a_claimer_dying_between_each_pair_of_steps_loses_and_doubles_nothing",
         ),
@@ -684,6 +703,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="        self._watch(firings, shard, now)\n",
         new="",
         tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_a_claim_lists_its_executions_for_the_watchdog_before_it_creates_them",
             "tests/chaos/test_chaos_dispatch.py::"
             "test_s3_messages_lost_after_the_execution_is_written_are_sent_again",
             WATCH + "test_an_execution_whose_message_was_lost_is_sent_again_after_its_check",
@@ -712,7 +732,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         )
         self._watch(firings, shard, now)
 """,
-        tests=(WATCH + "test_a_claim_that_dies_after_its_watch_leaves_nothing_unchecked",),
+        tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_a_claim_lists_its_executions_for_the_watchdog_before_it_creates_them",
+            WATCH + "test_a_claim_that_dies_after_its_watch_leaves_nothing_unchecked",
+        ),
     ),
     Mutation(
         name="watch-check-indexes-only-pending",
