@@ -5,6 +5,7 @@ deployment (`takt_cli.capacity.idle`, checked in tests/infra/test_infra_cost.py)
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
@@ -21,8 +22,15 @@ SOURCES = ("cli", "layers", "infra", "functions", "bench")
 DISTINCT = {price.listed for price in LIST_PRICES.values() if round(price.listed * 100, 9) % 1 != 0}
 
 
+# A number as Python writes a float; only a module holding one that is a price is parsed.
+NUMBER = re.compile(r"\d*\.\d+(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+")
+
+
 def _float_literals(path: Path) -> Iterator[tuple[int, float]]:
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    text = path.read_text()
+    if not any(float(number) in DISTINCT for number in NUMBER.findall(text)):
+        return
+    for node in ast.walk(ast.parse(text, filename=str(path))):
         if isinstance(node, ast.Constant) and type(node.value) is float:
             yield node.lineno, node.value
 
