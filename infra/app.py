@@ -7,7 +7,9 @@ an audit; the tests apply the same checks.
 from __future__ import annotations
 
 import os
+import sys
 
+import boto3
 from aws_cdk import App, Aspects, Environment
 from cdk_nag import AwsSolutionsChecks
 
@@ -31,7 +33,24 @@ def build(app: App) -> tuple[StatefulStack, StatelessStack]:
     return stateful, stateless
 
 
+def unconfigured_region_note(cli_region: str | None, configured_region: str | None) -> str | None:
+    """What to tell a user whose templates the CLI bound to its fallback region: with no region
+    configured (no AWS_REGION, no profile region), the CDK CLI still passes one (us-east-1), and
+    `cdk deploy --app cdk.out` later deploys there whatever region its credentials name."""
+    if cli_region is None or configured_region is not None:
+        return None
+    return (
+        f"takt: no AWS region is configured, so cdk.out is bound to {cli_region}; to deploy "
+        f"elsewhere, set AWS_REGION (or your profile's region) and synthesize again"
+    )
+
+
 def main() -> None:
+    note = unconfigured_region_note(
+        os.environ.get("CDK_DEFAULT_REGION"), boto3.session.Session().region_name
+    )
+    if note is not None:
+        print(note, file=sys.stderr)
     app = App()
     build(app)
     app.synth()

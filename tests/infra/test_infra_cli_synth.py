@@ -173,6 +173,8 @@ def test_the_cdk_cli_synthesizes_without_credentials(run: str, tmp_path: Path) -
     )
 
     assert result.returncode == 0, result.stderr[-4000:]
+    # No region in the environment or the (empty) AWS config: the user is told where it is bound.
+    assert "cdk.out is bound to us-east-1" in result.stderr
     assert [path.name for path in templates(assembly)] == [
         "TaktStateful.template.json",
         "TaktStateless.template.json",

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from aws_cdk import App
 
+from infra.app import unconfigured_region_note
 from infra.context import (
     ContextError,
     DeployConfig,
@@ -169,3 +170,17 @@ def test_missing_knob_fails_with_its_name(cdk_json_context: dict[str, Any]) -> N
 
     with pytest.raises(ContextError, match="logLevel"):
         _config(context)
+
+
+def test_a_synth_with_no_region_configured_says_where_cdk_out_is_bound() -> None:
+    """The CDK CLI binds the templates to us-east-1 when nothing names a region; a later
+    `cdk deploy --app cdk.out` then deploys there, whatever region its credentials name."""
+    note = unconfigured_region_note("us-east-1", None)
+
+    assert note is not None
+    assert "cdk.out is bound to us-east-1" in note
+    assert "AWS_REGION" in note
+
+
+def test_a_synth_in_a_configured_region_says_nothing() -> None:
+    assert unconfigured_region_note("eu-west-1", "eu-west-1") is None
