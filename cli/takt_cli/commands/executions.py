@@ -23,10 +23,14 @@ ATTEMPT_COLUMNS = [
 
 
 def _row(execution: dict[str, Any]) -> dict[str, Any]:
-    """An execution as a table row: its attempt read against its own re-run's budget ("re-run
-    2, attempt 1 of 3", the API's `attempt_label`), and one that succeeded in the end shows no
-    error (the API keeps its last failed attempt's, which its attempts list)."""
-    row = {**execution, "attempt": execution.get("attempt_label", execution.get("attempt"))}
+    """An execution as a table row: its attempt read against its own re-run's budget ("1
+    (re-run 2)" where the API's `attempt_label` says "re-run 2, attempt 1 of 3", not the
+    fence's 7), and one that succeeded in the end shows no error (the API keeps its last failed
+    attempt's, which its attempts list)."""
+    attempt = str(execution.get("rerun_attempt", execution.get("attempt")))
+    if execution.get("rerun"):
+        attempt += f" (re-run {execution['rerun']})"
+    row = {**execution, "attempt": attempt}
     if execution.get("state") == "succeeded":
         row["error"] = None
     return row
