@@ -415,7 +415,8 @@ class ExecutionOut(BaseModel):
     )
     rerun_max_attempts: int = Field(description="that run's or re-run's budget of attempts")
     attempt_label: str = Field(
-        description='the attempt as the console shows it: "attempt 2 of 3", "re-run 2, attempt 1 of 3"'
+        description='the attempt as the console shows it: "attempt 2 of 3", '
+        '"re-run 2, attempt 1 of 3"'
     )
     lane: str
     started_at: str | None
