@@ -114,6 +114,9 @@ def _without_null(schema: dict[str, Any], model: type[BaseModel]) -> None:
 
 
 _SCHEDULE_KINDS = ("schedule", "run_at", "interval")
+# A job has exactly one of a schedule kind, and one of a target or tasks: null for one would
+# mean nothing sensible, in a create or an update.
+ONE_OF = frozenset({*_SCHEDULE_KINDS, "target", "tasks"})
 
 
 def _create_schema(schema: dict[str, Any], model: type[BaseModel]) -> None:
@@ -188,7 +191,7 @@ class _Schedulable(BaseModel):
 class JobCreate(_Schedulable):
     """A new job: exactly one of `schedule` (cron), `run_at` (one-off) or `interval`."""
 
-    NOT_NULL = frozenset({"schedule", "run_at", "interval", "target", "tasks"})
+    NOT_NULL = frozenset(ONE_OF)
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra=_create_schema,
@@ -264,25 +267,11 @@ class JobPatch(_Schedulable):
     "Changing a job").
     """
 
-    NOT_NULL = frozenset(
-        {
-            "status",
-            "time_zone",
-            "dst",
-            "schedule",
-            "run_at",
-            "run_late",
-            "interval",
-            "target",
-            "tasks",
-            "retry",
-            "timeout_sec",
-            "priority",
-            "catchup",
-            "catchup_window",
-            "overlap",
-        }
-    )
+    # Null clears a field only where a create may leave it empty (its default is null), and
+    # never for one of the choices a job makes once (a schedule kind, a target or tasks).
+    NOT_NULL = ONE_OF | {
+        name for name, field in JobCreate.model_fields.items() if field.default is not None
+    }
 
     model_config = ConfigDict(
         extra="forbid",
