@@ -26,7 +26,7 @@ import pytest
 from takt.clock import ManualClock
 from takt.dispatch.claimer import Claimer, ClaimerSettings
 from takt.models.records import JobRecord
-from takt.store.due import minute_of
+from takt.store.due import DueItem, minute_of
 from takt.store.jobs import JobStore
 from takt.wiring import Services
 from tests.support.faults import Crash, crash_on
@@ -206,7 +206,12 @@ def test_a_job_left_pointing_where_nothing_is_indexed_is_repaired_by_the_reconci
     the reconciler, past its own grace, indexes the job where it points, and every occurrence
     runs once, late."""
     job = _job(svc, clock)
-    [first] = [d for d in checker.due_items() if d.job_id == job.job_id]
+    items = svc.clients.dynamodb.scan(TableName=svc.settings.due_table, ConsistentRead=True)
+    [first] = [
+        DueItem.from_item(item)
+        for item in items["Items"]
+        if item["due_key"]["S"].endswith(f"#{TENANT}#{job.job_id}")
+    ]
     assert svc.due.delete_if_unchanged(first)
     svc.due.put(TENANT, job.job_id, FIRST + EVERY, WRITTEN)
 
