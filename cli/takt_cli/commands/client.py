@@ -58,7 +58,9 @@ def send(
             timeout=urllib3.Timeout(connect=5, read=read_timeout),
         )
     except urllib3.exceptions.HTTPError as exc:
-        raise CliError(f"cannot reach {ctx.endpoint}: {exc.__class__.__name__}") from exc
+        raise CliError(
+            f"cannot reach {ctx.endpoint}: {_why_unreachable(ctx.endpoint, exc)}"
+        ) from exc
     text = resp.data.decode() if resp.data else ""
     parsed: Any = None
     if text:
@@ -73,3 +75,19 @@ def send(
             detail = text
         raise CliError(f"{resp.status} {detail}".strip())
     return resp.status, parsed, dict(resp.headers)
+
+
+def _why_unreachable(endpoint: str, exc: urllib3.exceptions.HTTPError) -> str:
+    """What went wrong, and what to check: on this machine, most often that `takt local` is not
+    running; elsewhere, the endpoint."""
+    reason = getattr(exc, "reason", None) or exc
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        what = "nothing answers there"
+    elif isinstance(reason, urllib3.exceptions.TimeoutError):
+        what = "no answer in time"
+    else:
+        what = reason.__class__.__name__
+    host = urllib3.util.parse_url(endpoint).host or ""
+    if host in {"localhost", "127.0.0.1", "::1", "[::1]"}:
+        return f"{what}; is takt local running? (`make local`, or --endpoint for another API)"
+    return f"{what}; check --endpoint (or TAKT_ENDPOINT)"

@@ -7,6 +7,8 @@ screen, an ESC starts a control sequence.
 
 from __future__ import annotations
 
+import errno
+import socket
 import unicodedata
 
 # Controls (C0, DEL, C1), format characters (bidi controls, zero-width joiners, ...), and the
@@ -39,3 +41,20 @@ class CliError(Exception):
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+
+
+def claim_port(host: str, port: int) -> None:
+    """Refuse, in one line and before anything starts, a port that another process listens on
+    (a second `takt local`, or `takt receive` run twice when the README's block is pasted
+    again): binding it later fails with a traceback, after moto has started."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise CliError(
+                    f"port {port} on {host} is in use (is takt already running?): "
+                    f"stop it, or choose another with --port"
+                ) from None
+            raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}") from None

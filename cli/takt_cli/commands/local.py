@@ -16,6 +16,8 @@ from types import FrameType
 
 import click
 
+from takt_cli.commands.errors import claim_port
+
 DEFAULT_DATA_DIR = Path(".takt") / "data"
 
 
@@ -83,6 +85,7 @@ def local(
     """Run the API, scheduler, workers and watchdog locally on moto, keeping the data."""
     from takt_cli.local.persistence import DataDirInUseError, DataStore  # noqa: PLC0415 - only this command loads the local runtime and moto
 
+    claim_port(host, port)
     folder = None if in_memory else data_dir.resolve()
     try:
         data = None if folder is None else DataStore(folder)

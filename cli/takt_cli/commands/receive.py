@@ -23,7 +23,7 @@ import click
 from takt.clock import format_time
 from takt_cli.commands.client import call
 from takt_cli.commands.context import CliContext
-from takt_cli.commands.errors import CliError
+from takt_cli.commands.errors import CliError, claim_port
 
 # Standard Webhooks: a receiver refuses a timestamp further than this from its own clock.
 TOLERANCE_SEC = 300
@@ -148,6 +148,7 @@ def receive(ctx: CliContext, host: str, port: int, status: int, secret: str | No
         def log_message(self, format: str, *args: Any) -> None:
             """Silent: `_print` says everything, once."""
 
+    claim_port(host, port)
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
     bound = f"http://{host}:{server.server_address[1]}/"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from takt_cli.commands.main import main
@@ -123,3 +125,47 @@ def test_help_lists_the_command_groups(capsys: pytest.CaptureFixture[str]) -> No
     assert code == 0
     for command in ("jobs", "executions", "schedule", "local"):
         assert command in out
+
+
+def test_an_unreachable_local_endpoint_says_to_start_takt_local(
+    capsys: pytest.CaptureFixture[str], nowhere: str
+) -> None:
+    code, out, err = run(capsys, "--endpoint", nowhere, "jobs", "list")
+
+    line = assert_one_error_line(out, err)
+    assert code == 1
+    assert "nothing answers there" in line
+    assert "is takt local running?" in line
+
+
+def _listening() -> socket.socket:
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    return busy
+
+
+def test_takt_local_on_a_busy_port_says_so_before_starting_anything(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def started(self: object) -> None:
+        raise AssertionError("takt local started moto before refusing a busy port")
+
+    monkeypatch.setattr("takt_cli.local.runtime.LocalRuntime.start", started)
+    with _listening() as busy:
+        port = busy.getsockname()[1]
+        code, out, err = run(capsys, "local", "--port", str(port), "--in-memory")
+
+    assert code == 1
+    assert f"port {port} on 127.0.0.1 is in use" in assert_one_error_line(out, err)
+
+
+def test_takt_receive_on_a_busy_port_says_so_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with _listening() as busy:
+        port = busy.getsockname()[1]
+        code, out, err = run(capsys, "receive", "--port", str(port), "--secret", "whsec_MfKQ")
+
+    assert code == 1
+    assert f"port {port} on 127.0.0.1 is in use" in assert_one_error_line(out, err)
