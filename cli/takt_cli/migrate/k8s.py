@@ -25,8 +25,8 @@ takt's dialect, or refuses it with the reason.
 robfig/cron walks a fixed-time schedule hour by hour in real time, so a time that spring-forward
 skips never comes (the day passes) and one that fall-back repeats comes twice; the job's `dst`
 policy says the same, so it fires at the CronJob's instants across clock changes too (where the
-clock moves by whole hours: robfig.py says why a schedule with chosen hours is refused where it
-moves by 30 minutes). tests/data/migrate/robfig holds robfig's own answers, which the tests compare.
+clock moves by one hour: robfig.py says why a schedule with chosen hours is refused on a day it
+moves by 30 minutes or two hours). tests/data/migrate/robfig holds robfig's own answers.
 """
 
 from __future__ import annotations

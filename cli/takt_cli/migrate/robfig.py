@@ -16,11 +16,13 @@ them, and written again where takt would read the text otherwise:
   so such a CronJob cannot exist and is refused here with robfig's reason.
 
 robfig finds the next time by stepping hours in real time. That matches takt's DST policy
-`gap: skip, overlap: twice` when the clock moves by whole hours, but where it moves by 30 minutes
-(Lord Howe Island) a walk across the change lands on the half hour, and a schedule with chosen
-hours then misses runs (`0 9 * * *` does not run on either day the clock changes) or gains one in
-the wrong hour. takt has no rule for that, so such a schedule in such a zone is refused; one that
-runs every hour is walked minute by minute and follows the clock as takt's does.
+`gap: skip, overlap: twice` where the clock moves by one hour, but not where it moves by another
+amount: across Lord Howe Island's 30-minute change a walk lands on the half hour, and a schedule
+with chosen hours then misses runs (`0 9 * * *` does not run on either day the clock changes) or
+gains one in the wrong hour; in Antarctica/Troll's two repeated hours a walk jumps to the second
+pass and misses the repeated hour before it. takt has no rule for that, so a schedule with chosen
+hours that can run on such a day is refused; one that runs every hour never steps hours and
+follows the clock as takt's does.
 """
 
 from __future__ import annotations
@@ -283,25 +285,32 @@ def _takt_reads(written: str, bounds: _Bounds) -> frozenset[int] | None:
 
 def check_zone(text: str, zone: str) -> None:
     """Refuse robfig's `text` (five fields or a descriptor) when it has chosen hours and can run
-    on a day when `zone`'s clock changes by part of an hour: only on such a day does robfig's hour
-    walk leave the whole hours."""
+    on a day when `zone`'s clock changes by other than one hour: only on such a day does robfig's
+    hour walk leave takt's DST rule."""
     spec = read(DESCRIPTORS.get(text, text))
     if spec.hours.values == frozenset(range(24)):
         return
-    for day in _changes_by_part_of_an_hour(zone):
+    for day, shift in _changes_other_than_an_hour(zone):
         if spec.runs_on(day):
             raise MappingError(
-                f"{text!r}: {zone}'s clock changes by part of an hour (as on {day.isoformat()}), "
-                "and on such a day robfig/cron (Kubernetes) misses or adds runs of a schedule "
-                "with chosen hours (it steps hours in real time: '0 9 * * *' does not run that "
-                "day); takt cannot say that"
+                f"{text!r}: {zone}'s clock changes by {_span(shift)} on {day.isoformat()}, and "
+                f"{CHANGE_DAY}: robfig/cron (Kubernetes) steps hours in real time, so on such a "
+                "day it misses or adds runs of a schedule with chosen hours; takt cannot say that"
             )
 
 
+CHANGE_DAY = "only a clock change of one hour keeps robfig's runs"
+
+
+def _span(shift: timedelta) -> str:
+    minutes = abs(shift) // timedelta(minutes=1)
+    return f"{minutes // 60} hours" if minutes % 60 == 0 else f"{minutes} minutes"
+
+
 @lru_cache(maxsize=64)
-def _changes_by_part_of_an_hour(zone: str) -> tuple[date, ...]:
-    """The local dates on which `zone`'s UTC offset changes by other than whole hours, in the
-    years scanned."""
+def _changes_other_than_an_hour(zone: str) -> tuple[tuple[date, timedelta], ...]:
+    """The local dates on which `zone`'s UTC offset changes by other than one hour, and by how
+    much, in the years scanned."""
     tz = ZoneInfo(zone)
     step = timedelta(minutes=30)
     t = datetime(_ZONE_SCAN[0], 1, 1, tzinfo=UTC)
@@ -315,8 +324,8 @@ def _changes_by_part_of_an_hour(zone: str) -> tuple[date, ...]:
             while t < later:
                 now = (t + step).astimezone(tz).utcoffset()
                 if now is not None and offset is not None and now != offset:
-                    if (now - offset) % _HOUR:
-                        found.append((t + step).astimezone(tz).date())
+                    if abs(now - offset) != _HOUR:
+                        found.append(((t + step).astimezone(tz).date(), now - offset))
                     offset = now
                 t += step
         t = later

@@ -119,11 +119,12 @@ def test_a_schedule_that_cannot_be_mapped_is_refused_alone_and_the_file_goes_on(
         capsys, tmp_path, "eventbridge", json.dumps({"Schedules": schedules}).encode()
     )
 
-    assert code == 0, err
+    assert code == 1, err  # a dry run exits as the import would: 1 when it refused an item
     assert [body["name"] for body in json.loads(out)] == ["fine"], (
         "a schedule that cannot be mapped is refused alone: the rest of the file goes on"
     )
-    assert [line.split(": ")[2] for line in err] == [
+    assert err[-1] == "takt: error: 2 of 3 refused"
+    assert [line.split(": ")[2] for line in err[:-1]] == [
         "default/year-10000",
         "default/deep-input",
     ]
@@ -141,8 +142,8 @@ def test_a_refusal_prints_bidi_and_control_characters_escaped(
 
     code, _, err = _import(capsys, tmp_path, "eventbridge", json.dumps(schedule).encode())
 
-    assert code == 0
-    assert len(err) == 1
+    assert code == 1  # refused, dry run or not
+    assert len(err) == 2
     assert "\u202e" not in err[0] and "\x1b" not in err[0], (
         f"an import refusal prints bidi and control characters escaped: {err[0]!r}"
     )

@@ -2,9 +2,10 @@
 
 The held-out vectors (tests/data/migrate/robfig/vectors.jsonl) are the answers of the real
 robfig/cron v3.0.1, the library Kubernetes' CronJob controller uses, written by
-tests/data/migrate/robfig/generate.py: the next five instants of 100 schedules from instants around
-the clock changes of Berlin, New York and Lord Howe, and robfig's refusals. takt's Kubernetes import
-must give every one of them, or refuse the CronJob with its reason; no Go is needed here.
+tests/data/migrate/robfig/generate.py: the next five instants of 101 schedules from instants
+around the clock changes of Berlin, New York, Lord Howe and Troll, and robfig's refusals. takt's
+Kubernetes import must give every one of them, or refuse the CronJob with its reason; no Go is
+needed here.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from takt_cli.migrate import Imported, k8s, robfig
 
 VECTORS = Path(__file__).parents[2] / "data" / "migrate" / "robfig" / "vectors.jsonl"
 TARGET = "https://runner.example/run"
-PART_HOUR = "changes by part of an hour"
+CHANGE_DAY = robfig.CHANGE_DAY
 
 
 def _vectors() -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -67,7 +68,7 @@ def test_k8s_import_fires_at_robfigs_instants_or_refuses_with_the_reason() -> No
             assert "Kubernetes refuses it" in (item.reason or ""), item.reason
             continue
         if item.body is None:
-            assert PART_HOUR in (item.reason or ""), f"{schedule!r} in {zone}: {item.reason}"
+            assert CHANGE_DAY in (item.reason or ""), f"{schedule!r} in {zone}: {item.reason}"
             continue
         for vector in vectors:
             fired = _fires(item.body, vector["from"], len(vector["next"]))
@@ -78,13 +79,19 @@ def test_k8s_import_fires_at_robfigs_instants_or_refuses_with_the_reason() -> No
 
 def test_the_vectors_compare_across_every_zones_clock_changes() -> None:
     """The comparison is not empty where it matters: each zone, Lord Howe's half-hour changes
-    included, has many robfig answers that an imported job was compared with."""
+    and Troll's two-hour ones included, has many robfig answers an imported job was compared
+    with."""
     compared: dict[str, int] = defaultdict(int)
     for (schedule, zone), vectors in GROUPS.items():
         if "error" not in vectors[0] and _imported(schedule, zone).body is not None:
             compared[zone] += len(vectors)
-    assert min(compared.values()) >= 300, compared
-    assert set(compared) == {"Europe/Berlin", "America/New_York", "Australia/Lord_Howe"}
+    assert min(compared.values()) >= 250, compared
+    assert set(compared) == {
+        "Europe/Berlin",
+        "America/New_York",
+        "Australia/Lord_Howe",
+        "Antarctica/Troll",
+    }
 
 
 def _schedule(text: str, zone: str = "UTC") -> str:
@@ -147,7 +154,19 @@ def test_chosen_hours_where_the_clock_changes_by_half_an_hour_are_refused() -> N
     assert vector["next"][0] == "2026-10-04T16:00:00Z", "robfig skips 3:00 on 4 October"
     item = _imported("0 3 * * *", "Australia/Lord_Howe")
     assert item.body is None
-    assert PART_HOUR in (item.reason or ""), item.reason
+    assert CHANGE_DAY in (item.reason or ""), item.reason
+
+
+def test_chosen_hours_where_the_clock_repeats_two_hours_are_refused() -> None:
+    """Rule: Troll's clock goes back two hours; robfig's walk jumps to the second 2:00 and misses
+    the second 1:00 (its own answer), which takt cannot say, so the import refuses."""
+    (vector,) = [
+        v for v in GROUPS[("0 1 * * *", "Antarctica/Troll")] if v["from"] == "2026-10-25T00:59:00Z"
+    ]
+    assert vector["next"][0] == "2026-10-26T01:00:00Z", "robfig misses 1:00 after 2:59 (+02)"
+    item = _imported("0 1 * * *", "Antarctica/Troll")
+    assert item.body is None
+    assert "changes by 2 hours" in (item.reason or "") and CHANGE_DAY in (item.reason or "")
 
 
 def test_chosen_hours_that_never_run_on_a_change_day_import_in_lord_howe() -> None:

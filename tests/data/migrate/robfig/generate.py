@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "vectors.jsonl"
-ZONES = ("Europe/Berlin", "America/New_York", "Australia/Lord_Howe")
+ZONES = ("Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Antarctica/Troll")
 COUNT = 5
 SEED = 20261205
 RANDOM_SPECS = 50
@@ -86,6 +86,7 @@ HAND_PICKED = [
     "* 2 * * *",
     "59 1 * * 0",
     "0 1,2,3 * * 0",
+    "0 1 * * *",
 ]
 
 
