@@ -21,7 +21,7 @@ from takt.store.executions import ExecutionStore, lease_fence, open_shard_of
 from takt.store.ports import ClaimerJobs, ExecutionRef, Transition
 from takt.wiring import Services
 from tests.support.fakes import FakeDue, FakeExecutions, FakeJobs
-from tests.support.jobs import TENANT, make_job
+from tests.support.jobs import TENANT, job_id_in_shard, make_job
 
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -199,6 +199,32 @@ def _due_script(due: FakeDue | DueStore) -> list[object]:
         due.watches.done(watch)
     seen.append([w for s in range(due.watches.shards) for w in due.watches.due(s, NOON + MINUTE)])
     return seen
+
+
+def _fair_script(due: FakeDue | DueStore, flood: list[str], quiet: str) -> list[object]:
+    """A bounded claim's reads of a partition a flood shares with a quiet tenant's item."""
+    at = NOON + timedelta(seconds=1)
+    for job_id in flood:
+        due.put("flood", job_id, at, NOON - MINUTE)
+    due.put("quiet", quiet, at + timedelta(seconds=1), NOON - MINUTE)
+    due.put("flood", flood[0], at + timedelta(seconds=2), NOON - MINUTE)
+    shard = shard_of("quiet", quiet, due.shards)
+    until = NOON + timedelta(seconds=10)
+    return [due.read_fair(NOON, shard, until, page, pages) for page, pages in FAIR_READS]
+
+
+# (page, pages) of the bounded reads compared: one query, the pages running out, enough pages.
+FAIR_READS = ((5, 1), (5, 2), (5, 3), (20, 3))
+
+
+def test_the_fake_due_tables_bounded_reads_answer_as_the_due_stores_do(svc: Services) -> None:
+    fake = FakeDue(shards=svc.due.shards)
+    quiet = job_id_in_shard("quiet", 0, svc.due.shards)
+    flood = [job_id_in_shard("flood", 0, svc.due.shards) for _ in range(8)]
+
+    assert _fair_script(fake, flood, quiet) == _fair_script(svc.due, flood, quiet), (
+        "FakeDue.read_fair must page as the due store does: a full page skips its last run"
+    )
 
 
 def test_the_fake_due_table_answers_as_the_due_store_does(svc: Services) -> None:

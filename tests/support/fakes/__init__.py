@@ -9,9 +9,11 @@ words it: a create is refused when the key exists (`attribute_not_exists`), an e
 item is deleted only if unchanged. None of them subclasses a store or holds a client: an engine
 that reaches past its port fails its type check, not a test at run time.
 
-What they do not model is said where it matters (eventual consistency of the indexes, paging,
-throttling); the DynamoDB stores' own tests run on moto (tests/integration), and the engines'
-integration and chaos tests run the same decisions on the real expressions.
+What they do not model is said where it matters (eventual consistency of the indexes, the
+attention index, throttling, DynamoDB's 1 MB pages). tests/integration/test_fakes_agree.py runs
+one script on each fake and on its store on moto and compares every answer; the stores' own
+tests run on moto too, and the engines' integration and chaos tests run the same decisions on
+the real expressions.
 """
 
 from tests.support.fakes.calendars import FakeCalendars

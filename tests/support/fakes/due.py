@@ -45,8 +45,8 @@ class FakeWatches:
 
 
 class FakeDue:
-    """Due items keyed by (bucket, due key) as `DueStore` writes them; a read of a partition is
-    consistent and complete, and `delete_if_unchanged` is conditional on `written_ms`."""
+    """Due items keyed by (bucket, due key) as `DueStore` writes them; a partition's queries are
+    consistent (as the store asks), and `delete_if_unchanged` is conditional on `written_ms`."""
 
     def __init__(self, shards: int = 1) -> None:
         self.shards = shards
@@ -70,26 +70,61 @@ class FakeDue:
             from_ms(int(key.split("#", 1)[0])) for _, key in self.items if key.endswith(suffix)
         )
 
-    def read_due(self, minute: datetime, shard: int, until: datetime) -> FairRead:
+    def _query(
+        self,
+        minute: datetime,
+        shard: int,
+        until: datetime,
+        *,
+        low: str | None = None,
+        limit: int | None = None,
+        newest: bool = False,
+    ) -> list[Item]:
+        """One Query of a partition, as DynamoDB answers `DueStore`'s: the items whose key is
+        in [`low`, the last key due by `until`], in key order (newest first with `newest`), at
+        most `limit` of them."""
         bucket = f"{bucket_name(minute)}#{shard:03d}"
         high = f"{to_ms(until):013d}~"
-        items: list[DueItem] = []
+        keys = sorted(
+            key
+            for b, key in self.items
+            if b == bucket and key <= high and (low is None or key >= low)
+        )
+        if newest:
+            keys.reverse()
+        return [self.items[(bucket, key)] for key in keys[:limit]]
+
+    def read_due(self, minute: datetime, shard: int, until: datetime) -> FairRead:
         unreadable: list[UnreadableDue] = []
-        for (b, key), item in sorted(self.items.items()):
-            if b != bucket or key > high:
-                continue
-            try:
-                items.append(DueItem.from_item(item))
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                unreadable.append(UnreadableDue(b, key, exc))
+        items = _readable(self._query(minute, shard, until), unreadable)
         return FairRead(items, frozenset(), tuple(unreadable))
 
     def read_fair(
         self, minute: datetime, shard: int, until: datetime, page: int, pages: int
     ) -> FairRead:
-        """Not modelled: a bounded claim's paging is the DynamoDB store's own logic, which its
-        moto tests hold (tests/integration/test_fairness_*)."""
-        raise NotImplementedError("bounded claims (claim_max_items) are tested on moto")
+        """`DueStore.read_fair`'s pages over this partition: a full page skips the rest of its
+        last run (one tenant's items due at one instant) and marks that tenant backlogged; when
+        the pages run out, the last query reads the newest items instead."""
+        found: dict[str, DueItem] = {}
+        backlogged: set[str] = set()
+        unreadable: list[UnreadableDue] = []
+        low: str | None = None
+        batch: list[DueItem] = []
+        for _ in range(max(1, pages - 1)):
+            raw = self._query(minute, shard, until, low=low, limit=page)
+            batch = _readable(raw, unreadable)
+            found.update((item.due_key, item) for item in batch)
+            if len(raw) < page or not batch:
+                return FairRead(_by_key(found), frozenset(backlogged), tuple(unreadable))
+            last = batch[-1]
+            backlogged.add(last.tenant_id)
+            low = f"{to_ms(last.due):013d}#{last.tenant_id}$"
+        if pages > 1:
+            backlogged.update(item.tenant_id for item in batch)
+            newest = self._query(minute, shard, until, limit=page, newest=True)
+            found.update((item.due_key, item) for item in _readable(newest, unreadable))
+        kept = {(u.bucket, u.due_key): u for u in unreadable}
+        return FairRead(_by_key(found), frozenset(backlogged), tuple(kept.values()))
 
     def delete_if_unchanged(self, item: DueItem) -> bool:
         stored = self.items.get((item.bucket, item.due_key))
@@ -100,3 +135,19 @@ class FakeDue:
 
     def delete_raw(self, bucket: str, due_key: str) -> None:
         self.items.pop((bucket, due_key), None)
+
+
+def _readable(raw: list[Item], unreadable: list[UnreadableDue]) -> list[DueItem]:
+    """The items of `raw` that read as due items; the others go to `unreadable` with why."""
+    items = []
+    for item in raw:
+        try:
+            items.append(DueItem.from_item(item))
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            bucket, key = item.get("bucket", {}).get("S", ""), item.get("due_key", {}).get("S", "")
+            unreadable.append(UnreadableDue(str(bucket), str(key), exc))
+    return items
+
+
+def _by_key(found: dict[str, DueItem]) -> list[DueItem]:
+    return [found[key] for key in sorted(found)]

@@ -40,7 +40,9 @@ class World:
     test decides where another actor's write lands)."""
 
     def __init__(self, **settings: Any) -> None:
-        self.settings = Settings(claim_max_items=None, claimer_threads=1, due_shards=1, **settings)
+        # Unbounded claims unless a test bounds them (docs/FAIRNESS.md).
+        settings.setdefault("claim_max_items", None)
+        self.settings = Settings(claimer_threads=1, due_shards=1, **settings)
         self.jobs = FakeJobs()
         self.due = FakeDue(shards=1)
         self.executions = FakeExecutions()
@@ -375,3 +377,22 @@ def test_a_job_whose_run_depends_on_its_instant_waits_for_the_regular_claim() ->
         "invariant 8: an overlap policy judges the previous run as it is at the occurrence"
     )
     assert world.due.indexed(TENANT, job.job_id) == [NOON]
+
+
+def test_a_bounded_claim_takes_a_quiet_tenants_item_beside_a_floods_share() -> None:
+    world = World(claim_max_items=3, fair_queue_sec=None)
+    flood = [world.job(tenant_id="flood") for _ in range(60)]
+    quiet = world.job(tenant_id="quiet")
+
+    result = world.claim()
+
+    sent = [o.message.tenant_id for o in world.lanes.sent]
+    assert (sent.count("quiet"), sent.count("flood")) == (1, 3), (
+        "docs/FAIRNESS.md: a tenant the read saw all of is taken whole, a backlogged one only "
+        "up to claim_max_items, so a flood does not delay a quiet tenant's occurrence"
+    )
+    waiting = [j for j in flood if world.due.indexed("flood", j.job_id) == [NOON]]
+    assert (result.dispatched, len(waiting)) == (4, len(flood) - 3), (
+        "invariant 1: the flood's items the claim did not take stay indexed for the next one"
+    )
+    assert world.jobs.get("quiet", quiet.job_id).next_run_time == NOON + MINUTE
