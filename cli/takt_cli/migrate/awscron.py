@@ -173,12 +173,8 @@ def _fixed(value: str, name: str) -> str:
 
 def _starred(value: str, name: str) -> str:
     """The field `_fixed` wrote, as AWS's examples spell it (`0-59/15` as `*/15`)."""
-    whole = _WHOLE_RANGE[name]
-    return (
-        "*" + value[len(whole) :]
-        if value.startswith(whole) and value[len(whole) : len(whole) + 1] in ("", "/", ",")
-        else value
-    )
+    rest = value.removeprefix(_WHOLE_RANGE[name])
+    return "*" + rest if rest != value and rest[:1] in ("", "/") else value
 
 
 def to_aws(expr: str) -> str:

@@ -42,7 +42,7 @@ from takt_cli.migrate.model import Exported, Imported, MappingError, checked, so
 from takt_cli.migrate.reading import check_json_depth
 
 _EXPRESSION = re.compile(r"(?P<kind>cron|rate|at)\((?P<body>.*)\)", re.DOTALL)
-_RATE = re.compile(r"(?P<value>[0-9]+) (?P<unit>minutes?|hours?|days?)")
+_RATE = re.compile(r"(?P<value>[0-9]+)\s+(?P<unit>minutes?|hours?|days?)")
 _RATE_UNITS = {"minute": "m", "hour": "h", "day": "d"}
 _AT = "%Y-%m-%dT%H:%M:%S"
 MAX_ATTEMPTS = 100

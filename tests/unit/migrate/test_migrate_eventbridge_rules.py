@@ -195,3 +195,9 @@ def test_a_job_that_follows_the_clock_exports_with_a_note_on_the_repeated_hour()
     exported = eventbridge.export(job, None)
     assert exported.item is not None, exported.reason
     assert any("EventBridge runs it once" in note for note in exported.notes), exported.notes
+
+
+def test_a_rate_may_separate_its_fields_by_any_white_space() -> None:
+    """AWS: "two required fields separated by white space"."""
+    body, reason = _imported("rate(5  minutes)")
+    assert body is not None and body["interval"] == "5m", reason
