@@ -240,3 +240,20 @@ def test_a_job_that_ands_two_restricted_day_fields_is_not_exported() -> None:
     schedule, reason = _exported_schedule("0 6 */2 * 1")
     assert schedule is None
     assert "ANDs two day fields only when one of them is '*'" in (reason or ""), reason
+
+
+def test_a_job_kubernetes_would_run_otherwise_on_a_change_day_exports_with_a_note() -> None:
+    job = {
+        "id": "job_1",
+        "name": "report",
+        "status": "active",
+        "schedule": "0 9 * * *",
+        "time_zone": "Australia/Lord_Howe",
+        "overlap": "allow",
+        "retry": {"max_attempts": 1},
+        "timeout_sec": 60,
+        "payload": {"name": "r", "image": "r:1"},
+    }
+    exported = k8s.export(job)
+    assert exported.item is not None, exported.reason
+    assert any(CHANGE_DAY in note for note in exported.notes), exported.notes
