@@ -20,7 +20,8 @@ needs. Its clock (`unix_time`, a naive-datetime round trip) is replaced by `time
 is asked for "now", the same instant. moto's `TransactWriteItems` deep-copies every table it
 names (O(n) in the table's items); here it checks all conditions before writing anything
 instead. Model objects are tracked weakly (`takt_cli.local.moto_retention`), so a query's copies
-are freed once answered. Nothing here is shipped in the Lambda layer.
+are freed once answered, and standard queues serve their message groups round-robin, as SQS fair
+queues do (`takt_cli.local.moto_fairqueues`). Nothing here is shipped in the Lambda layer.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from takt_cli.local import moto_retention
+from takt_cli.local import moto_fairqueues, moto_retention
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,8 @@ def _patch_transactions() -> None:
 
 def apply() -> None:
     """Cache moto's per-request reflection, query one partition, take the cheap SQS paths, keep
-    no model object alive for moto's own tracking, and silence the access log."""
+    no model object alive for moto's own tracking, serve queues fairly, and silence the access
+    log."""
     import moto.backends  # noqa: PLC0415 - moto's internals load only with the local runtime
     import moto.core.responses  # noqa: PLC0415 - moto's internals load only with the local runtime
     import moto.core.utils  # noqa: PLC0415 - moto's internals load only with the local runtime
@@ -247,4 +249,5 @@ def apply() -> None:
     _patch_sqs()
     _patch_transactions()
     moto_retention.apply()
+    moto_fairqueues.apply()
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
