@@ -17,7 +17,10 @@ $(UV):
 install: $(UV) ## install everything from the lock (uv.lock) into .venv
 	$(UV) sync --frozen --extra local
 
-local: install ## run takt locally on moto: API on http://127.0.0.1:8080 (PORT=... to change)
+install-local: $(UV) ## install only what takt local needs (no dev tools) from the lock into .venv
+	$(UV) sync --frozen --extra local --no-dev --inexact
+
+local: install-local ## run takt locally on moto: API on http://127.0.0.1:8080 (PORT=... to change)
 	.venv/bin/takt local --port $${PORT:-8080}
 
 test: install ## run the whole test suite
@@ -54,4 +57,4 @@ bench: install ## measure takt locally, price it, plan its capacity (docs/CAPACI
 lock: $(UV) ## re-resolve uv.lock after changing pyproject.toml
 	$(UV) lock
 
-.PHONY: help install local test lint fmt openapi synth chaos mutants bench lock
+.PHONY: help install install-local local test lint fmt openapi synth chaos mutants bench lock

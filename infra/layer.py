@@ -46,6 +46,9 @@ TARGET_PYTHON = RUNTIME.name.removeprefix("python")
 # copy here would shadow AWS's patched SDK with our lock's, and split botocore from the urllib3,
 # jmespath and s3transfer it was released with.
 RUNTIME_PROVIDED = frozenset({"boto3", "botocore", "s3transfer", "jmespath", "urllib3"})
+# The CLI's own dependencies, in `pip install takt` for the command but never imported by a
+# function: the layer leaves them out.
+TOOLING_ONLY = frozenset({"click", "pyyaml"})
 _SKIPPED_PARTS = frozenset({"__pycache__"})
 
 
@@ -121,7 +124,8 @@ def _canonical(name: str) -> str:
 def runtime_requirements(exported: str) -> list[str]:
     """The requirement lines of a `uv export` to install into the layer.
 
-    Comments and blank lines go, and so do the packages the Lambda runtime provides.
+    Comments and blank lines go, and so do the packages the Lambda runtime provides and the
+    CLI's own.
     """
     kept = []
     for raw in exported.splitlines():
@@ -129,7 +133,7 @@ def runtime_requirements(exported: str) -> list[str]:
         if not line or line.startswith("#"):
             continue
         name = re.split(r"[\s\[=<>!~;@]", line, maxsplit=1)[0]
-        if _canonical(name) not in RUNTIME_PROVIDED:
+        if _canonical(name) not in RUNTIME_PROVIDED | TOOLING_ONLY:
             kept.append(line)
     return kept
 

@@ -12,6 +12,7 @@ from infra.layer import (
     LAYER_PACKAGE,
     PROJECT_ROOT,
     RUNTIME_PROVIDED,
+    TOOLING_ONLY,
     LayerBuildError,
     LayerBundler,
     compile_bytecode,
@@ -56,6 +57,7 @@ def test_requirements_exported_from_uv_lock_exclude_boto3_and_pin_everything() -
 
     assert {"croniter", "aws-lambda-powertools", "pydantic"} <= names
     assert not names & RUNTIME_PROVIDED
+    assert not names & TOOLING_ONLY, "the CLI's own dependencies stay out of the layer"
     assert all("==" in requirement for requirement in requirements)
 
 

@@ -61,19 +61,36 @@ def test_the_wheel_holds_the_library_and_the_tooling_and_no_top_level_functions(
     assert not [n for n in names if n.startswith(("takt/cli/", "takt/local/", "takt/capacity/"))]
 
 
-def test_without_the_extra_takt_says_which_extra_it_needs_in_one_line(
+def test_pip_install_takt_is_the_cli_for_a_deployed_api_and_takt_local_names_its_extra(
     wheel: Path, venv: Path
 ) -> None:
+    """Installs by role: the plain install has every command that talks to an API (no moto, no
+    CDK); `takt local` alone needs the `local` extra, and says so in one line."""
     install(venv, str(wheel))
+    takt = str(venv / "bin" / "takt")
 
-    run = subprocess.run(
-        [str(venv / "bin" / "takt"), "--help"], capture_output=True, text=True, check=False
+    helped = subprocess.run(
+        [takt, "jobs", "create", "--help"], capture_output=True, text=True, check=False
+    )
+    local = subprocess.run([takt, "local"], capture_output=True, text=True, check=False)
+    has = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import importlib.util as u; "
+            "print([m for m in ('moto', 'aws_cdk', 'pytest') if u.find_spec(m)])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
 
-    assert run.returncode == 2
-    assert run.stdout == ""
-    assert run.stderr.splitlines() == [
-        "takt: the command needs the 'local' extra (click is missing): pip install 'takt[local]'"
+    assert helped.returncode == 0, helped.stderr
+    assert "--overlap" in helped.stdout
+    assert has.stdout.strip() == "[]"
+    assert local.returncode == 2
+    assert local.stderr.splitlines() == [
+        "takt: the command needs the 'local' extra (moto is missing): pip install 'takt[local]'"
     ]
 
 
