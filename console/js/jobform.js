@@ -34,6 +34,11 @@ async function loadContract() {
   return loaded;
 }
 
+// The fields of a job this form shows under "More", for the job's page to show them too.
+export async function moreFields() {
+  return (await loadContract()).more;
+}
+
 const json = (value) => (value === null || value === undefined ? "" : JSON.stringify(value, null, 2));
 const options = (values, chosen) => values.map(([value, label]) =>
   h("option", { value, selected: value === chosen }, label ?? value));

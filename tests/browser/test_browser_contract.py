@@ -1,6 +1,6 @@
 """The console's job form follows the API's contract (issue 30: a new job field reaches the form
 with no edit to it): a field the served OpenAPI document adds gets a control, its value is sent,
-and the API's answer about it is shown beside it."""
+and the API's answer about it is shown beside it; a job's page shows such fields too."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.browser.conftest import screenshot
+from tests.e2e.harness import LocalTakt
 from tests.e2e.receiver import Receiver
 
 if TYPE_CHECKING:
@@ -51,3 +52,17 @@ def test_a_field_the_contract_adds_is_in_the_form_and_sent(page: Page, receiver:
     # The API (whose models lack the field) refuses it: its answer is shown beside the field.
     expect(added).to_have_attribute("aria-invalid", "true")
     screenshot(page, "job-new-contract-field")
+
+
+def test_a_job_s_page_shows_the_fields_its_form_shows_under_more(
+    page: Page, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    job = takt_local.create_job(
+        {"interval": "1h", "target": receiver.path(), "notify": {"to": "https://n.example/hook"}}
+    )
+
+    page.goto(f"/#/jobs/{job['id']}")
+
+    settings = page.get_by_role("region", name="Settings")
+    expect(settings).to_contain_text("https://n.example/hook")
+    screenshot(page, "job-settings-more")

@@ -2,7 +2,7 @@
 // backfills in progress (each cancellable), a workflow's graph, and its executions, a page at a time (newest first) with a timeline.
 import { del, get, patch, post, query } from "../api.js";
 import { RERUN, act, badge, confirmAction, fill, formatTime, h, ms, relative, scheduleText, table, timesIn, toast, when, zoneMode } from "../dom.js";
-import { editJob } from "../jobform.js";
+import { editJob, moreFields } from "../jobform.js";
 import { graph } from "./run.js";
 
 const PAGE = 20;
@@ -81,7 +81,9 @@ function inJobZone(job, run) {
   return ` · ${run.local.slice(11, 16)} in ${job.time_zone}`;
 }
 
-function settings(job) {
+// The settings the page lays out itself, then each other field of the API's contract the job
+// has a value for (`more`: the job form's "More"), so a field added to the API shows here too.
+function settings(job, more) {
   const pairs = [
     job.tasks ? ["tasks", `a workflow of ${job.tasks.length} tasks`] : ["target", h("code", {}, job.target)],
     ["priority", job.priority],
@@ -100,6 +102,9 @@ function settings(job) {
     ["created", when(job.created_at)],
     ["changed", job.updated_at !== job.created_at ? when(job.updated_at) : null],
     ["version", String(job.version)],
+    ...more.map(({ name, kind }) => [name.replaceAll("_", " "),
+      job[name] === null || job[name] === undefined ? null
+        : kind === "json" ? h("code", {}, JSON.stringify(job[name])) : String(job[name])]),
   ].filter(([, v]) => v !== null);
   return h("section", { class: "panel", "aria-label": "Settings" },
     h("h2", {}, "Settings"),
@@ -199,16 +204,18 @@ export async function job(main, id) {
   let at = 0;
 
   async function redraw() {
-    const [j, preview, page, runs] = await Promise.all([
+    const [j, preview, page, runs, more] = await Promise.all([
       get(`/v1/jobs/${id}`), get(`/v1/jobs/${id}/preview?count=5`),
       get(`/v1/jobs/${id}/executions` + query({ limit: PAGE, cursor: starts[at] })),
       get(`/v1/jobs/${id}/backfills`),
+      // Without the contract the page still shows what it lays out itself.
+      moreFields().catch(() => []),
     ]);
     header.replaceChildren(h("div", { class: "title" },
       h("div", {}, h("p", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", j.id),
         h("h1", {}, j.name || j.id, " ", badge(j.status))),
       actions(j, redraw)));
-    body.replaceChildren(schedule(j, preview), settings(j));
+    body.replaceChildren(schedule(j, preview), settings(j, more));
     fill(backfilling, backfills(j, runs.items, redraw));
     // The graph follows the newest run, which only the first page holds.
     if (j.tasks && at === 0) {
