@@ -174,6 +174,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="lease.renewed(beat.sent_at)",
         new="pass",
         tests=(
+            "tests/unit/worker/test_runner_decisions.py::test_a_worker_whose_heartbeats_succeed_runs_on_past_its_first_lease",
             "tests/integration/worker/test_worker_lease_lost.py::test_a_heartbeat_that_succeeds_renews_the_lease_on_the_workers_clock",
         ),
     ),

@@ -7,6 +7,7 @@ runs the same decisions on moto's real expressions.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -258,4 +259,35 @@ def test_a_message_claimed_ahead_is_held_until_its_time_before_the_lease() -> No
     assert world.slept == [1.0]
     assert world.execution(message).started_at == NOON + timedelta(seconds=1), (
         "invariant 5: an occurrence claimed ahead starts at its time on the worker's clock"
+    )
+
+
+def test_a_worker_whose_heartbeats_succeed_runs_on_past_its_first_lease() -> None:
+    # Four beats of 10 s each: the call outlives the first lease's 28 s on the worker's clock,
+    # and each beat lands well inside the lease the one before it renewed.
+    beats = 4
+
+    def after_the_beats(ctx: CallContext) -> TargetResult:
+        deadline = time.monotonic() + STOP_WAIT_SEC
+        record = world.executions.get(TENANT, ctx.execution_id)
+        while world.executions.attr(record, "heartbeat_seq") < beats:
+            if ctx.stop.wait(0.01) or time.monotonic() > deadline:
+                break
+        return TargetResult("success")
+
+    world = World(after_the_beats, heartbeat_sec=0.02)
+    message = world.message()
+
+    def each_beat_takes_10_s(execution: str, change: Transition) -> None:
+        if "heartbeat_seq" in change.add:
+            world.clock.advance(10)
+
+    world.executions.before_transition = each_beat_takes_10_s
+
+    outcome = world.runner.process(message)
+
+    assert world.clock.monotonic() >= beats * 10, "the call outlived its first lease (28 s)"
+    assert outcome.state == "succeeded", (
+        "invariant 10 stops only a worker that lost its lease: each heartbeat that succeeds "
+        "renews the lease on the worker's own clock"
     )
