@@ -83,3 +83,10 @@ def target_router(settings: Settings, clients: AwsClients, http: HttpTarget) -> 
 
 def notifier(settings: Settings, clients: AwsClients, jobs: JobStore, http: HttpTarget) -> Notifier:
     return Notifier(settings, jobs, http, clients.sns, clients.events)
+
+
+def signed_http_target(settings: Settings, clients: AwsClients, clock: Clock) -> HttpTarget:
+    """The HTTP target as the worker and the watchdog's notifications use it: signing with each
+    tenant's webhook keys, and with OIDC tokens when the deployment names a key."""
+    keys = webhook_keys(settings, clients.dynamodb)
+    return http_target(settings, clock, keys, oidc_signer(settings))

@@ -18,7 +18,7 @@ from takt.wiring.stores import (
     quarantine_store,
     token_buckets,
 )
-from takt.wiring.targets import http_target, notifier, oidc_signer, webhook_keys
+from takt.wiring.targets import notifier, signed_http_target
 
 
 @dataclass(frozen=True)
@@ -37,9 +37,7 @@ def build_watchdog(settings: Settings, clients: AwsClients, clock: Clock) -> Wat
     jobs = job_store(settings, clients.dynamodb)
     executions = execution_store(settings, clients.dynamodb)
     buckets = token_buckets(settings, clients.dynamodb)
-    http = http_target(
-        settings, clock, webhook_keys(settings, clients.dynamodb), oidc_signer(settings)
-    )
+    http = signed_http_target(settings, clients, clock)
     watchdog = Watchdog(
         WatchdogSettings.of(settings),
         jobs,

@@ -9,7 +9,7 @@ from takt.clock import Clock
 from takt.config import Settings
 from takt.wiring.lanes import lane_sender, worker_gate
 from takt.wiring.stores import execution_store, job_store, token_buckets
-from takt.wiring.targets import http_target, notifier, oidc_signer, target_router, webhook_keys
+from takt.wiring.targets import notifier, signed_http_target, target_router
 from takt.worker.runner import ExecutionRunner, RunnerSettings
 
 
@@ -26,9 +26,7 @@ def build_worker(settings: Settings, clients: AwsClients, clock: Clock) -> Worke
     jobs = job_store(settings, clients.dynamodb)
     executions = execution_store(settings, clients.dynamodb)
     buckets = token_buckets(settings, clients.dynamodb)
-    http = http_target(
-        settings, clock, webhook_keys(settings, clients.dynamodb), oidc_signer(settings)
-    )
+    http = signed_http_target(settings, clients, clock)
     runner = ExecutionRunner(
         RunnerSettings.of(settings),
         jobs,
