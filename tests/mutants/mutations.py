@@ -612,6 +612,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="self._reindex(current, next_run, now)",
         new="pass",
         tests=(
+            "tests/unit/dispatch/test_claimer_decisions.py::test_a_claim_whose_advance_finds_the_job_moved_on_by_another_indexes_it_where_it_points",
             "tests/integration/test_dispatch_overlapping_claims.py::test_a_claim_whose_advance_finds_the_job_moved_on_indexes_it_where_it_points",
         ),
     ),

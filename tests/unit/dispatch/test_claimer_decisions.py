@@ -396,3 +396,22 @@ def test_a_bounded_claim_takes_a_quiet_tenants_item_beside_a_floods_share() -> N
         "invariant 1: the flood's items the claim did not take stay indexed for the next one"
     )
     assert world.jobs.get("quiet", quiet.job_id).next_run_time == NOON + MINUTE
+
+
+def test_a_claim_whose_advance_finds_the_job_moved_on_by_another_indexes_it_where_it_points(
+    world: World,
+) -> None:
+    job = world.job()
+    elsewhere = NOON + 2 * MINUTE
+
+    def moved_by_another_claim(_: JobRecord) -> None:
+        world.jobs.before_advance = None
+        assert world.jobs.advance(job, NOON, elsewhere).applied
+
+    world.jobs.before_advance = moved_by_another_claim
+    world.claim()
+
+    assert world.jobs.get(TENANT, job.job_id).next_run_time == elsewhere
+    assert elsewhere in world.due.indexed(TENANT, job.job_id), (
+        "invariant 1: whatever removed the other claim's item, the job is indexed where it points"
+    )
