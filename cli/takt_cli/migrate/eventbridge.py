@@ -38,7 +38,14 @@ from takt.models.records import Dst
 from takt.schedule import ScheduleError, parse_duration, validate_time_zone
 from takt.schedule.cron import parse_expression
 from takt_cli.migrate.awscron import from_aws, to_aws
-from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
+from takt_cli.migrate.model import (
+    Exported,
+    Imported,
+    MappingError,
+    checked,
+    source_key,
+    uncarried,
+)
 from takt_cli.migrate.reading import check_json_depth
 
 _EXPRESSION = re.compile(r"(?P<kind>cron|rate|at)\((?P<body>.*)\)", re.DOTALL)
@@ -224,6 +231,14 @@ def _parsed(value: Any) -> datetime | None:
     return None if value is None else datetime.fromisoformat(str(value))
 
 
+# What `_schedule` writes or notes itself; `uncarried` names any other setting a job has.
+CARRIED = frozenset(
+    {"name", "time_zone", "status", "schedule", "interval", "run_at", "run_late", "jitter"}
+    | {"start_at", "end_at", "retry", "catchup", "catchup_window", "target", "payload"}
+    | {"overlap", "calendars", "idempotency_key"}
+)
+
+
 def export(job: dict[str, Any], role_arn: str | None) -> Exported:
     """A job (as the API shows it) as the input of `aws scheduler create-schedule`."""
     out = Exported(job["id"])
@@ -231,6 +246,8 @@ def export(job: dict[str, Any], role_arn: str | None) -> Exported:
         out.item = _schedule(job, role_arn, out.notes)
     except MappingError as exc:
         out.reason = str(exc)
+    else:
+        out.notes += uncarried(job, CARRIED)
     return out
 
 

@@ -37,7 +37,14 @@ from typing import Any
 from takt.models.records import Dst, OverlapPolicy
 from takt.schedule import ScheduleError, parse_duration, validate_time_zone
 from takt_cli.migrate import robfig
-from takt_cli.migrate.model import Exported, Imported, MappingError, checked, source_key
+from takt_cli.migrate.model import (
+    Exported,
+    Imported,
+    MappingError,
+    checked,
+    source_key,
+    uncarried,
+)
 from takt_cli.migrate.reading import yaml_documents
 
 _ZONE_PREFIX = re.compile(r"^(?:CRON_TZ|TZ)=(?P<zone>\S+)\s+(?P<rest>.+)$")
@@ -146,6 +153,14 @@ def _schedule(text: str, zone: Any, notes: list[str]) -> dict[str, Any]:
     return body
 
 
+# What `_manifest` writes or notes itself; `uncarried` names any other setting a job has. The
+# target is the container the payload describes.
+CARRIED = frozenset(
+    {"name", "schedule", "time_zone", "status", "overlap", "retry", "timeout_sec", "payload"}
+    | {"target", "catchup", "catchup_window", "jitter", "dst", "idempotency_key"}
+)
+
+
 def export(job: dict[str, Any]) -> Exported:
     """A job (as the API shows it) whose payload is a container, as a CronJob manifest."""
     out = Exported(job["id"])
@@ -153,6 +168,8 @@ def export(job: dict[str, Any]) -> Exported:
         out.item = _manifest(job, out.notes)
     except MappingError as exc:
         out.reason = str(exc)
+    else:
+        out.notes += uncarried(job, CARRIED)
     return out
 
 

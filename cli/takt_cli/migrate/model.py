@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from takt.api.models import JobCreate
 from takt.schedule import parse_duration
@@ -48,6 +49,23 @@ class Exported:
     item: dict[str, Any] | None = None
     reason: str | None = None
     notes: list[str] = field(default_factory=list)
+
+
+def uncarried(job: Mapping[str, Any], carried: Collection[str]) -> list[str]:
+    """A note for each setting of `job` that an export neither writes nor notes itself (not in
+    `carried`) and that the job sets away from its default: the fields are the API's create
+    model's, so a field added there is named when an export leaves it behind, never dropped
+    without a word."""
+    notes = []
+    for name, spec in JobCreate.model_fields.items():
+        if name in carried or job.get(name) is None:
+            continue
+        default = spec.get_default(call_default_factory=True)
+        if isinstance(default, BaseModel):
+            default = default.model_dump(mode="json")
+        if job[name] != default:
+            notes.append(f"{name} is not carried over")
+    return notes
 
 
 def source_key(kind: str, identity: str) -> str:
