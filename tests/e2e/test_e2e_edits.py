@@ -12,6 +12,7 @@ worker's lease-time check of the job keep the edit's word.
 from __future__ import annotations
 
 import math
+import statistics
 import threading
 import time
 from collections.abc import Callable
@@ -32,8 +33,13 @@ EACH = 6
 EDIT_LEAD_SEC = 0.5
 # Due times one after another, this far apart, so each edit is sent on its own instant.
 SPACING_SEC = 0.5
-# Time to create every job before the first falls due.
-SETUP_SEC = 8.0
+# Time to create every job before the first falls due: at least this, and on a loaded machine
+# `SETUP_MARGIN` times what creating one job takes now (the median of `PROBES`, after one that
+# pays for the first call's imports), per job: at load 50 a fixed 8 s ended the test in its own
+# set-up before it checked anything.
+SETUP_MIN_SEC = 8.0
+SETUP_MARGIN = 3.0
+PROBES = 3
 DONE_WITHIN_SEC = 60.0
 MOVED_BY = timedelta(minutes=10)
 
@@ -77,20 +83,38 @@ def _settled(takt: LocalTakt, case: Case) -> Answer:
     )
 
 
+def _setup_sec(takt: LocalTakt, receiver: Receiver, jobs: int) -> float:
+    """How long creating `jobs` jobs may take, from how long creating a few takes now. The probes
+    are due tomorrow, long after the test ends, and nothing counts them."""
+    tomorrow = format_time(datetime.now(UTC) + timedelta(days=1))
+    takt.create_job({"run_at": tomorrow, "target": receiver.path()})
+    took = []
+    for _ in range(PROBES):
+        started = time.monotonic()
+        takt.create_job({"run_at": tomorrow, "target": receiver.path()})
+        took.append(time.monotonic() - started)
+    return max(SETUP_MIN_SEC, SETUP_MARGIN * statistics.median(took) * jobs)
+
+
 def test_edits_acknowledged_before_due_decide_the_occurrence(
     takt_local: LocalTakt, receiver: Receiver, record_property: Callable[[str, object], None]
 ) -> None:
     # Interleaved, ending with a control: once every control ran, every edited job's
     # occurrence has been due (and claimed, were it still due) for a while.
     kinds = [k for _ in range(EACH) for k in ("paused", "deleted", "moved", "control")]
-    first_due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=SETUP_SEC)
+    setup_sec = _setup_sec(takt_local, receiver, len(kinds))
+    record_property("set-up allowed, s", round(setup_sec, 1))
+    first_due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=setup_sec)
     cases = []
     for index, kind in enumerate(kinds):
         due = first_due + timedelta(seconds=index * SPACING_SEC)
         target = receiver.path()
         job = takt_local.create_job({"run_at": format_time(due), "target": target})
         cases.append(Case(kind, job["id"], target, due))
-    assert time.time() < first_due.timestamp() - EDIT_LEAD_SEC, "creating the jobs took too long"
+    assert time.time() < first_due.timestamp() - EDIT_LEAD_SEC, (
+        f"creating the jobs took more than {setup_sec:.1f} s, {SETUP_MARGIN:g} times what "
+        "creating the probes measured: the machine slowed down during the set-up"
+    )
 
     edited = [c for c in cases if c.kind != "control"]
     controls = [c for c in cases if c.kind == "control"]
