@@ -478,6 +478,42 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="watchdog-keeps-an-expired-leases-running-slot",
+        breaks="watchdog: an expired lease frees its tenant's running slot (docs/FAIRNESS.md)",
+        path=SWEEPER,
+        old="                self._release_slot(record.tenant_id, record.execution_id)",
+        new="                pass",
+        tests=(
+            "tests/integration/test_fairness_running_cap.py::"
+            "test_an_expired_lease_frees_its_slot_and_the_late_worker_does_not_free_the_next_holders",
+        ),
+    ),
+    Mutation(
+        name="short-lease-leaves-the-check-time-behind",
+        breaks=(
+            "1. nothing due is lost (a lease shorter than the resend wait moves the watchdog's "
+            "check to its expiry)"
+        ),
+        path=RULES,
+        old="return lease_sec < resend_after_sec",
+        new="return False",
+        tests=(
+            "tests/integration/test_watchdog_lease_check.py::"
+            "test_a_lease_shorter_than_the_resend_wait_moves_check_at_to_its_expiry",
+        ),
+    ),
+    Mutation(
+        name="watchdog-rereads-a-live-lease-every-sweep",
+        breaks="watchdog: a live lease is looked at again when it expires, not every sweep",
+        path=SWEEPER,
+        old="                self._lifecycle.recheck_at_expiry(record)",
+        new="                pass",
+        tests=(
+            "tests/integration/test_watchdog_lease_check.py::"
+            "test_the_watchdog_looks_again_at_a_live_lease_and_recovers_it_once_expired",
+        ),
+    ),
+    Mutation(
         name="stopped-http-call-follows-a-redirect",
         breaks="10. a worker that lost its lease stops (no call after the stop, redirects too)",
         path="layers/takt/targets/http.py",
