@@ -73,7 +73,7 @@ def make_settings(endpoint: str, **overrides: object) -> Settings:
         aws_endpoint_url=endpoint,
         due_shards=4,
         open_shards=2,
-        **{"egress_allow": TEST_EGRESS_ALLOW, **overrides},  # type: ignore[arg-type]
+        **{"egress_allow": TEST_EGRESS_ALLOW, **overrides},
     )
     env = provision(build_services(base).clients, base, prefix=f"takt-{uid}")
     return base.model_copy(update={"lane_urls": json.loads(env["TAKT_LANE_URLS"])})

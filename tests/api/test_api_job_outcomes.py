@@ -1,7 +1,8 @@
 """A job's last outcome when a success that changes nothing else is not written to the job:
 the API shows the newest ended execution, and an older outcome noted after a newer success
 never stands as the job's state (`Lifecycle._note_outcome`). A listing shows each job as its
-own page does, reading the histories it needs at once on a bounded pool (`JobService.shown_all`)."""
+own page does, reading the histories it needs at once on a bounded pool
+(`JobService.with_newest_outcomes`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 from datetime import timedelta
 from typing import Any
 
-from takt.api.jobs import SHOWN_THREADS
+from takt.api.jobs import OUTCOME_THREADS
 from takt.clock import ManualClock
 from takt.config import Settings
 from takt.executions.lifecycle import Lifecycle
@@ -222,21 +223,21 @@ def test_a_listing_shows_each_job_as_its_own_page_does_with_one_history_query_pe
 def test_a_listing_queries_its_jobs_histories_at_once_on_a_bounded_pool(
     api: Api, clock: ManualClock
 ) -> None:
-    """Each history query waits until `SHOWN_THREADS` are waiting: queried one after another,
+    """Each history query waits until `OUTCOME_THREADS` are waiting: queried one after another,
     the first waits in vain and the listing finds one at a time. The pool's threads carry its
     name, so a query made on the request's own thread, or on more threads, shows."""
-    for _ in range(SHOWN_THREADS + 2):
+    for _ in range(OUTCOME_THREADS + 2):
         fired_one_off(api.svc, clock)
 
-    with HistoryQueries(api.svc, hold=SHOWN_THREADS) as queries:
+    with HistoryQueries(api.svc, hold=OUTCOME_THREADS) as queries:
         resp = api.request("GET", "/v1/jobs")
 
     assert resp.status == 200
-    assert len(resp.json["items"]) == SHOWN_THREADS + 2
-    assert queries.count == SHOWN_THREADS + 2
-    assert queries.most_at_once == SHOWN_THREADS
+    assert len(resp.json["items"]) == OUTCOME_THREADS + 2
+    assert queries.count == OUTCOME_THREADS + 2
+    assert queries.most_at_once == OUTCOME_THREADS
     assert all(name.startswith("shown_") for name in queries.threads)
-    assert len(queries.threads) <= SHOWN_THREADS
+    assert len(queries.threads) <= OUTCOME_THREADS
 
 
 def test_a_listings_history_queries_count_under_the_request_that_made_them(

@@ -3,7 +3,7 @@ field, within seconds, with nothing stored; malformed HTTP framing answered, nev
 jobs with extreme dates offered beside ordinary ones that must still run on time.
 
 Every case here was a 500, a hang or stored garbage before the API gained its one validation
-path (`takt.api.gate`) and the local runtime its own HTTP server (`takt_cli.local.server`).
+path (`takt.api.admission`) and the local runtime its own HTTP server (`takt_cli.local.server`).
 """
 
 from __future__ import annotations

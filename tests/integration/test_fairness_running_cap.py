@@ -12,7 +12,7 @@ from takt.clock import ManualClock
 from takt.config import TenantLimits
 from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecState
-from takt.store.running import RunningSlots
+from takt.store.running_slots import RunningSlots
 from takt.wiring import Services
 from takt.worker.runner import RunOutcome
 from tests.integration.worker.conftest import submit_to

@@ -5,6 +5,7 @@ mutation as run while it changed nothing."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,7 @@ def test_every_design_invariant_has_a_mutation() -> None:
 
 # The parts whose every rule issue 28 asks a mutation for, and how a mutation of each is known:
 # by the file it changes, or (the policies, which share a module) by the rule it names.
-PARTS = {
+PARTS: dict[str, Callable[[Mutation], bool]] = {
     "the lifecycle": lambda m: m.path.startswith("layers/takt/executions/"),
     "the claimer": lambda m: m.path == "layers/takt/dispatch/claimer.py",
     "the watchdog": lambda m: m.path == "layers/takt/watchdog/sweeper.py",

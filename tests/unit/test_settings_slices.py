@@ -6,7 +6,7 @@ from dataclasses import FrozenInstanceError, dataclass, fields
 
 import pytest
 
-from takt.api.parts import ApiSettings
+from takt.api.dependencies import ApiSettings
 from takt.config import Settings, TenantLimits, settings_slice
 from takt.dispatch.claimer import ClaimerSettings
 from takt.watchdog.sweeper import WatchdogSettings

@@ -29,7 +29,7 @@ from typing import Any
 
 log = logging.getLogger("takt_cli.local")
 
-# Above the API's own body limit (takt.api.gate.MAX_BODY_BYTES), so the API names that limit.
+# Above the API's own body limit (takt.api.admission.MAX_BODY_BYTES), so the API names that limit.
 MAX_REQUEST_BYTES = 1024 * 1024
 READ_TIMEOUT_SEC = 10
 # A body announced by Content-Length arrives at once on loopback; one that has not after this

@@ -76,10 +76,10 @@ def load(text: str, now: datetime) -> list[Imported]:
         schedules = document
     else:
         raise MappingError('expected a schedule (get-schedule) or {"Schedules": [...]}')
-    return [one(schedule, index, now) for index, schedule in enumerate(schedules)]
+    return [imported_schedule(schedule, index, now) for index, schedule in enumerate(schedules)]
 
 
-def one(schedule: Any, index: int, now: datetime) -> Imported:
+def imported_schedule(schedule: Any, index: int, now: datetime) -> Imported:
     """One schedule as a job body, or refused with the reason."""
     if not isinstance(schedule, dict):
         return Imported(

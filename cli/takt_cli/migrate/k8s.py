@@ -71,10 +71,10 @@ def load(text: str, target: str) -> list[Imported]:
         else:
             manifests.append(document)
     found = [m for m in manifests if isinstance(m, dict) and m.get("kind") == "CronJob"]
-    return [one(manifest, index, target) for index, manifest in enumerate(found)]
+    return [imported_manifest(manifest, index, target) for index, manifest in enumerate(found)]
 
 
-def one(manifest: dict[str, Any], index: int, target: str) -> Imported:
+def imported_manifest(manifest: dict[str, Any], index: int, target: str) -> Imported:
     metadata = manifest.get("metadata") or {}
     name = str(metadata.get("name") or f"cronjob-{index}")
     namespace = str(metadata.get("namespace") or "default")

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from takt.api.gate import depth_of
+from takt.api.admission import depth_of
 from takt_cli.migrate.model import MappingError
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024

@@ -26,14 +26,7 @@ from pydantic import BaseModel
 
 from takt.api import backfills, calendars, oidc, quarantine, runs, webhook_keys
 from takt.api.access import audit, authorize
-from takt.api.backfills import BackfillIn
-from takt.api.errors import (
-    ApiError,
-    TooManyRequestsError,
-    UnsupportedMediaTypeError,
-)
-from takt.api.executions import ExecutionService
-from takt.api.gate import (
+from takt.api.admission import (
     IDEMPOTENCY_KEY_PATTERN,
     IF_MATCH_PATTERN,
     body_text,
@@ -42,6 +35,14 @@ from takt.api.gate import (
     if_match_version,
     model_errors,
 )
+from takt.api.backfills import BackfillIn
+from takt.api.dependencies import Api
+from takt.api.errors import (
+    ApiError,
+    TooManyRequestsError,
+    UnsupportedMediaTypeError,
+)
+from takt.api.executions import ExecutionService
 from takt.api.identity import identity_of
 from takt.api.jobs import JobService
 from takt.api.models import (
@@ -60,7 +61,6 @@ from takt.api.models import (
     RerunRefused,
     StatsOut,
 )
-from takt.api.parts import Api
 from takt.api.ratelimit import take_request_token
 from takt.api.routing import (
     PROBLEM_JSON,
@@ -163,14 +163,16 @@ def list_jobs(
 ) -> Response[JobPage]:
     service, tenant = _service(), _tenant()
     jobs, next_cursor = service.list_jobs(tenant, limit, cursor, status, name)
-    items = [JobOut.of(job) for job in service.shown_all(tenant, jobs)]
+    items = [JobOut.of(job) for job in service.with_newest_outcomes(tenant, jobs)]
     return _json(JobPage(items=items, next_cursor=next_cursor))
 
 
 @app.get("/v1/jobs/<job_id>", responses=_responses({200: "The job; its ETag is its version"}, 404))
 def get_job(job_id: str) -> Response[JobOut]:
     service, tenant = _service(), _tenant()
-    return _job_response(JobOut.of(service.shown(tenant, service.get(tenant, job_id))), 200)
+    return _job_response(
+        JobOut.of(service.with_newest_outcome(tenant, service.get(tenant, job_id))), 200
+    )
 
 
 @app.patch(
@@ -180,7 +182,7 @@ def get_job(job_id: str) -> Response[JobOut]:
 def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOut]:
     service, tenant = _service(), _tenant()
     job = service.update(tenant, job_id, body, _if_match())
-    return _job_response(JobOut.of(service.shown(tenant, job)), 200)
+    return _job_response(JobOut.of(service.with_newest_outcome(tenant, job)), 200)
 
 
 @app.delete(
@@ -548,7 +550,7 @@ def body_model(method: str, path: str) -> tuple[type[BaseModel], bool] | None:
 
 def admit(event: dict[str, Any], api: Api) -> dict[str, Any] | None:
     """The refusal of a request that must not reach its route, as the answer API Gateway
-    sends, or None to let it through (`takt.api.gate` says in which order it checks)."""
+    sends, or None to let it through (`takt.api.admission` says in which order it checks)."""
     request = APIGatewayProxyEventV2(event)
     headers = request.headers or {}
     try:

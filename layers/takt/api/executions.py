@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from takt.api.dependencies import Api, TenantData
 from takt.api.errors import ConflictingStateError, cursor_errors, store_errors
-from takt.api.parts import Api, TenantData
 from takt.executions.rules import RERUNNABLE
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.store.errors import ConflictError, NotFoundError

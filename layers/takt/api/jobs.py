@@ -17,6 +17,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from takt.api.dependencies import Api, TenantData
 from takt.api.errors import (
     ApiError,
     ConflictingStateError,
@@ -30,7 +31,6 @@ from takt.api.errors import (
     store_errors,
 )
 from takt.api.models import JobCreate, JobPatch
-from takt.api.parts import Api, TenantData
 from takt.api.patch import apply_patch, check_not_late, check_window, first_run
 from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.records import (
@@ -53,11 +53,11 @@ from takt.targets.http import definition_problems
 from takt.tenants import JobLimitError, RateLimitedError
 from takt.tenants.limits import retry_after
 
-SHOWN_THREADS = 16
-"""Threads a listing reads its jobs' histories on (`JobService.shown_all`). A query spends most
-of its time waiting on DynamoDB, and botocore's client is thread-safe; 16 keeps a page of 200
-jobs to 13 rounds of queries and stays within the DynamoDB client's 32 pooled connections
-(`takt.aws.client_config`, the tenant sessions' too), so no thread waits for a connection."""
+OUTCOME_THREADS = 16
+"""Threads a listing reads its jobs' histories on (`JobService.with_newest_outcomes`). A query
+spends most of its time waiting on DynamoDB, and botocore's client is thread-safe; 16 keeps a
+page of 200 jobs to 13 rounds of queries and stays within the DynamoDB client's 32 pooled
+connections (`takt.aws.client_config`, the tenant sessions' too), so no thread waits for one."""
 
 UPDATE_TRIES = 5
 """Writes an unconditional PATCH makes, each from a fresh read, while other changes keep
@@ -317,18 +317,18 @@ class JobService:
         with store_errors(f"job {job_id}"):
             return self._data(tenant_id).jobs.get(tenant_id, job_id)
 
-    def shown(self, tenant_id: str, job: JobRecord) -> JobRecord:
-        """`job` as the API shows it (`shown_all`)."""
-        [one] = self.shown_all(tenant_id, [job])
+    def with_newest_outcome(self, tenant_id: str, job: JobRecord) -> JobRecord:
+        """`job` as the API shows it (`with_newest_outcomes`)."""
+        [one] = self.with_newest_outcomes(tenant_id, [job])
         return one
 
-    def shown_all(self, tenant_id: str, jobs: list[JobRecord]) -> list[JobRecord]:
+    def with_newest_outcomes(self, tenant_id: str, jobs: list[JobRecord]) -> list[JobRecord]:
         """`jobs` with their `last_*` naming each one's newest ended execution: a success that
         changed nothing else is not noted on the job (`Lifecycle._note_outcome`), so a job whose
         noted outcome is a success, or a fired one-off with nothing noted, may have newer ones in
         its history (one query each, newest first).
 
-        A listing has many such jobs, so their queries run at once on `SHOWN_THREADS` threads: a
+        A listing has many such jobs, so their queries run at once on `OUTCOME_THREADS` threads: a
         page costs the round trips of its slowest thread, not one per job in a row. Each runs in
         a copy of the caller's context, so what it carries (`takt bench`'s meter counts a call
         under the invocation its context names) follows the query into the pool."""
@@ -344,7 +344,7 @@ class JobService:
                     tenant_id, job.job_id, job.last_execution_id, consistent=False
                 )
 
-        found = each_in_context(newest, looked, SHOWN_THREADS, name="shown")
+        found = each_in_context(newest, looked, OUTCOME_THREADS, name="shown")
         newer = {job.job_id: record for job, record in zip(looked, found, strict=True)}
         return [_with_newer(job, newer.get(job.job_id)) for job in jobs]
 

@@ -51,7 +51,7 @@ CALENDARS_DESCRIPTION = "names of calendars whose blackout windows skip occurren
 # state, checked by takt.schedule.
 # The whitespace a cron expression's fields or a duration may have around them: what Python's
 # str.split and str.strip take for it, but for the control characters and line separators
-# `takt.api.gate` refuses in every such string; a word is anything else.
+# `takt.api.admission` refuses in every such string; a word is anything else.
 SPACE = "[ \\u00a0\\u1680\\u2000-\\u200a\\u202f\\u205f\\u3000]"
 WORD = "[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]"
 # A cron expression's pattern is its shape (`takt.schedule.cron`: a macro, or 5 or 6 fields
@@ -65,7 +65,7 @@ CRON: dict[str, Any] = {"format": "takt-cron", "pattern": CRON_PATTERN}
 DURATION_PATTERN = rf"^{SPACE}*(?:(?:[0-9]+(?:ms|[dhms]))+|[Pp][0-9WwDdTtHhMmSs.,]*){SPACE}*$"
 DURATION: dict[str, Any] = {"format": "takt-duration", "pattern": DURATION_PATTERN}
 # Text a person reads (names, keys): no control characters, no bidi controls, no line
-# separators, no non-characters of the Basic Multilingual Plane (takt.api.gate).
+# separators, no non-characters of the Basic Multilingual Plane (takt.api.admission).
 TEXT_PATTERN = (
     "^[^\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\\u202e\\u2066-\\u2069"
     "\\u2028\\u2029\\ufdd0-\\ufdef\\ufffe\\uffff]*$"
@@ -143,7 +143,7 @@ class _Schedulable(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_without_null)
     # Fields that may be left out but not given as null (null would mean nothing sensible); the
-    # API refuses such a null before validating the model (`takt.api.gate.check_body`).
+    # API refuses such a null before validating the model (`takt.api.admission.check_body`).
     NOT_NULL: ClassVar[frozenset[str]] = frozenset()
 
     @field_validator("time_zone", check_fields=False)

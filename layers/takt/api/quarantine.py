@@ -17,8 +17,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, Field
 
+from takt.api.dependencies import Api
 from takt.api.errors import ConflictingStateError, ForbiddenError, JobNotFoundError
-from takt.api.parts import Api
 from takt.api.routing import api_of, caller_of, json_response, responses
 from takt.models.ids import to_ms
 from takt.store.errors import NotFoundError

@@ -16,8 +16,8 @@ write, so a flood of refused requests costs about one write per instance per tok
 from __future__ import annotations
 
 from takt.api.access import Caller
+from takt.api.dependencies import Api
 from takt.api.errors import TooManyRequestsError
-from takt.api.parts import Api
 from takt.tenants.limits import retry_after
 
 REQUEST_BUCKET = "api-rate"

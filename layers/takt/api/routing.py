@@ -14,9 +14,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
 
 from takt.api.access import Caller
+from takt.api.dependencies import Api
 from takt.api.errors import UnauthenticatedError
 from takt.api.models import Problem
-from takt.api.parts import Api
 
 PROBLEM_JSON = "application/problem+json"
 

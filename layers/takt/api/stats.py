@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from takt.api.dependencies import Api
 from takt.api.models import (
     FailingJobOut,
     JobCountsOut,
@@ -24,7 +25,6 @@ from takt.api.models import (
     StatsOut,
     TotalsOut,
 )
-from takt.api.parts import Api
 from takt.models.ids import format_time, parse_time
 from takt.models.records import ExecState, JobStatus
 from takt.stats import MetricQuery

@@ -1,4 +1,5 @@
-"""The per-second driver: each tick fans out one claim per (minute bucket, shard).
+"""The ticker: one sweep of the due index, which the per-second driver (`takt.dispatch.driver`)
+runs once a second; each tick fans out one claim per (minute bucket, shard).
 
 It sweeps every bucket from the watermark (the oldest minute that may hold items) to the current
 minute, so items left behind by a crash or an outage are found again, and moves the watermark

@@ -49,7 +49,7 @@ class Incidents(Protocol):
     """What tells people about a job's runs going wrong (`takt.notify.notifier.Notifier`, over
     SNS, EventBridge or a webhook): declared here, so the lifecycle imports no adapter."""
 
-    def noted(
+    def notify_state(
         self,
         record: ExecutionRecord,
         state: ExecState,
@@ -714,7 +714,7 @@ class Lifecycle:
         if record.backfill_id is not None:
             self.backfills.pump(record.tenant_id, record.job_id, record.backfill_id, now)
         if notify and self._notifier is not None and note is not None:
-            self._notifier.noted(record, state, note, now, error)
+            self._notifier.notify_state(record, state, note, now, error)
 
     def _note_outcome(
         self, record: ExecutionRecord, state: ExecState, now: datetime

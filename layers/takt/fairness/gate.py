@@ -17,7 +17,7 @@ from takt.observability import logger
 from takt.store.buckets import TokenBuckets
 from takt.store.errors import NotFoundError
 from takt.store.executions import ExecutionStore
-from takt.store.running import RunningSlots
+from takt.store.running_slots import RunningSlots
 
 HOST_PARTITION = "#host"
 

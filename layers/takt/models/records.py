@@ -351,7 +351,8 @@ def success_may_go_unnoted(last_outcome: str | None, status: str | None) -> bool
     """Whether a later success of a job may be left unnoted on it: its noted outcome is a
     success, or nothing is noted on a one-off that fired (it will not fire again). The worker
     skips such a note (`Lifecycle._note_outcome`, when no failure streak or incident stands
-    either), and the API reads such a job's newest run from its history (`JobService.shown_all`)."""
+    either), and the API reads such a job's newest run from its history
+    (`JobService.with_newest_outcomes`)."""
     if last_outcome is None:
         return status == JobStatus.COMPLETED.value
     return last_outcome == ExecState.SUCCEEDED.value

@@ -75,7 +75,7 @@ class Notifier:
         """The job's own policy, else its tenant's default, else none."""
         return job.notify or self._settings.notify_defaults.get(job.tenant_id)
 
-    def noted(
+    def notify_state(
         self,
         record: ExecutionRecord,
         state: ExecState,

@@ -39,7 +39,7 @@ from takt.wiring.stores import (
 )
 
 if TYPE_CHECKING:
-    from takt.api.parts import Api
+    from takt.api.dependencies import Api
     from takt.dispatch.claimer import Claimer
     from takt.dispatch.driver import Driver
     from takt.dispatch.indexer import DueIndexer

@@ -6,8 +6,8 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from takt.api.dependencies import Api, ApiSettings, TenantData
 from takt.api.identity import IdentityMapping
-from takt.api.parts import Api, ApiSettings, TenantData
 from takt.aws import AwsClients, make_cloudwatch_client, make_sts_client
 from takt.clock import Clock
 from takt.config import Settings, settings_slice

@@ -13,7 +13,7 @@ from takt.fairness.gate import WorkerGate, running_check
 from takt.fairness.shares import DispatchShares
 from takt.store.buckets import TokenBuckets
 from takt.store.executions import ExecutionStore
-from takt.store.running import RunningSlots
+from takt.store.running_slots import RunningSlots
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -115,7 +115,7 @@ def test_what_is_no_cron_expression_matches_no_pattern_and_is_refused(text: str)
 
 @pytest.mark.parametrize("text", ["\t1h", "1h\n", "*\t* * * *", "* * * * *\r", "\x0b@hourly"])
 def test_whitespace_the_gate_refuses_is_outside_the_patterns(text: str) -> None:
-    """A tab or line break parses (the parsers strip and split on it), but `takt.api.gate`
+    """A tab or line break parses (the parsers strip and split on it), but `takt.api.admission`
     refuses control characters in every string outside payloads, so the schema does too.
     (Matched whole, as ECMA-262's `$` reads: Python's also matches before a final newline.)"""
     assert DURATION.fullmatch(text) is None

@@ -49,7 +49,7 @@ def _imported(schedule: str, zone: str) -> Imported:
             "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"image": "r:1"}]}}}},
         },
     }
-    return k8s.one(manifest, 0, TARGET)
+    return k8s.imported_manifest(manifest, 0, TARGET)
 
 
 def _fires(body: dict[str, Any], start: str, count: int) -> list[str]:

@@ -1,6 +1,6 @@
-"""The one validation path (`takt.api.gate`): the access check before anything of the request is
-read, bounded headers, a create that failed after claiming its key, the audit line's level, and
-the tenant id rule; through the api handler, on moto."""
+"""The one validation path (`takt.api.admission`): the access check before anything of the
+request is read, bounded headers, a create that failed after claiming its key, the audit line's
+level, and the tenant id rule; through the api handler, on moto."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from botocore.exceptions import ClientError
 
 from functions.api.handler import handler
+from takt.api.admission import MAX_DEPTH, depth_of, parse_json
 from takt.api.app import BODY_ROUTES, openapi_json
-from takt.api.gate import MAX_DEPTH, depth_of, parse_json
 from takt.api.identity import is_tenant_id
 from takt.api.models import TEXT_PATTERN
 from takt.observability import logger
