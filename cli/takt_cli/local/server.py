@@ -14,7 +14,9 @@ this server does that part for `takt local`:
   once (no version: the standard library would wait for headers that never come);
 - connections are served on threads, with a listen backlog of `BACKLOG` (the standard library's
   5 reset the sixth of a burst of connections). The API handler still serves one event at a
-  time (the runtime's instance lock): threads only keep connections from waiting on each other.
+  time (the runtime's instance lock): threads only keep connections from waiting on each other;
+- a client that goes away before its answer is written (a browser tab closed while the console
+  loads) is normal, not a server error: one DEBUG line, never the standard library's traceback.
 """
 
 from __future__ import annotations
@@ -93,6 +95,14 @@ class _Handler(BaseHTTPRequestHandler):
     server: ApiServer
     # Set by the standard library's handle_one_request (typeshed does not declare it).
     raw_requestline: bytes
+
+    def handle(self) -> None:
+        """Serve the connection's requests; a client gone mid-answer ends it quietly."""
+        try:
+            super().handle()
+        except ConnectionError as gone:
+            self.close_connection = True
+            log.debug("client %s went away mid-answer: %s", self.address_string(), gone)
 
     def _body(self) -> bytes:
         if "transfer-encoding" in self.headers:
