@@ -15,6 +15,10 @@ if TYPE_CHECKING:
 
 _pool = urllib3.PoolManager(retries=False)
 
+# Advice in an API error that names a body field, and the same advice in the CLI's words: the
+# API tells a too-late `run_at` to send `run_late: true`, which a CLI user gives as a flag.
+_CLI_ADVICE = {"send run_late: true": "add --run-late"}
+
 
 def call(
     ctx: CliContext,
@@ -73,6 +77,8 @@ def send(
             detail = parsed.get("detail") or parsed.get("title") or parsed.get("message") or text
         else:
             detail = text
+        for said, meant in _CLI_ADVICE.items():
+            detail = detail.replace(said, meant)
         raise CliError(f"{resp.status} {detail}".strip())
     return resp.status, parsed, dict(resp.headers)
 

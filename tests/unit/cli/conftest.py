@@ -22,10 +22,12 @@ class Received:
 
 @dataclass
 class FakeApi:
-    """Answers each path (without its query) with a scripted JSON body, and records requests."""
+    """Answers each path (without its query) with a scripted JSON body (with the status
+    `statuses` gives it, else 200), and records requests."""
 
     url: str = ""
     answers: dict[str, Any] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
     received: list[Received] = field(default_factory=list)
 
 
@@ -47,7 +49,9 @@ def fake_api() -> Iterator[FakeApi]:
                 )
             )
             path = self.path.split("?", 1)[0]
-            status, body = (200, api.answers[path]) if path in api.answers else (404, {})
+            status, body = (404, {})
+            if path in api.answers:
+                status, body = api.statuses.get(path, 200), api.answers[path]
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

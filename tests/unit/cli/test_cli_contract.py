@@ -5,11 +5,15 @@ CLI cannot lag the API again (issue 29: `--overlap replace`, `--run-late`, `--pa
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 import pytest
 
+from takt.api.errors import InvalidRequestError
+from takt.api.patch import check_not_late
+from takt.models.records import JobRecord
 from takt_cli.commands.job_fields import JobFlag
 from takt_cli.commands.jobs import CREATE_FLAGS, UPDATE_FLAGS, create, update
 from takt_cli.commands.main import main
@@ -119,3 +123,36 @@ def test_a_zone_outside_the_contract_is_one_error_line(
     assert len(err.splitlines()) == 1, f"bad input is one error line, not the zone list: {err}"
     assert "'Mars/X' is not one of the" in err
     assert fake_api.received == [], "bad input sends nothing"
+
+
+def _late_run_at_problem() -> dict[str, Any]:
+    """The API's own problem for a `run_at` older than the catch-up window."""
+    now = datetime(2026, 3, 1, 12, tzinfo=UTC)
+    job = JobRecord(
+        tenant_id="t",
+        job_id="job_01",
+        run_at=now - timedelta(days=1),
+        anchor=now,
+        target="https://svc.example/hook",
+        created_at=now,
+        updated_at=now,
+    )
+    with pytest.raises(InvalidRequestError) as refused:
+        check_not_late(job, now)
+    return {"title": "Invalid request", "status": 400, "detail": refused.value.detail}
+
+
+def test_a_late_run_at_s_error_names_the_cli_flag_not_the_body_field(
+    fake_api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_api.answers["/v1/jobs"] = _late_run_at_problem()
+    fake_api.statuses["/v1/jobs"] = 400
+    args = ["--endpoint", fake_api.url, "jobs", "create", "--run-at", "2020-01-01T00:00:00Z"]
+
+    code = main([*args, "--target", "https://svc.example/hook"])
+    err = capsys.readouterr().err
+
+    assert code == 1
+    assert "add --run-late" in err and "run_late: true" not in err, (
+        f"a flag for every field: the CLI's error advises the flag, not the body field: {err}"
+    )
