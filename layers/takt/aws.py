@@ -126,6 +126,13 @@ def make_states_client(settings: Settings) -> Any:
     )
 
 
+def make_ecs_client(settings: Settings) -> Any:
+    """An ECS client for container targets, made on the first such call. (Typed `Any`: the
+    project carries no ECS stubs.)"""
+    session = boto3.session.Session(region_name=settings.region)
+    return session.client("ecs", endpoint_url=settings.aws_endpoint_url, config=client_config(8))
+
+
 def make_kms_client(settings: Settings) -> Any:
     """A KMS client for signing OIDC tokens, made on the first token. (Typed `Any`: the project
     carries no KMS stubs.)"""

@@ -253,6 +253,21 @@ class Settings(BaseModel):
     claim_read_pages: int = Field(default=4, ge=1, le=64)
     # How long a message waits before it is offered again when its tenant's running cap is full.
     running_cap_retry_sec: int = Field(default=2, ge=1, le=900)
+    # Container targets (takt.targets.container, docs/WORKERS.md): the ECS cluster their tasks
+    # run in (unset: the worker runs none), the awsvpc subnets and security groups (JSON lists),
+    # whether a task gets a public IP (to pull an image without a NAT gateway), the task
+    # definitions' execution role (pulls the image, writes the logs) and task role (what the
+    # container may call; none when unset), the log group the awslogs driver writes to with its
+    # stream prefix, and how often a running task is looked at.
+    container_cluster: str | None = None
+    container_subnets: tuple[str, ...] = ()
+    container_security_groups: tuple[str, ...] = ()
+    container_public_ip: bool = False
+    container_execution_role_arn: str | None = None
+    container_task_role_arn: str | None = None
+    container_log_group: str = "/takt/containers"
+    container_log_prefix: str = "takt"
+    container_poll_sec: float = Field(default=5.0, ge=0.0, le=60.0)
     # The KMS RSA key (id, ARN or alias) that signs OIDC tokens for HTTP targets with
     # `auth.oidc` (takt.targets.oidc), and the `iss` those tokens name; unset, such targets fail.
     oidc_key_id: str | None = None

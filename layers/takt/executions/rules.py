@@ -52,6 +52,7 @@ class Report:
     error: str | None = None
     status_code: int | None = None
     duration_ms: int | None = None
+    logs: str | None = None
 
 
 CANCELLED_WHILE_RUNNING = Report(ExecState.CANCELLED.value, "cancelled while running")
@@ -68,6 +69,7 @@ def attempt_entry(record: ExecutionRecord, report: Report, now: datetime) -> dic
         "error": report.error,
         "status_code": report.status_code,
         "duration_ms": report.duration_ms,
+        "logs": report.logs,
     }
     return {k: v for k, v in entry.items() if v is not None}
 

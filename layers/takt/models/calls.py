@@ -70,6 +70,8 @@ class TargetResult:
     error: str | None = None
     retry_after_sec: float | None = None
     duration_ms: int = 0
+    # Where the attempt's own output can be read (a container task's CloudWatch log stream).
+    logs: str | None = None
 
 
 class Targets(Protocol):

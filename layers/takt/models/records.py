@@ -223,6 +223,8 @@ class Attempt(BaseModel):
     status_code: int | None = None
     error: str | None = None
     duration_ms: int | None = None
+    # Where the attempt's output can be read: a container target's CloudWatch log stream.
+    logs: str | None = None
 
 
 @dataclass(frozen=True)

@@ -42,10 +42,11 @@ TARGET_PATTERN = r"^(?:handler:|arn:|\{|[Hh][Tt][Tt][Pp][Ss]?://)"
 TARGET_SCHEMA: dict[str, Any] = {
     "description": "What each run calls: an http(s) URL, `handler:NAME`, an SQS queue URL or "
     "ARN, an SNS topic ARN, an EventBridge bus ARN, a Lambda function ARN or a Step Functions "
-    'state machine ARN; or the same as an object (`{"type": "handler", "name": "send_report"}`), '
+    "state machine ARN, or a container run on Fargate (object form only); or the same as an "
+    'object (`{"type": "handler", "name": "send_report"}`), '
     "which is stored as its string form. An HTTP target with more than a POST of the payload "
-    "(method, headers, secrets, SigV4, OIDC) and an asynchronous Lambda target are stored as "
-    "their object in compact JSON (docs/WORKERS.md).",
+    "(method, headers, secrets, SigV4, OIDC), an asynchronous Lambda target and a container "
+    "target are stored as their object in compact JSON (docs/WORKERS.md).",
     "anyOf": [
         {"type": "string", "format": "takt-target", "pattern": TARGET_PATTERN},
         *(_inlined(model.model_json_schema()) for model in TARGET_OBJECTS),

@@ -12,6 +12,7 @@ target stays a plain string that every worker and every version of the history u
 | EventBridge bus | `arn:aws:events:us-east-1:123456789012:event-bus/orders` |
 | Lambda function (synchronous) | `arn:aws:lambda:us-east-1:123456789012:function:report[:QUAL]` |
 | Step Functions state machine | `arn:aws:states:us-east-1:123456789012:stateMachine:orders` |
+| container (ECS RunTask on Fargate) | `{"cpu":256,"image":"…","memory":512,"type":"container"}` |
 
 An https URL on an SQS endpoint host names the queue, not an HTTP endpoint: POSTing a payload to
 a queue URL without a SigV4 signature could never succeed, so nothing is lost by the rule.
@@ -21,7 +22,8 @@ a SigV4 signature, an OIDC token) is stored as a compact JSON object with sorted
 `{"auth":{"bearer_secret":"takt/acme/token"},"method":"PUT","type":"http","url":"https://…"}`;
 it names its secrets, never their values: the worker reads them from Secrets Manager when it calls
 (docs/SECURITY.md). An asynchronous Lambda call is stored the same way:
-`{"function":"arn:aws:lambda:…","invocation":"Event","type":"lambda"}`.
+`{"function":"arn:aws:lambda:…","invocation":"Event","type":"lambda"}`, and a container target
+always is (takt.targets.container runs it).
 
 Targets are validated once, by one discriminated pydantic union (`TargetObject`, one model per
 kind, each holding its kind's rules): a string form is first read as the object it stands for
@@ -242,8 +244,41 @@ class StateMachineSpec:
     region: str
 
 
+@dataclass(frozen=True)
+class ContainerSpec:
+    """A container run as one ECS task on Fargate: its image, command (the image's own when
+    empty), environment as sorted (name, value) pairs, and the task's CPU units and MiB."""
+
+    image: str
+    command: tuple[str, ...] = ()
+    environment: tuple[tuple[str, str], ...] = ()
+    cpu: int = 256
+    memory: int = 512
+
+    def text(self) -> str:
+        """The stored form: the object in compact JSON with sorted keys (empty fields left out)."""
+        data: dict[str, Any] = {
+            "type": "container",
+            "image": self.image,
+            "cpu": self.cpu,
+            "memory": self.memory,
+        }
+        if self.command:
+            data["command"] = list(self.command)
+        if self.environment:
+            data["environment"] = dict(self.environment)
+        return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
 TargetSpec = (
-    HttpSpec | HandlerSpec | SqsSpec | SnsSpec | EventBusSpec | LambdaSpec | StateMachineSpec
+    HttpSpec
+    | HandlerSpec
+    | SqsSpec
+    | SnsSpec
+    | EventBusSpec
+    | LambdaSpec
+    | StateMachineSpec
+    | ContainerSpec
 )
 # The kinds called through AWS's APIs with the deployment's clients, in its region.
 AwsSpec = SqsSpec | SnsSpec | EventBusSpec | LambdaSpec | StateMachineSpec
@@ -625,6 +660,96 @@ class StepFunctionsTargetObject(_TargetObject):
         return self.state_machine
 
 
+# Fargate's task sizes: CPU units and the memory (MiB) each allows, as (lowest, highest, step).
+FARGATE_MEMORY = {
+    256: (512, 2048, 512),
+    512: (1024, 4096, 1024),
+    1024: (2048, 8192, 1024),
+    2048: (4096, 16384, 1024),
+    4096: (8192, 30720, 1024),
+    8192: (16384, 61440, 4096),
+    16384: (32768, 122880, 8192),
+}
+_IMAGE = re.compile(r"^[a-z0-9][A-Za-z0-9./:@_-]{0,254}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+# The variables takt sets in every task (the execution's identity and payload).
+RESERVED_ENV_PREFIX = "TAKT_"
+MAX_COMMAND_ARGS = 64
+MAX_ENVIRONMENT = 64
+
+
+def _fargate_memory(cpu: int, memory: int) -> None:
+    """Refuse a CPU and memory pair Fargate cannot run, naming the memory that CPU allows."""
+    if cpu not in FARGATE_MEMORY:
+        raise ValueError(f"cpu is one of {', '.join(map(str, FARGATE_MEMORY))} (CPU units)")
+    low, high, step = FARGATE_MEMORY[cpu]
+    if not (low <= memory <= high and (memory - low) % step == 0):
+        raise ValueError(
+            f"with cpu {cpu}, memory is {low} to {high} MiB in steps of {step} (Fargate's sizes)"
+        )
+
+
+class ContainerTargetObject(_TargetObject):
+    """Run a container as one ECS task on Fargate, in the cluster, subnets and security groups
+    the deployment names; the container's exit code is the outcome (0 succeeds). The execution's
+    identity and payload reach it as `TAKT_*` environment variables."""
+
+    type: Literal["container"]
+    image: str = Field(description="the image, e.g. `public.ecr.aws/docker/library/busybox:1.36`")
+    command: list[Annotated[str, Field(max_length=1024)]] | None = Field(
+        default=None, max_length=MAX_COMMAND_ARGS, description="the image's own when left out"
+    )
+    environment: dict[str, Annotated[str, Field(max_length=1024)]] | None = Field(
+        default=None,
+        max_length=MAX_ENVIRONMENT,
+        description="variables set in the container; names starting TAKT_ are takt's own",
+    )
+    cpu: int = Field(default=256, description="CPU units: 256, 512, 1024, ... 16384")
+    memory: int = Field(default=512, description="MiB, as Fargate allows for the cpu")
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, image: str) -> str:
+        if not _IMAGE.match(image):
+            raise ValueError(
+                "image is an image reference of at most 255 characters (registry/name:tag or "
+                "@digest), no spaces"
+            )
+        return image
+
+    @field_validator("environment")
+    @classmethod
+    def _environment(cls, environment: dict[str, str] | None) -> dict[str, str] | None:
+        for name in environment or {}:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if name.upper().startswith(RESERVED_ENV_PREFIX):
+                raise ValueError(f"{name!r}: names starting {RESERVED_ENV_PREFIX} are takt's own")
+        return environment
+
+    @model_validator(mode="after")
+    def _sized(self) -> ContainerTargetObject:
+        _fargate_memory(self.cpu, self.memory)
+        if len(self.text()) > MAX_TARGET_CHARS:
+            raise ValueError(
+                f"a container target takes at most {MAX_TARGET_CHARS} characters stored "
+                "(command and environment together)"
+            )
+        return self
+
+    def spec(self) -> ContainerSpec:
+        return ContainerSpec(
+            image=self.image,
+            command=tuple(self.command or ()),
+            environment=tuple(sorted((self.environment or {}).items())),
+            cpu=self.cpu,
+            memory=self.memory,
+        )
+
+    def text(self) -> str:
+        return self.spec().text()
+
+
 TARGET_OBJECTS = (
     HttpTargetObject,
     HandlerTargetObject,
@@ -633,6 +758,7 @@ TARGET_OBJECTS = (
     EventBusTargetObject,
     LambdaTargetObject,
     StepFunctionsTargetObject,
+    ContainerTargetObject,
 )
 AnyTargetObject = (
     HttpTargetObject
@@ -642,6 +768,7 @@ AnyTargetObject = (
     | EventBusTargetObject
     | LambdaTargetObject
     | StepFunctionsTargetObject
+    | ContainerTargetObject
 )
 TargetObject = Annotated[AnyTargetObject, Field(discriminator="type")]
 # The one validator of targets: the API's object forms, every string form (through
@@ -687,14 +814,15 @@ def object_form(text: str) -> dict[str, Any]:
 
 def _stored_object(text: str) -> dict[str, Any]:
     """An object stored in JSON: only the kinds whose stored form is one (an HTTP target with
-    more than a POST, an asynchronous Lambda target)."""
+    more than a POST, an asynchronous Lambda target, a container)."""
     try:
         data = json.loads(text)
     except ValueError:
         raise ValueError("a target starting with { is a target object in JSON") from None
-    if not isinstance(data, dict) or data.get("type") not in ("http", "lambda"):
+    if not isinstance(data, dict) or data.get("type") not in ("http", "lambda", "container"):
         raise ValueError(
-            'a target object in a string is an HTTP or Lambda target: {"type": "http", ...}'
+            "a target object in a string is an HTTP, Lambda or container target: "
+            '{"type": "http", ...}'
         )
     return data
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from takt.handlers import Registry
 from takt.models.calls import CallContext, TargetResult
-from takt.models.targets import HandlerSpec, HttpSpec, LambdaSpec, StateMachineSpec, parse_target
+from takt.models.targets import (
+    ContainerSpec,
+    HandlerSpec,
+    HttpSpec,
+    LambdaSpec,
+    StateMachineSpec,
+    parse_target,
+)
+from takt.targets.container import ContainerTarget
 from takt.targets.handler import HandlerTarget
 from takt.targets.http import HttpTarget
 from takt.targets.invoke import AwsInvokeTarget
@@ -21,10 +29,12 @@ class TargetRouter:
         publisher: QueueTopicTarget,
         handlers: Registry | None = None,
         invoker: AwsInvokeTarget | None = None,
+        containers: ContainerTarget | None = None,
     ) -> None:
         self._http = http
         self._publisher = publisher
         self._invoker = invoker
+        self._containers = containers
         self._handlers = HandlerTarget(handlers or Registry())
 
     def serves(self, handler: str) -> bool:
@@ -45,4 +55,12 @@ class TargetRouter:
                     "permanent", error="this worker calls no Lambda or Step Functions"
                 )
             return self._invoker.call(spec, ctx)
+        if isinstance(spec, ContainerSpec):
+            if self._containers is None:
+                return TargetResult(
+                    "permanent",
+                    error="this deployment runs no containers (its context sets no "
+                    "containerCluster)",
+                )
+            return self._containers.call(spec, ctx)
         return self._publisher.call(spec, ctx)

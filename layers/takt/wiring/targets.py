@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from takt.aws import (
     AwsClients,
     credential_source,
+    make_ecs_client,
     make_kms_client,
     make_lambda_client,
     make_secrets_client,
@@ -19,6 +20,7 @@ from takt.config import Settings
 from takt.handlers import load_modules, registry
 from takt.notify.notifier import Notifier
 from takt.store.jobs import JobStore
+from takt.targets.container import ContainerTarget, Placement
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import HttpTarget
 from takt.targets.invoke import AwsInvokeTarget
@@ -78,7 +80,27 @@ def target_router(settings: Settings, clients: AwsClients, http: HttpTarget) -> 
             lambda: make_states_client(settings),
             settings.region,
         ),
+        container_target(settings),
     )
+
+
+def container_target(settings: Settings) -> ContainerTarget | None:
+    """Container targets, when the deployment names a cluster for their tasks."""
+    if settings.container_cluster is None:
+        return None
+    placement = Placement(
+        cluster=settings.container_cluster,
+        subnets=settings.container_subnets,
+        security_groups=settings.container_security_groups,
+        execution_role_arn=settings.container_execution_role_arn,
+        task_role_arn=settings.container_task_role_arn,
+        log_group=settings.container_log_group,
+        log_prefix=settings.container_log_prefix,
+        region=settings.region,
+        public_ip=settings.container_public_ip,
+        poll_sec=settings.container_poll_sec,
+    )
+    return ContainerTarget(lambda: make_ecs_client(settings), placement)
 
 
 def notifier(settings: Settings, clients: AwsClients, jobs: JobStore, http: HttpTarget) -> Notifier:

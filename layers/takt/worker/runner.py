@@ -415,7 +415,9 @@ class ExecutionRunner:
     def _finish(
         self, record: ExecutionRecord, state: ExecState, result: TargetResult, error: str | None
     ) -> RunOutcome:
-        report = rules.Report(state.value, error, result.status_code, result.duration_ms)
+        report = rules.Report(
+            state.value, error, result.status_code, result.duration_ms, result.logs
+        )
         if not self._lifecycle.complete(record, state, self._clock.now(), report):
             return self._fenced(record)
         return RunOutcome(record.execution_id, state.value, error or "", record.lag_ms)
@@ -433,7 +435,9 @@ class ExecutionRunner:
 
     def _retry(self, record: ExecutionRecord, result: TargetResult) -> RunOutcome:
         delay = backoff_delay(record.retry, record.attempt, retry_after=result.retry_after_sec)
-        report = rules.Report("retry", result.error, result.status_code, result.duration_ms)
+        report = rules.Report(
+            "retry", result.error, result.status_code, result.duration_ms, result.logs
+        )
         written = self._lifecycle.retry(record, self._clock.now(), delay, report)
         if written == ExecState.RETRY_WAIT:
             return RunOutcome(

@@ -158,4 +158,13 @@ def test_the_openapi_schema_documents_the_string_and_every_object_form() -> None
     ]
     string = {"type": "string", "format": "takt-target", "pattern": TARGET_PATTERN}
     assert string in schema["anyOf"]
-    assert kinds == ["http", "handler", "sqs", "sns", "eventbridge", "lambda", "stepfunctions"]
+    assert kinds == [
+        "http",
+        "handler",
+        "sqs",
+        "sns",
+        "eventbridge",
+        "lambda",
+        "stepfunctions",
+        "container",
+    ]
