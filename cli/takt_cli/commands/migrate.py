@@ -69,11 +69,17 @@ _target = click.option(
 
 @import_.command("k8s")
 @click.argument("file")
-@_target
+@click.option(
+    "--target",
+    default=None,
+    help="What each job calls, the pod's container becoming its payload; without it the "
+    "container runs as the job's container target (ECS on Fargate).",
+)
 @_dry_run
 @click.pass_obj
-def import_k8s(ctx: CliContext, file: str, target: str, dry_run: bool) -> None:
-    """CronJob manifests (YAML, several documents or a List)."""
+def import_k8s(ctx: CliContext, file: str, target: str | None, dry_run: bool) -> None:
+    """CronJob manifests (YAML, several documents or a List); each pod's container becomes a
+    container target unless --target is given."""
     from takt_cli.migrate import MappingError, k8s  # noqa: PLC0415 - only this command loads its mapping and YAML
 
     try:

@@ -14,7 +14,8 @@ prints it; other kinds are passed over. The mapping:
 | `jobTemplate.spec.backoffLimit` (default 6) | `retry.max_attempts` = backoffLimit + 1 |
 | `jobTemplate.spec.activeDeadlineSeconds` | `timeout_sec` |
 | `metadata.name` (and namespace) | `name` (`namespace/name` outside `default`) |
-| the pod's container | the `payload` of the `--target` given |
+| the pod's container, without `--target` | a `container` target (below) |
+| the pod's container, with `--target` | the `payload` of the target given |
 | (robfig/cron's clock changes) | `dst: {gap: skip, overlap: twice}` |
 
 Kubernetes reads cron with robfig/cron v3, whose reading differs from takt's in which day fields
@@ -27,14 +28,26 @@ skips never comes (the day passes) and one that fall-back repeats comes twice; t
 policy says the same, so it fires at the CronJob's instants across clock changes too (where the
 clock moves by one hour: robfig.py says why a schedule with chosen hours is refused on a day it
 moves by 30 minutes or two hours). tests/data/migrate/robfig holds robfig's own answers.
+
+Without `--target` the pod's one container becomes the job's container target (an ECS task on
+Fargate, takt.targets.container): its `image`; `command` and `args` together as the command (the
+image's ENTRYPOINT still runs when only `args` is given, as Kubernetes runs it); `env` entries
+with a `value`; and its resources (limits, else requests) rounded up to the smallest Fargate size
+that holds them. What a Fargate task of takt's does not carry is named in a note, never dropped in
+silence: `valueFrom`/`envFrom` (secrets and config maps), volumes and their mounts, init and
+sidecar containers, `restartPolicy` (takt retries by attempts), `workingDir`, ports, probes, the
+security context, the service account and pull secrets, and scheduling constraints. A pod with
+several containers is refused: a container target runs one.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from takt.models.records import Dst, OverlapPolicy
+from takt.models.targets import FARGATE_MEMORY
 from takt.schedule import ScheduleError, parse_duration, validate_time_zone
 from takt_cli.migrate import robfig
 from takt_cli.migrate.model import (
@@ -58,8 +71,9 @@ MAX_ATTEMPTS = 100
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
 
 
-def load(text: str, target: str) -> list[Imported]:
-    """Every CronJob in the YAML `text`, mapped to a job body for `target`."""
+def load(text: str, target: str | None) -> list[Imported]:
+    """Every CronJob in the YAML `text`, mapped to a job body for `target` (None: a container
+    target of the pod's own container)."""
 
     documents = yaml_documents(text)
     manifests: list[Any] = []
@@ -74,7 +88,7 @@ def load(text: str, target: str) -> list[Imported]:
     return [imported_manifest(manifest, index, target) for index, manifest in enumerate(found)]
 
 
-def imported_manifest(manifest: dict[str, Any], index: int, target: str) -> Imported:
+def imported_manifest(manifest: dict[str, Any], index: int, target: str | None) -> Imported:
     metadata = manifest.get("metadata") or {}
     name = str(metadata.get("name") or f"cronjob-{index}")
     namespace = str(metadata.get("namespace") or "default")
@@ -90,7 +104,7 @@ def imported_manifest(manifest: dict[str, Any], index: int, target: str) -> Impo
 
 
 def _body(
-    manifest: dict[str, Any], name: str, namespace: str, target: str, notes: list[str]
+    manifest: dict[str, Any], name: str, namespace: str, target: str | None, notes: list[str]
 ) -> dict[str, Any]:
     spec = manifest.get("spec") or {}
     schedule = spec.get("schedule")
@@ -117,12 +131,128 @@ def _body(
     active_deadline = job_spec.get("activeDeadlineSeconds")
     if isinstance(active_deadline, int):
         body["timeout_sec"] = active_deadline
-    containers = ((job_spec.get("template") or {}).get("spec") or {}).get("containers") or []
+    pod = (job_spec.get("template") or {}).get("spec") or {}
+    containers = pod.get("containers") or []
     if not containers:
         raise MappingError("jobTemplate has no containers")
+    if target is None:
+        body["target"] = container_target(pod, notes)
+        return body
     body["target"] = target
     body["payload"] = containers[0] if len(containers) == 1 else {"containers": containers}
     return body
+
+
+# What a pod or its container may say that a container target of takt's does not carry.
+_POD_UNCARRIED = (
+    "volumes",
+    "initContainers",
+    "serviceAccountName",
+    "imagePullSecrets",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "securityContext",
+    "hostNetwork",
+)
+_CONTAINER_UNCARRIED = (
+    "envFrom",
+    "volumeMounts",
+    "workingDir",
+    "ports",
+    "securityContext",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+)
+_QUANTITY = re.compile(r"^(?P<number>\d+(?:\.\d+)?)(?P<unit>m|Ki|Mi|Gi|Ti|k|M|G|T)?$")
+_MIB = {"Ki": 1 / 1024, "Mi": 1.0, "Gi": 1024.0, "Ti": 1024.0**2, "k": 1000 / 1024**2}
+_MIB |= {"M": 1000**2 / 1024**2, "G": 1000**3 / 1024**2, "T": 1000**4 / 1024**2}
+
+
+def container_target(pod: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """The container target of a pod's one container (the mapping in the docstring above); what
+    does not carry over is noted."""
+    containers = pod.get("containers") or []
+    if len(containers) != 1:
+        raise MappingError(
+            f"the pod has {len(containers)} containers: a container target runs one "
+            "(give --target to import the containers as a payload)"
+        )
+    container = containers[0]
+    if not isinstance(container, dict) or not container.get("image"):
+        raise MappingError("the pod's container has no image")
+    target: dict[str, Any] = {"type": "container", "image": str(container["image"])}
+    command = [str(part) for part in (container.get("command") or [])]
+    command += [str(part) for part in (container.get("args") or [])]
+    if command:
+        target["command"] = command
+    if container.get("command"):
+        notes.append(
+            "container command replaces the image's ENTRYPOINT in Kubernetes; a container "
+            "target sets the command (CMD), after the image's ENTRYPOINT if it has one"
+        )
+    environment = _environment(container.get("env") or [], notes)
+    if environment:
+        target["environment"] = environment
+    target.update(_size(container.get("resources") or {}, notes))
+    for key in _POD_UNCARRIED:
+        if pod.get(key):
+            notes.append(f"pod {key} not carried: a Fargate task of takt's has none")
+    if pod.get("restartPolicy") not in (None, "Never"):
+        notes.append(
+            f"restartPolicy {pod['restartPolicy']} not carried: takt retries a failed attempt "
+            "as retry.max_attempts says"
+        )
+    for key in _CONTAINER_UNCARRIED:
+        if container.get(key):
+            notes.append(f"container {key} not carried: a Fargate task of takt's has none")
+    return target
+
+
+def _environment(entries: list[Any], notes: list[str]) -> dict[str, str]:
+    """The plain `value` entries; one read from a secret or a config map is noted, not carried."""
+    environment: dict[str, str] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or "name" not in entry:
+            continue
+        if "valueFrom" in entry:
+            notes.append(
+                f"env {entry['name']} comes from valueFrom (a secret or config map): not carried"
+            )
+            continue
+        environment[str(entry["name"])] = str(entry.get("value", ""))
+    return environment
+
+
+def _size(resources: dict[str, Any], notes: list[str]) -> dict[str, int]:
+    """The smallest Fargate size holding the container's limits (else its requests)."""
+    asked = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+    cpu = _quantity(asked.get("cpu"), "cpu") * 1024 if "cpu" in asked else 0.0
+    memory = _quantity(asked.get("memory"), "memory") if "memory" in asked else 0.0
+    for units, (low, high, step) in FARGATE_MEMORY.items():
+        if units < cpu or high < memory:
+            continue
+        size = max(low, low + math.ceil(max(0.0, memory - low) / step) * step)
+        if ("cpu" in asked and units != cpu) or ("memory" in asked and size != memory):
+            notes.append(
+                f"resources {asked} rounded up to Fargate's cpu {units} and memory {size} MiB"
+            )
+        return {"cpu": units, "memory": size}
+    raise MappingError(f"resources {asked} exceed Fargate's largest task (16 vCPU, 120 GiB)")
+
+
+def _quantity(value: Any, what: str) -> float:
+    """A Kubernetes quantity: CPUs for `cpu` (`500m` is 0.5), MiB for `memory`."""
+    match = _QUANTITY.match(str(value).strip())
+    if match is None:
+        raise MappingError(f"resources {what} {value!r} is not a Kubernetes quantity")
+    number, unit = float(match.group("number")), match.group("unit")
+    if what == "cpu":
+        return number / 1000 if unit == "m" else number
+    if unit is None or unit == "m":
+        return number / 1024**2 / (1000 if unit == "m" else 1)
+    return number * _MIB[unit]
 
 
 def _schedule(text: str, zone: Any, notes: list[str]) -> dict[str, Any]:

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from itertools import islice
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from croniter import croniter
 
 from takt.schedule import CronSchedule, preview
+from takt_cli.commands.context import CliContext
+from takt_cli.commands.migrate import import_
 from takt_cli.migrate import Imported, k8s
 
 TARGET = "https://runner.example/run"
@@ -210,3 +215,111 @@ def test_what_a_cronjob_cannot_say_is_not_exported(fields: dict[str, object], wo
     exported = k8s.export(_job(**fields))
     assert exported.item is None
     assert words in (exported.reason or "")
+
+
+def _pod(**pod: Any) -> dict[str, Any]:
+    """A plain CronJob whose pod spec is `pod`."""
+    manifest = _cronjob("0 6 * * *")
+    manifest["spec"]["jobTemplate"]["spec"]["template"]["spec"] = pod
+    return manifest
+
+
+def _container_item(**pod: Any) -> Imported:
+    (item,) = k8s.load(yaml.safe_dump(_pod(**pod)), None)
+    return item
+
+
+def test_k8s_cronjob_without_target_imports_its_container_as_a_container_target() -> None:
+    item = _container_item(
+        containers=[
+            {
+                "name": "report",
+                "image": "ghcr.io/acme/report:2.1",
+                "command": ["python", "-m", "report"],
+                "args": ["--daily"],
+                "env": [{"name": "REGION", "value": "eu"}],
+                "resources": {"limits": {"cpu": "1", "memory": "2Gi"}},
+            }
+        ]
+    )
+
+    assert item.body is not None, item.reason
+    assert item.body["target"] == {
+        "type": "container",
+        "image": "ghcr.io/acme/report:2.1",
+        "command": ["python", "-m", "report", "--daily"],
+        "environment": {"REGION": "eu"},
+        "cpu": 1024,
+        "memory": 2048,
+    }, "without --target the pod's container becomes the job's container target"
+    assert "payload" not in item.body, "the container is the target, not a payload"
+
+
+def test_k8s_container_resources_round_up_to_fargate_sizes_with_a_note() -> None:
+    item = _container_item(
+        containers=[
+            {"name": "r", "image": "ex/r:1", "resources": {"requests": {"cpu": "300m"}}},
+        ]
+    )
+
+    assert item.body is not None, item.reason
+    assert (item.body["target"]["cpu"], item.body["target"]["memory"]) == (512, 1024), (
+        "0.3 vCPU runs on Fargate's 0.5 vCPU size, with its least memory"
+    )
+    assert any("rounded up to Fargate's cpu 512" in note for note in item.notes), item.notes
+
+
+def test_k8s_container_target_notes_what_cannot_carry_over() -> None:
+    item = _container_item(
+        restartPolicy="OnFailure",
+        volumes=[{"name": "data", "emptyDir": {}}],
+        initContainers=[{"name": "init", "image": "ex/init:1"}],
+        containers=[
+            {
+                "name": "r",
+                "image": "ex/r:1",
+                "env": [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "t"}}}],
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+            }
+        ],
+    )
+
+    assert item.body is not None, item.reason
+    notes = " | ".join(item.notes)
+    for words in (
+        "env TOKEN comes from valueFrom",
+        "pod volumes not carried",
+        "pod initContainers not carried",
+        "restartPolicy OnFailure not carried",
+        "container volumeMounts not carried",
+    ):
+        assert words in notes, f"what a container target cannot carry is noted ({words}): {notes}"
+    assert "environment" not in item.body["target"], "a secret's value is never copied"
+
+
+def test_k8s_pod_with_several_containers_is_refused_without_target() -> None:
+    item = _container_item(
+        containers=[{"name": "a", "image": "ex/a:1"}, {"name": "b", "image": "ex/b:1"}]
+    )
+
+    assert item.body is None, "a container target runs one container"
+    assert item.reason is not None and "2 containers" in item.reason, item.reason
+
+
+def test_k8s_import_dry_run_prints_a_container_target_body_without_target(
+    tmp_path: Path,
+) -> None:
+    manifest = tmp_path / "cronjob.yaml"
+    manifest.write_text(yaml.safe_dump(_cronjob("0 6 * * *")))
+
+    result = CliRunner().invoke(
+        import_,
+        ["k8s", str(manifest), "--dry-run"],
+        obj=CliContext(endpoint="", output="json"),
+    )
+
+    assert result.exit_code == 0, result.output
+    (body,) = json.loads(result.stdout)
+    assert body["target"] == {"type": "container", "image": "ex/r:1", "cpu": 256, "memory": 512}, (
+        "takt -o json import k8s FILE --dry-run prints a container-target body (issue 29)"
+    )
