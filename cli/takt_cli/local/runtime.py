@@ -71,6 +71,9 @@ INDEX_POLL_SEC = 0.1
 INDEX_TRIES = 3
 # How often the data folder's journal is checked for size (takt_cli.local.persistence).
 COMPACT_CHECK_SEC = 5.0
+# How often the HTTP servers (the API's, moto's) look whether they are told to stop: the
+# standard library's 0.5 s was most of what a Ctrl-C waited for.
+STOP_POLL_SEC = 0.05
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -173,8 +176,6 @@ class LocalRuntime:
         return f"http://{host!s}:{port}"
 
     def start(self) -> None:
-        from moto.server import ThreadedMotoServer  # noqa: PLC0415 - moto's server loads only when the runtime starts
-
         moto_speedups.apply()
         if self.data is None and self.options.data_dir is not None:
             # First: a folder another takt local holds stops this one before anything starts.
@@ -184,12 +185,9 @@ class LocalRuntime:
         moto_port = free_port(self.options.host)
         if self.options.moto_process:
             self._moto = MotoProcess(self.options.host, moto_port)
-        elif self.data is not None:
-            self._moto = _journaled_moto(self.options.host, moto_port, self.data.wrap)
         else:
-            self._moto = ThreadedMotoServer(
-                ip_address=self.options.host, port=moto_port, verbose=False
-            )
+            wrap = None if self.data is None else self.data.wrap
+            self._moto = _moto_server(self.options.host, moto_port, wrap)
         self._moto.start()
         self.moto_endpoint = f"http://{self.options.host}:{moto_port}"
         self._environ_before = dict(os.environ)
@@ -469,7 +467,7 @@ class LocalRuntime:
 
     def _start_http(self) -> None:
         self._http = ApiServer((self.options.host, self.options.port), self._respond)
-        self._spawn("http", self._http.serve_forever)
+        self._spawn("http", functools.partial(self._http.serve_forever, STOP_POLL_SEC))
 
     def _respond(
         self, method: str, path: str, headers: dict[str, str], body: bytes, client: str
@@ -533,9 +531,10 @@ def _serve_moto(host: str, port: int, ready: Any, stop: Any) -> None:
     server.stop()
 
 
-def _journaled_moto(host: str, port: int, wrap: Callable[[WsgiApp], WsgiApp]) -> Any:
-    """`ThreadedMotoServer` whose WSGI app is wrapped by `wrap` (the data folder's journal).
-    It builds its app inside its thread's entry, so that entry is the one place to wrap it."""
+def _moto_server(host: str, port: int, wrap: Callable[[WsgiApp], WsgiApp] | None) -> Any:
+    """`ThreadedMotoServer` whose WSGI app is wrapped by `wrap` (the data folder's journal),
+    and which sees a stop within `STOP_POLL_SEC` (werkzeug's default is 0.5 s). It builds its
+    app and serves inside its thread's entry, so that entry is the one place for both."""
     from moto.moto_server.werkzeug_app import (  # noqa: PLC0415 - moto's server loads only when the runtime starts
         DomainDispatcherApplication,
         MotoRequestHandler,
@@ -544,16 +543,18 @@ def _journaled_moto(host: str, port: int, wrap: Callable[[WsgiApp], WsgiApp]) ->
     from moto.server import ThreadedMotoServer  # noqa: PLC0415 - moto's server loads only when the runtime starts
     from werkzeug.serving import make_server  # noqa: PLC0415 - moto's server loads only when the runtime starts
 
-    class JournaledMotoServer(ThreadedMotoServer):
+    class QuickStopMotoServer(ThreadedMotoServer):
         def _server_entry(self) -> None:
-            app = wrap(DomainDispatcherApplication(create_backend_app))
+            app: WsgiApp = DomainDispatcherApplication(create_backend_app)
+            if wrap is not None:
+                app = wrap(app)
             self._server = make_server(
                 self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
             )
             self._server_ready_event.set()
-            self._server.serve_forever()
+            self._server.serve_forever(STOP_POLL_SEC)
 
-    return JournaledMotoServer(ip_address=host, port=port, verbose=False)
+    return QuickStopMotoServer(ip_address=host, port=port, verbose=False)
 
 
 def _queue_arn(url: str) -> str:
