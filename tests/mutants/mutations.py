@@ -37,6 +37,7 @@ CATCHUP = "tests/integration/test_dispatch_catchup.py::"
 CLAIMS = "tests/integration/test_dispatch_claimer.py::"
 ROBFIG = "cli/takt_cli/migrate/robfig.py"
 RULES = "layers/takt/executions/rules.py"
+JOBS = "layers/takt/store/jobs.py"
 
 
 @dataclass(frozen=True)
@@ -324,6 +325,37 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="dead-end-not-followed-up-by-the-next-sweep",
+        breaks=(
+            "1. nothing due is lost (issue 28: a watchdog dying between an execution's dead "
+            "write and the job's note; the next sweep finishes what follows the end)"
+        ),
+        path=SWEEPER,
+        old="        if record.follow_up and record.state.terminal:",
+        new="        if record.follow_up and record.state.terminal and record.attempt < 0:",
+        tests=(
+            "tests/unit/watchdog/test_watchdog_decisions.py::"
+            "test_a_watchdog_dying_between_a_dead_write_and_its_note_is_followed_up_once_by_the_"
+            "next_sweep[before]",
+            WATCHDOG_CRASH + "test_a_watchdog_dying_between_a_dead_write_and_the_jobs_note_"
+            "leaves_it_to_the_next_sweep[before]",
+        ),
+    ),
+    Mutation(
+        name="followed-up-note-counted-twice",
+        breaks=(
+            "1. nothing due is lost, once (issue 28: the next sweep's redo of a dead end's note "
+            "is the same note, so the failure streak counts that end once)"
+        ),
+        path=JOBS,
+        old='''"(last_execution_id = :x AND NOT (last_outcome = :o AND last_run_at = :at)))"''',
+        new='''"last_execution_id = :x)"''',
+        tests=(
+            WATCHDOG_CRASH + "test_a_watchdog_dying_between_a_dead_write_and_the_jobs_note_"
+            "leaves_it_to_the_next_sweep[after]",
+        ),
+    ),
+    Mutation(
         name="retry-release-overwrites-a-cancel",
         breaks="4. fenced completion (issue 28: a cancel racing the watchdog's retry release wins)",
         path=LIFECYCLE,
@@ -481,8 +513,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="watchdog-keeps-an-expired-leases-running-slot",
         breaks="watchdog: an expired lease frees its tenant's running slot (docs/FAIRNESS.md)",
         path=SWEEPER,
-        old="                self._release_slot(record.tenant_id, record.execution_id)",
-        new="                pass",
+        old="            self._release_slot(record.tenant_id, record.execution_id)",
+        new="            pass",
         tests=(
             "tests/integration/test_fairness_running_cap.py::"
             "test_an_expired_lease_frees_its_slot_and_the_late_worker_does_not_free_the_next_holders",
@@ -506,8 +538,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="watchdog-rereads-a-live-lease-every-sweep",
         breaks="watchdog: a live lease is looked at again when it expires, not every sweep",
         path=SWEEPER,
-        old="                self._lifecycle.recheck_at_expiry(record)",
-        new="                pass",
+        old="            self._lifecycle.recheck_at_expiry(record)",
+        new="            pass",
         tests=(
             "tests/integration/test_watchdog_lease_check.py::"
             "test_the_watchdog_looks_again_at_a_live_lease_and_recovers_it_once_expired",

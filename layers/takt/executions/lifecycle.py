@@ -492,17 +492,42 @@ class Lifecycle:
         error: str,
         absent: tuple[str, ...],
     ) -> None:
-        self._write(
+        """End an expired lease as `state`, marked `follow_up` and left in the `open` index
+        (due now), then do what follows the end: a watchdog that dies between the two leaves
+        the marker, and the next sweep finishes the follow-up (`follow_up`)."""
+        ended = self._write(
             record,
             Transition(
                 expect=fence,
-                set={"state": state, "finished_at": format_time(now), "error": error},
-                remove=OPEN_ATTRS,
+                set={
+                    "state": state,
+                    "finished_at": format_time(now),
+                    "error": error,
+                    "follow_up": True,
+                    "check_at": to_ms(now),
+                },
                 append_attempt=rules.attempt_entry(record, report, now),
                 expect_absent=absent,
             ),
         )
-        self.ended(record, state, now, error=error, notify=True)
+        self.follow_up(ended, now)
+
+    def follow_up(self, record: ExecutionRecord, now: datetime) -> None:
+        """What follows an end the watchdog wrote (`record` ended, marked `follow_up`): the
+        job's note and notification at the end's own time, its overlap slot, its queue, its
+        backfill; then the marker and the `open` index entry go. Safe to redo: the note is
+        the same note again (`JobStore.record_outcome`), an incident opens once, and the
+        other steps are conditional on what they find. ConflictError when another sweep took
+        the marker away first."""
+        state = record.state
+        self.ended(record, state, record.finished_at or now, error=record.error, notify=True)
+        self._write(
+            record,
+            Transition(
+                expect={"state": state, "attempt": record.attempt, "follow_up": True},
+                remove=(*OPEN_ATTRS, "follow_up"),
+            ),
+        )
 
     # A person: cancel and re-run (the API); `overlap: replace` and backfills cancel too.
 

@@ -282,6 +282,10 @@ class ExecutionRecord(BaseModel):
     # True once a cancel was asked for while the execution ran; never stored otherwise, so a
     # write can be fenced on `attribute_not_exists(cancel_requested)`.
     cancel_requested: bool | None = None
+    # True while what follows the watchdog's terminal write (`Lifecycle.follow_up`: the job's
+    # note, its slots, its notification) is still to do; the execution stays in the `open`
+    # index until it is done, so a watchdog that dies in between leaves it to the next sweep.
+    follow_up: bool | None = None
     # Workflows (takt.workflows): a run's own execution counts its tasks; a task's execution
     # names its run and task, so its terminal state advances the run.
     run_tasks: int | None = None

@@ -366,6 +366,11 @@ class JobStore:
         the job's open incidents (returned, for their resolved notices), a dead or failed one
         lengthens it (and the job as it now is returned, for its notification policy). Neither
         costs a second write; a cancelled execution touches neither.
+
+        The same note again (this execution, outcome and time, already the job's) changes
+        nothing and returns the note as it stands: the watchdog redoes what follows an end
+        that it died in the middle of (`Lifecycle.follow_up`), and the streak must count that
+        end once while its notification still gets its chance.
         """
         values: dict[str, Any] = {
             ":x": {"S": execution_id},
@@ -388,28 +393,18 @@ class JobStore:
                 UpdateExpression=update,
                 ConditionExpression=(
                     "attribute_exists(job_id) AND "
-                    "(attribute_not_exists(last_execution_id) OR last_execution_id <= :x)"
+                    "(attribute_not_exists(last_execution_id) OR last_execution_id < :x OR "
+                    "(last_execution_id = :x AND NOT (last_outcome = :o AND last_run_at = :at)))"
                 ),
                 ExpressionAttributeValues=values,
                 ReturnValues=returns,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise
-            return None
-        item: dict[str, Any] = dict(resp.get("Attributes", {}))
-        incidents = {
-            kind: str(item[attr]["S"]) for kind, attr in INCIDENT_ATTRS.items() if attr in item
-        }
-        if outcome == "succeeded":
-            return OutcomeNote(job=None, failure_streak=0, incidents=incidents)
-        if outcome in FAILED_OUTCOMES:
-            return OutcomeNote(
-                job=job_record(item),
-                failure_streak=int(item.get("failure_streak", {}).get("N", "1")),
-                incidents=incidents,
-            )
-        return None
+            return _noted_already(condition_failure_item(exc), values, outcome)
+        return _outcome_note(dict(resp.get("Attributes", {})), outcome)
 
     def outcome_settled(self, tenant_id: str, job_id: str) -> bool:
         """Whether a succeeded execution would change nothing `record_outcome` keeps but the
@@ -580,3 +575,34 @@ class JobStore:
         jobs = readable(resp.get("Items", []), job_record, ("tenant_id", "job_id"), on_unreadable)
         last = resp.get("LastEvaluatedKey")
         return jobs, (last["job_id"]["S"] if last else None)
+
+
+def _outcome_note(item: dict[str, Any], outcome: str) -> OutcomeNote | None:
+    """What `record_outcome` returns from the job's item as its note left it (a success's
+    attributes as they were before, for the incidents it closed)."""
+    incidents = {
+        kind: str(item[attr]["S"]) for kind, attr in INCIDENT_ATTRS.items() if attr in item
+    }
+    if outcome == "succeeded":
+        return OutcomeNote(job=None, failure_streak=0, incidents=incidents)
+    if outcome in FAILED_OUTCOMES:
+        return OutcomeNote(
+            job=job_record(item),
+            failure_streak=int(item.get("failure_streak", {}).get("N", "1")),
+            incidents=incidents,
+        )
+    return None
+
+
+def _noted_already(
+    item: dict[str, Any] | None, values: dict[str, Any], outcome: str
+) -> OutcomeNote | None:
+    """A refused note: the note as it stands when the job's item already holds this very one
+    (a redo), else None (a later execution was noted, or the job is gone)."""
+    noted = (("last_execution_id", ":x"), ("last_outcome", ":o"), ("last_run_at", ":at"))
+    if item is None or any(item.get(attr) != values[key] for attr, key in noted):
+        return None
+    if outcome == "succeeded":
+        # The success already closed what it found; its resolved notices were its first note's.
+        return OutcomeNote(job=None, failure_streak=0, incidents={})
+    return _outcome_note(item, outcome)

@@ -14,13 +14,16 @@ of the execution decides, and a write fenced on (state, attempt, lease token) ac
   means past its expiry by more than the margin on this function's clock; the lease's worker
   stopped a margin *before* the expiry on its own clock (takt.worker.runner), so neither a next
   attempt nor `dead` is written while that worker could still be acting on it;
+- an end written by an earlier sweep and still marked `follow_up`: that sweep died before what
+  follows the end (the job's note, its notification, its slots, its backfill) was done, and this
+  one does it (`Lifecycle.follow_up`, safe to redo);
 - `retry_wait` whose retry time has come (waits longer than SQS's 900 s delay live here): send it;
 - `queued` behind an overlap slot that is free again: start it;
 - a workflow run (pending or running) that made no progress for a while: `RunEngine.check`.
 
 Each write is one of the execution lifecycle's named operations (`takt.executions.lifecycle`:
-`resend`, `recheck_at_expiry`, `expire`, `release_retry`, `promote`, `postpone`); this module only
-decides which one a candidate needs.
+`resend`, `recheck_at_expiry`, `expire`, `follow_up`, `release_retry`, `promote`, `postpone`);
+this module only decides which one a candidate needs.
 
 A candidate that cannot be read or written (a record fault: an item that does not parse, a write
 DynamoDB refuses as invalid) is parked in quarantine and taken out of the `open` index, and the
@@ -65,6 +68,8 @@ class SweepResult:
     cancelled: int = 0
     runs_checked: int = 0
     quarantined: int = 0
+    # Ends an earlier sweep wrote and died before following through (`Lifecycle.follow_up`).
+    followed_up: int = 0
     # Watch lists checked, and the executions on them found open and indexed.
     watches: int = 0
     watched_open: int = 0
@@ -176,7 +181,12 @@ class Watchdog:
     def _act(
         self, record: ExecutionRecord, now: datetime, cutoff: int, result: SweepResult
     ) -> None:
-        if record.run_tasks is not None and record.state != ExecState.QUEUED:
+        if record.follow_up and record.state.terminal:
+            # A sweep ended it and died before what follows the end was done: finish that.
+            self._free_running_slot(record)
+            self._lifecycle.follow_up(record, now)
+            result.followed_up += 1
+        elif record.run_tasks is not None and record.state != ExecState.QUEUED:
             # A workflow run that made no progress for a while: re-evaluate it (the backstop).
             self._lifecycle.runs.check(record, now)
             result.runs_checked += 1
@@ -184,24 +194,7 @@ class Watchdog:
             self._lifecycle.resend(record, now)
             result.resent += 1
         elif record.state == ExecState.RUNNING:
-            if record.lease_expires_at is None:
-                return
-            if record.lease_expires_at >= cutoff:
-                # A lease and its heartbeats leave `check_at` where the execution became
-                # runnable (`rules.lease_moves_check_at`), so a run longer than the resend wait
-                # is found here once per lease.
-                self._lifecycle.recheck_at_expiry(record)
-                return
-            logger.warning("lease expired", attempt=record.attempt)
-            outcome = self._lifecycle.expire(record, now)
-            if outcome == ExecState.CANCELLED:
-                result.cancelled += 1
-            elif outcome == ExecState.DEAD:
-                result.dead += 1
-            else:
-                result.lease_expired += 1
-            if self._release_slot is not None:
-                self._release_slot(record.tenant_id, record.execution_id)
+            self._check_lease(record, now, cutoff, result)
         elif record.state == ExecState.RETRY_WAIT:
             if record.retry_at is None or to_ms(record.retry_at) > cutoff:
                 return
@@ -212,3 +205,31 @@ class Watchdog:
                 result.queued_released += 1
             else:
                 self._lifecycle.postpone(record, now)
+
+    def _check_lease(
+        self, record: ExecutionRecord, now: datetime, cutoff: int, result: SweepResult
+    ) -> None:
+        """A running execution: look again at a live lease when it expires, and take an
+        expired one back (`Lifecycle.expire`), freeing its running slot."""
+        if record.lease_expires_at is None:
+            return
+        if record.lease_expires_at >= cutoff:
+            # A lease and its heartbeats leave `check_at` where the execution became
+            # runnable (`rules.lease_moves_check_at`), so a run longer than the resend wait
+            # is found here once per lease.
+            self._lifecycle.recheck_at_expiry(record)
+            return
+        logger.warning("lease expired", attempt=record.attempt)
+        outcome = self._lifecycle.expire(record, now)
+        if outcome == ExecState.CANCELLED:
+            result.cancelled += 1
+        elif outcome == ExecState.DEAD:
+            result.dead += 1
+        else:
+            result.lease_expired += 1
+        self._free_running_slot(record)
+
+    def _free_running_slot(self, record: ExecutionRecord) -> None:
+        """Free the tenant's running slot an expired lease held (docs/FAIRNESS.md)."""
+        if self._release_slot is not None:
+            self._release_slot(record.tenant_id, record.execution_id)

@@ -99,6 +99,16 @@ class FakeJobs:
         last = None if item is None else item.get("last_execution_id", {}).get("S")
         if item is None or (last is not None and last > execution_id):
             return None
+        if (last, item.get("last_outcome"), item.get("last_run_at")) == (
+            execution_id,
+            {"S": outcome},
+            {"S": format_time(at)},
+        ):
+            # The same note again (a redo) changes nothing; the note stands as it is.
+            noted = {k: str(item[a]["S"]) for k, a in INCIDENT_ATTRS.items() if a in item}
+            if outcome in FAILED_OUTCOMES:
+                return OutcomeNote(job_record(item), int(item["failure_streak"]["N"]), noted)
+            return OutcomeNote(job=None, failure_streak=0, incidents={})
         self.outcomes.append((execution_id, outcome))
         item.update(
             last_execution_id={"S": execution_id},

@@ -149,15 +149,20 @@ def test_a_completion_by_a_lost_lease_applies_nothing(world: World) -> None:
     assert world.jobs.outcomes == []
 
 
-def test_a_completion_retried_after_its_answer_was_lost_still_does_what_follows(
+def test_a_completion_retried_after_its_answer_was_lost_still_does_what_follows_once(
     world: World,
 ) -> None:
-    leased = world.leased(world.job())
+    job = world.job()
+    leased = world.leased(job)
     report = rules.Report("failed", "bad request")
     world.lifecycle.complete(leased, ExecState.FAILED, NOON, report)
 
     assert world.lifecycle.complete(leased, ExecState.FAILED, NOON, report)
-    assert world.jobs.outcomes == [(leased.execution_id, "failed")] * 2
+    noted = world.jobs.items[(TENANT, job.job_id)]
+    assert (world.jobs.outcomes, noted["failure_streak"]) == (
+        [(leased.execution_id, "failed")],
+        {"N": "1"},
+    ), "the same end noted again is the same note: the failure streak counts it once"
 
 
 def test_a_retry_moves_to_the_next_attempt_and_sends_it_delayed(world: World) -> None:

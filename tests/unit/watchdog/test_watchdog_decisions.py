@@ -7,6 +7,7 @@ it defends. tests/integration/test_watchdog.py runs the same sweeps on moto's re
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 import pytest
 
@@ -16,9 +17,10 @@ from takt.executions.lifecycle import Lifecycle
 from takt.models.ids import execution_id, to_ms
 from takt.models.lanes import Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, RetryPolicy
-from takt.store.ports import ExecutionRef
+from takt.store.ports import ExecutionRef, OutcomeNote
 from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from tests.support.fakes import FakeDue, FakeExecutions, FakeJobs, FakeLanes, FakeQuarantine
+from tests.support.faults import Crash, crash_on
 from tests.support.jobs import TENANT, make_job
 
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
@@ -121,6 +123,55 @@ def test_the_last_attempts_expired_lease_makes_the_execution_dead_and_sends_noth
     assert world.lanes.sent == [], "a dead execution is not run again"
     assert world.jobs.outcomes == [(leased.execution_id, "dead")]
     assert result.dead == 1
+
+
+class Told:
+    """A notifier that keeps what it was told: (execution, state, failure streak)."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, ExecState, int]] = []
+
+    def notify_state(
+        self,
+        record: ExecutionRecord,
+        state: ExecState,
+        note: OutcomeNote,
+        now: datetime,
+        error: str | None = None,
+    ) -> None:
+        self.told.append((record.execution_id, state, note.failure_streak))
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_watchdog_dying_between_a_dead_write_and_its_note_is_followed_up_once_by_the_next_sweep(
+    world: World, when: Literal["before", "after"]
+) -> None:
+    job = world.job(max_attempts=1)
+    leased = world.leased(job)
+    expired = NOON + timedelta(seconds=LEASE_SEC + MARGIN_SEC) + MS
+    told = Told()
+
+    def watchdog(jobs: FakeJobs) -> Watchdog:
+        parts = (world.due, world.executions, world.lanes)
+        return Watchdog(WatchdogSettings.of(world.settings), jobs, *parts, notifier=told)
+
+    with pytest.raises(Crash):
+        watchdog(crash_on(world.jobs, "record_outcome", when=when)).sweep(expired)
+    later = [expired + timedelta(seconds=MARGIN_SEC + n) for n in range(3)]
+    results = [watchdog(world.jobs).sweep(now) for now in later]
+
+    after = world.executions.get(TENANT, leased.execution_id)
+    streak = world.jobs.items[(TENANT, job.job_id)].get("failure_streak")
+    assert (world.jobs.outcomes, streak) == ([(leased.execution_id, "dead")], {"N": "1"}), (
+        "invariant 1: the dead execution's note is finished by the next sweep, and counted once"
+    )
+    assert told.told == [(leased.execution_id, ExecState.DEAD, 1)], (
+        "invariant 1: the dead execution's notification is sent by the next sweep, once"
+    )
+    assert (after.follow_up, world.executions.attr(after, "check_at")) == (None, None), (
+        "a followed-up end leaves the open index"
+    )
+    assert [r.followed_up for r in results] == [1, 0, 0], "followed up once, then left alone"
 
 
 def test_a_pending_execution_whose_message_was_lost_is_sent_again_after_the_resend_wait(
