@@ -75,8 +75,8 @@ export function zoneName(mode = zoneMode()) {
 export function when(iso) {
   if (!iso) return h("span", { class: "muted" }, "–");
   const other = formatTime(iso, zoneMode() === "utc" ? "local" : "utc");
-  return h("time", { datetime: iso, title: other }, formatTime(iso), " ",
-    h("span", { class: "muted" }, `(${relative(iso)})`));
+  return h("time", { datetime: iso, title: other }, h("span", { class: "stamp" }, formatTime(iso)), " ",
+    h("span", { class: "muted ago" }, `(${relative(iso)})`));
 }
 
 export function relative(iso, now = Date.now()) {

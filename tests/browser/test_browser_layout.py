@@ -107,3 +107,114 @@ def test_every_page_fits_a_phone(
         expect(page.get_by_role("dialog", name="Edit job")).to_be_visible()
         assert sideways(page) == 0
         screenshot(page, "job-edit-phone")
+
+
+def overrun(page: Page, selector: str) -> float:
+    """How far the first `selector` in the page's main column reaches past the column's toolbar
+    (its header row, which spans the column's width): 0 or less when it stays inside."""
+    reach: float = page.evaluate(
+        """(selector) => document.querySelector(`main ${selector}`).getBoundingClientRect().right
+            - document.querySelector("main .toolbar").getBoundingClientRect().right""",
+        selector,
+    )
+    return reach
+
+
+def test_the_jobs_table_stays_within_its_header_at_1280_px(
+    browser: Browser, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    """Two instants in local time per row and a name with no hyphen to break at once made the
+    table run past the toolbar above it (33 px in issue 29's screenshot)."""
+    job = takt_local.create_job(
+        {
+            "name": "nightly_warehouse_export_to_reporting",
+            "interval": "1h",
+            "target": receiver.path(),
+        }
+    )
+    run = takt_local.request("POST", f"/v1/jobs/{job['id']}/trigger").body
+    poll(lambda: takt_local.execution(run["id"])["state"], lambda s: s == "succeeded", 20, "a run")
+    with console_page(browser, takt_local.url, timezone_id="Asia/Kolkata") as page:
+        page.goto("/#/jobs")
+        page.get_by_role("group", name="Show times in").get_by_role("button", name="Local").click()
+        row = page.locator("tbody tr").filter(has_text="nightly_warehouse_export_to_reporting")
+        expect(row.locator("time")).to_have_count(2)
+        expect(row.locator("time").first).to_contain_text("UTC+05:30")
+        reach = overrun(page, "table")
+        assert reach <= 0, f"the jobs table must stay within its header: {reach} px past it"
+        screenshot(page, "jobs-wide-local")
+
+
+def test_a_workflow_graph_shows_all_five_tasks_on_a_phone(
+    browser: Browser, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    """Drawn a column per depth, five tasks were 830 px wide: on a phone two of them were out of
+    sight in a scroll box with no hint. Each task's box must lie inside the graph's panel."""
+    deps = {
+        "extract": [],
+        "clean": ["extract"],
+        "load-a": ["clean"],
+        "load-b": ["clean"],
+        "report": ["load-a", "load-b"],
+    }
+    job = takt_local.create_job(
+        {
+            "name": "five-task-flow",
+            "interval": "1d",
+            "tasks": [
+                {"id": t, "target": receiver.path(), "depends_on": d} for t, d in deps.items()
+            ],
+        }
+    )
+    with console_page(browser, takt_local.url, viewport=PHONE) as page:
+        page.goto(f"/#/jobs/{job['id']}")
+        graph = page.get_by_role("img", name="Workflow graph: 5 tasks")
+        expect(graph.locator("g.node")).to_have_count(5)
+        panel = page.locator(".run-graph").bounding_box()
+        assert panel is not None
+        for task in deps:
+            box = graph.locator(f"g.node[data-task='{task}'] rect").bounding_box()
+            assert box is not None
+            assert (
+                panel["x"] <= box["x"] and box["x"] + box["width"] <= panel["x"] + panel["width"]
+            ), f"every task of a workflow graph must be in sight on a phone: {task} at {box}"
+        assert sideways(page) == 0
+        screenshot(page, "workflow-graph-phone")
+
+
+def test_next_runs_name_the_jobs_own_clock_only_where_it_tells_them_apart(
+    browser: Browser, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    """In local time a 10-second interval's next runs each read "· 07:50 in UTC": an interval
+    follows no zone's clock, and a cron with a seconds field needs its seconds to tell its runs
+    apart."""
+    every = takt_local.create_job(
+        {"name": "every-ten-seconds", "interval": "10s", "target": receiver.path()}
+    )
+    cron = takt_local.create_job(
+        {
+            "name": "cron-ten-seconds",
+            "schedule": "*/10 * * * * *",
+            "time_zone": "Europe/Berlin",
+            "target": receiver.path(),
+        }
+    )
+    for job in (every, cron):
+        takt_local.request("PATCH", f"/v1/jobs/{job['id']}", {"status": "paused"})
+    with console_page(browser, takt_local.url, timezone_id="Asia/Kolkata") as page:
+        page.goto(f"/#/jobs/{every['id']}")
+        page.get_by_role("group", name="Show times in").get_by_role("button", name="Local").click()
+        runs = page.get_by_role("region", name="Schedule").get_by_role("listitem")
+        expect(runs).to_have_count(5)
+        expect(runs.first).to_contain_text("UTC+05:30")
+        texts = runs.all_inner_texts()
+        assert not any(" in UTC" in text for text in texts), (
+            f"an interval's next runs must name no zone's clock: {texts}"
+        )
+        screenshot(page, "interval-next-runs-local")
+
+        page.goto(f"/#/jobs/{cron['id']}")
+        expect(runs).to_have_count(5)
+        clocks = [text.split(" · ")[1] for text in runs.all_inner_texts()]
+        assert len(set(clocks)) == 5, f"each next run must read its own job-zone clock: {clocks}"
+        assert all(c.endswith(" in Europe/Berlin") for c in clocks), clocks

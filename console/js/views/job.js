@@ -74,11 +74,14 @@ function firesLater(run) {
 }
 
 // The occurrence on the job's own clock ("06:00 in Europe/Berlin") when that is not the clock the
-// page shows, since a cron's hours are the job zone's.
+// page shows, since a cron's hours are the job zone's. An interval or a one-off runs at instants
+// no zone's clock moves, so it has none; a cron with a seconds field shows them, or its runs ten
+// seconds apart would each read the same minute.
 function inJobZone(job, run) {
   const shown = zoneMode() === "utc" ? "UTC" : Intl.DateTimeFormat().resolvedOptions().timeZone;
-  if (job.time_zone === shown || (zoneMode() === "utc" && job.time_zone === "Etc/UTC")) return "";
-  return ` · ${run.local.slice(11, 16)} in ${job.time_zone}`;
+  if (!job.schedule || job.time_zone === shown || (zoneMode() === "utc" && job.time_zone === "Etc/UTC")) return "";
+  const clock = run.local.slice(11, 19);
+  return ` · ${clock.endsWith(":00") ? clock.slice(0, 5) : clock} in ${job.time_zone}`;
 }
 
 // The settings the page lays out itself, then each other field of the API's contract the job

@@ -35,38 +35,43 @@ function current(task) {
   return task.executions.length ? task.executions[task.executions.length - 1] : null;
 }
 
-// Lay the tasks out: column = depth, row = order within the column (definition order).
-function layout(tasks) {
-  const rows = new Map();
+// Lay the tasks out: a column per depth, a row per task within it (definition order); on a phone
+// (the stylesheet's 700 px) a row per depth instead, since five tasks side by side are wider than
+// the screen. Each box's `from`/`to` is where an edge leaves or enters it.
+function layout(tasks, across) {
+  const slots = new Map();
   const at = new Map();
+  const [stepX, stepY] = across ? [NODE_W + COL_GAP, NODE_H + ROW_GAP] : [NODE_W + ROW_GAP, NODE_H + COL_GAP];
   for (const task of tasks) {
-    const row = rows.get(task.depth) || 0;
-    rows.set(task.depth, row + 1);
-    at.set(task.id, {
-      x: PAD + task.depth * (NODE_W + COL_GAP),
-      y: PAD + row * (NODE_H + ROW_GAP),
-    });
+    const slot = slots.get(task.depth) || 0;
+    slots.set(task.depth, slot + 1);
+    const [column, row] = across ? [task.depth, slot] : [slot, task.depth];
+    const x = PAD + column * stepX;
+    const y = PAD + row * stepY;
+    at.set(task.id, across
+      ? { x, y, from: [x + NODE_W, y + NODE_H / 2], to: [x, y + NODE_H / 2] }
+      : { x, y, from: [x + NODE_W / 2, y + NODE_H], to: [x + NODE_W / 2, y] });
   }
-  const width = PAD * 2 + (Math.max(...rows.keys()) + 1) * (NODE_W + COL_GAP) - COL_GAP;
-  const height = PAD * 2 + Math.max(...rows.values()) * (NODE_H + ROW_GAP) - ROW_GAP;
-  return { at, width, height };
+  const depths = Math.max(...slots.keys()) + 1;
+  const widest = Math.max(...slots.values());
+  const [columns, rows] = across ? [depths, widest] : [widest, depths];
+  return { at, width: PAD * 2 + columns * stepX - (stepX - NODE_W), height: PAD * 2 + rows * stepY - (stepY - NODE_H) };
+}
+
+// A curve from an upstream box to a downstream one, bending along the direction the graph runs.
+function edge([x1, y1], [x2, y2], across) {
+  const bend = across ? `${(x1 + x2) / 2},${y1} ${(x1 + x2) / 2},${y2}` : `${x1},${(y1 + y2) / 2} ${x2},${(y1 + y2) / 2}`;
+  return svg("path", { d: `M${x1},${y1} C${bend} ${x2},${y2}`, class: "edge",
+    fill: "none", stroke: "#9aa3ad", "stroke-width": "1.2" });
 }
 
 // `label` names the picture for assistive technology (the job page shows a workflow's graph too).
+// The picture shrinks to its panel's width rather than hiding tasks past the panel's edge.
 export function graph(run, label = "Run graph") {
   if (!run.tasks.length) return null;
-  const { at, width, height } = layout(run.tasks);
-  const edges = run.tasks.flatMap((task) => task.depends_on.map((up) => {
-    const from = at.get(up);
-    const to = at.get(task.id);
-    const x1 = from.x + NODE_W;
-    const y1 = from.y + NODE_H / 2;
-    const x2 = to.x;
-    const y2 = to.y + NODE_H / 2;
-    const mid = (x1 + x2) / 2;
-    return svg("path", { d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`, class: "edge",
-      fill: "none", stroke: "#9aa3ad", "stroke-width": "1.2" });
-  }));
+  const across = !matchMedia("(max-width: 700px)").matches;
+  const { at, width, height } = layout(run.tasks, across);
+  const edges = run.tasks.flatMap((task) => task.depends_on.map((up) => edge(at.get(up).from, at.get(task.id).to, across)));
   const nodes = run.tasks.map((task) => {
     const { x, y } = at.get(task.id);
     const [fill, ink] = COLOURS[task.state] || COLOURS.waiting;
@@ -80,7 +85,7 @@ export function graph(run, label = "Run graph") {
         task.state.replace("_", " ") + (execution ? ` · attempt ${execution.attempt}` : "")));
     return execution ? svg("a", { href: `#/executions/${execution.id}` }, box) : box;
   });
-  return h("div", { class: "panel run-graph", style: "overflow: auto" },
+  return h("div", { class: "panel run-graph" },
     svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
       "aria-label": `${label}: ${run.tasks.length} tasks` }, ...edges, ...nodes));
 }
