@@ -14,7 +14,7 @@ import boto3
 import pytest
 
 from takt_cli.local.persistence import DataDirInUseError, DataStore
-from takt_cli.local.runtime import _journaled_moto, free_port
+from takt_cli.local.runtime import _moto_server, free_port
 
 TTL = {"things_table": "expires_at"}
 
@@ -30,7 +30,7 @@ class Server:
         table = f"things-{data.parent.name}"
         self.store = DataStore(data)
         port = free_port()
-        self.moto = _journaled_moto("127.0.0.1", port, self.store.wrap)
+        self.moto = _moto_server("127.0.0.1", port, self.store.wrap)
         self.moto.start()
         self.endpoint = f"http://127.0.0.1:{port}"
         self.db = boto3.client(
