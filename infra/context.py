@@ -27,7 +27,7 @@ from infra.tables import (
     TableBilling,
     capacity_names,
 )
-from infra.target_grants import TargetGrantError, TargetGrants
+from infra.target_grants import ContainerPlacement, TargetGrantError, TargetGrants
 from takt.config import LANES, RateLimit, Settings
 from takt.models.egress import AllowList
 from takt.models.targets import target_host
@@ -457,9 +457,26 @@ def _target_grants(node: ContextSource) -> TargetGrants:
             _string_list(node, "sigv4Targets"),
             _string_list(node, "publishTargets"),
             _optional_str(node, "oidcKeyArn"),
+            _containers(node),
         )
     except TargetGrantError as exc:
         raise ContextError(str(exc)) from None
+
+
+def _containers(node: ContextSource) -> ContainerPlacement | None:
+    """Container targets' placement, when `containerCluster` turns them on."""
+    cluster = _optional_str(node, "containerCluster")
+    if cluster is None:
+        return None
+    return ContainerPlacement(
+        cluster=cluster,
+        subnets=_string_list(node, "containerSubnets"),
+        security_groups=_string_list(node, "containerSecurityGroups"),
+        execution_role=_optional_str(node, "containerExecutionRoleArn") or "",
+        task_role=_optional_str(node, "containerTaskRoleArn"),
+        log_group=_optional_str(node, "containerLogGroup") or "/takt/containers",
+        public_ip=_optional_bool(node, "containerPublicIp", default=False),
+    )
 
 
 def _egress_allow(node: ContextSource) -> tuple[str, ...]:

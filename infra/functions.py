@@ -32,6 +32,7 @@ from infra.driver import (
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
 from infra.tables import Tables
+from infra.target_grants import container_suppressions
 from infra.tenant_access import TENANT_TABLES, TenantDataRole, leading_keys_access
 from takt.config import Settings
 from takt.resources import DUE, EXECUTIONS, JOBS, TENANTS, TableSpec
@@ -257,6 +258,11 @@ def takt_environment(
                 ),
             }
             if config.targets.oidc_key
+            else {}
+        ),
+        **(
+            config.targets.containers.environment(settings_env_var)
+            if config.targets.containers
             else {}
         ),
         "POWERTOOLS_SERVICE_NAME": metric_names.SERVICE,
@@ -524,6 +530,7 @@ class TaktFunctions(Construct):
             )
         if spec.signs_requests:
             wildcards.append(target_secrets_suppression())
+            wildcards.extend(container_suppressions())
         if spec is SCHEDULER:
             wildcards.append(
                 NagPackSuppression(

@@ -18,16 +18,29 @@ exactly those, with no wildcard:
   that signs OIDC tokens: `kms:Sign` and `kms:GetPublicKey` for the workers, `kms:GetPublicKey`
   for the API (its JWKS route).
 
+- `containerCluster` (with `containerSubnets`, `containerSecurityGroups`,
+  `containerExecutionRoleArn`, and optionally `containerTaskRoleArn`, `containerLogGroup`,
+  `containerPublicIp`): container targets (takt.targets.container) run as Fargate tasks in that
+  existing cluster. The workers get `ecs:RunTask` on takt's own task definitions (`takt-*`) in
+  that cluster only, `ecs:DescribeTasks` and `ecs:StopTask` on that cluster's tasks,
+  `ecs:RegisterTaskDefinition` and `ecs:DescribeTaskDefinition` (which take no resource), and
+  `iam:PassRole` on the execution and task roles, to ECS tasks only. Without `containerCluster`
+  a worker gets none of these, and a container target fails naming the knob.
+
 A list is comma-separated with `-c` (`-c lambdaTargets=arn1,arn2`) or a JSON list in cdk.json.
 An entry that is not such an ARN, or holds a `*`, stops the synth naming the knob.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
+from cdk_nag import NagPackSuppression, RegexAppliesTo
 
 from takt.models.targets import (
     EventBusSpec,
@@ -45,8 +58,121 @@ _EXECUTE_API = re.compile(
 )
 
 
+_ROLE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}$")
+_CLUSTER = re.compile(r"^[A-Za-z0-9_-]{1,255}$")
+_SUBNET = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+_SECURITY_GROUP = re.compile(r"^sg-[0-9a-f]{8,17}$")
+_LOG_GROUP = re.compile(r"^[A-Za-z0-9_./#-]{1,512}$")
+# The family prefix of the task definitions a worker registers (takt.targets.container).
+TASK_FAMILY_PREFIX = "takt-"
+
+
 class TargetGrantError(ValueError):
     """A target grant in the context is not an ARN of its kind; the message names the knob."""
+
+
+@dataclass(frozen=True)
+class ContainerPlacement:
+    """Where container targets run (the context's `container*` knobs) and as whom."""
+
+    cluster: str
+    subnets: tuple[str, ...]
+    security_groups: tuple[str, ...]
+    execution_role: str
+    task_role: str | None = None
+    log_group: str = "/takt/containers"
+    public_ip: bool = False
+
+    def __post_init__(self) -> None:
+        """Refuse a knob that is not what it names, naming it (TargetGrantError)."""
+        checks = [
+            ("containerCluster", _CLUSTER, (self.cluster,)),
+            ("containerSubnets", _SUBNET, self.subnets),
+            ("containerSecurityGroups", _SECURITY_GROUP, self.security_groups),
+            ("containerExecutionRoleArn", _ROLE, (self.execution_role,)),
+            ("containerTaskRoleArn", _ROLE, (self.task_role,) if self.task_role else ()),
+            ("containerLogGroup", _LOG_GROUP, (self.log_group,)),
+        ]
+        for knob, pattern, values in checks:
+            if not values:
+                raise TargetGrantError(f"context 'containerCluster' needs {knob!r}")
+            for value in values:
+                if not pattern.match(value):
+                    raise TargetGrantError(f"context {knob!r} {value!r} is not one")
+
+    def environment(self, env_var: Callable[[str], str]) -> dict[str, str]:
+        """The workers' settings (`takt.config.Settings.container_*`), by their variables."""
+        values = {
+            "container_cluster": self.cluster,
+            "container_subnets": json.dumps(list(self.subnets)),
+            "container_security_groups": json.dumps(list(self.security_groups)),
+            "container_execution_role_arn": self.execution_role,
+            "container_log_group": self.log_group,
+            "container_public_ip": json.dumps(self.public_ip),
+        }
+        if self.task_role:
+            values["container_task_role_arn"] = self.task_role
+        return {env_var(field): value for field, value in values.items()}
+
+    def grant(self, grantee: iam.IGrantable) -> None:
+        """Run, watch and stop takt's tasks in the cluster, and hand them their roles."""
+        stack = Stack.of(grantee)  # type: ignore[arg-type]
+        head = f"arn:{stack.partition}:ecs:{stack.region}:{stack.account}"
+        cluster = f"{head}:cluster/{self.cluster}"
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["ecs:RunTask"],
+                resources=[f"{head}:task-definition/{TASK_FAMILY_PREFIX}*"],
+                conditions={"ArnEquals": {"ecs:cluster": cluster}},
+            )
+        )
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["ecs:DescribeTasks", "ecs:StopTask"],
+                resources=[f"{head}:task/{self.cluster}/*"],
+            )
+        )
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["ecs:RegisterTaskDefinition", "ecs:DescribeTaskDefinition"],
+                resources=["*"],
+            )
+        )
+        roles = [self.execution_role, *([self.task_role] if self.task_role else [])]
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["iam:PassRole"],
+                resources=roles,
+                conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+            )
+        )
+
+
+def container_suppressions() -> list[NagPackSuppression]:
+    """Why a worker that runs container targets holds three wildcards (none without them)."""
+    return [
+        NagPackSuppression(
+            id="AwsSolutions-IAM5",
+            reason=(
+                "Container targets register a task definition per image and size, named "
+                f"'{TASK_FAMILY_PREFIX}<digest>': RunTask is granted on that family prefix only, "
+                "and only in the configured cluster (an ecs:cluster condition); DescribeTasks "
+                "and StopTask on that cluster's tasks, whose ids ECS chooses."
+            ),
+            applies_to=[
+                RegexAppliesTo(regex="/^Resource::arn:.*:ecs:.*:task-definition\\/takt-\\*$/g"),
+                RegexAppliesTo(regex="/^Resource::arn:.*:ecs:.*:task\\/[A-Za-z0-9_-]+\\/\\*$/g"),
+            ],
+        ),
+        NagPackSuppression(
+            id="AwsSolutions-IAM5",
+            reason=(
+                "ECS's RegisterTaskDefinition and DescribeTaskDefinition accept no resource-level "
+                "permission; the roles a definition may name are limited by iam:PassRole."
+            ),
+            applies_to=["Resource::*"],
+        ),
+    ]
 
 
 @dataclass(frozen=True)
@@ -61,6 +187,7 @@ class TargetGrants:
     topics: tuple[str, ...] = ()
     buses: tuple[str, ...] = ()
     oidc_key: str | None = None
+    containers: ContainerPlacement | None = None
 
     @classmethod
     def from_lists(
@@ -70,6 +197,7 @@ class TargetGrants:
         signed: tuple[str, ...],
         published: tuple[str, ...] = (),
         oidc_key: str | None = None,
+        containers: ContainerPlacement | None = None,
     ) -> TargetGrants:
         """Check each list's entries (TargetGrantError naming the knob and the entry)."""
         knobs = {
@@ -124,6 +252,7 @@ class TargetGrants:
             tuple(by_kind[SnsSpec]),
             tuple(by_kind[EventBusSpec]),
             oidc_key,
+            containers,
         )
 
     def grant(self, grantee: iam.IGrantable) -> None:
@@ -140,6 +269,8 @@ class TargetGrants:
                 iam.Grant.add_to_principal(
                     grantee=grantee, actions=actions, resource_arns=list(arns)
                 )
+        if self.containers is not None:
+            self.containers.grant(grantee)
         self.grant_notify(grantee)
 
     def grant_jwks(self, grantee: iam.IGrantable) -> None:

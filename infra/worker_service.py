@@ -29,6 +29,7 @@ from infra.functions import LOG_RETENTION, WORKER, grant_data_access, target_sec
 from infra.lanes import Lanes
 from infra.layer import PROJECT_ROOT
 from infra.tables import Tables
+from infra.target_grants import container_suppressions
 from takt.resources import DUE
 
 IMAGE_DIR = PROJECT_ROOT / "infra" / "worker_image"
@@ -376,6 +377,7 @@ class FargateWorker(Construct):
                     applies_to=["Resource::*"],
                 ),
                 target_secrets_suppression(),
+                *container_suppressions(),
             ],
             apply_to_children=True,
         )
