@@ -99,6 +99,16 @@ def test_every_page_fits_a_phone(
             page.goto(path)
             expect(ready.first).to_be_visible()
             assert sideways(page) == 0, path
+            broken = page.evaluate(
+                """[...document.querySelectorAll("td .ago")]
+                    .filter((s) => s.getClientRects().length > 1).length"""
+            )
+            assert broken == 0, f"a time's '(13 min ago)' must not break across lines on {path}"
+        ticks = page.evaluate(
+            """[...document.querySelectorAll(".chart .tick")]
+                .map((t) => t.getBoundingClientRect().height)"""
+        )
+        assert ticks and min(ticks) >= 9, f"a chart's ticks must be readable on a phone: {ticks} px"
         screenshot(page, "overview-phone")
         page.goto(f"/#/jobs/{dying['id']}")
         expect(page.get_by_role("region", name="Executions").locator("tbody tr")).to_have_count(1)
