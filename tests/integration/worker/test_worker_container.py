@@ -16,10 +16,14 @@ from typing import Any
 import boto3
 import pytest
 
+from takt.clock import ManualClock
 from takt.models.calls import CallContext
+from takt.models.records import ExecState
 from takt.models.targets import ContainerSpec, parse_target
 from takt.targets.container import ContainerTarget, Placement, task_family
 from takt.targets.router import TargetRouter
+from tests.integration.worker.conftest import runner_for, stored, submit_to
+from tests.support.env import ServicesFactory
 
 SCHEDULED = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 
@@ -190,3 +194,26 @@ def test_container_target_without_a_cluster_fails_permanently_naming_the_setting
     assert result.outcome == "permanent" and "containerCluster" in (result.error or ""), (
         f"a worker without a cluster says which setting turns containers on: {result}"
     )
+
+
+def test_container_run_by_the_worker_records_its_log_stream_in_the_attempt(
+    make_svc: ServicesFactory, clock: ManualClock, placement: Placement
+) -> None:
+    svc = make_svc(
+        container_cluster=placement.cluster,
+        container_subnets=placement.subnets,
+        container_security_groups=placement.security_groups,
+        container_execution_role_arn=placement.execution_role_arn,
+        container_log_prefix=placement.log_prefix,
+        container_poll_sec=0.0,
+    )
+    record, message = submit_to(svc, clock, SPEC.text(), {"n": 1})
+
+    outcome = runner_for(svc).process(message)
+
+    done = stored(svc, record)
+    assert outcome.state == ExecState.SUCCEEDED.value, f"exit code 0 succeeds: {outcome}"
+    logs = done.attempts[-1].logs
+    assert logs is not None and logs.startswith(
+        "https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1#logsV2:"
+    ), f"the execution's attempt links the task's CloudWatch log stream: {logs}"
