@@ -47,7 +47,7 @@ import re
 from typing import Any
 
 from takt.models.records import Dst, OverlapPolicy
-from takt.models.targets import FARGATE_MEMORY
+from takt.models.targets import FARGATE_MEMORY, ContainerSpec, parse_target
 from takt.schedule import ScheduleError, parse_duration, validate_time_zone
 from takt_cli.migrate import robfig
 from takt_cli.migrate.model import (
@@ -312,12 +312,17 @@ def _manifest(job: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     except MappingError as exc:
         notes.append(f"Kubernetes would not fire it as takt does: {exc}")
     payload = job.get("payload")
-    if isinstance(payload, dict) and "image" in payload:
+    running = _running_container(job.get("target"))
+    if running is not None:
+        containers = [running]
+    elif isinstance(payload, dict) and "image" in payload:
         containers = [payload]
     elif isinstance(payload, dict) and isinstance(payload.get("containers"), list):
         containers = payload["containers"]
     else:
-        raise MappingError("the payload is not a container (an object with an image)")
+        raise MappingError(
+            "neither the target nor the payload is a container (an object with an image)"
+        )
     if job.get("overlap") not in _POLICY:
         raise MappingError(f"overlap={job.get('overlap')} has no concurrencyPolicy")
     spec: dict[str, Any] = {
@@ -345,6 +350,28 @@ def _manifest(job: dict[str, Any], notes: list[str]) -> dict[str, Any]:
             f"(dst {ROBFIG_DST}), not as the job's dst {job['dst']}"
         )
     return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": metadata, "spec": spec}
+
+
+def _running_container(target: Any) -> dict[str, Any] | None:
+    """The pod container a container target runs as (its command as `args`: like a container
+    target's command, they follow the image's ENTRYPOINT), or None for another target."""
+    if not isinstance(target, str) or not target.startswith("{"):
+        return None
+    try:
+        spec = parse_target(target)
+    except ValueError:
+        return None
+    if not isinstance(spec, ContainerSpec):
+        return None
+    container: dict[str, Any] = {"name": "task", "image": spec.image}
+    if spec.command:
+        container["args"] = list(spec.command)
+    if spec.environment:
+        container["env"] = [{"name": name, "value": value} for name, value in spec.environment]
+    container["resources"] = {
+        "limits": {"cpu": f"{spec.cpu * 1000 // 1024}m", "memory": f"{spec.memory}Mi"}
+    }
+    return container
 
 
 def _names(text: str) -> tuple[str, str, str]:

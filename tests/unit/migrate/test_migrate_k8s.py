@@ -14,6 +14,7 @@ import yaml
 from click.testing import CliRunner
 from croniter import croniter
 
+from takt.models.targets import target_object
 from takt.schedule import CronSchedule, preview
 from takt_cli.commands.context import CliContext
 from takt_cli.commands.migrate import import_
@@ -323,3 +324,33 @@ def test_k8s_import_dry_run_prints_a_container_target_body_without_target(
     assert body["target"] == {"type": "container", "image": "ex/r:1", "cpu": 256, "memory": 512}, (
         "takt -o json import k8s FILE --dry-run prints a container-target body (issue 29)"
     )
+
+
+def test_k8s_container_target_exports_and_imports_back_as_the_same_target() -> None:
+    (item,) = k8s.load(
+        yaml.safe_dump(
+            _pod(
+                containers=[
+                    {
+                        "name": "r",
+                        "image": "ex/r:1",
+                        "args": ["--daily"],
+                        "env": [{"name": "REGION", "value": "eu"}],
+                        "resources": {"limits": {"cpu": "2", "memory": "6Gi"}},
+                    }
+                ]
+            )
+        ),
+        None,
+    )
+    assert item.body is not None, item.reason
+    target = item.body["target"]
+    stored = target_object(target).text()
+
+    exported = k8s.export(_job(target=stored, payload=None))
+
+    assert exported.item is not None, exported.reason
+    (again,) = k8s.load(yaml.safe_dump(exported.item), None)
+    assert again.body is not None, again.reason
+    assert again.body["target"] == target, "a container target survives export and re-import"
+    assert not any("rounded up" in note for note in again.notes), again.notes
