@@ -70,6 +70,10 @@ def get(ctx: CliContext, execution_id: str) -> None:
         click.echo("\nattempts:")
         if execution["attempts"]:
             click.echo(render_table(execution["attempts"], ATTEMPT_COLUMNS))
+            # A container's log stream address is too long for a column: one line each.
+            for attempt in execution["attempts"]:
+                if attempt.get("logs"):
+                    click.echo(f"attempt {attempt['attempt']} logs: {attempt['logs']}")
         else:
             click.echo("none yet")
 

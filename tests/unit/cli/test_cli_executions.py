@@ -55,3 +55,18 @@ def test_a_first_runs_attempt_is_its_number(
     main(["--endpoint", fake_api.url, "executions", "get", EXECUTION_ID])
 
     assert capsys.readouterr().out.splitlines()[1].split()[1:3] == ["succeeded", "2"]
+
+
+def test_executions_get_prints_a_container_attempts_log_stream_link(
+    fake_api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = "https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1#logsV2:x"
+    attempt = {"attempt": 1, "outcome": "failed", "error": "exit code 3", "logs": link}
+    fake_api.answers[f"/v1/executions/{EXECUTION_ID}"] = execution(attempts=[attempt])
+
+    main(["--endpoint", fake_api.url, "executions", "get", EXECUTION_ID])
+
+    out = capsys.readouterr().out
+    assert f"attempt 1 logs: {link}" in out.splitlines(), (
+        f"a container target's log stream is linked from the execution: {out!r}"
+    )
