@@ -68,6 +68,8 @@ def test_every_page_fits_a_phone(
     )
     run = takt_local.request("POST", f"/v1/jobs/{dying['id']}/trigger").body
     poll(lambda: takt_local.execution(run["id"])["state"], lambda s: s == "dead", 20, "a dead run")
+    ran = takt_local.request("POST", f"/v1/jobs/{job['id']}/trigger").body  # ends with no error
+    poll(lambda: takt_local.execution(ran["id"])["state"], lambda s: s == "succeeded", 20, "a run")
 
     with console_page(browser, takt_local.url, viewport=PHONE) as page:
         page.goto("/#/jobs")
@@ -79,7 +81,10 @@ def test_every_page_fits_a_phone(
         screenshot(page, "jobs-phone")
 
         for path, ready in [
-            (f"/#/jobs/{job['id']}", page.get_by_role("region", name="Settings")),
+            (
+                f"/#/jobs/{job['id']}",
+                page.get_by_role("region", name="Executions").locator("tbody tr"),
+            ),
             (
                 f"/#/jobs/{dying['id']}",
                 page.get_by_role("region", name="Executions").locator("tbody tr"),
@@ -104,6 +109,11 @@ def test_every_page_fits_a_phone(
                     .filter((s) => s.getClientRects().length > 1).length"""
             )
             assert broken == 0, f"a time's '(13 min ago)' must not break across lines on {path}"
+            bare = page.evaluate(
+                """[...document.querySelectorAll("td[data-label]")]
+                    .filter((td) => td.offsetHeight && !td.textContent.trim()).length"""
+            )
+            assert bare == 0, f"a card must not show a label with no value on {path}"
         ticks = page.evaluate(
             """[...document.querySelectorAll(".chart .tick")]
                 .map((t) => t.getBoundingClientRect().height)"""
@@ -224,6 +234,7 @@ def test_next_runs_name_the_jobs_own_clock_only_where_it_tells_them_apart(
         screenshot(page, "interval-next-runs-local")
 
         page.goto(f"/#/jobs/{cron['id']}")
+        expect(page.get_by_role("heading", level=1)).to_contain_text("cron-ten-seconds")
         expect(runs).to_have_count(5)
         clocks = [text.split(" · ")[1] for text in runs.all_inner_texts()]
         assert len(set(clocks)) == 5, f"each next run must read its own job-zone clock: {clocks}"
