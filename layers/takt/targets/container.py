@@ -219,7 +219,7 @@ class ContainerTarget:
         logs = logs_link(self._placement, task_arn)
         while True:
             task = self._describe(ecs, task_arn)
-            if task.get("lastStatus") == "STOPPED":
+            if task is not None and task.get("lastStatus") == "STOPPED":
                 return _stopped(task, logs, self._elapsed(started))
             wait = self._placement.poll_sec
             if ctx.deadline is not None:
@@ -240,8 +240,14 @@ class ContainerTarget:
                     logs=logs,
                 )
 
-    def _describe(self, ecs: Any, task_arn: str) -> dict[str, Any]:
-        answer = ecs.describe_tasks(cluster=self._placement.cluster, tasks=[task_arn])
+    def _describe(self, ecs: Any, task_arn: str) -> dict[str, Any] | None:
+        """The task as ECS describes it, or None when the look failed (throttled, the network):
+        the task runs on whatever the answer, so the wait goes on rather than end the attempt,
+        whose retry would start a second task beside it."""
+        try:
+            answer = ecs.describe_tasks(cluster=self._placement.cluster, tasks=[task_arn])
+        except (ClientError, BotoCoreError):
+            return None
         tasks = answer.get("tasks") or []
         if not tasks:
             return {"lastStatus": "STOPPED", "stoppedReason": "ECS no longer knows the task"}

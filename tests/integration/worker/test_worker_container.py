@@ -15,6 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from takt.clock import ManualClock
 from takt.models.calls import CallContext
@@ -162,6 +163,28 @@ def test_container_that_never_ran_fails_permanently_with_ecs_reason(
 
     assert result.outcome == "permanent", f"a task that cannot start fails: {result}"
     assert result.error is not None and "CannotPullContainerError" in result.error, result.error
+
+
+def test_container_failed_look_at_a_running_task_waits_on_rather_than_run_it_twice(
+    moto_endpoint: str, placement: Placement
+) -> None:
+    looks: list[int] = []
+
+    def throttled_once(**_: Any) -> None:
+        looks.append(1)
+        if len(looks) == 1:
+            raise ClientError(
+                {"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}},
+                "DescribeTasks",
+            )
+
+    ecs = _hooked(moto_endpoint, throttled_once)
+
+    result = ContainerTarget(lambda: ecs, placement).call(SPEC, _ctx())
+
+    assert result.outcome == "success", f"a throttled look does not end the attempt: {result}"
+    tasks = ecs.list_tasks(cluster=placement.cluster)["taskArns"]
+    assert len(tasks) == 1 and len(looks) > 1, "one task, looked at again after the throttle"
 
 
 def test_container_call_told_to_stop_stops_its_task(
