@@ -77,6 +77,14 @@ def task_family(spec: ContainerSpec, placement: Placement) -> str:
     return f"takt-{digest}"
 
 
+def run_token(ctx: CallContext) -> str:
+    """RunTask's idempotency token for one attempt: a RunTask sent again for the same attempt
+    (botocore's own retry after a lost answer) names the same token, and ECS starts no second
+    task for it."""
+    digest = hashlib.sha256(f"{ctx.execution_id}/{ctx.attempt}".encode()).hexdigest()[:58]
+    return f"takt-{digest}"
+
+
 def logs_link(placement: Placement, task_arn: str) -> str:
     """The CloudWatch console address of a task's log stream (the console escapes a group and a
     stream twice, with `$` for `%`)."""
@@ -119,7 +127,7 @@ class ContainerTarget:
             )
         try:
             ecs = self._client()
-            task_arn, failure = self._run(ecs, spec, overrides)
+            task_arn, failure = self._run(ecs, spec, overrides, run_token(ctx))
             if task_arn is None:
                 return TargetResult("permanent", error=_clip(f"the task did not start: {failure}"))
             return self._wait(ecs, task_arn, ctx, started)
@@ -133,7 +141,7 @@ class ContainerTarget:
             return self._ecs
 
     def _run(
-        self, ecs: Any, spec: ContainerSpec, overrides: dict[str, Any]
+        self, ecs: Any, spec: ContainerSpec, overrides: dict[str, Any], token: str
     ) -> tuple[str | None, str]:
         """Start the task: its ARN, or None and why ECS placed none."""
         network: dict[str, Any] = {
@@ -149,6 +157,7 @@ class ContainerTarget:
             networkConfiguration={"awsvpcConfiguration": network},
             overrides=overrides,
             startedBy="takt",
+            clientToken=token,
         )
         tasks = answer.get("tasks") or []
         if tasks:

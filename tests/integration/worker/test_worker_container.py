@@ -21,7 +21,7 @@ from takt.clock import ManualClock
 from takt.models.calls import CallContext
 from takt.models.records import ExecState
 from takt.models.targets import ContainerSpec, parse_target
-from takt.targets.container import ContainerTarget, Placement, task_family
+from takt.targets.container import ContainerTarget, Placement, run_token, task_family
 from takt.targets.router import TargetRouter
 from tests.integration.worker.conftest import runner_for, stored, submit_to
 from tests.support.env import ServicesFactory
@@ -75,6 +75,10 @@ def _ctx(payload: Any = None) -> CallContext:
     )
 
 
+def _ctx_of(execution_id: str) -> CallContext:
+    return CallContext("job-1", execution_id, 1, SCHEDULED, None, 60)
+
+
 def _hooked(endpoint: str, hook: Callable[..., None] | None = None) -> Any:
     ecs = _client(endpoint, "ecs")
     if hook is not None:
@@ -124,6 +128,25 @@ def test_container_exit_code_0_succeeds_on_fargate_with_its_log_stream_linked(
     assert result.logs is not None and result.logs.endswith(
         f"{placement.log_prefix}$252Ftask$252F{task_id}"
     ), f"the outcome links the task's awslogs stream: {result.logs}"
+
+
+def test_container_run_task_names_the_attempts_idempotency_token(
+    moto_endpoint: str, placement: Placement
+) -> None:
+    sent: list[dict[str, Any]] = []
+    ecs = _client(moto_endpoint, "ecs")
+    ecs.meta.events.register(
+        "provide-client-params.ecs.RunTask", lambda params, **_: sent.append(dict(params))
+    )
+    ctx = _ctx()
+
+    ContainerTarget(lambda: ecs, placement).call(SPEC, ctx)
+
+    assert [p["clientToken"] for p in sent] == [run_token(ctx)], (
+        "RunTask names the attempt's idempotency token, so a resent RunTask starts no second task"
+    )
+    assert run_token(ctx) == run_token(_ctx_of(ctx.execution_id)), "one token per attempt"
+    assert len(run_token(ctx)) <= 64, "ECS takes tokens of at most 64 characters"
 
 
 def test_container_task_definition_is_registered_once_per_image_and_size(
