@@ -42,6 +42,7 @@ import boto3
 from takt.clock import SystemClock
 from takt.config import LANES, Settings, get_settings
 from takt.observability import listen, metrics
+from takt.parallel import FOREGROUND
 from takt.resources import TABLES
 from takt.stats import MetricsWindow
 from takt.wiring import Services, build_services, install
@@ -316,9 +317,13 @@ class LocalRuntime:
             metrics.clear_metrics()
 
     def _ticker_loop(self) -> None:
+        """Tick the scheduler each whole second, in the process's foreground: a workflow's
+        fan-out gives way to a tick between its chunks (`takt.parallel.Foreground`), as in the
+        cloud, where the tick runs in a Lambda of its own."""
         while not self._stop.wait(1 - (time.time() % 1)):
             try:
-                self._invoke("scheduler", {"ticks": 1})
+                with FOREGROUND.running():
+                    self._invoke("scheduler", {"ticks": 1})
             except Exception:  # a crashed tick must not stop the next one
                 log.exception("scheduler tick failed")
 

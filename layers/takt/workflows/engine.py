@@ -39,6 +39,7 @@ from takt.models.ids import task_execution_id
 from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.observability import logger
+from takt.parallel import FOREGROUND
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.ports import JobReader, RunExecutions
 from takt.store.runs import SUCCEEDED, UPSTREAM_FAILED, RunRef, RunStore, TaskItem
@@ -46,6 +47,11 @@ from takt.workflows.model import downstream_of, topological_order
 
 POOL_SIZE = 8
 """Threads for a wide step (1,000 downstream tasks): DynamoDB writes are I/O bound."""
+CHUNK = POOL_SIZE * 10
+"""Task executions a wide step creates and sends between two looks at the process's
+foreground (`takt.parallel.FOREGROUND`): a chunk takes the pool's threads ten tasks each."""
+GIVE_WAY_SEC = 1.0
+"""The longest a chunk waits for the foreground: bulk work gives way, it never stops."""
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -196,9 +202,14 @@ class RunEngine:
             existing = self._executions.get(ref.tenant_id, record.execution_id)
             return Outgoing.of(existing) if existing.state == ExecState.PENDING else None
 
-        outgoing = [o for o in _each(create, tasks) if o is not None]
-        batches = [outgoing[i : i + 10] for i in range(0, len(outgoing), 10)]
-        _each(self._lanes.send, batches)
+        for first in range(0, len(tasks), CHUNK):
+            if first:
+                # Between chunks, a wide step gives way to the process's foreground (`takt
+                # local`'s scheduler tick); deployed, nothing runs there: no wait at all.
+                FOREGROUND.give_way(GIVE_WAY_SEC)
+            outgoing = [o for o in _each(create, tasks[first : first + CHUNK]) if o is not None]
+            batches = [outgoing[i : i + 10] for i in range(0, len(outgoing), 10)]
+            _each(self._lanes.send, batches)
 
     @staticmethod
     def _task_record(
