@@ -356,6 +356,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="wide-step-never-gives-way-to-the-tick",
+        breaks=(
+            "takt local: a wide workflow step gives way to the scheduler's tick between its "
+            "chunks (issue 28: the fan-out neighbour, docs/CAPACITY.md)"
+        ),
+        path="layers/takt/workflows/engine.py",
+        old="            if first:",
+        new="            if first < 0:",
+        tests=(
+            "tests/integration/test_workflow_wide.py::"
+            "test_a_wide_fan_out_gives_way_to_the_foreground_between_chunks_and_still_runs_every_task",
+        ),
+    ),
+    Mutation(
         name="retry-release-overwrites-a-cancel",
         breaks="4. fenced completion (issue 28: a cancel racing the watchdog's retry release wins)",
         path=LIFECYCLE,
