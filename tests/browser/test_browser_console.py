@@ -97,6 +97,11 @@ def test_pause_a_job_after_confirming(
     expect(runs).to_have_text("ExecutionsNo executions yet.")
     assert takt_local.request("GET", f"/v1/jobs/{job['id']}").body["status"] == "paused"
 
+    page.goto("/#/jobs")
+    listed = page.locator("tbody tr").filter(has_text="pausable").locator("td").nth(3)
+    rule = "a paused job's row must not count down to a run it will not make"
+    expect(listed, rule).to_have_text("none while paused")
+
 
 def test_cancelling_the_confirmation_changes_nothing(
     page: Page, takt_local: LocalTakt, receiver: Receiver

@@ -6,12 +6,19 @@ import { newJob } from "../jobform.js";
 const PAGE = 50;
 const STATES = ["active", "paused", "completed"];
 
+// A paused job keeps the next run it would have, but does not run then: the list says so rather
+// than count down to a run that will not come (a job paused until a time stays active, and its
+// next run is already the first after that time).
+function nextRun(job) {
+  return job.status === "paused" ? h("span", { class: "muted" }, "none while paused") : when(job.next_run_time);
+}
+
 function row(job) {
   return h("tr", {},
     h("td", {}, h("a", { href: `#/jobs/${job.id}` }, job.name || job.id)),
     h("td", {}, badge(job.status)),
     h("td", {}, h("code", {}, scheduleText(job)), job.schedule ? h("span", { class: "muted" }, ` ${job.time_zone}`) : null),
-    h("td", {}, when(job.next_run_time)),
+    h("td", {}, nextRun(job)),
     h("td", {}, job.last_outcome ? badge(job.last_outcome) : h("span", { class: "muted" }, "–")),
     h("td", {}, when(job.last_run_at)));
 }
