@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Protocol
+from typing import Any, Protocol
 
 from takt.backfill.engine import Backfiller
 from takt.executions import rules
@@ -65,6 +65,12 @@ LEASE_ATTRS = ("lease_token", "lease_expires_at")
 UNLESS_CANCEL_REQUESTED = ("cancel_requested",)
 """The `expect_absent` of a write that would retry an execution: a cancel asked for after the
 writer's read makes it fail, so the cancel wins."""
+
+
+def _not_yet_leased(message: LaneMessage) -> dict[str, Any]:
+    """The condition of a write to `message`'s attempt before any worker leased it: pending or
+    waiting to retry, at that attempt (a stale copy of an earlier attempt changes nothing)."""
+    return {"state": (ExecState.PENDING, ExecState.RETRY_WAIT), "attempt": message.attempt}
 
 
 class LifecycleSettings(Protocol):
@@ -194,10 +200,7 @@ class Lifecycle:
             message.tenant_id,
             message.execution_id,
             Transition(
-                expect={
-                    "state": (ExecState.PENDING, ExecState.RETRY_WAIT),
-                    "attempt": message.attempt,
-                },
+                expect=_not_yet_leased(message),
                 set={"check_at": self.check_at(now, delay_sec=delay_sec)},
             ),
         )
@@ -218,10 +221,7 @@ class Lifecycle:
             message.tenant_id,
             message.execution_id,
             Transition(
-                expect={
-                    "state": (ExecState.PENDING, ExecState.RETRY_WAIT),
-                    "attempt": message.attempt,
-                },
+                expect=_not_yet_leased(message),
                 set={"state": ExecState.FAILED, "error": error, "finished_at": format_time(now)},
                 remove=OPEN_ATTRS,
             ),
