@@ -12,7 +12,7 @@ policy decides which of them are run and which are recorded as `skipped` (`plan_
 
 - `all`: every missed occurrence within `catchup_window` runs; older ones are skipped.
 - `once` (default): only the latest runs; the others are skipped.
-- `skip`: the latest runs only if it is less than `misfire_grace` late; the rest are skipped.
+- `skip`: the latest runs only if it is at most `MISFIRE_GRACE` late; the rest are skipped.
 A one-off job always runs, however late.
 
 One firing records at most the first and the last `MAX_OCCURRENCES_PER_FIRING` missed

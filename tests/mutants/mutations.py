@@ -847,6 +847,14 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(ROWS,),
     ),
     Mutation(
+        name="catchup-skip-grace-excludes-its-bound",
+        breaks=_POLICY + "catchup skip: the latest runs when it is at most the misfire grace late",
+        path=OCCURRENCES,
+        old="now - latest <= MISFIRE_GRACE",
+        new="now - latest < MISFIRE_GRACE",
+        tests=(ROWS,),
+    ),
+    Mutation(
         name="overlap-skip-ignores-a-busy-slot",
         breaks=_POLICY + "overlap skip: an occurrence due while the job's slot is busy is skipped",
         path=OCCURRENCES,

@@ -116,6 +116,20 @@ ROWS = [
         decided=["10:00 skipped catchup=skip", "10:01 skipped catchup=skip", "10:02 pending"],
     ),
     Row(
+        "catchup skip: the latest runs when it is exactly the misfire grace (60 s) late",
+        job(catchup="skip", schedule=None, interval="10m"),
+        due="10:00",
+        now="10:11:00",
+        decided=["10:00 skipped catchup=skip", "10:10 pending"],
+    ),
+    Row(
+        "catchup skip: a second past the misfire grace, the latest is skipped too",
+        job(catchup="skip", schedule=None, interval="10m"),
+        due="10:00",
+        now="10:11:01",
+        decided=["10:00 skipped catchup=skip", "10:10 skipped catchup=skip"],
+    ),
+    Row(
         "catchup skip: nothing runs when even the latest is more than the grace late",
         job(catchup="skip", schedule=None, interval="10m"),
         due="10:00",
