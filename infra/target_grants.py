@@ -85,17 +85,19 @@ class ContainerPlacement:
 
     def __post_init__(self) -> None:
         """Refuse a knob that is not what it names, naming it (TargetGrantError)."""
-        checks = [
+        required = [
             ("containerCluster", _CLUSTER, (self.cluster,)),
             ("containerSubnets", _SUBNET, self.subnets),
             ("containerSecurityGroups", _SECURITY_GROUP, self.security_groups),
             ("containerExecutionRoleArn", _ROLE, (self.execution_role,)),
-            ("containerTaskRoleArn", _ROLE, (self.task_role,) if self.task_role else ()),
             ("containerLogGroup", _LOG_GROUP, (self.log_group,)),
         ]
-        for knob, pattern, values in checks:
+        for knob, _, values in required:
             if not values:
                 raise TargetGrantError(f"context 'containerCluster' needs {knob!r}")
+        # The task role is optional: without it the container's own code has no AWS role.
+        optional = [("containerTaskRoleArn", _ROLE, (self.task_role,) if self.task_role else ())]
+        for knob, pattern, values in required + optional:
             for value in values:
                 if not pattern.match(value):
                     raise TargetGrantError(f"context {knob!r} {value!r} is not one")

@@ -52,6 +52,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "signing-secret": {"signingSecretName": "takt/signing"},
     "egress-allow": {"egressAllow": "10.0.0.0/8,internal.example"},
     "alarm-email": {"alarmEmail": "ops@example.com"},
+    # Container targets on the Fargate worker and the worker function (docs/DEPLOY.md).
+    "containers": {
+        "fargateWorker": "true",
+        "fargateLanes": "low",
+        "containerCluster": "jobs",
+        "containerSubnets": "subnet-0123456789abcdef0",
+        "containerSecurityGroups": "sg-0123456789abcdef0",
+        "containerExecutionRoleArn": "arn:aws:iam::123456789012:role/ecsTaskExecutionRole",
+    },
     # AWS targets, notification destinations and the OIDC key (docs/WORKERS.md, SECURITY.md).
     "aws-targets": {
         "lambdaTargets": "arn:aws:lambda:us-east-1:111122223333:function:report",
