@@ -23,6 +23,14 @@ pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 PHONE = {"width": 390, "height": 844}
 
 
+def show_local_times(page: Page) -> None:
+    """Switch the console to local times once it has drawn a page: the switch listens only from
+    then on, so a click made while the page still loads is lost (the times stay in UTC)."""
+    local = page.get_by_role("group", name="Show times in").get_by_role("button", name="Local")
+    local.click()
+    expect(local).to_have_attribute("aria-pressed", "true")
+
+
 def test_an_empty_deployment_says_there_is_no_data(page: Page) -> None:
     """First in this module, so its `takt local` has no job and no run yet."""
     page.goto("/")
@@ -156,9 +164,9 @@ def test_the_jobs_table_stays_within_its_header_at_1280_px(
     poll(lambda: takt_local.execution(run["id"])["state"], lambda s: s == "succeeded", 20, "a run")
     with console_page(browser, takt_local.url, timezone_id="Asia/Kolkata") as page:
         page.goto("/#/jobs")
-        page.get_by_role("group", name="Show times in").get_by_role("button", name="Local").click()
         row = page.locator("tbody tr").filter(has_text="nightly_warehouse_export_to_reporting")
         expect(row.locator("time")).to_have_count(2)
+        show_local_times(page)
         expect(row.locator("time").first).to_contain_text("UTC+05:30")
         reach = overrun(page, "table")
         assert reach <= 0, f"the jobs table must stay within its header: {reach} px past it"
@@ -223,9 +231,9 @@ def test_next_runs_name_the_jobs_own_clock_only_where_it_tells_them_apart(
         takt_local.request("PATCH", f"/v1/jobs/{job['id']}", {"status": "paused"})
     with console_page(browser, takt_local.url, timezone_id="Asia/Kolkata") as page:
         page.goto(f"/#/jobs/{every['id']}")
-        page.get_by_role("group", name="Show times in").get_by_role("button", name="Local").click()
         runs = page.get_by_role("region", name="Schedule").get_by_role("listitem")
         expect(runs).to_have_count(5)
+        show_local_times(page)
         expect(runs.first).to_contain_text("UTC+05:30")
         texts = runs.all_inner_texts()
         assert not any(" in UTC" in text for text in texts), (
