@@ -164,3 +164,13 @@ def make_sts_client(settings: Settings) -> Any:
     the project carries no STS stubs.)"""
     session = boto3.session.Session(region_name=settings.region)
     return session.client("sts", endpoint_url=settings.aws_endpoint_url, config=client_config(4))
+
+
+def make_region_lease_client(settings: Settings) -> DynamoDBClient:
+    """A DynamoDB client for the region lease table alone, at its own endpoint when one is set:
+    locally every region's process shares one witness moto for that table
+    (`region_lease_endpoint_url`), while each has its own for the others. In AWS the MRSC table
+    is read at the regional endpoint like every other table."""
+    session = boto3.session.Session(region_name=settings.region)
+    endpoint = settings.region_lease_endpoint_url or settings.aws_endpoint_url
+    return session.client("dynamodb", endpoint_url=endpoint, config=client_config(8))

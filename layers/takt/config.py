@@ -77,6 +77,8 @@ ENV_PREFIX = "TAKT_"
 # `null` in the environment is None, so an optional setting can be turned off (a role).
 ENV_NONE = "null"
 _COLLECTIONS = (dict, list, tuple, set, frozenset)
+# Lists the environment may also give as "a,b,c" (the model splits them).
+_COMMA_LISTS = frozenset({"regions"})
 
 
 def _is_json(annotation: Any) -> bool:
@@ -98,6 +100,8 @@ def environment_values(model: type[BaseModel], environ: Mapping[str, str]) -> di
             continue
         if raw == ENV_NONE:
             values[name] = None
+        elif name in _COMMA_LISTS and not raw.lstrip().startswith("["):
+            values[name] = raw
         elif _is_json(field.annotation):
             try:
                 values[name] = json.loads(raw)
@@ -127,6 +131,19 @@ class Settings(BaseModel):
     region: str = "us-east-1"
     # Set only by the local runtime (moto's server); empty means the AWS default endpoints.
     aws_endpoint_url: str | None = None
+
+    # Every region of a multi-region deployment, the first the region lease's initial holder
+    # (docs/ARCHITECTURE.md, "Regions"); a JSON list or a comma list in the environment. Empty:
+    # one region, the region fence off, and the lease table neither read nor written.
+    regions: tuple[str, ...] = ()
+    region_lease_table: str = "takt-regions"
+    # Local only: the witness moto that every region's process shares for the lease table.
+    region_lease_endpoint_url: str | None = None
+    # A region acts only within `region_lease_sec - region_margin_sec` of its last proof, renews
+    # every `region_renew_sec`, and takes over a lease unchanged for `lease + margin`.
+    region_lease_sec: float = Field(default=20.0, gt=0)
+    region_renew_sec: float = Field(default=5.0, gt=0)
+    region_margin_sec: float = Field(default=5.0, ge=0)
 
     # The due index is partitioned by (minute bucket, shard); see docs/ARCHITECTURE.md for N.
     due_shards: int = Field(default=16, ge=1, le=1024)
@@ -278,6 +295,31 @@ class Settings(BaseModel):
     # Rate limits by target host (lower case), shared by every worker (JSON in the environment):
     # {"api.example.com": {"per_sec": 5, "burst": 10}}.
     host_rate_limits: dict[str, RateLimit] = Field(default_factory=dict)
+
+    @field_validator("regions", mode="before")
+    @classmethod
+    def _regions_as_list(cls, value: object) -> object:
+        # A comma list ("us-east-1,us-east-2") as well as a JSON one.
+        if isinstance(value, str):
+            return tuple(name.strip() for name in value.split(",") if name.strip())
+        return value
+
+    @model_validator(mode="after")
+    def _regions_fit(self) -> Settings:
+        if not self.regions:
+            return self
+        if len(set(self.regions)) != len(self.regions):
+            raise ValueError(f"regions lists a region twice: {','.join(self.regions)}")
+        if self.region not in self.regions:
+            raise ValueError(f"region {self.region} is not one of regions {','.join(self.regions)}")
+        # A holder renews before its proof runs out, or it would stop acting between renewals.
+        if self.region_renew_sec >= self.region_lease_sec - self.region_margin_sec:
+            raise ValueError(
+                f"region_renew_sec ({self.region_renew_sec:g}) must be shorter than "
+                f"region_lease_sec - region_margin_sec ({self.region_lease_sec:g} - "
+                f"{self.region_margin_sec:g}): a region acts only that long after a renewal"
+            )
+        return self
 
     @field_validator("egress_allow")
     @classmethod

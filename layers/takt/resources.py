@@ -173,4 +173,14 @@ TENANTS = TableSpec(
 )
 
 TABLES: tuple[TableSpec, ...] = (JOBS, DUE, EXECUTIONS, IDEMPOTENCY, TENANTS)
+
+# The region lease (takt.store.region_lease): one item, key `pk`, read strongly consistent and
+# written conditionally. Only a multi-region deployment (`regions` set) creates it, as an MRSC
+# global table apart from the MREC data tables above (docs/ARCHITECTURE.md, "Regions"): it is not
+# in `TABLES`, so a single-region deployment neither creates nor reads it.
+REGIONS = TableSpec(
+    logical_id="Regions",
+    setting="region_lease_table",
+    partition=Key("pk"),
+)
 QUEUES: tuple[QueueSpec, ...] = tuple(QueueSpec(lane=lane) for lane in LANES)

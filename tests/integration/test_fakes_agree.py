@@ -13,15 +13,17 @@ from datetime import UTC, datetime, timedelta
 
 from botocore.exceptions import ClientError
 
+from takt.aws import AwsClients
 from takt.models.ids import execution_id, format_time, new_job_id, to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
 from takt.store.due import DueStore, shard_of
 from takt.store.errors import ExecutionConflictError, NotFoundError
 from takt.store.executions import ExecutionStore, lease_fence, open_shard_of
-from takt.store.ports import ClaimerJobs, ExecutionRef, Transition
+from takt.store.ports import ClaimerJobs, ExecutionRef, RegionLeases, Transition
 from takt.wiring import Services
-from tests.support.fakes import FakeDue, FakeExecutions, FakeJobs
+from tests.support.fakes import FakeDue, FakeExecutions, FakeJobs, FakeRegionLeases
 from tests.support.jobs import TENANT, job_id_in_shard, make_job
+from tests.support.regions import fresh_lease_table, lease_store
 
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -232,4 +234,30 @@ def test_the_fake_due_table_answers_as_the_due_store_does(svc: Services) -> None
 
     assert _due_script(fake) == _due_script(svc.due), (
         "FakeDue must read and delete due items (unless rewritten) as the due store does"
+    )
+
+
+def _region_lease_script(leases: RegionLeases) -> list[object]:
+    seen: list[object] = [leases.read(), leases.create("us-east-1"), leases.create("us-west-2")]
+    first = leases.read()
+    assert first is not None
+    seen.append(leases.renew("us-east-1", 1))
+    seen.append(leases.renew("us-west-2", 1))
+    seen.append(leases.take_over(first, "us-west-2"))
+    now = leases.read()
+    assert now is not None
+    seen.append(leases.take_over(now, "us-west-2"))
+    seen.append(leases.renew("us-east-1", 1))
+    seen.append(leases.promote("us-east-1"))
+    seen.append(leases.renew("us-east-1", 3))
+    seen.append(leases.read())
+    return seen
+
+
+def test_the_fake_region_lease_answers_as_the_lease_store_does(clients: AwsClients) -> None:
+    store = lease_store(clients, fresh_lease_table(clients))
+
+    assert _region_lease_script(FakeRegionLeases()) == _region_lease_script(store), (
+        "FakeRegionLeases must evaluate the lease store's conditions (renewal on holder and "
+        "epoch, take-over on the state seen, the first lease only once)"
     )

@@ -131,3 +131,14 @@ def test_the_cdk_app_importing_the_tooling_or_the_wiring_breaks_its_contract(
     assert done.returncode == 1, f"cdk-app-no-tooling: infra.{module} may not import {chain}"
     assert "nor takt.wiring BROKEN" in done.stdout
     assert f"infra.{module} -> {chain}" in done.stdout
+
+
+def test_the_region_lease_policy_reaching_a_store_breaks_its_purity(packages: Path) -> None:
+    """takt.regions.lease decides on what it is given; the fence does the reading and writing."""
+    add_lazy_import(packages / "takt" / "regions" / "lease.py", "import takt.store.region_lease")
+
+    done = lint_imports(packages)
+
+    assert done.returncode == 1, "pure-region-lease: the lease policy may not import a store"
+    assert "no settings, no clock BROKEN" in done.stdout
+    assert "takt.regions.lease -> takt.store.region_lease" in done.stdout

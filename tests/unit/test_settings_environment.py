@@ -83,3 +83,26 @@ def test_a_value_out_of_its_bounds_is_refused(monkeypatch: pytest.MonkeyPatch) -
 
     with pytest.raises(ValidationError, match="due_shards"):
         Settings()
+
+
+@pytest.mark.parametrize("raw", ['["us-east-1", "us-east-2"]', "us-east-1, us-east-2"])
+def test_the_regions_are_a_json_list_or_a_comma_list(
+    monkeypatch: pytest.MonkeyPatch, raw: str
+) -> None:
+    monkeypatch.setenv("TAKT_REGIONS", raw)
+    monkeypatch.setenv("TAKT_REGION", "us-east-2")
+
+    assert Settings().regions == ("us-east-1", "us-east-2"), "TAKT_REGIONS: JSON or commas"
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        ({"regions": "us-east-1,us-east-2", "region": "eu-west-1"}, "is not one of regions"),
+        ({"regions": "us-east-1,us-east-1"}, "lists a region twice"),
+        ({"regions": "us-east-1,us-east-2", "region_renew_sec": 15}, "must be shorter than"),
+    ],
+)
+def test_regions_that_cannot_be_fenced_are_refused(values: dict[str, object], says: str) -> None:
+    with pytest.raises(ValidationError, match=says):
+        Settings(**values)

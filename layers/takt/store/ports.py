@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from takt.models.calendars import Calendar
 from takt.models.records import ExecutionRecord, JobRecord
+from takt.models.regions import RegionLease
 from takt.store.due import DueItem, FairRead, UnreadableDue
 from takt.store.executions import OpenCandidate, Transition
 from takt.store.jobs import Advance, OutcomeNote
@@ -45,6 +46,8 @@ __all__ = [
     "OpenCandidate",
     "OutcomeNote",
     "Quarantine",
+    "RegionLease",
+    "RegionLeases",
     "RunExecutions",
     "RunnerExecutions",
     "SweptWatches",
@@ -304,4 +307,32 @@ class Quarantine(Protocol):
         restore: Mapping[str, str] | None = None,
     ) -> str:
         """Record the item's key and why it was parked; the record's id."""
+        ...
+
+
+# The regions table
+
+
+class RegionLeases(Protocol):
+    """The region lease's item (takt.store.region_lease): what the fence reads and writes, each
+    write conditional and returning the lease as written, or None when its condition failed."""
+
+    def read(self) -> RegionLease | None:
+        """The lease now, strongly consistent; None before the first."""
+        ...
+
+    def create(self, holder: str) -> RegionLease | None:
+        """The first lease, `holder` at epoch 1, unless there is one."""
+        ...
+
+    def renew(self, holder: str, epoch: int) -> RegionLease | None:
+        """Count a renewal, if `holder` still holds `epoch`."""
+        ...
+
+    def take_over(self, seen: RegionLease, holder: str) -> RegionLease | None:
+        """`holder` at the next epoch, if the lease is still `seen`."""
+        ...
+
+    def promote(self, holder: str) -> RegionLease:
+        """`holder` at the next epoch, whoever holds it (an operator's move)."""
         ...

@@ -14,6 +14,7 @@ their choice, and `install` it for the handlers; its parts come from the same bu
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -47,7 +48,9 @@ if TYPE_CHECKING:
     from takt.dispatch.reconciler import Reconciler
     from takt.dispatch.ticker import Ticker
     from takt.fairness.gate import WorkerGate
+    from takt.models.regions import Unfenced
     from takt.notify.notifier import Notifier
+    from takt.regions.fence import RegionFence
     from takt.stats import MetricsReader
     from takt.targets.http import HttpTarget
     from takt.targets.oidc import OidcSigner
@@ -77,6 +80,17 @@ class Services:
     # Set by `takt bench`: the clients report to it, and each inline claim is timed as one
     # claimer invocation, as the cloud's LambdaFanout would invoke it.
     meter: Instrument | None = None
+
+    # The region fence every acting path of this process shares (one proof, renewed at most
+    # once per `region_renew_sec`), measured on the clock's monotonic time when it has one
+    # (a test's ManualClock), else the process's.
+
+    @cached_property
+    def fence(self) -> RegionFence | Unfenced:
+        from takt.wiring.regions import region_fence
+
+        monotonic = getattr(self.clock, "monotonic", time.monotonic)
+        return region_fence(self.settings, monotonic)
 
     # The functions.
 

@@ -22,6 +22,7 @@ from tests.support.fakes.executions import FakeExecutions
 from tests.support.fakes.jobs import FakeJobs
 from tests.support.fakes.lanes import FakeLanes
 from tests.support.fakes.quarantine import FakeQuarantine, Parked
+from tests.support.fakes.regions import FakeRegionLeases
 
 __all__ = [
     "FakeCalendars",
@@ -30,6 +31,7 @@ __all__ = [
     "FakeJobs",
     "FakeLanes",
     "FakeQuarantine",
+    "FakeRegionLeases",
     "FakeWatches",
     "Parked",
 ]
