@@ -17,13 +17,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from takt.dispatch.driver import STOP_BEFORE_END_SEC
 from takt.dispatch.ticker import TickResult
-from takt.observability import MetricUnit, add_metric, logger, metrics, tracer
+from takt.observability import MetricUnit, add_counts, add_metric, logger, metrics, tracer
 from takt.wiring import services
 
 STOP_BEFORE_END_MS = STOP_BEFORE_END_SEC * 1000
 
 
-def _record(tick: TickResult) -> None:
+def record_tick(tick: TickResult) -> None:
+    """A tick's counts as metrics; an idle tick's zeros are not published (`add_counts`)."""
     if tick.total.due:
         logger.info(
             "tick",
@@ -31,8 +32,7 @@ def _record(tick: TickResult) -> None:
             dispatched=tick.total.dispatched,
             skipped=tick.total.skipped,
         )
-    add_metric("Dispatched", MetricUnit.Count, tick.total.dispatched)
-    add_metric("Skipped", MetricUnit.Count, tick.total.skipped)
+    add_counts({"Dispatched": tick.total.dispatched, "Skipped": tick.total.skipped})
     if tick.total.lags_ms:
         # One value per tick: a burst of a million would otherwise be a million values.
         add_metric("DispatchLag", MetricUnit.Milliseconds, max(tick.total.lags_ms))
@@ -52,6 +52,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         keep_going=lambda: context.get_remaining_time_in_millis() >= STOP_BEFORE_END_MS,
         wait=time.sleep,
         ticks=None if ticks is None else int(ticks),
-        on_tick=_record,
+        on_tick=record_tick,
     )
     return {"seconds": result.seconds, "ticks": result.ticks, "dispatched": result.dispatched}

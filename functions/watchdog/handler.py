@@ -19,7 +19,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.clock import Clock
 from takt.dispatch.ahead import ScaleAhead
-from takt.observability import MetricUnit, add_metric, logger, metrics, tracer
+from takt.observability import MetricUnit, add_counts, add_metric, logger, metrics, tracer
+from takt.watchdog.sweeper import SweepResult
 from takt.wiring import services
 
 STOP_BEFORE_END_MS = 5000
@@ -43,17 +44,26 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         totals["lease_expired"] += result.lease_expired
         totals["dead"] += result.dead
         totals["retries_released"] += result.retries_released
-        add_metric("PendingResent", MetricUnit.Count, result.resent)
-        add_metric("LeaseExpired", MetricUnit.Count, result.lease_expired)
-        add_metric("RetriesReleased", MetricUnit.Count, result.retries_released)
-        # An expired lease on the last attempt is a death too; without this the Dead series
-        # (and the console's dead count per minute) would miss every worker that crashed.
-        add_metric("Dead", MetricUnit.Count, result.dead)
+        record_sweep(result)
         remaining = context.get_remaining_time_in_millis()
         if done == sweeps or remaining < STOP_BEFORE_END_MS + sweeping.interval_sec * 1000:
             break
         time.sleep(sweeping.interval_sec)
     return totals
+
+
+def record_sweep(result: SweepResult) -> None:
+    """A sweep's counts as metrics; an idle sweep's zeros are not published (`add_counts`)."""
+    add_counts(
+        {
+            "PendingResent": result.resent,
+            "LeaseExpired": result.lease_expired,
+            "RetriesReleased": result.retries_released,
+            # An expired lease on the last attempt is a death too; without this the Dead series
+            # (and the console's dead count per minute) would miss every worker that crashed.
+            "Dead": result.dead,
+        }
+    )
 
 
 def _scale_ahead(ahead: ScaleAhead, clock: Clock) -> None:

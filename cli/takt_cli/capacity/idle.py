@@ -3,7 +3,9 @@
 Idle means no jobs: what a deployment costs by merely running. The scheduler's drivers and the
 watchdog loop all the time, so their compute and the DynamoDB reads of their polling are the bulk
 of it;
-then come alarms, the dashboard and the KMS key, and the Fargate worker when it is on. The reads
+then come alarms, the dashboard and the KMS key, and the Fargate worker when it is on. No custom
+metric costs anything while idle: the loops publish none of their counts when they are zero
+(`takt.observability.add_counts`). The reads
 are not estimated by hand: the library's own ticker and watchdog are driven through idle minutes
 against a DynamoDB stand-in that bills each call as DynamoDB does, so a change to how they poll
 changes the estimate. Everything else is read from the templates.
@@ -53,9 +55,6 @@ WATCHDOG_SWEEPS = 6
 ONE_SWEEP_SEC = 1
 # START, END and REPORT lines and one EMF document of a loop invocation (an estimate).
 LOG_BYTES_PER_LOOP_INVOCATION = 1500
-# Metrics the loops publish every tick or sweep even as zeros: the scheduler's Dispatched and
-# Skipped, the watchdog's PendingResent, LeaseExpired, RetriesReleased and Dead.
-IDLE_CUSTOM_METRICS = 6
 # An idle SQS event source mapping long-polls with about five pollers, each call waiting 20 s.
 ESM_RECEIVES_PER_MINUTE = 15
 # Container Insights' metrics for one service: about a dozen each at the cluster, service and
@@ -343,12 +342,6 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
             len(_resources(stateless, "AWS::CloudWatch::Dashboard")),
             "",
             "cloudwatch_dashboard_month",
-        ),
-        _count(
-            "custom metrics the loops publish as zeros",
-            IDLE_CUSTOM_METRICS,
-            "",
-            "cloudwatch_custom_metric_month",
         ),
         _count(
             "KMS key of the alarm topic",
