@@ -10,7 +10,7 @@ build context into cdk.out, so `cdk synth` needs no Docker.
 
 from __future__ import annotations
 
-from aws_cdk import Duration, IgnoreMode
+from aws_cdk import Duration, IgnoreMode, Stack, Tags
 from aws_cdk import aws_applicationautoscaling as autoscaling
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -30,6 +30,7 @@ from infra.lanes import Lanes
 from infra.layer import PROJECT_ROOT
 from infra.tables import Tables
 from infra.target_grants import container_suppressions
+from takt.dispatch.ahead import ECS_DESIRED_COUNT, ECS_NAMESPACE
 from takt.resources import DUE
 
 IMAGE_DIR = PROJECT_ROOT / "infra" / "worker_image"
@@ -47,6 +48,9 @@ MINUTE = Duration.minutes(1)
 SLOTS_BUSY_TARGET = 70
 # Between two removals of tasks by target tracking: the runs of the ones removed end meanwhile.
 SCALE_IN_COOLDOWN_MINUTES = 5
+# The tag the service's scalable target carries, its value the service's resource id: the
+# watchdog may register (change) only the scalable target tagged with its own service.
+SCALED_SERVICE_TAG = "takt:scaled-service"
 
 
 def image_exclude() -> list[str]:
@@ -201,9 +205,9 @@ class FargateWorker(Construct):
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
         )
         if worker.max_tasks > worker.min_tasks:
-            self._autoscale(lanes)
+            scaling = self._autoscale(lanes)
             if worker.scale_ahead_minutes > 0:
-                self._scale_ahead(watchdog, tables)
+                self._scale_ahead(watchdog, tables, scaling)
         self._suppress_findings(task, reads_secret=bool(secrets))
 
     def _vpc(self, vpc_id: str | None) -> ec2.IVpc:
@@ -244,14 +248,17 @@ class FargateWorker(Construct):
             },
         )
 
-    def _scale_ahead(self, watchdog: lambda_.Function, tables: Tables) -> None:
+    def _scale_ahead(
+        self, watchdog: lambda_.Function, tables: Tables, scaling: ecs.ScalableTaskCount
+    ) -> None:
         """The watchdog's minute step sizes this service ahead of the due index
         (`takt.dispatch.ahead`): it reads the due table and may set the service's minimum."""
         worker = self.worker
+        resource_id = f"service/{self.cluster.cluster_name}/{self.service.service_name}"
         values: dict[str, str] = {
             "scale_ahead_minutes": str(worker.scale_ahead_minutes),
             "scale_ahead_job_sec": str(worker.job_sec),
-            "fargate_service": (f"service/{self.cluster.cluster_name}/{self.service.service_name}"),
+            "fargate_service": resource_id,
             "fargate_slots": str(worker.slots),
             "fargate_min_tasks": str(worker.min_tasks),
             "fargate_max_tasks": str(worker.max_tasks),
@@ -259,14 +266,35 @@ class FargateWorker(Construct):
         for field, value in values.items():
             watchdog.add_environment(settings_env_var(field), value)
         tables.grant(DUE, watchdog, write=False)
-        # Application Auto Scaling has no resource-level permission for these two actions.
+        # DescribeScalableTargets takes no resource type and no condition key in the Service
+        # Authorization Reference (list_awsapplicationautoscaling): it is allowed on all or none.
         watchdog.add_to_role_policy(
             iam.PolicyStatement(
-                actions=[
-                    "application-autoscaling:DescribeScalableTargets",
-                    "application-autoscaling:RegisterScalableTarget",
+                actions=["application-autoscaling:DescribeScalableTargets"], resources=["*"]
+            )
+        )
+        # RegisterScalableTarget accepts the scalable-target resource type, whose ARN ends in an
+        # id Application Auto Scaling assigns at registration (CloudFormation returns no ARN),
+        # and the keys aws:ResourceTag, service-namespace and scalable-dimension: the watchdog
+        # may change only an ECS service's task count on a target tagged with this service.
+        Tags.of(scaling).add(SCALED_SERVICE_TAG, resource_id)
+        watchdog.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["application-autoscaling:RegisterScalableTarget"],
+                resources=[
+                    Stack.of(self).format_arn(
+                        service="application-autoscaling",
+                        resource="scalable-target",
+                        resource_name="*",
+                    )
                 ],
-                resources=["*"],
+                conditions={
+                    "StringEquals": {
+                        f"aws:ResourceTag/{SCALED_SERVICE_TAG}": resource_id,
+                        "application-autoscaling:service-namespace": ECS_NAMESPACE,
+                        "application-autoscaling:scalable-dimension": ECS_DESIRED_COUNT,
+                    }
+                },
             )
         )
         # What RegisterScalableTarget checks and does on the service on the caller's behalf.
@@ -282,17 +310,23 @@ class FargateWorker(Construct):
                 NagPackSuppression(
                     id="AwsSolutions-IAM5",
                     reason=(
-                        "Application Auto Scaling's DescribeScalableTargets and "
-                        "RegisterScalableTarget accept no resource-level permission; the "
-                        "watchdog only raises and lowers the Fargate worker's minimum."
+                        "Application Auto Scaling's DescribeScalableTargets accepts no "
+                        "resource-level permission; RegisterScalableTarget is limited to the "
+                        "scalable target tagged with this service, whose ARN's id is assigned "
+                        "at registration."
                     ),
-                    applies_to=["Resource::*"],
+                    applies_to=[
+                        "Resource::*",
+                        RegexAppliesTo(
+                            regex="/^Resource::arn:.*:application-autoscaling:.*:scalable-target\\/\\*$/g"
+                        ),
+                    ],
                 )
             ],
             apply_to_children=True,
         )
 
-    def _autoscale(self, lanes: Lanes) -> None:
+    def _autoscale(self, lanes: Lanes) -> ecs.ScalableTaskCount:
         scaling = self.service.auto_scale_task_count(
             min_capacity=self.worker.min_tasks, max_capacity=self.worker.max_tasks
         )
@@ -340,6 +374,7 @@ class FargateWorker(Construct):
             evaluation_periods=SCALE_IN_IDLE_MINUTES,
             cooldown=Duration.minutes(SCALE_IN_IDLE_MINUTES),
         )
+        return scaling
 
     def _suppress_findings(self, task: ecs.FargateTaskDefinition, *, reads_secret: bool) -> None:
         """Suppress the cdk-nag findings the service cannot avoid, each for a reason."""

@@ -370,8 +370,78 @@ def test_the_watchdog_sizes_the_service_ahead_of_the_due_index(
     }
     assert (variables["TAKT_FARGATE_SLOTS"], variables["TAKT_FARGATE_MAX_TASKS"]) == ("200", "4")
     assert ("dynamodb:Query", due_table) in granted
-    assert ("application-autoscaling:RegisterScalableTarget", '"*"') in granted
+    assert ("application-autoscaling:DescribeScalableTargets", '"*"') in granted
     assert ("ecs:UpdateService", service_arn) in granted
+
+
+def _scaling_statements(template: Template, role_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Each Application Auto Scaling action a role's policies allow, with its statements."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for policy in _of_type(template, "AWS::IAM::Policy").values():
+        if {"Ref": role_id} not in policy["Properties"]["Roles"]:
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"]
+            for action in [actions] if isinstance(actions, str) else actions:
+                if action.startswith("application-autoscaling:"):
+                    found.setdefault(action, []).append(statement)
+    return found
+
+
+def test_the_watchdog_may_change_only_its_own_services_scalable_target(
+    fargate_template: Template,
+    fargate_stacks: tuple[StatefulStack, StatelessStack],
+    logical_id: LogicalId,
+) -> None:
+    """Least privilege: RegisterScalableTarget accepts the scalable-target resource type and the
+    aws:ResourceTag, service-namespace and scalable-dimension keys (Service Authorization
+    Reference), so the watchdog's grant names them; only DescribeScalableTargets, which accepts
+    neither a resource type nor a condition key, stays on "*"."""
+    stateless = fargate_stacks[1]
+    watchdog = stateless.functions.watchdog
+    assert watchdog.role is not None
+    target = _one(fargate_template, "AWS::ApplicationAutoScaling::ScalableTarget")
+    granted = _scaling_statements(fargate_template, logical_id(stateless, watchdog.role))
+    (register,) = granted["application-autoscaling:RegisterScalableTarget"]
+    tags = {tag["Key"]: tag["Value"] for tag in target.get("Tags", [])}
+
+    assert set(granted) == {
+        "application-autoscaling:DescribeScalableTargets",
+        "application-autoscaling:RegisterScalableTarget",
+    }, "least privilege: the watchdog describes and registers scalable targets, nothing else"
+    on_every_resource = {
+        action
+        for action, statements in granted.items()
+        for statement in statements
+        if statement["Resource"] == "*"
+    }
+    assert on_every_resource == {"application-autoscaling:DescribeScalableTargets"}, (
+        "least privilege: only the action without resource-level permission may be on *"
+    )
+    assert register["Resource"] == {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":application-autoscaling:",
+                {"Ref": "AWS::Region"},
+                ":",
+                {"Ref": "AWS::AccountId"},
+                ":scalable-target/*",
+            ],
+        ]
+    }, "least privilege: RegisterScalableTarget only on this account's and region's targets"
+    assert register["Condition"] == {
+        "StringEquals": {
+            "aws:ResourceTag/takt:scaled-service": target["ResourceId"],
+            "application-autoscaling:service-namespace": "ecs",
+            "application-autoscaling:scalable-dimension": "ecs:service:DesiredCount",
+        }
+    }, "least privilege: RegisterScalableTarget only on the target tagged with this service"
+    assert tags["takt:scaled-service"] == target["ResourceId"], (
+        "least privilege: the service's scalable target carries the tag the grant requires"
+    )
 
 
 def test_without_the_fargate_worker_the_watchdog_counts_nothing_ahead(

@@ -32,7 +32,8 @@ from takt.store.due import DueStore, minute_of
 TARGET_BUSY = 0.8
 SECONDS_PER_MINUTE = 60
 COUNT_THREADS = 8
-ECS_DESIRED_COUNT = "ecs:service:DesiredCount"
+# The scalable target the step changes; the CDK app grants the watchdog exactly this one.
+ECS_NAMESPACE, ECS_DESIRED_COUNT = "ecs", "ecs:service:DesiredCount"
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class ScaleAhead:
         # No scalable target: the deployment keeps the service at a fixed size (min = max).
         if previous is not None and previous != tasks:
             self._autoscaling.register_scalable_target(
-                ServiceNamespace="ecs",
+                ServiceNamespace=ECS_NAMESPACE,
                 ResourceId=self._service,
                 ScalableDimension=ECS_DESIRED_COUNT,
                 MinCapacity=tasks,
@@ -140,7 +141,9 @@ class ScaleAhead:
     @staticmethod
     def _current_min(autoscaling: Any, service: str) -> int | None:
         resp = autoscaling.describe_scalable_targets(
-            ServiceNamespace="ecs", ResourceIds=[service], ScalableDimension=ECS_DESIRED_COUNT
+            ServiceNamespace=ECS_NAMESPACE,
+            ResourceIds=[service],
+            ScalableDimension=ECS_DESIRED_COUNT,
         )
         targets = resp.get("ScalableTargets", [])
         return int(targets[0]["MinCapacity"]) if targets else None
