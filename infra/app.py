@@ -22,15 +22,39 @@ STATELESS_STACK = "TaktStateless"
 
 
 def build(app: App) -> tuple[StatefulStack, StatelessStack]:
-    """Add takt's two stacks to `app`, in the account and region the CDK CLI resolved."""
+    """Add takt's stacks to `app`; the pair of the CDK CLI's region, or with `regions` the pair
+    of the first region (`build_regions` gives every region's)."""
+    return build_regions(app)[0]
+
+
+def build_regions(app: App) -> list[tuple[StatefulStack, StatelessStack]]:
+    """Add takt's stacks to `app`: two in the account and region the CDK CLI resolved, or with
+    `regions` two in each of them, named after their region (`TaktStateful-us-east-2`).
+
+    The first region's stateful stack holds the global tables, which create their replicas in
+    the other regions; every other region's stateful stack (its lanes, its alarm topic, the
+    lookup of its replica's stream) is deployed after it.
+    """
     config = DeployConfig.from_context(app.node)
-    env = Environment(
-        account=os.environ.get("CDK_DEFAULT_ACCOUNT"), region=os.environ.get("CDK_DEFAULT_REGION")
-    )
-    stateful = StatefulStack(app, STATEFUL_STACK, config=config, env=env)
-    stateless = StatelessStack(app, STATELESS_STACK, stateful=stateful, config=config, env=env)
+    account = os.environ.get("CDK_DEFAULT_ACCOUNT")
+    pairs = []
+    if config.regions is None:
+        env = Environment(account=account, region=os.environ.get("CDK_DEFAULT_REGION"))
+        stateful = StatefulStack(app, STATEFUL_STACK, config=config, env=env)
+        stateless = StatelessStack(app, STATELESS_STACK, stateful=stateful, config=config, env=env)
+        pairs.append((stateful, stateless))
+    else:
+        for region in config.regions.regions:
+            env = Environment(account=account, region=region)
+            stateful = StatefulStack(app, f"{STATEFUL_STACK}-{region}", config=config, env=env)
+            if pairs:
+                stateful.add_dependency(pairs[0][0])
+            stateless = StatelessStack(
+                app, f"{STATELESS_STACK}-{region}", stateful=stateful, config=config, env=env
+            )
+            pairs.append((stateful, stateless))
     Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
-    return stateful, stateless
+    return pairs
 
 
 def unconfigured_region_note(cli_region: str | None, configured_region: str | None) -> str | None:
@@ -52,7 +76,7 @@ def main() -> None:
     if note is not None:
         print(note, file=sys.stderr)
     app = App()
-    build(app)
+    build_regions(app)
     app.synth()
 
 

@@ -19,6 +19,7 @@ from annotated_types import Ge, Le
 from pydantic import TypeAdapter, ValidationError
 
 from infra.driver import DRIVERS
+from infra.regions import RegionPlan, RegionPlanError
 from infra.tables import (
     MAX_TABLE_CAPACITY,
     MAX_TARGET_UTILIZATION,
@@ -275,6 +276,9 @@ class DeployConfig:
     # `tableBilling=provisioned` (with `tableCapacity`, `tableTargetUtilization`); None is on
     # demand, the default (docs/DEPLOY.md, "Table billing").
     table_billing: TableBilling | None = None
+    # `regions` (with `witnessRegion`): the deployment across regions; None is one region, the
+    # CDK CLI's (docs/DEPLOY.md, "Regions").
+    regions: RegionPlan | None = None
 
     @classmethod
     def from_context(cls, node: ContextSource) -> DeployConfig:
@@ -330,10 +334,30 @@ class DeployConfig:
             dashboard=_optional_bool(node, "dashboard", default=True),
             tracing=_optional_bool(node, "tracing", default=True),
             table_billing=_table_billing(node),
+            regions=_regions(node),
         )
 
 
 TABLE_BILLING = ("onDemand", "provisioned")
+
+
+def _regions(node: ContextSource) -> RegionPlan | None:
+    """`regions` and `witnessRegion`, checked against the lease table's MRSC rules."""
+    regions = _string_list(node, "regions")
+    witness = _optional_str(node, "witnessRegion")
+    if not regions:
+        if witness is not None:
+            raise ContextError("context 'witnessRegion' needs 'regions'")
+        return None
+    if _raw(node, "tableBilling") == "provisioned":
+        raise ContextError(
+            "context 'tableBilling=provisioned' is for one region: a deployment across "
+            "'regions' bills its global tables on demand"
+        )
+    try:
+        return RegionPlan.parse(regions, witness)
+    except RegionPlanError as exc:
+        raise ContextError(str(exc)) from None
 
 
 def _table_billing(node: ContextSource) -> TableBilling | None:

@@ -35,7 +35,7 @@ from infra.tables import Tables
 from infra.target_grants import container_suppressions
 from infra.tenant_access import TENANT_TABLES, TenantDataRole, leading_keys_access
 from takt.config import Settings
-from takt.resources import DUE, EXECUTIONS, JOBS, TENANTS, TableSpec
+from takt.resources import DUE, EXECUTIONS, JOBS, REGIONS, TENANTS, TableSpec
 from takt.store.quarantine import QUARANTINE_PARTITION
 
 FUNCTIONS_DIR = PROJECT_ROOT / "functions"
@@ -99,6 +99,10 @@ class FunctionSpec:
     # The fairness settings the function reads (Settings fields); it gets each one set in the
     # context's `fairness` object, and no other.
     fairness: tuple[str, ...] = ()
+    # Set for the functions that act (claim, send, advance, lease, complete): in a deployment
+    # across regions each acts only while its region holds the region lease, which it proves
+    # by a conditional renewal (takt.regions.fence), so it reads and writes the lease.
+    fenced: bool = False
 
     def memory_for(self, due_shards: int) -> int:
         """The function's memory for a deployment with `due_shards` shards."""
@@ -133,6 +137,7 @@ SCHEDULER = FunctionSpec(
     tables={DUE: "read_write"},
     reserved_concurrency=DRIVER_CONCURRENCY,
     async_retries=0,
+    fenced=True,
     # Every second the ticker probes each shard of two or three minute buckets, about 2.1 queries
     # per shard and second (4 in the busiest second), and botocore spends about 1.3 ms of CPU on
     # each (measured, X-Ray's subsegment included). Only one of the two drivers sweeps a second,
@@ -168,6 +173,7 @@ CLAIMER = FunctionSpec(
         "fair_queue_sec",
     ),
     measures_lanes=True,
+    fenced=True,
 )
 WORKER = FunctionSpec(
     name="worker",
@@ -184,6 +190,7 @@ WORKER = FunctionSpec(
     reads_signing_master=True,
     # Before a lease: the target host's rate and the tenant's running cap.
     fairness=(*TENANT_LIMITS, *FAIR_DISPATCH, "host_rate_limits"),
+    fenced=True,
 )
 WATCHDOG = FunctionSpec(
     name="watchdog",
@@ -206,6 +213,7 @@ WATCHDOG = FunctionSpec(
     async_retries=0,
     # An expired lease frees its running slot, when its tenant has a running cap.
     fairness=(*TENANT_LIMITS, *FAIR_DISPATCH),
+    fenced=True,
 )
 INDEXER = FunctionSpec(
     name="indexer",
@@ -216,6 +224,7 @@ INDEXER = FunctionSpec(
     # clears each job's `unindexed` marker once indexed (jobs table), and parks a record it
     # cannot index in quarantine (tenants table, takt.store.quarantine).
     tables={DUE: "read_write", JOBS: "read_write", TENANTS: "read_write"},
+    fenced=True,
 )
 SPECS: tuple[FunctionSpec, ...] = (API, SCHEDULER, CLAIMER, WORKER, WATCHDOG, INDEXER)
 
@@ -229,8 +238,13 @@ def takt_environment(
     stack: Stack, tables: Tables, lanes: Lanes, config: DeployConfig
 ) -> dict[str, str]:
     """What every function and the Fargate worker read: `takt.config.Settings` and Powertools."""
-    environment = {table_env_var(spec): table.table_name for spec, table in tables.all()}
+    environment = {table_env_var(spec): tables.name(spec) for spec, _ in tables.all()}
     environment |= config.tuning.environment()
+    if config.regions is not None:
+        environment |= {
+            settings_env_var("regions"): json.dumps(list(config.regions.regions)),
+            settings_env_var("region_lease_table"): tables.name(REGIONS),
+        }
     environment |= {
         settings_env_var("lane_urls"): stack.to_json_string(
             {lane: pair.queue.queue_url for lane, pair in lanes.lanes.items()}
@@ -312,6 +326,8 @@ def grant_data_access(
         # "tenant": not the function's own role; the tenant's session of `TenantDataRole` holds it.
         if access != "tenant":
             tables.grant(table_spec, grantee, write=access != "read")
+    if spec.fenced:
+        tables.grant_lease(grantee)
     if spec.sends_to_lanes:
         for pair in lanes.lanes.values():
             pair.queue.grant_send_messages(grantee)

@@ -27,7 +27,7 @@ class StatefulStack(Stack):
         self, scope: Construct, construct_id: str, *, config: DeployConfig, **kwargs: Any
     ) -> None:
         super().__init__(scope, construct_id, termination_protection=True, **kwargs)
-        self.tables = Tables(self, "Tables", billing=config.table_billing)
+        self.tables = Tables(self, "Tables", billing=config.table_billing, regions=config.regions)
         self.lanes = Lanes(self, "Lanes")
 
         # A customer managed key, because CloudWatch alarms cannot publish to a topic encrypted

@@ -7,12 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
+from cdk_nag import NagPackSuppression, NagSuppressions
 from constructs import Construct
 
-from takt.resources import TABLES, Index, Key, TableSpec
+from infra.regions import RegionPlan
+from takt.config import Settings
+from takt.resources import REGIONS, TABLES, Index, Key, TableSpec
 
 _TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
 
@@ -100,53 +105,74 @@ class Tables(Construct):
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, billing: TableBilling | None = None
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        billing: TableBilling | None = None,
+        regions: RegionPlan | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self._tables: dict[str, dynamodb.Table] = {}
+        self._tables: dict[str, dynamodb.ITable] = {}
+        # The `regions` lease table, in a deployment across regions only.
+        self.lease: dynamodb.ITable | None = None
+        region = Stack.of(self).region
         for spec in TABLES:
-            name = spec.logical_id.lower()
-            capacity = billing.of(name) if billing else None
-            table = dynamodb.Table(
-                self,
-                spec.logical_id,
-                partition_key=_attribute(spec.partition),
-                sort_key=_attribute(spec.sort) if spec.sort else None,
-                billing_mode=dynamodb.BillingMode.PROVISIONED
-                if capacity
-                else dynamodb.BillingMode.PAY_PER_REQUEST,
-                read_capacity=capacity.min_read if capacity else None,
-                write_capacity=capacity.min_write if capacity else None,
-                encryption=dynamodb.TableEncryption.AWS_MANAGED,
-                point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                    point_in_time_recovery_enabled=True
-                ),
-                time_to_live_attribute=spec.ttl_attribute,
-                # The jobs table's stream feeds the due indexer (`takt.dispatch.indexer`).
-                stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if spec.stream else None,
-                deletion_protection=True,
-                removal_policy=RemovalPolicy.RETAIN,
+            if regions is None:
+                self._tables[spec.logical_id] = self._regional(spec, billing)
+            elif region == regions.primary:
+                self._tables[spec.logical_id] = _global_table(self, spec, regions)
+            else:
+                self._tables[spec.logical_id] = _replica(self, spec)
+        if regions is not None:
+            self.lease = (
+                _lease_table(self, regions)
+                if region == regions.primary
+                else _replica(self, REGIONS)
             )
-            for index in spec.indexes:
-                # The projection `TableSpec.create_table_kwargs` creates locally: ALL, the keys
-                # and `index.include` (the `open` index: docs/CAPACITY.md), or the keys alone
-                # (the jobs table's `unindexed` markers).
-                table.add_global_secondary_index(
-                    index_name=index.name,
-                    partition_key=_attribute(index.partition),
-                    sort_key=_attribute(index.sort) if index.sort else None,
-                    projection_type=_projection(index),
-                    non_key_attributes=list(index.include) if index.include else None,
-                    read_capacity=billing.of(f"{name}/{index.name}").min_read if billing else None,
-                    write_capacity=(
-                        billing.of(f"{name}/{index.name}").min_write if billing else None
-                    ),
-                )
-            if billing:
-                _auto_scale(table, spec, billing)
-            self._tables[spec.logical_id] = table
 
-    def table(self, spec: TableSpec) -> dynamodb.Table:
+    def _regional(self, spec: TableSpec, billing: TableBilling | None) -> dynamodb.Table:
+        """The table of a deployment in one region."""
+        name = spec.logical_id.lower()
+        capacity = billing.of(name) if billing else None
+        table = dynamodb.Table(
+            self,
+            spec.logical_id,
+            partition_key=_attribute(spec.partition),
+            sort_key=_attribute(spec.sort) if spec.sort else None,
+            billing_mode=dynamodb.BillingMode.PROVISIONED
+            if capacity
+            else dynamodb.BillingMode.PAY_PER_REQUEST,
+            read_capacity=capacity.min_read if capacity else None,
+            write_capacity=capacity.min_write if capacity else None,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            time_to_live_attribute=spec.ttl_attribute,
+            # The jobs table's stream feeds the due indexer (`takt.dispatch.indexer`).
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if spec.stream else None,
+            deletion_protection=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        for index in spec.indexes:
+            # The projection `TableSpec.create_table_kwargs` creates locally: ALL, the keys
+            # and `index.include` (the `open` index: docs/CAPACITY.md), or the keys alone
+            # (the jobs table's `unindexed` markers).
+            table.add_global_secondary_index(
+                index_name=index.name,
+                partition_key=_attribute(index.partition),
+                sort_key=_attribute(index.sort) if index.sort else None,
+                projection_type=_projection(index),
+                non_key_attributes=list(index.include) if index.include else None,
+                read_capacity=billing.of(f"{name}/{index.name}").min_read if billing else None,
+                write_capacity=(billing.of(f"{name}/{index.name}").min_write if billing else None),
+            )
+        if billing:
+            _auto_scale(table, spec, billing)
+        return table
+
+    def table(self, spec: TableSpec) -> dynamodb.ITable:
         """The table built for `spec`."""
         return self._tables[spec.logical_id]
 
@@ -158,7 +184,20 @@ class Tables(Construct):
         actions = TABLE_READ_ACTIONS + (TABLE_WRITE_ACTIONS if write else ())
         self.table(spec).grant(grantee, *actions)
 
-    def all(self) -> list[tuple[TableSpec, dynamodb.Table]]:
+    def grant_lease(self, grantee: iam.IGrantable) -> None:
+        """Give `grantee` the region lease's reads and writes; nothing in one region, which has
+        no lease."""
+        if self.lease is not None:
+            self.lease.grant(grantee, *TABLE_READ_ACTIONS, *TABLE_WRITE_ACTIONS)
+
+    def name(self, spec: TableSpec) -> str:
+        """The name a function reads `spec`'s table by: a global table's is the same in every
+        region (`global_table_name`)."""
+        if self.lease is not None:
+            return global_table_name(spec)
+        return self.table(spec).table_name
+
+    def all(self) -> list[tuple[TableSpec, dynamodb.ITable]]:
         """Every table with its spec, in `TABLES` order."""
         return [(spec, self._tables[spec.logical_id]) for spec in TABLES]
 
@@ -183,3 +222,149 @@ def _auto_scale(table: dynamodb.Table, spec: TableSpec, billing: TableBilling) -
         table.auto_scale_global_secondary_index_read_capacity(
             index.name, min_capacity=capacity.min_read, max_capacity=capacity.max_read
         ).scale_on_utilization(target_utilization_percent=target)
+
+
+def global_table_name(spec: TableSpec) -> str:
+    """A global table's name, the same in every region: Settings' default for its setting
+    (`takt-jobs`, ...), so a region's stack names it without a reference across regions, which
+    CloudFormation cannot resolve."""
+    return str(Settings.model_fields[spec.setting].default)
+
+
+def _global_table(scope: Construct, spec: TableSpec, regions: RegionPlan) -> dynamodb.TableV2:
+    """`spec`'s table as an MREC global table with a replica in every other region of `regions`.
+
+    What the table of one region has, it keeps: on demand, the AWS managed key, point-in-time
+    recovery and deletion protection in every replica, TTL (whose deletes replicate), the
+    indexes. Every replica has a stream (global tables replicate through it), and each
+    region's indexer reads its own replica's (`_replica`).
+    """
+    return dynamodb.TableV2(
+        scope,
+        spec.logical_id,
+        table_name=global_table_name(spec),
+        partition_key=_attribute(spec.partition),
+        sort_key=_attribute(spec.sort) if spec.sort else None,
+        billing=dynamodb.Billing.on_demand(),
+        encryption=dynamodb.TableEncryptionV2.aws_managed_key(),
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        time_to_live_attribute=spec.ttl_attribute,
+        dynamo_stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+        deletion_protection=True,
+        removal_policy=RemovalPolicy.RETAIN,
+        global_secondary_indexes=[
+            dynamodb.GlobalSecondaryIndexPropsV2(
+                index_name=index.name,
+                partition_key=_attribute(index.partition),
+                sort_key=_attribute(index.sort) if index.sort else None,
+                projection_type=_projection(index),
+                non_key_attributes=list(index.include) if index.include else None,
+            )
+            for index in spec.indexes
+        ],
+        replicas=[dynamodb.ReplicaTableProps(region=region) for region in regions.replicas],
+    )
+
+
+def _lease_table(scope: Construct, regions: RegionPlan) -> dynamodb.TableV2:
+    """The `regions` table: an MRSC global table, three replicas or two and a witness.
+
+    A conditional write to it and a strongly consistent read of it hold across regions, which
+    makes the lease a compare-and-set with an RPO of 0; a region cut off from the others cannot
+    read or renew it, so it stops acting (docs/ARCHITECTURE.md, "Regions"). It holds one item
+    and needs no TTL, index or transaction.
+    """
+    return dynamodb.TableV2(
+        scope,
+        REGIONS.logical_id,
+        table_name=global_table_name(REGIONS),
+        partition_key=_attribute(REGIONS.partition),
+        billing=dynamodb.Billing.on_demand(),
+        encryption=dynamodb.TableEncryptionV2.aws_managed_key(),
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        deletion_protection=True,
+        removal_policy=RemovalPolicy.RETAIN,
+        multi_region_consistency=dynamodb.MultiRegionConsistency.STRONG,
+        witness_region=regions.witness,
+        replicas=[dynamodb.ReplicaTableProps(region=region) for region in regions.replicas],
+    )
+
+
+def _replica(scope: Construct, spec: TableSpec) -> dynamodb.ITable:
+    """This region's replica of a global table the primary region's stack created.
+
+    Known by name; the jobs table's stream ARN, which the indexer reads, ends in a label
+    DynamoDB chose when it created the replica, so it is read once at deployment
+    (DescribeTable, `_stream_arn`).
+    """
+    return dynamodb.TableV2.from_table_attributes(
+        scope,
+        spec.logical_id,
+        table_name=global_table_name(spec),
+        grant_index_permissions=bool(spec.indexes),
+        table_stream_arn=_stream_arn(scope, spec) if spec.stream else None,
+    )
+
+
+def _stream_arn(scope: Construct, spec: TableSpec) -> str:
+    """The stream ARN of this region's replica of `spec`'s table, by DescribeTable."""
+    table_arn = Stack.of(scope).format_arn(
+        service="dynamodb", resource="table", resource_name=global_table_name(spec)
+    )
+    describe = cr.AwsSdkCall(
+        service="DynamoDB",
+        action="describeTable",
+        parameters={"TableName": global_table_name(spec)},
+        # The stream ARN names the resource: a replica re-created with a new stream replaces it.
+        physical_resource_id=cr.PhysicalResourceId.from_response("Table.LatestStreamArn"),
+        output_paths=["Table.LatestStreamArn"],
+    )
+    lookup = cr.AwsCustomResource(
+        scope,
+        f"{spec.logical_id}Stream",
+        on_create=describe,
+        on_update=describe,
+        policy=cr.AwsCustomResourcePolicy.from_statements(
+            [iam.PolicyStatement(actions=["dynamodb:DescribeTable"], resources=[table_arn])]
+        ),
+        install_latest_aws_sdk=False,
+        # One small call per deployment; its logs kept as long as the functions'.
+        memory_size=LOOKUP_MEMORY_MB,
+        log_group=logs.LogGroup(
+            scope, f"{spec.logical_id}StreamLookupLogs", retention=logs.RetentionDays.ONE_MONTH
+        ),
+    )
+    _suppress_lookup_findings(Stack.of(scope))
+    return lookup.get_response_field("Table.LatestStreamArn")
+
+
+# The stream lookup's function: Lambda's smallest size serves one DescribeTable.
+LOOKUP_MEMORY_MB = 128
+# The logical id the CDK gives the one function behind every AwsCustomResource of a stack.
+AWS_CUSTOM_RESOURCE_FUNCTION = "AWS679f53fac002430cb0da5b7982bd2287"
+
+
+def _suppress_lookup_findings(stack: Stack) -> None:
+    """The CDK's own function behind the stream lookup runs once per deployment, with the
+    AWS managed policy for its logs; its one other permission is DescribeTable on the table."""
+    NagSuppressions.add_resource_suppressions_by_path(
+        stack,
+        f"/{stack.node.path}/{AWS_CUSTOM_RESOURCE_FUNCTION}/ServiceRole/Resource",
+        [
+            NagPackSuppression(
+                id="AwsSolutions-IAM4",
+                reason=(
+                    "The CDK's AwsCustomResource function (the replica's stream lookup) writes "
+                    "its logs with AWSLambdaBasicExecutionRole; it runs once per deployment."
+                ),
+                applies_to=[
+                    "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                    "AWSLambdaBasicExecutionRole"
+                ],
+            )
+        ],
+    )

@@ -27,6 +27,8 @@ from tests.infra.cli_synth import (
     LintFinding,
     cfn_lint,
     cloudwatch_alarm_grants,
+    stack_names,
+    template_region,
     templates,
 )
 
@@ -54,13 +56,21 @@ def _unexplained(findings: list[LintFinding], variant: str = "default") -> list[
     ]
 
 
-def test_every_variant_synthesizes_two_stacks_with_literal_arns(cli_assembly: Path) -> None:
-    """The synth raised on no cdk-nag error (the fixture) and bound both stacks to the account."""
-    names = [path.name for path in templates(cli_assembly)]
-    stateless = (cli_assembly / "TaktStateless.template.json").read_text()
+def test_every_variant_synthesizes_its_stacks_with_literal_arns(
+    variant: str, cli_assembly: Path
+) -> None:
+    """The synth raised on no cdk-nag error (the fixture) and bound every stack to the account
+    and to its region: the CLI's, or with `regions` the one its name ends in."""
+    paths = templates(cli_assembly)
 
-    assert names == ["TaktStateful.template.json", "TaktStateless.template.json"]
-    assert f":{CLI_ENV['CDK_DEFAULT_REGION']}:" in stateless
+    assert [path.name for path in paths] == [
+        f"{name}.template.json" for name in stack_names(VARIANTS[variant])
+    ]
+    for path in paths:
+        if path.name.startswith("TaktStateless"):
+            assert f":{template_region(path)}:{CLI_ENV['CDK_DEFAULT_ACCOUNT']}:" in (
+                path.read_text()
+            ), f"{path.name} is not bound to its region and the CLI's account"
 
 
 def test_every_variant_synthesizes_without_a_context_lookup(cli_assembly: Path) -> None:

@@ -1,0 +1,289 @@
+"""A deployment across regions (`-c regions=...`): MREC data tables, the MRSC lease table, and the
+stateless stack in every region pointing at the same tables (docs/DEPLOY.md, "Regions").
+
+The templates are the `regions` variant's, synthesized as the CDK CLI runs it (cli_synth.py),
+which test_infra_cli_synth.py also lints: one synthesis serves both files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App
+from aws_cdk.assertions import Template
+
+from infra.context import ContextError, DeployConfig
+from infra.regions import RegionPlan
+from infra.stateful import StatefulStack
+from infra.stateless import StatelessStack
+from tests.infra.cli_synth import REGIONS_CONTEXT
+
+PRIMARY, SECOND, WITNESS = "us-east-1", "us-east-2", "us-west-2"
+DATA_TABLES = {
+    "TAKT_JOBS_TABLE": "takt-jobs",
+    "TAKT_DUE_TABLE": "takt-due",
+    "TAKT_EXECUTIONS_TABLE": "takt-executions",
+    "TAKT_IDEMPOTENCY_TABLE": "takt-idempotency",
+    "TAKT_TENANTS_TABLE": "takt-tenants",
+}
+# The single region's tables as main synthesized them before regions existed.
+SINGLE_REGION_TABLES = Path(__file__).with_name("single_region_tables.json")
+
+
+@pytest.fixture(scope="module")
+def assembly(cli_assemblies: Callable[[str], Path]) -> Path:
+    return cli_assemblies("regions")
+
+
+def _template(assembly: Path, stack: str, region: str) -> dict[str, Any]:
+    template: dict[str, Any] = json.loads(
+        (assembly / f"{stack}-{region}.template.json").read_text()
+    )
+    return template
+
+
+def _resources(template: Mapping[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {
+        name: resource
+        for name, resource in template["Resources"].items()
+        if resource["Type"] == kind
+    }
+
+
+def _environments(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        name: function["Properties"]["Environment"]["Variables"]
+        for name, function in _resources(template, "AWS::Lambda::Function").items()
+        if name.startswith("Functions")
+    }
+
+
+def _config(context: dict[str, Any], **overrides: Any) -> DeployConfig:
+    return DeployConfig.from_context(App(context=context | overrides).node)
+
+
+def test_single_region_tables_synthesize_exactly_as_before_regions(
+    stacks: tuple[StatefulStack, StatelessStack],
+) -> None:
+    stateful, stateless = stacks
+    resources = Template.from_stack(stateful).to_json()["Resources"]
+    tables = {
+        name: resource
+        for name, resource in resources.items()
+        if resource["Type"].startswith("AWS::DynamoDB")
+    }
+    environments = [
+        resource["Properties"]["Environment"]["Variables"]
+        for resource in Template.from_stack(stateless).to_json()["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+        and "Environment" in resource.get("Properties", {})
+    ]
+
+    assert tables == json.loads(SINGLE_REGION_TABLES.read_text()), (
+        "one region must keep its tables exactly as before regions existed"
+    )
+    assert all(
+        "TAKT_REGIONS" not in env and "TAKT_REGION_LEASE_TABLE" not in env for env in environments
+    ), "one region sets no region lease: the fence stays off"
+
+
+def test_regions_deploy_a_stack_pair_per_region_each_in_its_region(assembly: Path) -> None:
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    environments = {
+        name: artifact["environment"]
+        for name, artifact in manifest["artifacts"].items()
+        if artifact["type"] == "aws:cloudformation:stack"
+    }
+
+    assert environments == {
+        f"{stack}-{region}": f"aws://123456789012/{region}"
+        for stack in ("TaktStateful", "TaktStateless")
+        for region in (PRIMARY, SECOND)
+    }, "each region's stacks deploy to that region"
+    assert f"TaktStateful-{PRIMARY}" in manifest["artifacts"][f"TaktStateful-{SECOND}"].get(
+        "dependencies", []
+    ), "a replica region's stateful stack waits for the global tables that create its replica"
+
+
+def test_regions_make_every_data_table_an_mrec_global_table_with_what_one_region_has(
+    assembly: Path,
+) -> None:
+    single = json.loads(SINGLE_REGION_TABLES.read_text())
+    tables = _resources(_template(assembly, "TaktStateful", PRIMARY), "AWS::DynamoDB::GlobalTable")
+    data = {
+        table["Properties"]["TableName"]: table["Properties"]
+        for table in tables.values()
+        if table["Properties"]["TableName"] != "takt-regions"
+    }
+
+    assert sorted(data) == sorted(DATA_TABLES.values())
+    for name, table in data.items():
+        prefix = f"Tables{name.removeprefix('takt-').capitalize()}"
+        (original,) = [
+            table["Properties"] for logical, table in single.items() if logical.startswith(prefix)
+        ]
+        assert "MultiRegionConsistency" not in table, f"{name} must be MREC (eventual)"
+        assert [replica["Region"] for replica in table["Replicas"]] == [SECOND, PRIMARY], (
+            f"{name} needs a replica in every region"
+        )
+        assert all(
+            replica["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"]
+            and replica["DeletionProtectionEnabled"]
+            for replica in table["Replicas"]
+        ), f"every replica of {name} keeps point-in-time recovery and deletion protection"
+        assert table["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+        assert table["SSESpecification"] == {"SSEEnabled": True, "SSEType": "KMS"}
+        assert table.get("TimeToLiveSpecification") == original.get("TimeToLiveSpecification")
+        assert table["KeySchema"] == original["KeySchema"]
+        assert table.get("GlobalSecondaryIndexes") == original.get("GlobalSecondaryIndexes")
+
+
+def test_regions_hold_the_lease_in_an_mrsc_table_with_its_witness(assembly: Path) -> None:
+    tables = _resources(_template(assembly, "TaktStateful", PRIMARY), "AWS::DynamoDB::GlobalTable")
+    (lease,) = [
+        table["Properties"]
+        for table in tables.values()
+        if table["Properties"]["TableName"] == "takt-regions"
+    ]
+
+    assert lease["MultiRegionConsistency"] == "STRONG", "the lease needs MRSC's compare-and-set"
+    assert lease["GlobalTableWitnesses"] == [{"Region": WITNESS}]
+    assert sorted(replica["Region"] for replica in lease["Replicas"]) == [PRIMARY, SECOND]
+    assert lease["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}]
+    assert "TimeToLiveSpecification" not in lease and "LocalSecondaryIndexes" not in lease
+
+
+def test_every_regions_stateless_stack_points_at_the_same_tables_and_lease(
+    assembly: Path,
+) -> None:
+    for region in (PRIMARY, SECOND):
+        environments = _environments(_template(assembly, "TaktStateless", region))
+        assert len(environments) == 6
+        for name, env in environments.items():
+            assert {key: env[key] for key in DATA_TABLES} == DATA_TABLES, (
+                f"{name} in {region} must read the global tables by their one name"
+            )
+            assert env["TAKT_REGION_LEASE_TABLE"] == "takt-regions", name
+            assert json.loads(env["TAKT_REGIONS"]) == [PRIMARY, SECOND], (
+                f"{name} in {region}: every region lists the regions, the first the holder"
+            )
+            assert env["TAKT_REGION"] == region, f"{name} must know its own region"
+
+
+def _lease_actions(template: dict[str, Any], role: str) -> set[str]:
+    actions: set[str] = set()
+    for name, policy in _resources(template, "AWS::IAM::Policy").items():
+        if not name.startswith(f"Functions{role}RoleDefaultPolicy"):
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            # The lease table by name (a replica region) or by its output (the first region).
+            resource = json.dumps(statement["Resource"])
+            if "takt-regions" in resource or "TablesRegions" in resource:
+                found = statement["Action"]
+                actions |= {found} if isinstance(found, str) else set(found)
+    return actions
+
+
+@pytest.mark.parametrize("region", [PRIMARY, SECOND])
+def test_every_acting_function_may_renew_the_lease_and_the_api_cannot_touch_it(
+    assembly: Path, region: str
+) -> None:
+    """Each acting function proves its region holds the lease by a conditional renewal
+    (takt.regions.fence); the API creates, edits and reads jobs in any region, unfenced."""
+    template = _template(assembly, "TaktStateless", region)
+
+    for role in ("Scheduler", "Claimer", "Worker", "Watchdog", "Indexer"):
+        actions = _lease_actions(template, role)
+        assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"} <= actions, (
+            f"{role} in {region} must read, create and renew the region lease"
+        )
+    assert _lease_actions(template, "Api") == set(), "the API does not act on the lease"
+
+
+def test_a_replica_regions_indexer_reads_its_own_replicas_stream(assembly: Path) -> None:
+    stateful = _template(assembly, "TaktStateful", SECOND)
+    stateless = _template(assembly, "TaktStateless", SECOND)
+    (lookup,) = _resources(stateful, "Custom::AWS").values()
+    (mapping,) = [
+        resource["Properties"]
+        for name, resource in _resources(stateless, "AWS::Lambda::EventSourceMapping").items()
+        if "Indexer" in name
+    ]
+
+    assert '"TableName":"takt-jobs"' in json.dumps(lookup["Properties"]["Create"]).replace(
+        "\\", ""
+    ).replace(" ", "")
+    assert mapping["EventSourceArn"]["Fn::GetStackOutput"]["StackName"] == (
+        f"TaktStateful-{SECOND}"
+    ), "the indexer reads the stream of its region's replica, looked up at deployment"
+
+
+def test_every_region_has_its_alarms_and_dashboard(
+    assembly: Path, stacks: tuple[StatefulStack, StatelessStack]
+) -> None:
+    single = Template.from_stack(stacks[1]).to_json()
+    expected = len(_resources(single, "AWS::CloudWatch::Alarm"))
+
+    for region in (PRIMARY, SECOND):
+        template = _template(assembly, "TaktStateless", region)
+        assert len(_resources(template, "AWS::CloudWatch::Alarm")) == expected, (
+            f"{region} must page on what one region pages on"
+        )
+        assert len(_resources(template, "AWS::CloudWatch::Dashboard")) == 1, region
+        assert "ApiUrl" in template["Outputs"], f"{region}'s API endpoint is a stack output"
+        alarm_topic = _template(assembly, "TaktStateful", region)
+        assert len(_resources(alarm_topic, "AWS::SNS::Topic")) == 1, (
+            f"{region}'s alarms publish to a topic in {region}"
+        )
+
+
+@pytest.mark.parametrize(
+    ("regions", "witness", "error"),
+    [
+        ("us-east-1", None, "two or three regions"),
+        ("us-east-1,us-east-1", "us-west-2", "twice"),
+        ("us-east-1,us-east-2", None, "needs 'witnessRegion'"),
+        ("us-east-1,us-east-2", "us-east-2", "must not be one of"),
+        ("us-east-1,us-east-2,us-west-2", "us-west-2", "two regions only"),
+        ("us-east-1,eu-west-1", "us-west-2", "one of MRSC's region sets"),
+        ("us-east-1,us-east-2", "eu-west-1", "one of MRSC's region sets"),
+        ("eu-west-1,eu-west-2,eu-west-3,eu-central-1", None, "at most 3"),
+        ("", "us-west-2", "'witnessRegion' needs 'regions'"),
+    ],
+)
+def test_regions_the_lease_table_cannot_span_are_refused_by_name(
+    cdk_json_context: dict[str, Any], regions: str, witness: str | None, error: str
+) -> None:
+    overrides = {"regions": regions} | ({"witnessRegion": witness} if witness else {})
+
+    with pytest.raises(ContextError, match=error):
+        _config(cdk_json_context, **overrides)
+
+
+def test_regions_bill_on_demand_only(cdk_json_context: dict[str, Any]) -> None:
+    with pytest.raises(ContextError, match="tableBilling=provisioned' is for one region"):
+        _config(cdk_json_context, tableBilling="provisioned", **REGIONS_CONTEXT)
+
+
+@pytest.mark.parametrize(
+    ("regions", "witness"),
+    [
+        ("us-east-1,us-east-2", "us-west-2"),
+        ("us-west-2,us-east-1,us-east-2", None),
+        ("eu-west-1,eu-central-1", "eu-west-3"),
+        ("ap-northeast-1,ap-northeast-3", "ap-northeast-2"),
+    ],
+)
+def test_regions_within_one_region_set_are_planned_first_region_first(
+    cdk_json_context: dict[str, Any], regions: str, witness: str | None
+) -> None:
+    overrides = {"regions": regions} | ({"witnessRegion": witness} if witness else {})
+
+    plan = _config(cdk_json_context, **overrides).regions
+
+    assert plan == RegionPlan(regions=tuple(regions.split(",")), witness=witness)
+    assert plan is not None and plan.primary == regions.split(",", maxsplit=1)[0]
