@@ -170,6 +170,8 @@ TENANTS = TableSpec(
     setting="tenants_table",
     partition=Key("tenant_id"),
     sort=Key("counter"),
+    # Only a deleted job's former name expires (takt.store.names); nothing else carries it.
+    ttl_attribute="expires_at",
 )
 
 TABLES: tuple[TableSpec, ...] = (JOBS, DUE, EXECUTIONS, IDEMPOTENCY, TENANTS)

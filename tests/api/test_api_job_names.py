@@ -77,3 +77,49 @@ def test_a_claim_left_by_a_crashed_create_is_taken_over_once_settled(
 
     assert in_flight.status == 409
     assert settled.status == 201
+
+
+def test_a_deleted_job_is_listed_by_the_name_it_had_while_its_history_is_kept(
+    api: Api, clock: ManualClock
+) -> None:
+    """A deleted job's history is found by its former name, newest deletion first, while its
+    executions are kept; a new job of that name is what the name names among the jobs."""
+    older = api.created_job(body("nightly"))
+    assert api.request("DELETE", f"/v1/jobs/{older['id']}").status == 204
+    clock.advance(60)
+    newer = api.created_job(body("nightly"))
+    assert api.request("DELETE", f"/v1/jobs/{newer['id']}").status == 204
+    current = api.created_job(body("nightly"))
+    retention_sec = int(api.svc.settings.history_retention_days * 86400)
+
+    found = api.request("GET", "/v1/deleted-jobs?name=nightly")
+    assert found.status == 200, "a deleted job's history is found by the name it had"
+    listed = found.json["items"]
+    prefix = api.request("GET", "/v1/deleted-jobs?name=night").json["items"]
+    clock.advance(retention_sec - 59)
+    later = api.request("GET", "/v1/deleted-jobs?name=nightly").json["items"]
+
+    assert [job["id"] for job in listed] == [newer["id"], older["id"]], (
+        "a deleted job's history is found by the name it had, newest deletion first"
+    )
+    assert listed[0] == {
+        "id": newer["id"],
+        "name": "nightly",
+        "deleted_at": "2026-03-02T12:01:00Z",
+        "history_until": "2026-03-09T12:01:00Z",
+    }
+    assert [job["id"] for job in api.request("GET", "/v1/jobs?name=nightly").json["items"]] == [
+        current["id"]
+    ], "a new job of the name is the job the name names"
+    assert prefix == [], "the former name is matched whole, not as a prefix"
+    assert [job["id"] for job in later] == [newer["id"]], (
+        "a deleted job is listed by its name only while its history is kept"
+    )
+
+
+def test_deleted_jobs_without_a_name_is_400_naming_it(api: Api) -> None:
+    resp = api.request("GET", "/v1/deleted-jobs")
+
+    assert resp.status == 400, "bad input gets a clear error: the look-up needs the name"
+    assert resp.content_type == PROBLEM_JSON
+    assert [error["field"] for error in resp.json["errors"]] == ["name"]

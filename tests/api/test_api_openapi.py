@@ -50,6 +50,7 @@ def test_openapi_document_lists_every_route_with_its_success_answer() -> None:
         ("POST", "/v1/jobs", "201"),
         ("POST", "/v1/jobs", "200"),
         ("GET", "/v1/jobs", "200"),
+        ("GET", "/v1/deleted-jobs", "200"),
         ("GET", "/v1/jobs/{job_id}", "200"),
         ("PATCH", "/v1/jobs/{job_id}", "200"),
         ("DELETE", "/v1/jobs/{job_id}", "204"),

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import click
 
 from takt_cli.commands.client import call
 from takt_cli.commands.context import CliContext, CliError, render_table
-from takt_cli.commands.jobs import job_argument
+from takt_cli.commands.jobs import (
+    JOB_ID_PREFIX,
+    complete_job_ids,
+    deleted_jobs,
+    job_argument,
+    live_job_id,
+)
 
 COLUMNS = ["id", "state", "attempt", "scheduled_time", "lag_ms", "error"]
 ATTEMPT_COLUMNS = [
@@ -41,13 +48,51 @@ def executions() -> None:
     """Inspect, re-run and cancel executions."""
 
 
+def history_of(ctx: CliContext, ref: str, *, deleted: bool) -> str:
+    """The id of the job whose history `ref` asks for: an id as is; a name, the job that has it
+    now, else (or with `deleted`) the newest deleted job that had it while its history is kept."""
+    if ref.startswith(JOB_ID_PREFIX):
+        return ref
+    if not deleted:
+        found = live_job_id(ctx, ref)
+        if found is not None:
+            return found
+    holders = deleted_jobs(ctx, ref)
+    if not holders:
+        nobody = "" if deleted else f"no job is named {ref!r}, and "
+        raise CliError(
+            f"{nobody}no deleted job that had the name {ref!r} has history left (a deleted "
+            "job's history is kept as long as its executions, TAKT_HISTORY_RETENTION_DAYS)"
+        )
+    newest = holders[0]
+    click.echo(
+        f"{newest['id']}, named {ref!r}, was deleted at {newest['deleted_at']}; its history is "
+        f"kept until {newest['history_until']}",
+        err=True,
+    )
+    if len(holders) > 1:
+        click.echo(
+            f"{len(holders) - 1} earlier deleted job(s) had the name: "
+            f"takt jobs deleted {shlex.quote(ref)}",
+            err=True,
+        )
+    return str(newest["id"])
+
+
 @executions.command("list")
-@job_argument
+@click.argument("job", metavar="JOB", shell_complete=complete_job_ids)
+@click.option(
+    "--deleted",
+    is_flag=True,
+    help="The newest deleted job that had the name JOB, even when a job has the name now.",
+)
 @click.option("--limit", default=50, show_default=True)
 @click.option("--cursor")
 @click.pass_obj
-def list_(ctx: CliContext, job_id: str, limit: int, cursor: str | None) -> None:
-    """A job's executions, newest first."""
+def list_(ctx: CliContext, job: str, deleted: bool, limit: int, cursor: str | None) -> None:
+    """A job's executions, newest first. JOB is an id or a name: the job that has the name now,
+    else the newest deleted job that had it, while its history is kept."""
+    job_id = history_of(ctx, job, deleted=deleted)
     page, _ = call(
         ctx,
         "GET",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -58,20 +59,34 @@ def _load_body(body: str | None) -> dict[str, Any]:
     return value
 
 
-def resolve_job(ctx: CliContext, ref: str) -> str:
-    """The id of the job `ref` names: an id as is, else the tenant's one job of that name."""
+def live_job_id(ctx: CliContext, ref: str) -> str | None:
+    """The id of the job `ref` names: an id as is, else the tenant's one job of that name now
+    (None when no job has it)."""
     if ref.startswith(JOB_ID_PREFIX):
         return ref
     page, _ = call(ctx, "GET", "/v1/jobs", query={"name": ref, "limit": 200})
     ids = [str(job["id"]) for job in page["items"] if job.get("name") == ref]
-    if not ids:
-        raise CliError(
-            f"no job named {ref!r} (and it is not a job id); a deleted job's history is listed "
-            "by its id (`takt executions list job_...`), which `takt jobs delete` printed"
-        )
     if len(ids) > 1:
         raise CliError(f"{len(ids)} jobs are named {ref!r}: use an id ({', '.join(ids)})")
-    return ids[0]
+    return ids[0] if ids else None
+
+
+def resolve_job(ctx: CliContext, ref: str) -> str:
+    """The id of the job `ref` names: an id as is, else the tenant's one job of that name."""
+    found = live_job_id(ctx, ref)
+    if found is None:
+        raise CliError(
+            f"no job named {ref!r} (and it is not a job id); a deleted job's history is "
+            f"listed by the name it had: takt executions list {shlex.quote(ref)}"
+        )
+    return found
+
+
+def deleted_jobs(ctx: CliContext, name: str) -> list[dict[str, Any]]:
+    """The deleted jobs that had `name`, newest deletion first, while their history is kept."""
+    page, _ = call(ctx, "GET", "/v1/deleted-jobs", query={"name": name})
+    items: list[dict[str, Any]] = page["items"]
+    return items
 
 
 def _job_ref(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -360,8 +375,19 @@ def delete(ctx: CliContext, job_id: str) -> None:
     call(ctx, "DELETE", f"/v1/jobs/{job_id}")
     ctx.emit({"deleted": job_id}, [{"deleted": job_id}], ["deleted"])
     if ctx.output == "table":
-        # Its name goes with it: from now on only the id opens the history.
         click.echo(f"its history stays until it expires: takt executions list {job_id}", err=True)
+
+
+DELETED_COLUMNS = ["id", "name", "deleted_at", "history_until"]
+
+
+@jobs.command("deleted")
+@click.argument("name")
+@click.pass_obj
+def deleted(ctx: CliContext, name: str) -> None:
+    """The deleted jobs that had NAME, newest first, while their history is kept."""
+    items = deleted_jobs(ctx, name)
+    ctx.emit({"items": items}, items, DELETED_COLUMNS)
 
 
 @jobs.command("trigger")

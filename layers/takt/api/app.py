@@ -49,6 +49,8 @@ from takt.api.models import (
     TEXT_PATTERN,
     BulkRerunIn,
     BulkRerunOut,
+    DeletedJobOut,
+    DeletedJobPage,
     ExecutionOut,
     ExecutionPage,
     JobCreate,
@@ -165,6 +167,25 @@ def list_jobs(
     jobs, next_cursor = service.list_jobs(tenant, limit, cursor, status, name)
     items = [JobOut.of(job) for job in service.with_newest_outcomes(tenant, jobs)]
     return _json(JobPage(items=items, next_cursor=next_cursor))
+
+
+@app.get(
+    "/v1/deleted-jobs",
+    responses=_responses({200: "The deleted jobs that had the name, newest deletion first"}),
+)
+def list_deleted_jobs(
+    name: Annotated[
+        str,
+        Query(
+            max_length=200,
+            pattern=TEXT_PATTERN,
+            description="the name the jobs had; each is listed while its history is kept",
+        ),
+    ],
+) -> Response[DeletedJobPage]:
+    holders = _service().deleted_holders(_tenant(), name)
+    items = [DeletedJobOut.of(h.job_id, h.name, h.deleted_ms, h.until_ms) for h in holders]
+    return _json(DeletedJobPage(items=items))
 
 
 @app.get("/v1/jobs/<job_id>", responses=_responses({200: "The job; its ETag is its version"}, 404))

@@ -47,7 +47,7 @@ from takt.schedule import preview
 from takt.store.errors import ConflictError, NotFoundError
 from takt.store.idempotency import IdempotencyRecord
 from takt.store.jobs import needs_index
-from takt.store.names import NameTakenError
+from takt.store.names import FormerHolder, NameTakenError
 from takt.targets.egress import EgressPolicy
 from takt.targets.http import definition_problems
 from takt.tenants import JobLimitError, RateLimitedError
@@ -445,11 +445,22 @@ class JobService:
 
     def delete(self, tenant_id: str, job_id: str) -> None:
         name = self.get(tenant_id, job_id).name
+        data = self._data(tenant_id)
         with store_errors(f"job {job_id}"):
-            self._data(tenant_id).limiter.delete_job(tenant_id, job_id)
+            data.limiter.delete_job(tenant_id, job_id)
         # After the job is gone: a crash in between leaves a claim whose holder is gone, which
         # the next claim of the name takes over.
         self._release_name(tenant_id, name, job_id)
+        if name is not None:
+            # Its history stays reachable by the name for as long as its executions are kept.
+            deleted_ms = int(self._api.clock.now().timestamp() * 1000)
+            until_ms = deleted_ms + data.executions.retention_sec * 1000
+            data.names.remember_deleted(tenant_id, name, job_id, deleted_ms, until_ms)
+
+    def deleted_holders(self, tenant_id: str, name: str) -> list[FormerHolder]:
+        """The deleted jobs that had `name`, newest first, while their history is kept."""
+        now_ms = int(self._api.clock.now().timestamp() * 1000)
+        return self._data(tenant_id).names.deleted_holders(tenant_id, name, now_ms)
 
     def next_runs(
         self, tenant_id: str, job_id: str, count: int

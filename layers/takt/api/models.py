@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, ClassVar, Literal
 from zoneinfo import ZoneInfo, available_timezones
 
@@ -385,6 +385,30 @@ class JobOut(BaseModel):
 class JobPage(BaseModel):
     items: list[JobOut]
     next_cursor: str | None
+
+
+class DeletedJobOut(BaseModel):
+    """A deleted job that had a name: its id opens its history until `history_until`."""
+
+    id: str
+    name: str
+    deleted_at: str
+    history_until: str
+
+    @classmethod
+    def of(cls, job_id: str, name: str, deleted_ms: int, until_ms: int) -> DeletedJobOut:
+        return cls(
+            id=job_id,
+            name=name,
+            deleted_at=format_time(datetime.fromtimestamp(deleted_ms / 1000, UTC)),
+            history_until=format_time(datetime.fromtimestamp(until_ms / 1000, UTC)),
+        )
+
+
+class DeletedJobPage(BaseModel):
+    """The deleted jobs that had a name, newest deletion first."""
+
+    items: list[DeletedJobOut]
 
 
 class ExecutionOut(BaseModel):

@@ -7,11 +7,20 @@ that claimed it and when. A crash between the claim and the job's write leaves a
 that does not exist or has another name: such a claim is taken over, by a write conditional on
 the stale holder, once it is older than `SETTLE_SEC`, long enough for the claiming request to
 have written its job (an API call ends within 30 s) — so a claim in flight is never taken.
+
+A deleted job leaves a record of the name it had, (`<tenant>`,
+`former#<name><US><deleted ms>#<job id>`), for as long as its history is kept: its executions
+expire at most that long after the delete, so a name finds the deleted job's history while there
+is any, newest deletion first, and a new job of that name is never hidden by it. A name holds no
+control character (the API refuses one), so the unit separator (US) ends it in the key, and a
+prefix query for one name finds no other. The table's time-to-live attribute (`expires_at`)
+removes the record later; reads leave out one already past it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
@@ -23,6 +32,20 @@ if TYPE_CHECKING:
 
 SETTLE_SEC = 60
 PREFIX = "name#"
+FORMER_PREFIX = "former#"
+END_OF_NAME = "\x1f"
+# The most deleted holders of one name a look-up returns, newest first.
+FORMER_LIMIT = 20
+
+
+@dataclass(frozen=True)
+class FormerHolder:
+    """A deleted job that had a name, and until when its history is kept."""
+
+    job_id: str
+    name: str
+    deleted_ms: int
+    until_ms: int
 
 
 class NameTakenError(Exception):
@@ -75,6 +98,48 @@ class JobNames:
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise
+
+    def remember_deleted(
+        self, tenant_id: str, name: str, job_id: str, deleted_ms: int, until_ms: int
+    ) -> None:
+        """Record that the deleted job `job_id` had `name`, until its history expires."""
+        key = f"{FORMER_PREFIX}{name}{END_OF_NAME}{deleted_ms:015d}#{job_id}"
+        self._db.put_item(
+            TableName=self._table,
+            Item={
+                "tenant_id": {"S": tenant_id},
+                "counter": {"S": key},
+                "job_id": {"S": job_id},
+                "name": {"S": name},
+                "deleted_ms": {"N": str(deleted_ms)},
+                "until_ms": {"N": str(until_ms)},
+                "expires_at": {"N": str(until_ms // 1000)},
+            },
+        )
+
+    def deleted_holders(self, tenant_id: str, name: str, now_ms: int) -> list[FormerHolder]:
+        """The deleted jobs that had `name` and whose history is still kept, newest first."""
+        resp = self._db.query(
+            TableName=self._table,
+            KeyConditionExpression="tenant_id = :t AND begins_with(#c, :p)",
+            ExpressionAttributeNames={"#c": "counter"},
+            ExpressionAttributeValues={
+                ":t": {"S": tenant_id},
+                ":p": {"S": f"{FORMER_PREFIX}{name}{END_OF_NAME}"},
+            },
+            ScanIndexForward=False,
+            Limit=FORMER_LIMIT,
+        )
+        holders = [
+            FormerHolder(
+                job_id=item["job_id"]["S"],
+                name=item["name"]["S"],
+                deleted_ms=int(item["deleted_ms"]["N"]),
+                until_ms=int(item["until_ms"]["N"]),
+            )
+            for item in resp.get("Items", [])
+        ]
+        return [holder for holder in holders if holder.until_ms > now_ms]
 
     def _take_over(self, tenant_id: str, name: str, job_id: str, stale: str, now_ms: int) -> None:
         try:

@@ -93,19 +93,96 @@ def test_jobs_list_shows_each_job_s_time_zone(
     assert "Europe/Berlin" in row.split(), "a cron job's times are read in its zone: shown"
 
 
-def test_a_deleted_job_s_history_is_found_by_the_id_its_delete_printed(
+def test_a_delete_prints_the_id_its_history_stays_reachable_by(
     fake_api: FakeApi, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fake_api.answers["/v1/jobs/job_01"] = {}
-    fake_api.answers["/v1/jobs"] = {"items": [], "next_cursor": None}
 
     main(["--endpoint", fake_api.url, "-o", "table", "jobs", "delete", "job_01"])
     told = capsys.readouterr().err
-    code = main(["--endpoint", fake_api.url, "executions", "list", "gone"])
-    refused = capsys.readouterr().err
 
     assert "takt executions list job_01" in told, "a delete says how its history stays reachable"
-    assert code != 0
-    assert "a deleted job's history is listed by its id" in refused, (
-        "a name no job has any more says how to reach a deleted job's history"
+
+
+NEWER = {
+    "id": "job_02",
+    "name": "gone",
+    "deleted_at": "2026-03-02T12:01:00Z",
+    "history_until": "2026-03-09T12:01:00Z",
+}
+OLDER = {**NEWER, "id": "job_01", "deleted_at": "2026-03-02T12:00:00Z"}
+
+
+def _listed(fake_api: FakeApi) -> list[str]:
+    """The paths of the executions lists the CLI asked for."""
+    paths = [r.target.split("?")[0] for r in fake_api.received]
+    return [path for path in paths if path.endswith("/executions")]
+
+
+def test_a_deleted_job_s_history_is_found_by_the_name_it_had(
+    fake_api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_api.answers["/v1/jobs"] = {"items": [], "next_cursor": None}
+    fake_api.answers["/v1/deleted-jobs"] = {"items": [NEWER, OLDER]}
+    fake_api.answers["/v1/jobs/job_02/executions"] = {"items": [], "next_cursor": None}
+
+    code = main(["--endpoint", fake_api.url, "executions", "list", "gone"])
+    told = capsys.readouterr().err
+
+    assert code == 0, told
+    assert _listed(fake_api) == ["/v1/jobs/job_02/executions"], (
+        "a deleted job's history is found by the name it had, newest deletion first"
     )
+    assert "job_02, named 'gone', was deleted at 2026-03-02T12:01:00Z" in told
+    assert "kept until 2026-03-09T12:01:00Z" in told
+    assert "1 earlier deleted job(s) had the name: takt jobs deleted gone" in told
+
+
+def test_a_name_a_new_job_has_finds_the_new_job_first_and_deleted_the_former(
+    fake_api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_api.answers["/v1/jobs"] = {"items": [{"id": "job_03", "name": "gone"}]}
+    fake_api.answers["/v1/deleted-jobs"] = {"items": [NEWER]}
+    for job_id in ("job_02", "job_03"):
+        fake_api.answers[f"/v1/jobs/{job_id}/executions"] = {"items": [], "next_cursor": None}
+
+    now = main(["--endpoint", fake_api.url, "executions", "list", "gone"])
+    before = main(["--endpoint", fake_api.url, "executions", "list", "--deleted", "gone"])
+    capsys.readouterr()
+
+    assert (now, before) == (0, 0)
+    assert _listed(fake_api) == ["/v1/jobs/job_03/executions", "/v1/jobs/job_02/executions"], (
+        "a reused name finds the new job first; --deleted the deleted one's history"
+    )
+
+
+@pytest.mark.parametrize("flags", [[], ["--deleted"]])
+def test_a_name_no_job_has_nor_had_is_one_line_and_exit_1(
+    fake_api: FakeApi, capsys: pytest.CaptureFixture[str], flags: list[str]
+) -> None:
+    fake_api.answers["/v1/jobs"] = {"items": [], "next_cursor": None}
+    fake_api.answers["/v1/deleted-jobs"] = {"items": []}
+
+    code = main(["--endpoint", fake_api.url, "executions", "list", *flags, "never"])
+    told = capsys.readouterr().err
+
+    assert code == 1, "bad input: a clear error and a non-zero exit"
+    assert len(told.strip().splitlines()) == 1, told
+    assert "no deleted job that had the name 'never' has history left" in told
+    assert _listed(fake_api) == [], "nothing is listed for a name no job had"
+
+
+def test_jobs_deleted_lists_the_former_holders_of_a_name(
+    fake_api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_api.answers["/v1/deleted-jobs"] = {"items": [NEWER, OLDER]}
+
+    code = main(["--endpoint", fake_api.url, "-o", "json", "jobs", "deleted", "gone"])
+    shown = json.loads(capsys.readouterr().out)
+
+    assert code == 0
+    assert [job["id"] for job in shown["items"]] == ["job_02", "job_01"], (
+        "a deleted job's history is found by the name it had: every former holder is listed"
+    )
+    (asked,) = [r.target for r in fake_api.received if r.target.startswith("/v1/deleted")]
+    assert asked == "/v1/deleted-jobs?name=gone"
