@@ -73,6 +73,24 @@ STOPPING = "takt local stopping: executions still running are cut short"
     help="Refuse HTTP targets on loopback and private addresses, as a deployed stack does "
     "(by default local mode allows them).",
 )
+@click.option(
+    "--regions",
+    default=None,
+    help="Run each of these regions (a comma list, e.g. us-east-1,us-east-2; the first holds "
+    "the region lease first) as a process of its own, in memory, with its API on --port and the "
+    "next ports, and their tables replicated between them. Prints each region's process id, API "
+    "and moto, one line each, on stdout.",
+)
+@click.option(
+    "--replication-delay-ms",
+    default=300,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="With --regions: how long after a write it reaches the other regions.",
+)
+@click.option("--moto-port", type=int, default=None, hidden=True)
+@click.option("--peer", "peers", multiple=True, hidden=True)
+@click.option("--exit-with-parent", is_flag=True, hidden=True)
 def local(
     host: str,
     port: int,
@@ -83,8 +101,35 @@ def local(
     data_dir: Path,
     in_memory: bool,
     strict_egress: bool,
+    regions: str | None,
+    replication_delay_ms: int,
+    moto_port: int | None,
+    peers: tuple[str, ...],
+    exit_with_parent: bool,
 ) -> None:
-    """Run the API, scheduler, workers and watchdog locally on moto, keeping the data."""
+    """Run the API, scheduler, workers and watchdog locally on moto, keeping the data.
+
+    `--moto-port`, `--peer REGION=ENDPOINT` and `--exit-with-parent` are how `--regions` starts
+    each region's process; they are hidden from the help."""
+    if regions is not None:
+        _run_regions(
+            regions,
+            host,
+            port,
+            replication_delay_ms,
+            [
+                f"--tenant={tenant}",
+                f"--role={role}",
+                f"--pollers={pollers}",
+                f"--log-level={log_level}",
+                *(["--strict-egress"] if strict_egress else []),
+            ],
+        )
+        return
+    if exit_with_parent:
+        from takt_cli.local.regions import exit_with_parent as watch_parent  # noqa: PLC0415 - only a region's process watches its parent
+
+        watch_parent()
     from takt_cli.local.persistence import DataDirInUseError, DataStore  # noqa: PLC0415 - only this command loads the local runtime and moto
 
     claim_port(host, port)
@@ -113,6 +158,9 @@ def local(
             log_level=log_level,
             strict_egress=strict_egress,
             data_dir=folder,
+            moto_port=moto_port,
+            peers=dict(peer.split("=", 1) for peer in peers),
+            replication_delay_ms=replication_delay_ms,
         ),
         data=data,
     )
@@ -159,6 +207,37 @@ def local(
         click.echo(STOPPING, err=True)
         runtime.stop()
     _exit_now()
+
+
+def _run_regions(
+    regions: str, host: str, port: int, replication_delay_ms: int, child_args: list[str]
+) -> None:
+    """`takt local --regions`: the witness here, one child process per region, until stopped."""
+    from takt_cli.local.regions import LocalRegions, RegionsError, parse_regions  # noqa: PLC0415 - only this command loads the local runtime and moto
+
+    try:
+        names = parse_regions(regions)
+    except RegionsError as exc:
+        raise click.ClickException(str(exc)) from None
+    for offset in range(len(names)):
+        claim_port(host, port + offset)
+    run = LocalRegions(names, host, port, child_args, replication_delay_ms)
+
+    def _terminate(signum: int, frame: FrameType | None) -> None:
+        run.request_stop()
+
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGINT, _terminate)
+    try:
+        run.start()
+        click.echo(f"witness: moto {run.witness_endpoint} (the regions lease table)")
+        for child in run.children:
+            click.echo(child.line(host))
+        sys.stdout.flush()
+        run.wait()
+    finally:
+        click.echo(STOPPING, err=True)
+        run.stop()
 
 
 def _exit_now() -> None:

@@ -28,14 +28,25 @@ def _add_missing_indexes(clients: AwsClients, spec: TableSpec, name: str) -> Non
         )
 
 
-def provision(clients: AwsClients, settings: Settings, prefix: str = "takt") -> dict[str, str]:
-    """Create every table and lane (with its DLQ); returns the TAKT_* environment naming them."""
+def provision(
+    clients: AwsClients, settings: Settings, prefix: str = "takt", *, streams: bool = False
+) -> dict[str, str]:
+    """Create every table and lane (with its DLQ); returns the TAKT_* environment naming them.
+
+    With `streams`, every table has a stream, as a global table's replicas do: a region of
+    `takt local --regions` replicates its tables from them (takt_cli.local.replication)."""
     env: dict[str, str] = {}
     existing = set(clients.dynamodb.list_tables().get("TableNames", []))
     for spec in TABLES:
         name = getattr(settings, spec.setting)
         if name not in existing:
-            clients.dynamodb.create_table(**spec.create_table_kwargs(name))
+            kwargs = spec.create_table_kwargs(name)
+            if streams:
+                kwargs["StreamSpecification"] = {
+                    "StreamEnabled": True,
+                    "StreamViewType": "NEW_AND_OLD_IMAGES",
+                }
+            clients.dynamodb.create_table(**kwargs)
             if spec.ttl_attribute:
                 clients.dynamodb.update_time_to_live(
                     TableName=name,

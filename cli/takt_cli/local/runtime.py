@@ -57,6 +57,7 @@ from takt_cli.local.events import (
 )
 from takt_cli.local.persistence import DataStore, WsgiApp
 from takt_cli.local.provision import provision
+from takt_cli.local.replication import MotoReplica, Replicator, moto_backend
 from takt_cli.local.server import ApiServer, Reply, problem, reply_of
 from takt_cli.local.streams import StreamReader
 from takt_cli.metering import Meter
@@ -108,6 +109,13 @@ class RuntimeOptions:
     # Where the tables are kept across restarts (takt_cli.local.persistence); None keeps them in
     # memory only, as the tests and benchmarks do.
     data_dir: Path | None = None
+    # moto's port; None picks a free one. `takt local --regions` chooses each region's, so that
+    # every region knows its peers' before they start.
+    moto_port: int | None = None
+    # One region of `takt local --regions`: every other region's moto endpoint by region, whose
+    # writes this one's tables receive after `replication_delay_ms` (takt_cli.local.replication).
+    peers: dict[str, str] = field(default_factory=dict)
+    replication_delay_ms: int = 300
 
 
 # What HTTP targets may reach beyond the public internet in local mode: the developer's own
@@ -183,7 +191,7 @@ class LocalRuntime:
             self.data = DataStore(self.options.data_dir)
         if self.data is not None and self.options.moto_process:
             raise ValueError("a data folder needs moto in this process (moto_process off)")
-        moto_port = free_port(self.options.host)
+        moto_port = self.options.moto_port or free_port(self.options.host)
         if self.options.moto_process:
             self._moto = MotoProcess(self.options.host, moto_port)
         else:
@@ -222,8 +230,9 @@ class LocalRuntime:
             os.environ.setdefault("TAKT_EGRESS_ALLOW", json.dumps(LOCAL_EGRESS_ALLOW))
         get_settings.cache_clear()
         settings = get_settings()
+        replica = self._replica(settings)
         services = build_services(settings)
-        os.environ.update(provision(services.clients, settings))
+        os.environ.update(provision(services.clients, settings, streams=replica is not None))
         get_settings.cache_clear()
         settings = get_settings()
         if self.data is not None:
@@ -238,10 +247,34 @@ class LocalRuntime:
         self._spawn("ticker", self._ticker_loop)
         self._spawn("watchdog", self._watchdog_loop)
         self._spawn("indexer", self._indexer_loop)
+        self._start_replicator(replica, settings)
         if self.data is not None:
             self._spawn("compactor", self._compactor_loop)
         for lane in LANES:
             self._start_lane(lane)
+
+    def _replica(self, settings: Settings) -> MotoReplica | None:
+        """This region's moto as a replica of the global tables, under `takt local --regions`;
+        installed before the first write, so that every write is stamped for last writer wins."""
+        if not self.options.peers:
+            return None
+        if self.data is not None or self.options.moto_process:
+            raise ValueError("a region's tables are replicated in memory, with moto in process")
+        replica = MotoReplica(settings.region)
+        replica.install()
+        return replica
+
+    def _start_replicator(self, replica: MotoReplica | None, settings: Settings) -> None:
+        if replica is None:
+            return
+        replicator = Replicator(
+            replica,
+            moto_backend(settings.region),
+            self.options.peers,
+            [getattr(settings, spec.setting) for spec in TABLES],
+            self.options.replication_delay_ms,
+        )
+        self._spawn("replicator", functools.partial(replicator.run, self._stop))
 
     def _start_lane(self, lane: str) -> None:
         """The lane's pollers and the invocations they hand batches to. Fewer of both on the
