@@ -65,6 +65,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "takt_cli.commands.quarantine",
         "Records takt could not read or write (admin): list them, clear one once repaired.",
     ),
+    "regions": (
+        "takt_cli.commands.regions",
+        "The region lease of a multi-region deployment: who dispatches, and moving it.",
+    ),
     "export": (
         "takt_cli.commands.migrate",
         "Write jobs as EventBridge schedules or Kubernetes CronJobs, where they map back.",

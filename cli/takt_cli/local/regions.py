@@ -106,7 +106,8 @@ class LocalRegions:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         for key, value in FAKE_CREDENTIALS.items():
             os.environ.setdefault(key, value)
-        witness_port = free_port(self.host)
+        api_ports = {self.port + offset for offset in range(len(self.regions))}
+        witness_port = self._free_port(api_ports)
         self._witness = ThreadedMotoServer(ip_address=self.host, port=witness_port, verbose=False)
         self._witness.start()
         self.witness_endpoint = f"http://{self.host}:{witness_port}"
@@ -115,13 +116,24 @@ class LocalRegions:
             "dynamodb", endpoint_url=self.witness_endpoint
         )
         witness.create_table(**REGIONS.create_table_kwargs(table))
-        moto_ports = {region: free_port(self.host) for region in self.regions}
+        taken = api_ports | {witness_port}
+        moto_ports: dict[str, int] = {}
+        for region in self.regions:
+            moto_ports[region] = self._free_port(taken)
+            taken.add(moto_ports[region])
         endpoints = {region: f"http://{self.host}:{port}" for region, port in moto_ports.items()}
         for offset, region in enumerate(self.regions):
             peers = {other: url for other, url in endpoints.items() if other != region}
             self.children.append(
                 self._spawn(region, self.port + offset, moto_ports[region], peers, table)
             )
+
+    def _free_port(self, taken: set[int]) -> int:
+        """A free port that is none of `taken`: the regions' API ports are free until their
+        processes bind them, and the system may offer one of them meanwhile."""
+        while (port := free_port(self.host)) in taken:
+            pass
+        return port
 
     def _spawn(
         self, region: str, api_port: int, moto_port: int, peers: Mapping[str, str], table: str
