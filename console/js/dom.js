@@ -100,6 +100,19 @@ export function ms(value) {
   return unit === "ms" ? `${Math.round(value)} ms` : `${(value / size).toFixed(1)} ${unit}`;
 }
 
+// A link out of the console (a container's logs): only an http(s) address becomes one, opened in
+// a new tab that gets no handle back to this page; anything else is shown as text, never followed.
+export function externalLink(address, text) {
+  let url = null;
+  try {
+    url = new URL(address);
+  } catch {
+    url = null;
+  }
+  if (!url || !["http:", "https:"].includes(url.protocol)) return h("span", { class: "mono" }, address);
+  return h("a", { href: url.href, target: "_blank", rel: "noopener noreferrer" }, text);
+}
+
 export function scheduleText(job) {
   if (job.schedule) return job.schedule;
   if (job.interval) return `every ${job.interval}`;

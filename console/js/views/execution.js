@@ -1,6 +1,6 @@
 // One execution: what happened on each attempt, and retry or cancel where its state allows.
 import { get, post } from "../api.js";
-import { RERUN, act, badge, confirmAction, fill, h, ms, table, toast, when } from "../dom.js";
+import { RERUN, act, badge, confirmAction, externalLink, fill, h, ms, table, toast, when } from "../dom.js";
 import { jobLink, jobNames } from "../names.js";
 
 const RETRYABLE = ["dead", "failed", "cancelled"];
@@ -13,6 +13,19 @@ function button(label, confirm, work, danger = false) {
     if (ok) await work(ok.chosen);
   }) }, label);
   return el;
+}
+
+// Each attempt's outcome; a container target's attempts link the log stream of their task.
+function attempts(list) {
+  const logged = list.some((a) => a.logs);
+  return h("section", { "aria-label": "Attempts" }, h("h2", {}, "Attempts"),
+    table(["#", "outcome", "started", "finished", "duration", "status", "error", ...(logged ? ["logs"] : [])],
+      list.map((a) => h("tr", {},
+        h("td", {}, String(a.attempt)), h("td", {}, badge(a.outcome)), h("td", {}, when(a.started_at)),
+        h("td", {}, when(a.finished_at)), h("td", {}, ms(a.duration_ms)),
+        h("td", {}, a.status_code ?? "–"), h("td", { class: "error-text" }, a.error || ""),
+        logged ? h("td", {}, a.logs ? externalLink(a.logs, "logs") : "") : null)),
+      "No attempt has finished yet."));
 }
 
 export async function execution(main, id) {
@@ -58,13 +71,7 @@ export async function execution(main, id) {
       e.error && e.state !== "succeeded"
         ? h("div", { class: "error", role: "alert" }, h("strong", {}, "Last error: "), e.error) : null,
       h("section", { class: "panel" }, h("dl", { class: "pairs" }, facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]))),
-      h("section", { "aria-label": "Attempts" }, h("h2", {}, "Attempts"),
-        table(["#", "outcome", "started", "finished", "duration", "status", "error"],
-          e.attempts.map((a) => h("tr", {},
-            h("td", {}, String(a.attempt)), h("td", {}, badge(a.outcome)), h("td", {}, when(a.started_at)),
-            h("td", {}, when(a.finished_at)), h("td", {}, ms(a.duration_ms)),
-            h("td", {}, a.status_code ?? "–"), h("td", { class: "error-text" }, a.error || ""))),
-          "No attempt has finished yet.")));
+      attempts(e.attempts));
   }
 
   await redraw();
