@@ -38,6 +38,12 @@ CLAIMS = "tests/integration/test_dispatch_claimer.py::"
 ROBFIG = "cli/takt_cli/migrate/robfig.py"
 RULES = "layers/takt/executions/rules.py"
 JOBS = "layers/takt/store/jobs.py"
+# Issue 27's region fence: the policy, its tables and the paths it guards.
+REGION_LEASE = "layers/takt/regions/lease.py"
+REGION_POLICY = "tests/unit/regions/test_region_lease_policy.py::"
+REGION_FENCE = "tests/unit/regions/test_region_fence.py::"
+REGION_PATHS = "tests/unit/regions/test_region_fence_paths.py::"
+REGIONS_MOTO = "tests/integration/test_regions_fence.py::"
 
 
 @dataclass(frozen=True)
@@ -575,8 +581,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="claimer-advance-without-the-version-fence",
         breaks="8. edits decide (issue 14: version fence on the claimer's advance)",
         path="layers/takt/store/jobs.py",
-        old='ConditionExpression="#n = :fired AND #s = :active AND #v = :version",',
-        new='ConditionExpression="#n = :fired AND #s = :active",',
+        old='condition = "#n = :fired AND #s = :active AND #v = :version"',
+        new='condition = "#n = :fired AND #s = :active"',
         also=(
             (
                 'names = {"#n": "next_run_time", "#s": "status", "#v": "version"}',
@@ -803,14 +809,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="""        self._watch(firings, shard, now)
         nothing: list[Outgoing] = []
         created = self._phases.each(
-            self._isolated(lambda f: self._create_executions(f, now, f.result), nothing, now),
+            self._isolated(
+                lambda f: self._create_executions(f, now, f.result, epoch), nothing, now
+            ),
             firings,
             result,
         )
 """,
         new="""        nothing: list[Outgoing] = []
         created = self._phases.each(
-            self._isolated(lambda f: self._create_executions(f, now, f.result), nothing, now),
+            self._isolated(
+                lambda f: self._create_executions(f, now, f.result, epoch), nothing, now
+            ),
             firings,
             result,
         )
@@ -1056,5 +1066,129 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/integration/test_webhook_keys.py::"
             "test_a_rotation_that_loses_the_race_is_refused_409_and_does_not_move_the_key_again",
         ),
+    ),
+    Mutation(
+        name="region-fence-acts-at-its-margin",
+        breaks="issue 27: a region acts only while its proof is younger than lease - margin",
+        path=REGION_LEASE,
+        old="if proof is not None and now - proof.at < times.trust_sec:",
+        new="if proof is not None and now - proof.at <= times.trust_sec:",
+        tests=(
+            REGION_POLICY
+            + "test_a_region_acts_only_while_its_proof_is_younger_than_lease_minus_margin",
+        ),
+    ),
+    Mutation(
+        name="region-standby-wait-shortened",
+        breaks="issue 27: a standby takes over only after lease + margin unchanged",
+        path=REGION_LEASE,
+        old="    if may_take_over and waited >= times.wait_sec:",
+        new="    if may_take_over and waited >= times.trust_sec:",
+        tests=(
+            REGION_POLICY
+            + "test_the_lease_policy_renews_waits_or_takes_over_by_the_lease_and_the_margin",
+            REGION_FENCE + "test_a_standby_takes_over_only_after_lease_plus_margin_unchanged",
+        ),
+    ),
+    Mutation(
+        name="promoted-region-acts-at-once",
+        breaks="issue 27: a promoted region waits lease + margin before it acts",
+        path=REGION_LEASE,
+        old="        if lease.renewals > 0 or waited >= times.wait_sec:",
+        new="        if lease.renewals >= 0 or waited >= times.wait_sec:",
+        tests=(
+            REGION_FENCE
+            + "test_a_promoted_region_waits_lease_plus_margin_and_the_old_holder_stops",
+            REGION_POLICY
+            + "test_the_lease_policy_renews_waits_or_takes_over_by_the_lease_and_the_margin",
+        ),
+    ),
+    Mutation(
+        name="region-renewal-unconditional",
+        breaks="issue 27: a renewal is conditional on the holder and its epoch",
+        path="layers/takt/store/region_lease.py",
+        old="""            "holder = :me AND epoch = :epoch",""",
+        new="""            "holder = :me OR epoch = :epoch OR attribute_exists(pk)",""",
+        tests=(
+            REGIONS_MOTO + "test_a_take_over_on_the_lease_table_fences_the_old_holder",
+            "tests/integration/test_store_region_lease.py::"
+            "test_only_the_holder_at_its_epoch_renews",
+        ),
+    ),
+    Mutation(
+        name="region-epoch-check-skipped",
+        breaks="issue 27: a job advance is refused at an epoch behind the job's region_epoch",
+        path=JOBS,
+        old=(
+            '            condition += " AND (attribute_not_exists(region_epoch) OR region_epoch '
+            '<= :re)"\n'
+        ),
+        new="",
+        tests=(
+            REGIONS_MOTO + "test_an_advance_behind_the_job_s_region_epoch_is_refused",
+            REGIONS_MOTO + "test_an_old_region_cannot_advance_a_job_a_later_epoch_advanced",
+        ),
+    ),
+    Mutation(
+        name="region-claim-ignores-a-later-epoch",
+        breaks="issue 27: a claim that meets a job advanced at a later epoch stops, fenced",
+        path=CLAIMER,
+        old="    return stored is not None and epoch is not None and stored > epoch",
+        new="    return False",
+        tests=(REGIONS_MOTO + "test_an_old_region_cannot_advance_a_job_a_later_epoch_advanced",),
+    ),
+    Mutation(
+        name="region-claim-unfenced",
+        breaks="issue 27: a fenced region refuses a claim before any write",
+        path=CLAIMER,
+        old="        epoch = self._fence.epoch()\n        result = ClaimResult()",
+        new="        epoch = None\n        result = ClaimResult()",
+        tests=(REGIONS_MOTO + "test_a_fenced_region_refuses_a_claim_before_any_write",),
+    ),
+    Mutation(
+        name="region-driver-sweeps-fenced",
+        breaks="issue 27: a driver sweeps only while its region may act",
+        path="layers/takt/dispatch/driver.py",
+        old="        if not self._fence.step():",
+        new="        if not self._fence.step() and False:",
+        tests=(REGIONS_MOTO + "test_a_fenced_driver_does_not_claim_its_second",),
+    ),
+    Mutation(
+        name="region-worker-leases-when-fenced",
+        breaks="issue 27: a fenced region's worker gives the message back without a write",
+        path=RUNNER,
+        old="        self._fence.epoch()\n        refused = self._admit(message, host)",
+        new="        refused = self._admit(message, host)",
+        also=(
+            (
+                "            # Again after the hold and the gate, which may have taken a few "
+                "seconds.\n            self._fence.epoch()\n",
+                "            # Again after the hold and the gate, which may have taken a few "
+                "seconds.\n            pass\n",
+            ),
+        ),
+        tests=(
+            REGION_PATHS
+            + "test_a_worker_in_a_fenced_region_gives_the_message_back_without_a_write",
+        ),
+    ),
+    Mutation(
+        name="region-worker-reports-when-fenced",
+        breaks="issue 27: a run whose region lost the lease reports nothing",
+        path=RUNNER,
+        old=(
+            "            return RunOutcome("
+            'record.execution_id, "region_fenced", "region lease lost")'
+        ),
+        new="            return None",
+        tests=(REGION_PATHS + "test_a_run_whose_region_lost_the_lease_reports_nothing",),
+    ),
+    Mutation(
+        name="region-watchdog-sweeps-fenced",
+        breaks="issue 27: the watchdog acts only while its region may act",
+        path=SWEEPER,
+        old="            result.fenced = True\n            return False",
+        new="            result.fenced = True\n            return True",
+        tests=(REGION_PATHS + "test_a_fenced_region_s_watchdog_takes_back_no_expired_lease",),
     ),
 )

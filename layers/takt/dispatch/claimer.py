@@ -61,6 +61,7 @@ from takt.models.calendars import Calendar
 from takt.models.ids import execution_id, to_ms
 from takt.models.lanes import Lanes, Outgoing
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, JobStatus
+from takt.models.regions import Fence, Fenced, Unfenced
 from takt.observability import logger
 from takt.occurrences import (
     FiringPlan,
@@ -228,6 +229,12 @@ def _delayed(outgoing: Outgoing, now: datetime, elapsed_sec: float, ahead_sec: f
     return replace(outgoing, delay_sec=min(MAX_SQS_DELAY_SEC, math.floor(until - elapsed_sec)))
 
 
+def _advanced_later(stored: int | None, epoch: int | None) -> bool:
+    """Whether a refused advance met a job that a region holding a later epoch advanced: this
+    region lost the lease (its claim stops), however its cached proof reads."""
+    return stored is not None and epoch is not None and stored > epoch
+
+
 def _timed(action: Callable[[T], R], item: T) -> tuple[R, float]:
     start = time.thread_time()
     return action(item), time.thread_time() - start
@@ -289,8 +296,12 @@ class Claimer:
         gauge: LaneGauge | None = None,
         quarantine: Quarantine | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        fence: Fence | None = None,
     ) -> None:
         self._settings = settings
+        # The region fence (takt.regions.fence): a claim acts only while this region holds the
+        # region lease, and stamps the epoch it holds on what it writes. Unfenced with one region.
+        self._fence = fence or Unfenced()
         # Times a claim, so the delays of the burst's messages count from when they are sent.
         self._monotonic = monotonic
         self._quarantine = quarantine
@@ -309,6 +320,9 @@ class Claimer:
         self._phases = Phases(settings.claimer_threads)
 
     def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
+        """Dispatch what is due in the partition; Fenced, before any write, when this region
+        may not act, and between phases when it lost the lease meanwhile."""
+        epoch = self._fence.epoch()
         result = ClaimResult()
         claimed_from = self._monotonic()
         items, backlogged = self._take(minute, shard, now, result)
@@ -322,7 +336,9 @@ class Claimer:
         self._watch(firings, shard, now)
         nothing: list[Outgoing] = []
         created = self._phases.each(
-            self._isolated(lambda f: self._create_executions(f, now, f.result), nothing, now),
+            self._isolated(
+                lambda f: self._create_executions(f, now, f.result, epoch), nothing, now
+            ),
             firings,
             result,
         )
@@ -331,7 +347,9 @@ class Claimer:
             result.add(firing.result)
         firings = _unparked(firings, result)
         if outgoing:
-            self._dispatch(outgoing, firings, backlogged, now, claimed_from, result)
+            self._still_holding(epoch)
+            stamped = [replace(o, region_epoch=epoch) for o in outgoing]
+            self._dispatch(stamped, firings, backlogged, now, claimed_from, result)
         for firing in firings:
             for run in firing.runs:
                 # A workflow's run is not sent: it dispatches its root tasks (takt.workflows).
@@ -341,13 +359,19 @@ class Claimer:
             self._isolated(lambda f: self._index_next(f, now), None, now), recurring, result
         )
         firings = _unparked(firings, result)
+        self._still_holding(epoch)
         self._phases.each(
-            self._isolated(lambda f: self._advance(f, now), None, now), firings, result
+            self._isolated(lambda f: self._advance(f, now, epoch), None, now), firings, result
         )
         _unparked(firings, result)
         if backlogged and self._gauge is not None:
             self._last_claim_sec = self._gauge.monotonic() - started
         return result
+
+    def _still_holding(self, epoch: int | None) -> None:
+        """Fenced unless this region still acts at the claim's epoch (a cached proof, no read)."""
+        if self._fence.epoch() != epoch:
+            raise Fenced(f"the region lease moved on from epoch {epoch} during the claim")
 
     def _watch(self, firings: list[_Firing], shard: int, now: datetime) -> None:
         """Step 0: list the executions the firings may create outside the `open` index, by the
@@ -564,7 +588,7 @@ class Claimer:
             job = firing.job
             self._due.put(job.tenant_id, job.job_id, job.fire_time(firing.plan.next_run), now)
 
-    def _advance(self, firing: _Firing, now: datetime) -> None:
+    def _advance(self, firing: _Firing, now: datetime, epoch: int | None) -> None:
         """Steps 4 and 5 of one item, in this order.
 
         The advance is fenced on the job's version (`JobStore.advance`). When an edit landed
@@ -579,9 +603,11 @@ class Claimer:
         job, next_run = firing.job, firing.plan.next_run
         for _ in range(MAX_ADVANCE_TRIES):
             outcome = self._jobs.advance(
-                job, firing.nominal, next_run, active_execution=firing.holder
+                job, firing.nominal, next_run, active_execution=firing.holder, region_epoch=epoch
             )
             current = outcome.current
+            if _advanced_later(outcome.region_epoch, epoch):
+                raise Fenced(f"job {job.job_id} was advanced at epoch {outcome.region_epoch}")
             if outcome.applied or current is None:
                 break  # advanced now, or deleted
             if current.version == job.version:
@@ -673,7 +699,7 @@ class Claimer:
         self._due.delete_raw(key["bucket"], key["due_key"])
 
     def _create_executions(
-        self, firing: _Firing, now: datetime, result: ClaimResult
+        self, firing: _Firing, now: datetime, result: ClaimResult, epoch: int | None
     ) -> list[Outgoing]:
         """Create the firing's executions as the job's policies decide them
         (`takt.occurrences.decide`, from the slot and the calendars as they are now): the
@@ -682,14 +708,14 @@ class Claimer:
         busy = self._slot_busy(job)
         decision = decide(job, plan, busy, self._calendars_of(job) if plan.run else [])
         for skipped in decision.skipped:
-            self._create(job, skipped.scheduled, now, skipped.state, skipped.reason)
+            self._create(job, skipped.scheduled, now, skipped.state, skipped.reason, epoch)
             result.skipped += 1
         if decision.replaces is not None:
             self._replace_holder(job, decision.replaces, now)
         outgoing: list[Outgoing] = []
         for occurrence in decision.runs:
             record = self._create(
-                job, occurrence.scheduled, now, occurrence.state, occurrence.reason
+                job, occurrence.scheduled, now, occurrence.state, occurrence.reason, epoch
             )
             if occurrence.state == ExecState.SKIPPED:
                 result.skipped += 1
@@ -746,6 +772,7 @@ class Claimer:
         now: datetime,
         state: ExecState,
         reason: str | None,
+        epoch: int | None,
     ) -> ExecutionRecord:
         """Create (or find, after an earlier crashed try) the execution of one occurrence.
 
@@ -757,7 +784,7 @@ class Claimer:
         )
         watched = state == ExecState.PENDING and job.tasks is None
         check_at = None if watched else self._check_at(scheduled, now)
-        if self._executions.create(record, check_at_ms=check_at):
+        if self._executions.create(record, check_at_ms=check_at, region_epoch=epoch):
             logger.debug(
                 "execution created",
                 job_id=job.job_id,

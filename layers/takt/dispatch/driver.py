@@ -17,6 +17,10 @@ A tick that raises is logged and the loop goes on with the next second, because 
 cannot take over a second this one won; only `MAX_FAILED_TICKS` failures in a row end the loop
 with the error, so an error that every tick meets (a permission, a missing table) fails the
 invocation and pages rather than being logged forever.
+
+In a multi-region deployment each second starts with the region fence's step
+(`takt.regions.fence`): the holder's drivers renew the region lease, a standby's watch it and
+take it over once its holder fell silent, and only a region that may act claims the second.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from datetime import datetime, timedelta
 
 from takt.clock import Clock
 from takt.dispatch.ticker import Ticker, TickResult
+from takt.models.regions import Fence, Unfenced
 from takt.observability import logger
 from takt.store.due import DueStore, SecondClaim
 from takt.store.errors import StoreUnavailableError
@@ -54,14 +59,20 @@ class Driver:
     last second it looked at, which decides when it looks at the next and whether it reads first.
     """
 
-    def __init__(self, due: DueStore, ticker: Ticker, clock: Clock) -> None:
+    def __init__(
+        self, due: DueStore, ticker: Ticker, clock: Clock, fence: Fence | None = None
+    ) -> None:
         self._due = due
         self._ticker = ticker
         self._clock = clock
+        self._fence = fence or Unfenced()
         self.leading = False
 
     def step(self, now: datetime) -> TickResult | None:
         """Claim the second of `now` and sweep it if this driver won it; None if another did."""
+        if not self._fence.step():
+            self.leading = False
+            return None
         claim: SecondClaim | None
         try:
             if not self.leading and self._due.second_claimed(now):

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from takt.config import Settings
 
 MAX_DELAY_SEC = 900
+# The message attribute naming the region epoch a multi-region claim sent it at.
+REGION_EPOCH = "region_epoch"
 
 
 class SendError(Exception):
@@ -45,16 +47,7 @@ class LaneSender:
         return sent
 
     def _send_batch(self, url: str, batch: list[Outgoing]) -> int:
-        entries: list[Any] = [
-            {
-                "Id": str(i),
-                "MessageBody": item.message.model_dump_json(),
-                "DelaySeconds": max(0, min(MAX_DELAY_SEC, item.delay_sec)),
-                # SQS fair queues: a tenant's backlog does not delay other tenants' messages.
-                "MessageGroupId": item.message.tenant_id,
-            }
-            for i, item in enumerate(batch)
-        ]
+        entries: list[Any] = [_entry(i, item) for i, item in enumerate(batch)]
         for _ in range(2):
             resp = self._sqs.send_message_batch(QueueUrl=url, Entries=entries)
             failed = {f["Id"] for f in resp.get("Failed", [])}
@@ -62,3 +55,18 @@ class LaneSender:
                 return len(batch)
             entries = [e for e in entries if e["Id"] in failed]
         raise SendError(f"{len(entries)} messages refused by {url}")
+
+
+def _entry(index: int, item: Outgoing) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "Id": str(index),
+        "MessageBody": item.message.model_dump_json(),
+        "DelaySeconds": max(0, min(MAX_DELAY_SEC, item.delay_sec)),
+        # SQS fair queues: a tenant's backlog does not delay other tenants' messages.
+        "MessageGroupId": item.message.tenant_id,
+    }
+    if item.region_epoch is not None:
+        entry["MessageAttributes"] = {
+            REGION_EPOCH: {"DataType": "Number", "StringValue": str(item.region_epoch)}
+        }
+    return entry

@@ -47,6 +47,9 @@ class Outgoing:
     lane: str
     message: LaneMessage
     delay_sec: int = 0
+    # The region epoch the claim that sends it acted with (a message attribute, for the
+    # record); None with one region, where the message carries no attribute.
+    region_epoch: int | None = None
 
     @classmethod
     def of(

@@ -44,6 +44,10 @@ class Fence(Protocol):
         """The epoch this region acts with; raises Fenced when it may not act."""
         ...
 
+    def step(self) -> bool:
+        """A driver's second: keep (or take) the lease; whether this region may act now."""
+        ...
+
 
 class Unfenced:
     """The fence of a single-region deployment: always open, never read, nothing to stamp."""

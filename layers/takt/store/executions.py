@@ -127,12 +127,14 @@ class ExecutionStore:
         partition, sk = execution_key(execution_id)
         return {"job_key": {"S": job_key(tenant_id, partition)}, "sk": {"S": sk}}
 
-    def create(self, record: ExecutionRecord, *, check_at_ms: int | None) -> bool:
+    def create(
+        self, record: ExecutionRecord, *, check_at_ms: int | None, region_epoch: int | None = None
+    ) -> bool:
         """Create an execution under its deterministic id; False if it already exists.
 
         With `check_at_ms` an execution that has not ended enters the `open` index, for the
         watchdog to look at then; without, it stays out (a claim's watch list covers it,
-        `takt.store.watches`)."""
+        `takt.store.watches`). A multi-region claim stamps the `region_epoch` it acted at."""
         open_shard = (
             None
             if record.state.terminal or check_at_ms is None
@@ -144,6 +146,8 @@ class ExecutionStore:
             check_at=None if open_shard is None else check_at_ms,
             expires_at=int(record.created_at.timestamp()) + self._retention_sec,
         )
+        if region_epoch is not None:
+            item["region_epoch"] = {"N": str(region_epoch)}
         try:
             self._db.put_item(
                 TableName=self._table,

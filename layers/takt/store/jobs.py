@@ -83,6 +83,9 @@ class Advance:
 
     applied: bool
     current: JobRecord | None = None
+    # The region epoch the job was last advanced at, when the advance was refused: above the
+    # claim's own, a region that took the lease over has advanced it since (`region_epoch`).
+    region_epoch: int | None = None
 
 
 # The `unindexed` index's partitions: the markers of a burst of creates spread over them, and
@@ -313,6 +316,7 @@ class JobStore:
         next_run: datetime | None,
         *,
         active_execution: str | None = None,
+        region_epoch: int | None = None,
     ) -> Advance:
         """Move a job from the occurrence it just fired to the next one.
 
@@ -323,6 +327,10 @@ class JobStore:
         occurrence, and every occurrence of the new one in between lost (DESIGN invariant 8).
         When the condition fails the answer carries the job as it now is, for the claimer to
         decide with.
+
+        With a `region_epoch` (a multi-region deployment) the advance also sets it, conditional
+        on the job never having been advanced at a later epoch: a region that lost the lease
+        cannot move a job the new holder has moved, once that write has replicated to it.
         """
         names = {"#n": "next_run_time", "#s": "status", "#v": "version"}
         values: dict[str, Any] = {
@@ -339,12 +347,17 @@ class JobStore:
         if active_execution:
             update += ", active_execution = :ax"
             values[":ax"] = {"S": active_execution}
+        condition = "#n = :fired AND #s = :active AND #v = :version"
+        if region_epoch is not None:
+            update += ", region_epoch = :re"
+            condition += " AND (attribute_not_exists(region_epoch) OR region_epoch <= :re)"
+            values[":re"] = {"N": str(region_epoch)}
         try:
             self._db.update_item(
                 TableName=self._table,
                 Key={"tenant_id": {"S": job.tenant_id}, "job_id": {"S": job.job_id}},
                 UpdateExpression=update,
-                ConditionExpression="#n = :fired AND #s = :active AND #v = :version",
+                ConditionExpression=condition,
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -352,7 +365,11 @@ class JobStore:
         except ClientError as exc:
             if is_condition_failure(exc):
                 current = condition_failure_item(exc)
-                return Advance(False, job_record(current) if current else None)
+                if not current:
+                    return Advance(False)
+                stored = current.get("region_epoch")
+                epoch = None if stored is None else int(stored["N"])
+                return Advance(False, job_record(current), epoch)
             raise
         return Advance(True)
 

@@ -112,8 +112,10 @@ class ClaimerJobs(LifecycleJobs, Protocol):
         next_run: datetime | None,
         *,
         active_execution: str | None = None,
+        region_epoch: int | None = None,
     ) -> Advance:
-        """Move the job past `fired`, fenced on its version, status and next run time."""
+        """Move the job past `fired`, fenced on its version, status and next run time (and on
+        no later region epoch, when given)."""
         ...
 
     def note_unindexed(self, tenant_id: str, job_id: str, at: datetime) -> bool:
@@ -132,9 +134,11 @@ class ExecutionWriter(Protocol):
         """The execution; NotFoundError when there is none."""
         ...
 
-    def create(self, record: ExecutionRecord, *, check_at_ms: int | None) -> bool:
+    def create(
+        self, record: ExecutionRecord, *, check_at_ms: int | None, region_epoch: int | None = None
+    ) -> bool:
         """Create the execution unless its id exists (False then); with `check_at_ms` it enters
-        the watchdog's `open` index."""
+        the watchdog's `open` index; a `region_epoch` is stamped on it."""
         ...
 
 

@@ -41,6 +41,7 @@ from takt.executions.lifecycle import Incidents, Lifecycle
 from takt.models.ids import from_ms, to_ms
 from takt.models.lanes import Lanes
 from takt.models.records import ExecState, ExecutionRecord
+from takt.models.regions import Fence, Fenced, Unfenced
 from takt.observability import log_keys, logger
 from takt.parallel import each_in_context
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
@@ -73,6 +74,8 @@ class SweepResult:
     # Watch lists checked, and the executions on them found open and indexed.
     watches: int = 0
     watched_open: int = 0
+    # The region fence stopped the sweep: another region holds the region lease.
+    fenced: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,8 +103,10 @@ class Watchdog:
         release_slot: Callable[[str, str], None] | None = None,
         notifier: Incidents | None = None,
         quarantine: Quarantine | None = None,
+        fence: Fence | None = None,
     ) -> None:
         self._settings = settings
+        self._fence = fence or Unfenced()
         self._quarantine = quarantine
         self._executions = executions
         self._watches = due.watches
@@ -109,10 +114,16 @@ class Watchdog:
         self._lifecycle = Lifecycle(settings, jobs, executions, lanes, notifier=notifier)
 
     def sweep(self, now: datetime) -> SweepResult:
+        """One pass over the watch lists and the `open` index; nothing at all in a region that
+        may not act (the region fence), and the rest of the pass skipped once it no longer may."""
         result = SweepResult()
+        if not self._may_act(result):
+            return result
         cutoff = to_ms(now - timedelta(seconds=self._settings.clock_margin_sec))
         self._check_watches(cutoff, result)
         for shard in range(self._executions.open_shards):
+            if not self._may_act(result):
+                return result
             for item in self._executions.open_candidates(str(shard), cutoff):
                 result.candidates += 1
                 try:
@@ -126,6 +137,15 @@ class Watchdog:
                     self._park(item, str(shard), exc, now)
                     result.quarantined += 1
         return result
+
+    def _may_act(self, result: SweepResult) -> bool:
+        """Whether this region holds the region lease (a cached proof); `fenced` noted if not."""
+        try:
+            self._fence.epoch()
+        except Fenced:
+            result.fenced = True
+            return False
+        return True
 
     def _check_watches(self, cutoff: int, result: SweepResult) -> None:
         """Index every execution of the watch lists due by `cutoff` that has not ended, at

@@ -104,13 +104,13 @@ class Services:
     def worker_function(self) -> WorkerFunction:
         from takt.wiring.worker import build_worker
 
-        return build_worker(self.settings, self.clients, self.clock)
+        return build_worker(self.settings, self.clients, self.clock, self.fence)
 
     @cached_property
     def claimer_function(self) -> ClaimerFunction:
         from takt.wiring.claimer import build_claimer
 
-        return build_claimer(self.settings, self.clients, self.clock)
+        return build_claimer(self.settings, self.clients, self.clock, self.fence)
 
     @cached_property
     def scheduler_function(self) -> SchedulerFunction:
@@ -118,13 +118,15 @@ class Services:
 
         # In one process the inline ticker claims with this process's claimer.
         claimer = self.claimer if self.settings.claimer_mode == "inline" else None
-        return build_scheduler(self.settings, self.clients, self.clock, self.meter, claimer)
+        return build_scheduler(
+            self.settings, self.clients, self.clock, self.meter, claimer, self.fence
+        )
 
     @cached_property
     def watchdog_function(self) -> WatchdogFunction:
         from takt.wiring.watchdog import build_watchdog
 
-        return build_watchdog(self.settings, self.clients, self.clock)
+        return build_watchdog(self.settings, self.clients, self.clock, self.fence)
 
     @property
     def reconciler(self) -> Reconciler:

@@ -9,6 +9,7 @@ from takt.clock import Clock
 from takt.config import Settings
 from takt.dispatch.claimer import Claimer, ClaimerSettings
 from takt.fairness.adaptive import LaneGauge
+from takt.models.regions import Fence
 from takt.wiring.lanes import lane_sender
 from takt.wiring.stores import (
     calendar_store,
@@ -26,7 +27,9 @@ class ClaimerFunction:
     clock: Clock
 
 
-def build_claimer(settings: Settings, clients: AwsClients, clock: Clock) -> ClaimerFunction:
+def build_claimer(
+    settings: Settings, clients: AwsClients, clock: Clock, fence: Fence | None = None
+) -> ClaimerFunction:
     gauge = None
     if settings.claim_max_items is not None and settings.fair_queue_sec is not None:
         gauge = LaneGauge(clients.sqs, settings.lane_urls)
@@ -39,5 +42,6 @@ def build_claimer(settings: Settings, clients: AwsClients, clock: Clock) -> Clai
         calendar_store(settings, clients.dynamodb),
         gauge,
         quarantine_store(settings, clients.dynamodb),
+        fence=fence,
     )
     return ClaimerFunction(claimer, clock)

@@ -15,6 +15,7 @@ from takt.config import Settings
 from takt.dispatch.claimer import Claimer, ClaimerSettings, ClaimResult, claim_horizon
 from takt.dispatch.driver import Driver
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
+from takt.models.regions import Fence
 from takt.store.due import DueStore
 from takt.wiring.claimer import build_claimer
 from takt.wiring.stores import due_store
@@ -42,6 +43,7 @@ def build_scheduler(
     clock: Clock,
     meter: Instrument | None = None,
     claimer: Claimer | None = None,
+    fence: Fence | None = None,
 ) -> SchedulerFunction:
     """The per-second driver and its ticker. Inline, the ticker claims in this process (with
     `claimer`, or one of its own); in lambda mode it invokes the claimer function per partition
@@ -62,10 +64,10 @@ def build_scheduler(
             settings.claimer_threads,
         )
     else:
-        claim: ClaimCall = (claimer or build_claimer(settings, clients, clock).claimer).claim
+        claim: ClaimCall = (claimer or build_claimer(settings, clients, clock, fence).claimer).claim
         if meter is not None:
             claim = meter.metered_claim(claim)
         fanout = InlineFanout(claim, settings.claimer_threads)
     burst_ahead = timedelta(seconds=settings.burst_ahead_sec)
     ticker = Ticker(due, fanout, settings.max_catchup_buckets, ahead, burst_ahead)
-    return SchedulerFunction(due, ticker, Driver(due, ticker, clock))
+    return SchedulerFunction(due, ticker, Driver(due, ticker, clock, fence))

@@ -9,6 +9,7 @@ from takt.clock import Clock
 from takt.config import Settings
 from takt.dispatch.ahead import DueForecaster, FleetPlan, ScaleAhead
 from takt.dispatch.reconciler import Reconciler
+from takt.models.regions import Fence
 from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.wiring.lanes import lane_sender, worker_gate
 from takt.wiring.stores import (
@@ -33,7 +34,9 @@ class WatchdogFunction:
     reconciler: Reconciler | None = None
 
 
-def build_watchdog(settings: Settings, clients: AwsClients, clock: Clock) -> WatchdogFunction:
+def build_watchdog(
+    settings: Settings, clients: AwsClients, clock: Clock, fence: Fence | None = None
+) -> WatchdogFunction:
     jobs = job_store(settings, clients.dynamodb)
     executions = execution_store(settings, clients.dynamodb)
     buckets = token_buckets(settings, clients.dynamodb)
@@ -47,6 +50,7 @@ def build_watchdog(settings: Settings, clients: AwsClients, clock: Clock) -> Wat
         release_slot=worker_gate(settings, clients.dynamodb, clock, buckets, executions).release,
         notifier=notifier(settings, clients, jobs, http),
         quarantine=quarantine_store(settings, clients.dynamodb),
+        fence=fence,
     )
     return WatchdogFunction(
         watchdog,

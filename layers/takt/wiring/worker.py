@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from takt.aws import AwsClients
 from takt.clock import Clock
 from takt.config import Settings
+from takt.models.regions import Fence
 from takt.wiring.lanes import lane_sender, worker_gate
 from takt.wiring.stores import execution_store, job_store, token_buckets
 from takt.wiring.targets import notifier, signed_http_target, target_router
@@ -22,7 +23,9 @@ class WorkerFunction:
     give_back_margin_sec: float
 
 
-def build_worker(settings: Settings, clients: AwsClients, clock: Clock) -> WorkerFunction:
+def build_worker(
+    settings: Settings, clients: AwsClients, clock: Clock, fence: Fence | None = None
+) -> WorkerFunction:
     jobs = job_store(settings, clients.dynamodb)
     executions = execution_store(settings, clients.dynamodb)
     buckets = token_buckets(settings, clients.dynamodb)
@@ -36,5 +39,6 @@ def build_worker(settings: Settings, clients: AwsClients, clock: Clock) -> Worke
         clock,
         gate=worker_gate(settings, clients.dynamodb, clock, buckets, executions),
         notifier=notifier(settings, clients, jobs, http),
+        fence=fence,
     )
     return WorkerFunction(runner, settings.worker_batch_concurrency, settings.give_back_margin_sec)

@@ -48,6 +48,12 @@ no token left or the tenant runs as many executions as its cap allows. The messa
 back with a delay, as for an unserved handler, and the execution stays pending at its attempt.
 A running slot taken at the gate is freed on every end of the run but a fenced one (the lease,
 and with it the slot, went to someone else).
+
+In a multi-region deployment the worker also asks its region's fence (`takt.regions.fence`)
+before it leases and before it reports: a region that does not hold the region lease raises
+`Fenced` before the lease (the message goes back to its lane, nothing written), skips its
+heartbeats and reports nothing at the end of a run (`region_fenced`), so the lease expires and
+the watchdog of the region that holds the lease takes the execution, as after a worker that died.
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ from takt.fairness.gate import WorkerGate
 from takt.models.calls import CallContext, StopSignal, TargetResult, Targets
 from takt.models.lanes import LaneMessage, Lanes
 from takt.models.records import ExecState, ExecutionRecord, JobRecord
+from takt.models.regions import Fence, Fenced, Unfenced
 from takt.observability import logger
 from takt.retry import backoff_delay
 from takt.store.errors import ConflictError, ExecutionConflictError, NotFoundError
@@ -81,7 +88,7 @@ from takt.worker.recheck import Verdict, claimed_ahead, judge
 UNSERVED_DELAY_SEC = 5
 # Outcomes after which the execution's lease is someone else's (or the watchdog's to take), so
 # its running slot is not this worker's to free.
-LEASE_GONE = frozenset({"fenced", "lease_lost"})
+LEASE_GONE = frozenset({"fenced", "lease_lost", "region_fenced"})
 
 
 @dataclass(frozen=True)
@@ -131,8 +138,10 @@ class ExecutionRunner:
         gate: WorkerGate | None = None,
         notifier: Incidents | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        fence: Fence | None = None,
     ) -> None:
         self._settings = settings
+        self._fence = fence or Unfenced()
         # The clock the lease's local expiry is measured on: never the wall clock, which may
         # jump or disagree with the watchdog's (DESIGN invariants 5 and 10).
         self._monotonic = monotonic
@@ -161,6 +170,8 @@ class ExecutionRunner:
         heartbeat (a `takt worker` extends its message's visibility there).
         """
         host = host or HostDeadline()
+        # Before any write: a fenced region gives the message back untouched (Fenced raises).
+        self._fence.epoch()
         refused = self._admit(message, host)
         if refused is not None:
             return refused
@@ -168,6 +179,12 @@ class ExecutionRunner:
         if claimed_ahead(message, self._settings.clock_margin_sec):
             # After the hold: an edit acknowledged before the due time is in this read.
             verdict = judge(self._current_job(message), message)
+        try:
+            # Again after the hold and the gate, which may have taken a few seconds.
+            self._fence.epoch()
+        except Fenced:
+            self._free(message.tenant_id, message.execution_id)
+            raise
         # Taken before the lease is written, so the lease's local expiry is never later than
         # the expiry the write stores, however long the write takes.
         leased_at = self._monotonic()
@@ -377,6 +394,7 @@ class ExecutionRunner:
         A write that fails for another reason (throttled past botocore's retries, the network)
         raises: the next beat tries again, and the lease's local expiry says when to give up.
         """
+        self._fence.epoch()  # Fenced: this beat fails, and the lease runs out unextended.
         try:
             return self._lifecycle.heartbeat(record, self._clock.now())
         except (ConflictError, NotFoundError):
@@ -398,7 +416,22 @@ class ExecutionRunner:
             record.execution_id, "lease_lost", "lease expired before a heartbeat succeeded"
         )
 
+    def _region_fenced(self, record: ExecutionRecord) -> RunOutcome | None:
+        """The end of a run in a region that lost the region lease: nothing reported, as for a
+        lost lease; None when the region may still act."""
+        try:
+            self._fence.epoch()
+        except Fenced:
+            logger.warning(
+                "region fenced: the run's end is not reported", execution_id=record.execution_id
+            )
+            return RunOutcome(record.execution_id, "region_fenced", "region lease lost")
+        return None
+
     def _complete(self, record: ExecutionRecord, result: TargetResult) -> RunOutcome:
+        fenced = self._region_fenced(record)
+        if fenced is not None:
+            return fenced
         if result.outcome == "success":
             return self._finish(record, ExecState.SUCCEEDED, result, None)
         if result.outcome == "permanent":
@@ -424,6 +457,9 @@ class ExecutionRunner:
 
     def _cancel(self, record: ExecutionRecord) -> RunOutcome:
         """Complete as cancelled: the call was told to stop and is no longer waited for."""
+        fenced = self._region_fenced(record)
+        if fenced is not None:
+            return fenced
         report = rules.CANCELLED_WHILE_RUNNING
         if not self._lifecycle.complete(record, ExecState.CANCELLED, self._clock.now(), report):
             return self._fenced(record)
@@ -454,6 +490,9 @@ class ExecutionRunner:
         delay_sec: int = 0,
     ) -> RunOutcome:
         """Return a leased execution to its lane at the same attempt, for another worker."""
+        fenced = self._region_fenced(record)
+        if fenced is not None:
+            return fenced
         if outcome == "given_back" and rules.give_backs_exhausted(record):
             return self._complete(
                 record,
@@ -471,6 +510,9 @@ class ExecutionRunner:
 
     def _fenced(self, record: ExecutionRecord) -> RunOutcome:
         """A stale report: the lease moved on. Count it on the execution, apply nothing."""
+        fenced = self._region_fenced(record)
+        if fenced is not None:
+            return fenced
         logger.warning(
             "stale report fenced out", execution_id=record.execution_id, attempt=record.attempt
         )
@@ -530,7 +572,7 @@ class _Heartbeat:
         try:
             self.current = self._write()
             self.reached = True
-        except (ClientError, BotoCoreError):
+        except (ClientError, BotoCoreError, Fenced):
             logger.exception("heartbeat failed")
         finally:
             self.done.set()

@@ -102,7 +102,9 @@ class FakeExecutions:
     def get(self, tenant_id: str, execution_id: str, *, consistent: bool = True) -> ExecutionRecord:
         return execution_record(self._item(tenant_id, execution_id))
 
-    def create(self, record: ExecutionRecord, *, check_at_ms: int | None) -> bool:
+    def create(
+        self, record: ExecutionRecord, *, check_at_ms: int | None, region_epoch: int | None = None
+    ) -> bool:
         """`attribute_not_exists(sk)`: False when the occurrence's execution exists."""
         if self.before_create is not None:
             self.before_create(record)
@@ -120,6 +122,8 @@ class FakeExecutions:
             check_at=None if shard is None else check_at_ms,
             expires_at=int(record.created_at.timestamp()) + self.retention_sec,
         )
+        if region_epoch is not None:
+            self.items[key]["region_epoch"] = {"N": str(region_epoch)}
         return True
 
     # LifecycleExecutions

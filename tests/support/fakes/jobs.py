@@ -149,19 +149,27 @@ class FakeJobs:
         next_run: datetime | None,
         *,
         active_execution: str | None = None,
+        region_epoch: int | None = None,
     ) -> Advance:
-        """`JobStore.advance`: `#n = :fired AND #s = :active AND #v = :version`, and on a
-        failed condition the item as it is (`ALL_OLD`)."""
+        """`JobStore.advance`: `#n = :fired AND #s = :active AND #v = :version` (and, with a
+        region epoch, no later one stored), and on a failed condition the item as it is
+        (`ALL_OLD`)."""
         if self.before_advance is not None:
             self.before_advance(job)
         item = self.items.get((job.tenant_id, job.job_id))
-        holds = item is not None and (
+        if item is None:
+            return Advance(False)
+        stored = int(item["region_epoch"]["N"]) if "region_epoch" in item else None
+        holds = (
             item.get("next_run_time") == {"S": format_time(fired)}
             and item.get("status") == {"S": JobStatus.ACTIVE.value}
             and item.get("version") == {"N": str(job.version)}
+            and (region_epoch is None or stored is None or stored <= region_epoch)
         )
-        if item is None or not holds:
-            return Advance(False, None if item is None else job_record(item))
+        if not holds:
+            return Advance(False, job_record(item), stored)
+        if region_epoch is not None:
+            item["region_epoch"] = {"N": str(region_epoch)}
         if next_run is None:
             item.pop("next_run_time", None)
             item["status"] = {"S": JobStatus.COMPLETED.value}
