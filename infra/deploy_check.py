@@ -10,7 +10,7 @@ have in flight at once against SQS's fixed limit (SQS has no per-account setting
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -56,6 +56,9 @@ class Plan:
     due_shards: int
     # By lane: a worker function's concurrency times its batch, or every Fargate slot.
     lanes_in_flight: Mapping[str, int]
+    # With `regions`, each of them: every region deploys the same stacks, so each region's
+    # quotas must hold them (Lambda's and DynamoDB's are per region). Empty: the CLI's region.
+    regions: tuple[str, ...] = ()
 
     @property
     def reserved_total(self) -> int:
@@ -96,6 +99,7 @@ def plan(context: ContextSource) -> Plan:
             )
             for name, lane in config.lanes.items()
         },
+        regions=config.regions.regions if config.regions else (),
     )
 
 
@@ -149,6 +153,18 @@ def check(plan: Plan, lambda_: LambdaClient, dynamodb: DynamoDBClient) -> list[F
         )
     findings.append(_in_flight(plan))
     return findings
+
+
+def check_regions(
+    plan: Plan, clients: Callable[[str], tuple[LambdaClient, DynamoDBClient]]
+) -> list[Finding]:
+    """`check` in each region of `plan.regions`, with that region's clients, each finding named
+    after its region: a quota raised in one region is not raised in another."""
+    return [
+        Finding(finding.level, f"{region}: {finding.message}")
+        for region in plan.regions
+        for finding in check(plan, *clients(region))
+    ]
 
 
 def _in_flight(plan: Plan) -> Finding:

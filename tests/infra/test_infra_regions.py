@@ -20,6 +20,17 @@ from infra.context import ContextError, DeployConfig
 from infra.regions import RegionPlan
 from infra.stateful import StatefulStack
 from infra.stateless import StatelessStack
+from takt.resources import TABLES
+from takt_cli.capacity.idle import MINUTES_PER_MONTH, base_lines, render
+from takt_cli.capacity.model import CallProfile
+from takt_cli.capacity.regions import (
+    idle_region_lines,
+    lease_lines,
+    regional_stacks,
+    regions_price_table,
+    seed_load_lines,
+)
+from takt_cli.commands.main import main
 from tests.infra.cli_synth import REGIONS_CONTEXT
 
 PRIMARY, SECOND, WITNESS = "us-east-1", "us-east-2", "us-west-2"
@@ -30,8 +41,6 @@ DATA_TABLES = {
     "TAKT_IDEMPOTENCY_TABLE": "takt-idempotency",
     "TAKT_TENANTS_TABLE": "takt-tenants",
 }
-# The single region's tables as main synthesized them before regions existed.
-SINGLE_REGION_TABLES = Path(__file__).with_name("single_region_tables.json")
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +75,26 @@ def _config(context: dict[str, Any], **overrides: Any) -> DeployConfig:
     return DeployConfig.from_context(App(context=context | overrides).node)
 
 
-def test_single_region_tables_synthesize_exactly_as_before_regions(
+def _single_region_tables(stateful: StatefulStack) -> dict[str, dict[str, Any]]:
+    """The one-region stack's tables by the name of their spec's setting (`jobs_table`, ...)."""
+    resources = Template.from_stack(stateful).to_json()["Resources"]
+    return {
+        spec.setting: next(
+            resource
+            for name, resource in resources.items()
+            if name.startswith(f"Tables{spec.logical_id}")
+        )
+        for spec in TABLES
+    }
+
+
+def test_single_region_tables_synthesize_as_before_regions(
     stacks: tuple[StatefulStack, StatelessStack],
 ) -> None:
+    """One region keeps its regional tables, named by CloudFormation, and no lease at all."""
     stateful, stateless = stacks
     resources = Template.from_stack(stateful).to_json()["Resources"]
-    tables = {
-        name: resource
-        for name, resource in resources.items()
-        if resource["Type"].startswith("AWS::DynamoDB")
-    }
+    tables = _single_region_tables(stateful)
     environments = [
         resource["Properties"]["Environment"]["Variables"]
         for resource in Template.from_stack(stateless).to_json()["Resources"].values()
@@ -83,9 +102,18 @@ def test_single_region_tables_synthesize_exactly_as_before_regions(
         and "Environment" in resource.get("Properties", {})
     ]
 
-    assert tables == json.loads(SINGLE_REGION_TABLES.read_text()), (
-        "one region must keep its tables exactly as before regions existed"
-    )
+    assert {resource["Type"] for resource in resources.values()} >= {"AWS::DynamoDB::Table"}
+    assert not {"AWS::DynamoDB::GlobalTable", "Custom::AWS"} & {
+        resource["Type"] for resource in resources.values()
+    }, "one region builds no global table and looks no stream up"
+    for setting, table in tables.items():
+        properties = table["Properties"]
+        assert table["Type"] == "AWS::DynamoDB::Table", setting
+        assert "TableName" not in properties, f"{setting}: CloudFormation names it, as before"
+        assert (table["DeletionPolicy"], properties["DeletionProtectionEnabled"]) == (
+            "Retain",
+            True,
+        ), setting
     assert all(
         "TAKT_REGIONS" not in env and "TAKT_REGION_LEASE_TABLE" not in env for env in environments
     ), "one region sets no region lease: the fence stays off"
@@ -110,9 +138,9 @@ def test_regions_deploy_a_stack_pair_per_region_each_in_its_region(assembly: Pat
 
 
 def test_regions_make_every_data_table_an_mrec_global_table_with_what_one_region_has(
-    assembly: Path,
+    assembly: Path, stacks: tuple[StatefulStack, StatelessStack]
 ) -> None:
-    single = json.loads(SINGLE_REGION_TABLES.read_text())
+    single = _single_region_tables(stacks[0])
     tables = _resources(_template(assembly, "TaktStateful", PRIMARY), "AWS::DynamoDB::GlobalTable")
     data = {
         table["Properties"]["TableName"]: table["Properties"]
@@ -121,11 +149,9 @@ def test_regions_make_every_data_table_an_mrec_global_table_with_what_one_region
     }
 
     assert sorted(data) == sorted(DATA_TABLES.values())
-    for name, table in data.items():
-        prefix = f"Tables{name.removeprefix('takt-').capitalize()}"
-        (original,) = [
-            table["Properties"] for logical, table in single.items() if logical.startswith(prefix)
-        ]
+    for spec in TABLES:
+        name = DATA_TABLES[f"TAKT_{spec.setting.upper()}"]
+        table, original = data[name], single[spec.setting]["Properties"]
         assert "MultiRegionConsistency" not in table, f"{name} must be MREC (eventual)"
         assert [replica["Region"] for replica in table["Replicas"]] == [SECOND, PRIMARY], (
             f"{name} needs a replica in every region"
@@ -137,9 +163,8 @@ def test_regions_make_every_data_table_an_mrec_global_table_with_what_one_region
         ), f"every replica of {name} keeps point-in-time recovery and deletion protection"
         assert table["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
         assert table["SSESpecification"] == {"SSEEnabled": True, "SSEType": "KMS"}
-        assert table.get("TimeToLiveSpecification") == original.get("TimeToLiveSpecification")
-        assert table["KeySchema"] == original["KeySchema"]
-        assert table.get("GlobalSecondaryIndexes") == original.get("GlobalSecondaryIndexes")
+        for kept in ("TimeToLiveSpecification", "KeySchema", "GlobalSecondaryIndexes"):
+            assert table.get(kept) == original.get(kept), f"{name} keeps one region's {kept}"
 
 
 def test_regions_hold_the_lease_in_an_mrsc_table_with_its_witness(assembly: Path) -> None:
@@ -287,3 +312,51 @@ def test_regions_within_one_region_set_are_planned_first_region_first(
 
     assert plan == RegionPlan(regions=tuple(regions.split(",")), witness=witness)
     assert plan is not None and plan.primary == regions.split(",", maxsplit=1)[0]
+
+
+def test_each_further_region_costs_its_stacks_idle_and_the_lease(assembly: Path) -> None:
+    stacks = regional_stacks(assembly)
+    lines = {line.item.split(":")[0]: line for line in idle_region_lines(stacks)}
+    second = stacks[1]
+    renewals = lines["region lease renewals"]
+
+    assert [stack.region for stack in stacks] == [PRIMARY, SECOND], "the first region first"
+    assert lines[f"{SECOND}'s stacks idle, as one region's (an upper bound"].usd == pytest.approx(
+        sum(line.usd for line in base_lines(second.stateful, second.stateless))
+    ), "a standby region runs every loop one region runs"
+    # Two live drivers and the watchdog renew every 5 s, a replicated write in both regions.
+    assert renewals.usd == pytest.approx(3 * 12 * 2 * MINUTES_PER_MONTH * 0.625 / 1e6), (
+        "replicated-writes-billed-in-every-region: a renewal is a write unit in each replica"
+    )
+
+
+def test_replicated_writes_at_the_seeds_load_are_billed_once_more_per_region() -> None:
+    two, three = seed_load_lines(2), seed_load_lines(3)
+    write_units = sum(CallProfile().write_units_by_table.values())
+
+    assert two[0].usd == pytest.approx(1400 * MINUTES_PER_MONTH * 60 * write_units * 0.625 / 1e6)
+    assert sum(line.usd for line in three) == pytest.approx(2 * sum(line.usd for line in two)), (
+        "replicated-writes-billed-in-every-region: a third region bills every write once more"
+    )
+
+
+def test_takt_cost_idle_prices_every_region_of_a_regions_synth(
+    assembly: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["cost", "idle", str(assembly)])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith(f"{PRIMARY} (the first region, holding the lease):")
+    assert render(idle_region_lines(regional_stacks(assembly))) in out
+    assert render(seed_load_lines(2)) in out
+
+
+def test_deploy_doc_shows_what_the_regions_cost(assembly: Path) -> None:
+    deploy = (Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md").read_text()
+
+    assert render(lease_lines(regional_stacks(assembly))) in deploy, (
+        "docs/DEPLOY.md's regions cost is takt cost idle's: regenerate it"
+    )
+    assert render(seed_load_lines(2)) in deploy
+    assert regions_price_table() in deploy

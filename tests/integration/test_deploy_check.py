@@ -11,7 +11,7 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from infra.deploy_check import DictContext, check, plan
+from infra.deploy_check import DictContext, check, check_regions, plan
 from takt_cli.commands.main import main
 
 CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
@@ -89,6 +89,25 @@ def test_a_lane_beyond_sqs_in_flight_limit_would_stall(dynamodb: Any) -> None:
 
     assert findings[-1].level == "throttle"
     assert "(low 153600)" in findings[-1].message
+
+
+def test_regions_are_checked_each_against_its_own_quotas(dynamodb: Any) -> None:
+    """Lambda's and DynamoDB's quotas are per region: a deployment across regions needs them
+    raised in every region, and the check names the region whose quota falls short."""
+    wanted = plan(_context(regions="us-east-1,us-east-2", witnessRegion="us-west-2"))
+    quotas = {"us-east-1": 1000, "us-east-2": 10}
+
+    findings = check_regions(wanted, lambda region: (_lambda_with_quota(quotas[region]), dynamodb))
+
+    failures = [finding.message for finding in findings if finding.level == "fail"]
+    assert wanted.regions == ("us-east-1", "us-east-2")
+    assert {finding.message.split(":")[0] for finding in findings} == set(quotas), (
+        "every finding names its region"
+    )
+    assert len(failures) == 1, failures
+    assert failures[0].startswith("us-east-2: Lambda concurrency quota 10"), (
+        "deploy-check-per-region: the region whose quota falls short is named"
+    )
 
 
 def test_the_command_refuses_a_bad_context_value_in_one_line(

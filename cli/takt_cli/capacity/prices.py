@@ -98,6 +98,11 @@ LIST_PRICES: dict[str, Price] = {
     # Fargate, Linux on arm64 (Graviton), what the worker service runs on.
     "fargate_vcpu_hour": Price(0.03238, "Fargate Linux/ARM, per vCPU-hour"),
     "fargate_gb_hour": Price(0.00356, "Fargate Linux/ARM, per GB-hour"),
+    # What a global table's replication moves between regions (the general rate out of
+    # us-east-1; a few region pairs are cheaper).
+    "data_transfer_inter_region_per_gb": Price(
+        0.02, "data transfer from us-east-1 to another region, per GB"
+    ),
 }
 
 
@@ -133,6 +138,7 @@ class Prices:
     public_ipv4_hour: float
     fargate_vcpu_hour: float
     fargate_gb_hour: float
+    data_transfer_inter_region_per_gb: float
 
 
 US_EAST_1 = Prices(**{name: price.listed for name, price in LIST_PRICES.items()})

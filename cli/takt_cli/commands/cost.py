@@ -29,7 +29,7 @@ def cost() -> None:
 def idle(cdk_out: Path) -> None:
     """Print the idle cost tables of the templates in CDK_OUT (default cdk.out), as docs/DEPLOY.md
     shows them."""
-    from takt_cli.capacity.idle import report  # noqa: PLC0415 - only this command loads the CDK app's constants and the wiring
+    from takt_cli.capacity.regions import report  # noqa: PLC0415 - only this command loads the CDK app's constants and the wiring
 
     try:
         text = report(cdk_out)

@@ -1,7 +1,8 @@
 """`takt deploy check`: before `cdk deploy`, what the account will refuse or throttle.
 
 Run from the repository (it reads cdk.json and the CDK app's context rules in `infra/`, so the
-numbers are the ones the stacks would set) with the credentials and region you deploy with.
+numbers are the ones the stacks would set) with the credentials and region you deploy with; with
+`-c regions=...` it checks each of those regions, whose quotas are their own.
 Everything is imported inside the command, so `takt --help` stays cheap.
 """
 
@@ -10,10 +11,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from takt_cli.commands.errors import CliError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_lambda import LambdaClient
 
 
 @click.group()
@@ -54,7 +60,7 @@ def check(overrides: tuple[str, ...], cdk_json: Path) -> None:
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
 
     from infra.context import ContextError  # noqa: PLC0415 - only this command loads the CDK app and boto3
-    from infra.deploy_check import DictContext, check, plan  # noqa: PLC0415 - only this command loads the CDK app and boto3
+    from infra.deploy_check import DictContext, check, check_regions, plan  # noqa: PLC0415 - only this command loads the CDK app and boto3
     from takt.aws import make_clients, make_lambda_client  # noqa: PLC0415 - only this command loads the CDK app and boto3
     from takt.config import get_settings  # noqa: PLC0415 - only this command loads the CDK app and boto3
 
@@ -72,10 +78,16 @@ def check(overrides: tuple[str, ...], cdk_json: Path) -> None:
     except ContextError as exc:
         raise CliError(str(exc)) from None
     settings = get_settings()
+
+    def clients(region: str) -> tuple[LambdaClient, DynamoDBClient]:
+        regional = settings.model_copy(update={"region": region})
+        return make_lambda_client(regional, None), make_clients(regional).dynamodb
+
     try:
-        findings = check(
-            wanted, make_lambda_client(settings, None), make_clients(settings).dynamodb
-        )
+        if wanted.regions:
+            findings = check_regions(wanted, clients)
+        else:
+            findings = check(wanted, *clients(settings.region))
     except (BotoCoreError, ClientError) as exc:
         # No credentials, or a role without lambda:GetAccountSettings/dynamodb:DescribeLimits.
         raise CliError(f"cannot read the account's Lambda and DynamoDB limits: {exc}") from None
