@@ -195,6 +195,13 @@ function workflow(job, last) {
     graph({ tasks }, "Workflow graph"));
 }
 
+// A job's part the API answers 404 for once the job is deleted: null then (its executions stay
+// readable until they expire).
+function unlessDeleted(error) {
+  if (error.status === 404) return null;
+  throw error;
+}
+
 export async function job(main, id) {
   const header = h("div");
   const body = h("div", { class: "columns" });
@@ -206,23 +213,39 @@ export async function job(main, id) {
   const starts = [null];
   let at = 0;
 
+  // A deleted job's page is its history: what remains of it, with no settings or actions.
+  function drawDeleted() {
+    header.replaceChildren(h("div", { class: "title" },
+      h("div", {}, h("p", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", id),
+        h("h1", {}, id, " ", badge("deleted")),
+        h("p", { class: "muted" }, "This job was deleted. Its executions stay readable until they expire."))));
+    body.replaceChildren();
+    fill(backfilling);
+    fill(flow);
+  }
+
   async function redraw() {
     const [j, preview, page, runs, more] = await Promise.all([
-      get(`/v1/jobs/${id}`), get(`/v1/jobs/${id}/preview?count=5`),
+      get(`/v1/jobs/${id}`).catch(unlessDeleted),
+      get(`/v1/jobs/${id}/preview?count=5`).catch(unlessDeleted),
       get(`/v1/jobs/${id}/executions` + query({ limit: PAGE, cursor: starts[at] })),
-      get(`/v1/jobs/${id}/backfills`),
+      get(`/v1/jobs/${id}/backfills`).catch(unlessDeleted),
       // Without the contract the page still shows what it lays out itself.
       moreFields().catch(() => []),
     ]);
-    header.replaceChildren(h("div", { class: "title" },
-      h("div", {}, h("p", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", j.id),
-        h("h1", {}, j.name || j.id, " ", badge(j.status))),
-      actions(j, redraw)));
-    body.replaceChildren(schedule(j, preview), settings(j, more));
-    fill(backfilling, backfills(j, runs.items, redraw));
-    // The graph follows the newest run, which only the first page holds.
-    if (j.tasks && at === 0) {
-      fill(flow, workflow(j, page.items.length ? await get(`/v1/runs/${page.items[0].id}`) : null));
+    if (j === null || preview === null || runs === null) {
+      drawDeleted();
+    } else {
+      header.replaceChildren(h("div", { class: "title" },
+        h("div", {}, h("p", { class: "crumbs" }, h("a", { href: "#/jobs" }, "Jobs"), " / ", j.id),
+          h("h1", {}, j.name || j.id, " ", badge(j.status))),
+        actions(j, redraw)));
+      body.replaceChildren(schedule(j, preview), settings(j, more));
+      fill(backfilling, backfills(j, runs.items, redraw));
+      // The graph follows the newest run, which only the first page holds.
+      if (j.tasks && at === 0) {
+        fill(flow, workflow(j, page.items.length ? await get(`/v1/runs/${page.items[0].id}`) : null));
+      }
     }
     starts.length = at + 1;
     if (page.next_cursor) starts.push(page.next_cursor);
@@ -233,7 +256,7 @@ export async function job(main, id) {
       h("button", { disabled: !page.next_cursor, onclick: go(1) }, "Older"));
     fill(history, h("h2", {}, "Executions"), timeline(page.items),
       table(["execution", "state", "trigger", "attempt", "scheduled", "lag", "error"],
-        page.items.map((e) => executionRow(e, Boolean(j.tasks))), at ? "No older executions." : "No executions yet."),
+        page.items.map((e) => executionRow(e, Boolean(j?.tasks))), at ? "No older executions." : "No executions yet."),
       (at > 0 || page.next_cursor) && pager);
   }
 

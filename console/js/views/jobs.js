@@ -30,6 +30,7 @@ export async function jobs(main) {
   const chips = h("div", { class: "chips", role: "group", "aria-label": "Filter by state" });
   const search = h("input", { type: "search", placeholder: "Name starts with…", "aria-label": "Search by name" });
   const list = h("div");
+  const deleted = h("section", { "aria-label": "Deleted jobs" });
   const more = h("button", { hidden: true, onclick: () => act(more, loadMore) }, "Load more");
 
   async function counts() {
@@ -48,10 +49,25 @@ export async function jobs(main) {
     return page.items;
   }
 
+  // A searched name's deleted holders, while their history is kept: a deleted job is found by
+  // the name it had, under the jobs that have it now.
+  async function formerHolders() {
+    if (!filter.name) return [];
+    const page = await get("/v1/deleted-jobs" + query({ name: filter.name }));
+    return page.items;
+  }
+
   async function refresh() {
-    const [items] = await Promise.all([load(Math.min(200, shown)), counts()]);
+    const [items, former] = await Promise.all([load(Math.min(200, shown)), formerHolders(), counts()]);
     list.replaceChildren(table(["name", "status", "schedule", "next run", "last outcome", "last run"],
       items.map(row), filter.name || filter.status ? "No job matches." : "No jobs yet: create one."));
+    deleted.hidden = !former.length;
+    deleted.replaceChildren(...(former.length ? [
+      h("h2", {}, `Deleted jobs named \u201c${filter.name}\u201d`),
+      table(["name", "deleted", "history kept until"], former.map((job) => h("tr", {},
+        h("td", {}, h("a", { href: `#/jobs/${job.id}`, title: job.id }, job.name, h("span", { class: "muted" }, " (deleted)"))),
+        h("td", {}, when(job.deleted_at)), h("td", {}, when(job.history_until)))), ""),
+    ] : []));
   }
 
   // A filter change redraws at once; a failure shows as a toast, as for any action.
@@ -79,7 +95,7 @@ export async function jobs(main) {
     h("div", { class: "title" }, h("h1", {}, "Jobs"),
       create),
     h("div", { class: "toolbar" }, chips, search),
-    list, more);
+    list, more, deleted);
   await refresh();
   return { refresh, every: 5000 };
 }
