@@ -99,6 +99,8 @@ def problem_of(secrets: list[str], headers: dict[str, str], body: bytes, now: fl
 @click.pass_obj
 def receive(ctx: CliContext, host: str, port: int, status: int, secret: str | None) -> None:
     """Receive takt's calls: print each one, verify its signature, answer --status."""
+    # A busy port is refused first, before the import and the keys' fetch take their seconds.
+    claim_port(host, port)
     # Imported now, not at the first call: it pulls in botocore, and a call that waits on that
     # import may time out at the worker.
     import takt.tenants.webhook_keys  # noqa: F401, PLC0415 - botocore costs most of a second; only receive pays it
@@ -148,7 +150,6 @@ def receive(ctx: CliContext, host: str, port: int, status: int, secret: str | No
         def log_message(self, format: str, *args: Any) -> None:
             """Silent: `_print` says everything, once."""
 
-    claim_port(host, port)
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
     bound = f"http://{host}:{server.server_address[1]}/"

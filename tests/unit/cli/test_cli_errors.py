@@ -8,6 +8,7 @@ import pytest
 
 from takt_cli.commands.main import main
 from takt_cli.local.runtime import free_port
+from tests.unit.cli.conftest import FakeApi
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -169,3 +170,15 @@ def test_takt_receive_on_a_busy_port_says_so_in_one_line(
 
     assert code == 1
     assert f"port {port} on 127.0.0.1 is in use" in assert_one_error_line(out, err)
+
+
+def test_takt_receive_on_a_busy_port_says_so_before_asking_the_api_for_keys(
+    capsys: pytest.CaptureFixture[str], fake_api: FakeApi
+) -> None:
+    with _listening() as busy:
+        port = busy.getsockname()[1]
+        code, out, err = run(capsys, "--endpoint", fake_api.url, "receive", "--port", str(port))
+
+    assert code == 1
+    assert f"port {port} on 127.0.0.1 is in use" in assert_one_error_line(out, err)
+    assert fake_api.received == [], "a busy port is refused before anything starts: no keys fetched"
