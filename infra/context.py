@@ -90,9 +90,12 @@ _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 
 # A profile sets these context keys, whatever cdk.json or `-c` say (docs/DEPLOY.md, "Profiles").
 # `seed` is cdk.json as shipped, sized for the seed's workload. `small` is for a few thousand jobs
-# at an idle cost under $15 a month (`takt cost idle`); what it gives up, in the order of
+# at an idle cost under $8 a month (`takt cost idle`); what it gives up, in the order of
 # the savings: one driver instead of two, so a driver that dies stops dispatch until the next
-# minute's starts (up to ~60 s, not ~1 s); a 128 MB scheduler and a 512 MB claimer on one shard
+# minute's starts (up to ~60 s, not ~1 s); that driver rests once nothing is due before the next
+# minute's, and a job written meanwhile for sooner waits for the indexer to start one (about a
+# second; up to ~70 s when that start is lost, `takt.dispatch.rest`); a 128 MB scheduler and a
+# 512 MB claimer on one shard
 # (dispatch of a burst of a few hundred due at once takes seconds); the watchdog sweeps once a
 # minute (a lost execution is redone within lease + 60 s); no dashboard and no X-Ray traces (the
 # alarms stay).
@@ -103,6 +106,7 @@ PROFILES: dict[str, dict[str, object]] = {
         "openShards": 1,
         "claimerThreads": 4,
         "drivers": 1,
+        "driverRest": True,
         "functionMemoryMb": {"scheduler": 128, "watchdog": 128, "claimer": 512},
         "watchdogIntervalSec": 60,
         "watchdogSweeps": 1,
@@ -266,6 +270,9 @@ class DeployConfig:
     watchdog_sweeps: int = MAX_WATCHDOG_SWEEPS
     dashboard: bool = True
     tracing: bool = True
+    # Drivers end early when nothing is due soon, and the indexer starts one for a job due
+    # sooner (`takt.dispatch.rest`).
+    driver_rest: bool = False
     # The Lambda functions, state machines and SigV4-signed APIs the workers may call.
     targets: TargetGrants = dataclasses.field(default_factory=TargetGrants)
     # The `iss` of takt's OIDC tokens (with `oidcKeyArn`); Settings' default when None.
@@ -333,6 +340,7 @@ class DeployConfig:
             ),
             dashboard=_optional_bool(node, "dashboard", default=True),
             tracing=_optional_bool(node, "tracing", default=True),
+            driver_rest=_optional_bool(node, "driverRest", default=False),
             table_billing=_table_billing(node),
             regions=_regions(node),
         )

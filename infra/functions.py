@@ -449,6 +449,15 @@ class TaktFunctions(Construct):
         self.scheduler.add_environment(
             settings_env_var("claimer_function"), self.claimer.function_name
         )
+        if config.driver_rest:
+            # The indexer starts a driver for a job due before the next minute's driver
+            # (takt.dispatch.rest); the drivers end early.
+            self.scheduler.grant_invoke(self.indexer)
+            self.scheduler.add_environment(settings_env_var("driver_rest"), "true")
+            self.indexer.add_environment(settings_env_var("driver_rest"), "true")
+            self.indexer.add_environment(
+                settings_env_var("scheduler_function"), self.scheduler.function_name
+            )
 
     def _function(
         self,
@@ -556,6 +565,18 @@ class TaktFunctions(Construct):
                         "aliases): the scheduler may invoke the claimer and nothing else."
                     ),
                     applies_to=[RegexAppliesTo(regex="/^Resource::<.*Claimer.*>:\\*$/g")],
+                )
+            )
+        if spec is INDEXER:
+            wildcards.append(
+                NagPackSuppression(
+                    id="AwsSolutions-IAM5",
+                    reason=(
+                        "With driverRest, grant_invoke names the scheduler and '<scheduler>:*' "
+                        "(its versions and aliases): the indexer may start a driver and invoke "
+                        "nothing else."
+                    ),
+                    applies_to=[RegexAppliesTo(regex="/^Resource::<.*Scheduler.*>:\\*$/g")],
                 )
             )
         NagSuppressions.add_resource_suppressions(role, wildcards, apply_to_children=True)

@@ -4,7 +4,9 @@ EventBridge starts one driver a minute, and each runs for about two minutes (its
 `infra/driver.py`), so two drivers are always running, a minute apart; each claims every second
 and only the winner ticks (`takt.dispatch.driver`). A second delivery of a minute's event (the
 rule delivers at least once) finds its start already claimed and returns at once.
-The local runtime invokes it every second with `{"ticks": 1}`.
+The local runtime invokes it every second with `{"ticks": 1}`. With `driver_rest` (the small
+profile) a driver ends early once nothing is due before the next minute's, and the indexer starts
+one for a job due sooner (`takt.dispatch.rest`); such a start carries no `time`.
 """
 
 from __future__ import annotations
@@ -48,10 +50,23 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.info("a driver already started for this event", scheduled=scheduled)
         return {"seconds": 0, "ticks": 0, "dispatched": 0}
     ticks = event.get("ticks")
+    rest = scheduler.rest
+    rested = False
+
+    def on_tick(tick: TickResult) -> None:
+        nonlocal rested
+        record_tick(tick)
+        if rest is not None:
+            rested = rest.settles(scheduler.clock.now(), tick.watermark)
+
     result = scheduler.driver.run(
-        keep_going=lambda: context.get_remaining_time_in_millis() >= STOP_BEFORE_END_MS,
+        keep_going=lambda: (
+            not rested and context.get_remaining_time_in_millis() >= STOP_BEFORE_END_MS
+        ),
         wait=time.sleep,
         ticks=None if ticks is None else int(ticks),
-        on_tick=record_tick,
+        on_tick=on_tick,
     )
+    if rested:
+        logger.info("the driver rests: nothing is due before the next minute's driver")
     return {"seconds": result.seconds, "ticks": result.ticks, "dispatched": result.dispatched}

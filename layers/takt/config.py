@@ -184,6 +184,11 @@ class Settings(BaseModel):
     claimer_mode: Literal["inline", "lambda"] = "inline"
     claimer_function: str | None = None
     claimer_threads: int = Field(default=8, ge=1, le=64)
+    # A driver ends its invocation once nothing is due before the next minute's driver, and the
+    # indexer starts one (`scheduler_function`) for a job due sooner (`takt.dispatch.rest`): the
+    # small profile's idle saving.
+    driver_rest: bool = False
+    scheduler_function: str | None = None
 
     # Registered-handler modules the worker imports, comma-separated ("billing.jobs,reports").
     handler_modules: str = ""

@@ -151,7 +151,7 @@ CFN_LINT_IGNORED_BY_VARIANT: dict[str, dict[str, tuple[str, str]]] = {
         "WS1000": (
             "Functions.*",
             "The small profile turns X-Ray tracing off on every function, one of the savings "
-            "that keep its idle cost under $15 a month (docs/DEPLOY.md, Profiles).",
+            "that keep its idle cost under $8 a month (docs/DEPLOY.md, Profiles).",
         )
     },
 }

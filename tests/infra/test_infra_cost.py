@@ -43,6 +43,22 @@ def test_an_idle_minute_costs_68_read_units_per_due_shard_and_a_claim_per_second
     assert units.watchdog_reads == WATCHDOG_SWEEPS * (open_shards + -(-due_shards // 8)) * 0.5
 
 
+@pytest.mark.parametrize("due_shards", [1, 4])
+def test_a_resting_driver_costs_one_tick_and_two_looks_at_four_minutes_a_minute(
+    due_shards: int,
+) -> None:
+    """With `driverRest` the minute's driver ticks once and rests (takt.dispatch.rest): its tick
+    probes the previous and current minutes and, at second 0, the two before (half a unit each)
+    and checks the oldest empty before moving the watermark (one); its rest looks at the four
+    minutes from the watermark through the next, strongly consistent, before and after recording
+    it. Writes: the start, the second, the watermark and the rest."""
+    units = idle_units(due_shards, 1, drivers=1, sweeps=1, rest=True)
+
+    assert (units.scheduler_reads, units.scheduler_writes) == (11 * due_shards, 4), (
+        "idle cost: a resting driver's minute is one tick and its rest, not sixty ticks"
+    )
+
+
 def test_deploy_doc_shows_the_idle_cost_of_the_shipped_templates(
     stateful_template: Template, stateless_template: Template
 ) -> None:

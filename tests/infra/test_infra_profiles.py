@@ -1,4 +1,4 @@
-"""`-c profile=small`: a deployment for a few thousand jobs whose idle cost stays under $15 a
+"""`-c profile=small`: a deployment for a few thousand jobs whose idle cost stays under $8 a
 month, priced by `takt cost idle` from the templates the CDK CLI would synthesize."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tests.infra.cli_synth import cli_context
 
 DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md"
 README = Path(__file__).resolve().parents[2] / "README.md"
-SMALL_BUDGET_USD = 15.0
+SMALL_BUDGET_USD = 8.0
 
 
 def _templates(assembly: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -33,12 +33,14 @@ def _total(assembly: Path) -> float:
     return sum(line.usd for line in base_lines(*_templates(assembly)))
 
 
-def test_the_small_profile_idles_under_15_usd_a_month(
+def test_the_small_profile_idles_under_8_usd_a_month(
     cli_assemblies: Callable[[str], Path],
 ) -> None:
     small, seed = _total(cli_assemblies("small")), _total(cli_assemblies("default"))
 
-    assert small <= SMALL_BUDGET_USD < seed
+    assert small <= SMALL_BUDGET_USD < seed, (
+        f"idle cost: the small profile idles at ${small:.2f} a month, over ${SMALL_BUDGET_USD:g}"
+    )
 
 
 def test_deploy_doc_shows_the_small_profiles_idle_cost(
@@ -86,13 +88,52 @@ def test_the_small_profile_runs_one_small_driver_and_a_single_sweep(
     assert all(p.get("TracingConfig", {}).get("Mode") != "Active" for p in functions.values())
 
 
+def _indexer_invokes_the_scheduler(stateless: dict[str, Any]) -> bool:
+    """Whether the indexer's role may invoke the scheduler function."""
+    for logical_id, resource in stateless["Resources"].items():
+        if resource["Type"] != "AWS::IAM::Policy" or not logical_id.startswith("FunctionsIndexer"):
+            continue
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+            if "lambda:InvokeFunction" in json.dumps(statement["Action"]) and "Scheduler" in (
+                json.dumps(statement["Resource"])
+            ):
+                return True
+    return False
+
+
+@pytest.mark.parametrize(("variant", "rests"), [("small", True), ("default", False)])
+def test_the_small_profiles_driver_rests_and_the_indexer_may_start_one(
+    cli_assemblies: Callable[[str], Path], variant: str, rests: bool
+) -> None:
+    _, stateless = _templates(cli_assemblies(variant))
+    variables = {
+        logical_id.removeprefix("Functions")[:7]: resource["Properties"]["Environment"]["Variables"]
+        for logical_id, resource in stateless["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function" and logical_id.startswith("Functions")
+    }
+
+    assert (
+        variables["Schedul"].get("TAKT_DRIVER_REST"),
+        variables["Indexer"].get("TAKT_DRIVER_REST"),
+        "TAKT_SCHEDULER_FUNCTION" in variables["Indexer"],
+        _indexer_invokes_the_scheduler(stateless),
+    ) == (("true", "true", True, True) if rests else (None, None, False, False)), (
+        "rest: the small profile's driver rests and its indexer may start one; the seed's never"
+    )
+
+
 def test_every_profile_key_is_a_context_knob_the_app_reads() -> None:
     """A profile key the app ignored would be a saving only on paper."""
     for profile in PROFILES:
         config = DeployConfig.from_context(App(context=cli_context({"profile": profile})).node)
         assert config.profile == profile
     small = DeployConfig.from_context(App(context=cli_context({"profile": "small"})).node)
-    assert (small.tuning.due_shards, small.drivers, small.dashboard) == (1, 1, False)
+    assert (small.tuning.due_shards, small.drivers, small.dashboard, small.driver_rest) == (
+        1,
+        1,
+        False,
+        True,
+    )
 
 
 def test_an_unknown_profile_is_refused_by_name() -> None:

@@ -673,6 +673,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="resting-driver-does-not-look-again",
+        breaks="issue 26: a resting driver records its rest, then looks at the index again",
+        path="layers/takt/dispatch/rest.py",
+        old="""        self._due.rest(now)
+        return self._quiet(now, watermark)""",
+        new="""        self._due.rest(now)
+        return True""",
+        tests=(
+            "tests/integration/test_driver_rest.py::test_an_item_put_while_the_driver_records_its_rest_keeps_it_ticking",
+        ),
+    ),
+    Mutation(
+        name="indexer-wakes-no-driver",
+        breaks="issue 26: a job due soon, created while the driver rests, waits a minute",
+        path="layers/takt/dispatch/indexer.py",
+        old="self._waker.indexed(write.due)",
+        new="pass",
+        tests=(
+            "tests/integration/test_driver_rest.py::test_a_job_created_while_the_driver_rests_starts_one_once",
+        ),
+    ),
+    Mutation(
         name="reconciler-does-not-repair-the-due-item",
         breaks="1. nothing due is lost (issue 14: the reconciler of un-indexed jobs)",
         path="layers/takt/dispatch/reconciler.py",

@@ -37,6 +37,7 @@ from takt.aws import make_clients
 from takt.clock import SystemClock
 from takt.config import Settings
 from takt.dispatch.driver import STOP_BEFORE_END_SEC, Driver
+from takt.dispatch.rest import Rest
 from takt.store.watches import watch_partitions
 from takt.wiring import Services
 from takt.worker.process import IDLE_WAIT_SEC
@@ -53,6 +54,10 @@ MINUTES_PER_MONTH = HOURS_PER_MONTH * 60
 WATCHDOG_SWEEPS = 6
 # One sweep of an idle open index, with the invocation around it (an estimate).
 ONE_SWEEP_SEC = 1
+# A resting driver's invocation (`driverRest`): one claim, one sweep of the index's empty
+# partitions, the rest written and both looks at the index, with the invocation around it (an
+# estimate, as ONE_SWEEP_SEC).
+RESTING_DRIVER_SEC = 1
 # START, END and REPORT lines and one EMF document of a loop invocation (an estimate).
 LOG_BYTES_PER_LOOP_INVOCATION = 1500
 # An idle SQS event source mapping long-polls with about five pollers, each call waiting 20 s.
@@ -162,13 +167,19 @@ def _ordered(value: Mapping[str, str]) -> str:
 
 
 def idle_units(
-    due_shards: int, open_shards: int, drivers: int = DRIVERS, sweeps: int = WATCHDOG_SWEEPS
+    due_shards: int,
+    open_shards: int,
+    drivers: int = DRIVERS,
+    sweeps: int = WATCHDOG_SWEEPS,
+    *,
+    rest: bool = False,
 ) -> IdleUnits:
     """Drive the real drivers and watchdog through an idle minute and count what it costs.
 
     `DRIVERS` drivers step on every second, as the scheduler's invocations do, from the steady
     state of an idle deployment: the watermark three minutes back, where the previous minute left
-    it, and one driver leading. The watchdog's invocation is its `sweeps` sweeps.
+    it, and one driver leading. With `rest` (`driverRest`), the minute's one driver steps once
+    and rests, as `takt.dispatch.rest` lets it. The watchdog's invocation is its `sweeps` sweeps.
     """
     tables = _IdleTables()
     # `model_construct` rather than the constructor, which would also read this shell's TAKT_*
@@ -189,9 +200,15 @@ def idle_units(
     running = [Driver(services.due, services.ticker, services.clock) for _ in range(drivers)]
     running[0].leading = True
     reads, writes = tables.read_units, tables.write_units
-    for second in range(60):
-        for driver in running:
-            driver.step(start + timedelta(seconds=second))
+    if rest:
+        tick = running[0].step(start)
+        resting = Rest(services.due, settings.max_catchup_buckets)
+        if tick is None or not resting.settles(start, tick.watermark):
+            raise RuntimeError("an idle driver with rest on did not rest after its first tick")
+    else:
+        for second in range(60):
+            for driver in running:
+                driver.step(start + timedelta(seconds=second))
     # Each minute's new driver claims its start.
     services.due.claim_start(start)
     scheduler_reads, scheduler_writes = tables.read_units - reads, tables.write_units - writes
@@ -285,11 +302,13 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
     due_shards = int(_variable(scheduler, "TAKT_DUE_SHARDS"))
     open_shards = int(_variable(watchdog, "TAKT_OPEN_SHARDS"))
     interval = float(_variable(watchdog, "TAKT_WATCHDOG_INTERVAL_SEC"))
-    # A driver lives its function's timeout less the margin it stops before it (infra/driver.py).
+    # A driver lives its function's timeout less the margin it stops before it (infra/driver.py),
+    # unless it rests (`driverRest`, takt.dispatch.rest): then it ends after its first tick.
     driver_life = int(scheduler["Timeout"]) - STOP_BEFORE_END_SEC
     drivers = (driver_life - HANDOVER_SEC) // 60
+    rest = scheduler["Environment"]["Variables"].get("TAKT_DRIVER_REST") == "true"
     sweeps = _watchdog_sweeps(stateless)
-    units = idle_units(due_shards, open_shards, drivers, sweeps)
+    units = idle_units(due_shards, open_shards, drivers, sweeps, rest=rest)
     traced = scheduler.get("TracingConfig", {}).get("Mode") == "Active"
     loops = 2 * MINUTES_PER_MONTH
     alarms = [
@@ -307,7 +326,11 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
     )
     receives = mappings * ESM_RECEIVES_PER_MINUTE * MINUTES_PER_MONTH
     return [
-        _loop_compute("scheduler", int(scheduler["MemorySize"]), driver_life),
+        _loop_compute(
+            "scheduler",
+            int(scheduler["MemorySize"]),
+            RESTING_DRIVER_SEC if rest else driver_life,
+        ),
         _loop_compute(
             "watchdog",
             int(watchdog["MemorySize"]),

@@ -16,6 +16,9 @@ Which changes it indexes:
 - not a removal or a job left without a next run: nothing is due; the item left behind is stale
   and a claim deletes it.
 
+With resting drivers (`takt.dispatch.rest`), an item put for a time before the next minute's
+driver starts one when none is awake.
+
 Putting a due item is idempotent (same key, same item; only `written_ms` moves, which keeps a
 concurrent stale-delete from removing it), and the stream delivers the changes of one job in
 order, so a retried batch repeats writes without reordering them.
@@ -40,6 +43,7 @@ from datetime import datetime
 from typing import Any
 
 from takt.clock import Clock
+from takt.dispatch.rest import Waker
 from takt.models.ids import parse_time
 from takt.models.records import JobStatus
 from takt.schedule import jitter_offset, parse_duration
@@ -123,11 +127,14 @@ class DueIndexer:
         clock: Clock,
         jobs: JobStore | None = None,
         quarantine: QuarantineStore | None = None,
+        waker: Waker | None = None,
     ) -> None:
         self._due = due
         self._clock = clock
         self._jobs = jobs
         self._quarantine = quarantine
+        # With resting drivers: starts one for an item due before the next minute's driver.
+        self._waker = waker
 
     def index(self, record: Mapping[str, Any]) -> bool:
         """Index one stream record; True when it put a due item. A transient AWS error raises,
@@ -141,6 +148,8 @@ class DueIndexer:
             write = due_write(record)
             if write is not None:
                 self._due.put(write.tenant_id, write.job_id, write.due, self._clock.now())
+                if self._waker is not None:
+                    self._waker.indexed(write.due)
             marked = _new_marker(record)
             if marked is not None and self._jobs is not None:
                 key = stream_key(record)

@@ -10,8 +10,9 @@ the real due time), because the ticker only sweeps buckets from its watermark fo
 
 One more item, `meta#watermark`, holds what the per-second drivers share (docs/ARCHITECTURE.md,
 "The per-second drivers"): the watermark, the last second a driver claimed, and the scheduled
-time of the last minute rule event a driver started for. Each is moved forward only, by a
-conditional update of its own attribute, so the three never overwrite one another.
+time of the last minute rule event a driver started for; with resting drivers
+(`takt.dispatch.rest`) also the last second a driver rested in and the last wake. Each is moved
+forward only, by a conditional update of its own attribute, so they never overwrite one another.
 
 The claims' watch lists (`takt.store.watches`) live in this table too, in `watch#<shard>`
 partitions that no claim reads.
@@ -38,6 +39,9 @@ _META_KEY = {"bucket": {"S": "meta#watermark"}, "due_key": {"S": "-"}}
 _WATERMARK = "minute"
 _TICK = "tick"
 _STARTED = "started"
+_REST = "rest"
+_WOKE = "woke"
+_WOKE_SECOND = "woke_second"
 
 
 def minute_of(instant: datetime) -> datetime:
@@ -353,6 +357,63 @@ class DueStore:
         late one older than an event already started, whose driver should not run."""
         try:
             self._advance(_STARTED, {"S": scheduled.astimezone(UTC).strftime("%Y%m%dT%H%M%S")})
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+            return False
+        return True
+
+    def rest(self, now: datetime) -> None:
+        """Record that a driver rests from `now` on (`takt.dispatch.rest`): until a driver
+        claims a later second, none is awake."""
+        try:
+            self._advance(_REST, {"N": str(to_ms(now))})
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+
+    def driver_awake(self, now: datetime, within_sec: int) -> bool:
+        """Whether a driver claimed a second in the last `within_sec` seconds and has not rested
+        since; read strongly consistent, after the caller's own write (`takt.dispatch.rest`)."""
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key=_META_KEY,
+            ConsistentRead=True,
+            ProjectionExpression="#t, #r",
+            ExpressionAttributeNames={"#t": _TICK, "#r": _REST},
+        )
+        item = resp.get("Item", {})
+        if _TICK not in item:
+            return False
+        tick = int(item[_TICK]["N"])
+        rested = _REST in item and int(item[_REST]["N"]) >= tick * 1000
+        return not rested and tick >= to_ms(now) // 1000 - within_sec
+
+    def claim_wake(self, now: datetime) -> bool:
+        """Claim the start of a driver at `now`: False while an earlier wake is unanswered, that
+        is, no driver has claimed a later second than the wake's or rested after it since. The
+        driver that wake starts looks at the index after everything its caller and this one
+        wrote before it."""
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=_META_KEY,
+                UpdateExpression="SET #w = :ms, #ws = :sec",
+                ConditionExpression=(
+                    "attribute_not_exists(#w) OR attribute_not_exists(#t) OR #ws < #t"
+                    " OR (attribute_exists(#r) AND #w < #r)"
+                ),
+                ExpressionAttributeNames={
+                    "#w": _WOKE,
+                    "#ws": _WOKE_SECOND,
+                    "#t": _TICK,
+                    "#r": _REST,
+                },
+                ExpressionAttributeValues={
+                    ":ms": {"N": str(to_ms(now))},
+                    ":sec": {"N": str(to_ms(now) // 1000)},
+                },
+            )
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise

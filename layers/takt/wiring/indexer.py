@@ -2,17 +2,43 @@
 
 from __future__ import annotations
 
+import json
+
+import boto3
+
 from takt.aws import AwsClients
 from takt.clock import Clock
 from takt.config import Settings
 from takt.dispatch.indexer import DueIndexer
+from takt.dispatch.rest import Waker
+from takt.store.due import DueStore
 from takt.wiring.stores import due_store, job_store, quarantine_store
+
+# What a woken driver is started with: no `time`, so it claims no minute's start.
+WAKE_EVENT = json.dumps({"wake": True}).encode()
 
 
 def build_indexer(settings: Settings, clients: AwsClients, clock: Clock) -> DueIndexer:
+    due = due_store(settings, clients.dynamodb)
     return DueIndexer(
-        due_store(settings, clients.dynamodb),
+        due,
         clock,
         job_store(settings, clients.dynamodb),
         quarantine_store(settings, clients.dynamodb),
+        _waker(settings, due, clock),
     )
+
+
+def _waker(settings: Settings, due: DueStore, clock: Clock) -> Waker | None:
+    """With resting drivers, what starts one: an asynchronous invocation of the scheduler."""
+    if not settings.driver_rest:
+        return None
+    if not settings.scheduler_function:
+        raise RuntimeError("TAKT_SCHEDULER_FUNCTION is required with TAKT_DRIVER_REST")
+    function = settings.scheduler_function
+    client = boto3.session.Session(region_name=settings.region).client("lambda")
+
+    def start_driver() -> None:
+        client.invoke(FunctionName=function, InvocationType="Event", Payload=WAKE_EVENT)
+
+    return Waker(due, clock, start_driver)

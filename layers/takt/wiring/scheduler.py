@@ -14,6 +14,7 @@ from takt.clock import Clock
 from takt.config import Settings
 from takt.dispatch.claimer import Claimer, ClaimerSettings, ClaimResult, claim_horizon
 from takt.dispatch.driver import Driver
+from takt.dispatch.rest import Rest
 from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
 from takt.models.regions import Fence
 from takt.store.due import DueStore
@@ -35,6 +36,9 @@ class SchedulerFunction:
     due: DueStore
     ticker: Ticker
     driver: Driver
+    clock: Clock
+    # With `driver_rest`: whether a driver may end its invocation early (`takt.dispatch.rest`).
+    rest: Rest | None = None
 
 
 def build_scheduler(
@@ -70,4 +74,5 @@ def build_scheduler(
         fanout = InlineFanout(claim, settings.claimer_threads)
     burst_ahead = timedelta(seconds=settings.burst_ahead_sec)
     ticker = Ticker(due, fanout, settings.max_catchup_buckets, ahead, burst_ahead)
-    return SchedulerFunction(due, ticker, Driver(due, ticker, clock, fence))
+    rest = Rest(due, settings.max_catchup_buckets) if settings.driver_rest else None
+    return SchedulerFunction(due, ticker, Driver(due, ticker, clock, fence), clock, rest)

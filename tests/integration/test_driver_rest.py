@@ -1,0 +1,193 @@
+"""Resting drivers (`takt.dispatch.rest`, the small profile): a driver ends its invocation once
+nothing is due before the next minute's driver, and the indexer starts one for a job due sooner,
+so a job created meanwhile is not left for the next minute.
+
+Time is injected (`ManualClock`); the driver the indexer starts is a recorded call.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from functions.scheduler.handler import handler as scheduler_handler
+from takt.api.jobs import JobService
+from takt.api.models import JobCreate
+from takt.clock import ManualClock
+from takt.dispatch.indexer import DueIndexer
+from takt.dispatch.rest import AWAKE_WITHIN_SEC, Rest, Waker
+from takt.store.due import DueStore, minute_of
+from takt.wiring import Services, install
+from takt_cli.local.events import LocalContext
+from tests.support.indexer import stream_records
+
+pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
+
+TENANT = "tenant-a"
+MAX_BUCKETS = 10
+
+
+@pytest.fixture
+def rest(svc: Services, clock: ManualClock) -> Rest:
+    # Where an idle deployment's watermark rests: two minutes back (`takt.dispatch.ticker`).
+    svc.due.advance_watermark(minute_of(clock.now()) - timedelta(minutes=2))
+    return Rest(svc.due, MAX_BUCKETS)
+
+
+def _watermark(svc: Services) -> datetime | None:
+    return svc.due.watermark()
+
+
+def test_a_driver_rests_when_nothing_is_due_before_the_next_minutes_driver(
+    svc: Services, clock: ManualClock, rest: Rest
+) -> None:
+    svc.due.claim_second(clock.now())
+    awake = svc.due.driver_awake(clock.now(), AWAKE_WITHIN_SEC)
+
+    settled = rest.settles(clock.now(), _watermark(svc))
+
+    assert (awake, settled) == (True, True), "idle cost: an empty index lets the driver end"
+    assert not svc.due.driver_awake(clock.now(), AWAKE_WITHIN_SEC), (
+        "a rested driver is recorded as not awake, so the indexer starts one for a job due soon"
+    )
+
+
+@pytest.mark.parametrize(
+    "due_in", [timedelta(seconds=40), timedelta(seconds=95)], ids=["this-minute", "next-minute"]
+)
+def test_a_driver_keeps_ticking_while_something_is_due_this_minute_or_the_next(
+    svc: Services, clock: ManualClock, rest: Rest, due_in: timedelta
+) -> None:
+    clock.set(minute_of(clock.now()) + timedelta(seconds=5))
+    svc.due.put(TENANT, "job-1", clock.now() + due_in, clock.now())
+
+    assert not rest.settles(clock.now(), _watermark(svc)), (
+        "rest: an item due before the next minute's driver keeps this one ticking"
+    )
+
+
+def test_a_driver_keeps_ticking_for_an_item_left_in_an_older_minute(
+    svc: Services, clock: ManualClock, rest: Rest
+) -> None:
+    older = minute_of(clock.now()) - timedelta(minutes=1)
+    svc.due.put(TENANT, "job-1", older, older)
+
+    assert not rest.settles(clock.now(), _watermark(svc)), (
+        "rest: an item the watermark has not passed is still to be claimed"
+    )
+
+
+def test_an_item_put_while_the_driver_records_its_rest_keeps_it_ticking(
+    svc: Services, clock: ManualClock, rest: Rest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The indexer's put lands between the driver's first look and its rest: the indexer then
+    still sees the driver awake, so only the driver's second look can find the item."""
+    record_rest = DueStore.rest
+    seen_awake: list[bool] = []
+
+    def put_then_rest(due: DueStore, second: datetime) -> None:
+        svc.due.put(TENANT, "job-1", clock.now() + timedelta(seconds=20), clock.now())
+        seen_awake.append(svc.due.driver_awake(clock.now(), AWAKE_WITHIN_SEC))
+        record_rest(due, second)
+
+    svc.due.claim_second(clock.now())
+    monkeypatch.setattr(DueStore, "rest", put_then_rest)
+
+    settled = rest.settles(clock.now(), _watermark(svc))
+
+    assert seen_awake == [True]
+    assert not settled, "rest: the driver looks again after recording its rest, and finds the job"
+
+
+def _indexer(svc: Services, clock: ManualClock, started: list[datetime]) -> DueIndexer:
+    waker = Waker(svc.due, clock, lambda: started.append(clock.now()))
+    return DueIndexer(svc.due, clock, svc.jobs, waker=waker)
+
+
+def _create(svc: Services, **fields: Any) -> None:
+    _, created = JobService(svc.api).create(
+        TENANT, JobCreate(target="https://x.test/", **fields), None
+    )
+    assert created
+
+
+def test_a_job_created_while_the_driver_rests_starts_one_once(
+    svc: Services, clock: ManualClock, rest: Rest
+) -> None:
+    started: list[datetime] = []
+    indexer = _indexer(svc, clock, started)
+    svc.due.claim_second(clock.now())
+    assert rest.settles(clock.now(), _watermark(svc))
+    clock.advance(2)
+
+    _create(svc, run_at=clock.now() + timedelta(seconds=10))
+    _create(svc, run_at=clock.now() + timedelta(seconds=20))
+    indexer.index_all(stream_records(svc))
+
+    assert started == [clock.now()], (
+        "rest: a job due before the next minute's driver starts one, and a second job while "
+        "that start is unanswered starts none"
+    )
+
+
+def test_a_job_due_after_the_next_minutes_driver_starts_none(
+    svc: Services, clock: ManualClock, rest: Rest
+) -> None:
+    started: list[datetime] = []
+    indexer = _indexer(svc, clock, started)
+    clock.set(minute_of(clock.now()) + timedelta(seconds=5))
+
+    _create(svc, run_at=minute_of(clock.now()) + timedelta(minutes=2))
+    indexer.index_all(stream_records(svc))
+
+    assert started == [], "rest: the next minute's driver, started by the rule, sweeps it on time"
+
+
+def test_a_job_created_while_a_driver_is_awake_starts_none_until_it_rests(
+    svc: Services, clock: ManualClock
+) -> None:
+    started: list[datetime] = []
+    waker = Waker(svc.due, clock, lambda: started.append(clock.now()))
+    svc.due.claim_second(clock.now())
+
+    while_awake = waker.indexed(clock.now() + timedelta(seconds=10))
+    svc.due.rest(clock.now())
+    after_rest = waker.indexed(clock.now() + timedelta(seconds=10))
+    unanswered = waker.indexed(clock.now() + timedelta(seconds=10))
+    clock.advance(1)
+    svc.due.claim_second(clock.now())
+    svc.due.rest(clock.now())
+    answered = waker.indexed(clock.now() + timedelta(seconds=10))
+
+    assert (while_awake, after_rest, unanswered, answered) == (False, True, False, True), (
+        "rest: a wake only when no driver is awake and no earlier wake is unanswered"
+    )
+
+
+def test_a_driver_that_stopped_claiming_is_not_awake(svc: Services, clock: ManualClock) -> None:
+    svc.due.claim_second(clock.now())
+    clock.advance(AWAKE_WITHIN_SEC + 1)
+
+    assert not svc.due.driver_awake(clock.now(), AWAKE_WITHIN_SEC), (
+        "rest: a driver that died without resting stops counting as awake within seconds"
+    )
+
+
+def test_the_scheduler_with_rest_on_ends_after_its_first_idle_tick(
+    make_svc: Any, clock: ManualClock
+) -> None:
+    resting = make_svc(driver_rest=True)
+    resting.due.advance_watermark(minute_of(clock.now()) - timedelta(minutes=2))
+    install(resting)
+    try:
+        result = scheduler_handler(
+            {"time": "2026-03-02T12:00:00Z"}, LocalContext("takt-scheduler", timeout_ms=5_000)
+        )
+    finally:
+        install(None)
+
+    assert (result["seconds"], result["ticks"]) == (1, 1), (
+        "idle cost: an idle driver with rest on ends after one tick, not its whole life"
+    )
