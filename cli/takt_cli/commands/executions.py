@@ -79,6 +79,11 @@ def history_of(ctx: CliContext, ref: str, *, deleted: bool) -> str:
     return str(newest["id"])
 
 
+def _reused(ctx: CliContext, name: str, job_id: str) -> bool:
+    """Whether a deleted job other than `job_id` had `name`."""
+    return any(holder["id"] != job_id for holder in deleted_jobs(ctx, name))
+
+
 @executions.command("list")
 @click.argument("job", metavar="JOB", shell_complete=complete_job_ids)
 @click.option(
@@ -102,6 +107,14 @@ def list_(ctx: CliContext, job: str, deleted: bool, limit: int, cursor: str | No
     ctx.emit(page, [_row(e) for e in page["items"]], COLUMNS)
     if ctx.output == "table" and page.get("next_cursor"):
         click.echo(f"next page: --cursor {page['next_cursor']}", err=True)
+    asked_by_name = not deleted and not job.startswith(JOB_ID_PREFIX)
+    if asked_by_name and not page["items"] and cursor is None and _reused(ctx, job, job_id):
+        # A new job took the name of a deleted one: its empty history is not the one asked for.
+        click.echo(
+            f"a deleted job had the name {job!r} before: "
+            f"takt executions list --deleted {shlex.quote(job)}",
+            err=True,
+        )
 
 
 @executions.command("get")

@@ -156,6 +156,22 @@ def test_a_name_a_new_job_has_finds_the_new_job_first_and_deleted_the_former(
     )
 
 
+def test_a_new_job_s_empty_history_points_to_the_deleted_one_that_had_its_name(
+    fake_api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_api.answers["/v1/jobs"] = {"items": [{"id": "job_03", "name": "gone"}]}
+    fake_api.answers["/v1/deleted-jobs"] = {"items": [NEWER]}
+    fake_api.answers["/v1/jobs/job_03/executions"] = {"items": [], "next_cursor": None}
+
+    code = main(["--endpoint", fake_api.url, "executions", "list", "gone"])
+    told = capsys.readouterr().err
+
+    assert code == 0
+    assert "a deleted job had the name 'gone' before: takt executions list --deleted gone" in (
+        told
+    ), "a reused name's empty history says where the deleted job's history is"
+
+
 @pytest.mark.parametrize("flags", [[], ["--deleted"]])
 def test_a_name_no_job_has_nor_had_is_one_line_and_exit_1(
     fake_api: FakeApi, capsys: pytest.CaptureFixture[str], flags: list[str]
