@@ -48,7 +48,7 @@ def build_regions(app: App) -> list[tuple[StatefulStack, StatelessStack]]:
             env = Environment(account=account, region=region)
             stateful = StatefulStack(app, f"{STATEFUL_STACK}-{region}", config=config, env=env)
             if pairs:
-                stateful.add_dependency(pairs[0][0])
+                stateful.add_stack_dependency(pairs[0][0])
             stateless = StatelessStack(
                 app, f"{STATELESS_STACK}-{region}", stateful=stateful, config=config, env=env
             )
@@ -57,11 +57,14 @@ def build_regions(app: App) -> list[tuple[StatefulStack, StatelessStack]]:
     return pairs
 
 
-def unconfigured_region_note(cli_region: str | None, configured_region: str | None) -> str | None:
+def unconfigured_region_note(
+    cli_region: str | None, configured_region: str | None, regions: object = None
+) -> str | None:
     """What to tell a user whose templates the CLI bound to its fallback region: with no region
     configured (no AWS_REGION, no profile region), the CDK CLI still passes one (us-east-1), and
-    `cdk deploy --app cdk.out` later deploys there whatever region its credentials name."""
-    if cli_region is None or configured_region is not None:
+    `cdk deploy --app cdk.out` later deploys there whatever region its credentials name. With
+    the `regions` context every stack is bound to a region it names, and the CLI's is unused."""
+    if cli_region is None or configured_region is not None or regions:
         return None
     return (
         f"takt: no AWS region is configured, so cdk.out is bound to {cli_region}; to deploy "
@@ -70,12 +73,14 @@ def unconfigured_region_note(cli_region: str | None, configured_region: str | No
 
 
 def main() -> None:
+    app = App()
     note = unconfigured_region_note(
-        os.environ.get("CDK_DEFAULT_REGION"), boto3.session.Session().region_name
+        os.environ.get("CDK_DEFAULT_REGION"),
+        boto3.session.Session().region_name,
+        app.node.try_get_context("regions"),
     )
     if note is not None:
         print(note, file=sys.stderr)
-    app = App()
     build_regions(app)
     app.synth()
 

@@ -184,3 +184,10 @@ def test_a_synth_with_no_region_configured_says_where_cdk_out_is_bound() -> None
 
 def test_a_synth_in_a_configured_region_says_nothing() -> None:
     assert unconfigured_region_note("eu-west-1", "eu-west-1") is None
+
+
+def test_a_synth_across_regions_says_nothing_of_the_clis_region() -> None:
+    """Every stack is bound to a region `regions` names: the CLI's fallback binds none."""
+    assert unconfigured_region_note("us-east-1", None, "us-east-1,us-east-2") is None, (
+        "regions-bind-every-stack: no note about the CLI's region"
+    )
