@@ -1,4 +1,9 @@
-"""One claim: dispatch what is due in one (minute bucket, shard) of the due index."""
+"""One claim: dispatch what is due in one (minute bucket, shard) of the due index.
+
+A claim in a region that does not hold the region lease (issue 27) is answered `fenced`, not
+raised: it wrote nothing, and an error would have Lambda retry the asynchronous invocation and
+count it as the function failing, while the region is only standing by.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict
 
 from takt.models.ids import parse_time
+from takt.models.regions import Fenced
 from takt.observability import MetricUnit, add_metric, logger, metrics, tracer
 from takt.wiring import services
 
@@ -25,7 +31,11 @@ class ClaimEvent(BaseModel):
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     task = ClaimEvent.model_validate(event)
     claiming = services().claimer_function
-    result = claiming.claimer.claim(parse_time(task.minute), task.shard, claiming.clock.now())
+    try:
+        result = claiming.claimer.claim(parse_time(task.minute), task.shard, claiming.clock.now())
+    except Fenced as fenced:
+        logger.warning("claim fenced: this region does not hold the region lease", why=str(fenced))
+        return {"due": 0, "dispatched": 0, "left": 0, "fenced": True}
     if result.due:
         logger.info(
             "claim",

@@ -7,17 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from functions.claimer.handler import handler as claimer_handler
 from takt.aws import AwsClients
 from takt.clock import ManualClock
+from takt.models.ids import format_time
 from takt.models.regions import Fenced, Unfenced
 from takt.regions.fence import RegionFence
 from takt.regions.lease import LeaseTimes
 from takt.store.due import minute_of, shard_of
-from takt.wiring import Services
+from takt.wiring import Services, install
+from takt_cli.local.events import LocalContext
 from tests.support.env import ServicesFactory
 from tests.support.jobs import TENANT, make_job, store_job
 from tests.support.regions import fresh_lease_table, lease_store
@@ -114,6 +118,30 @@ def test_a_fenced_region_refuses_a_claim_before_any_write(
 
     assert [name for name, _ in requests if name in WRITES | {"SendMessageBatch"}] == [], (
         "a region that does not hold the region lease claims nothing: no write, no message"
+    )
+
+
+# A fenced claim publishes no metric, which Powertools warns about.
+@pytest.mark.filterwarnings("ignore:No application metrics to publish")
+def test_a_fenced_claimer_function_answers_fenced_and_writes_nothing(
+    make_svc: ServicesFactory, clients: AwsClients, clock: ManualClock, requests: list[Any]
+) -> None:
+    svc = _regional(make_svc, clients, WEST)
+    lease_store(clients, svc.settings.region_lease_table).create(EAST)
+    _, shard = _due_job(svc, clock)
+    requests.clear()
+    install(svc)
+    try:
+        context = LocalContext(function_name="takt-claimer", timeout_ms=60_000)
+        answer = claimer_handler(
+            {"minute": format_time(minute_of(NOON)), "shard": shard}, cast(LambdaContext, context)
+        )
+    finally:
+        install(None)
+
+    assert answer["fenced"] is True, "a fenced claim is answered, not raised (no Lambda retry)"
+    assert [name for name, _ in requests if name in WRITES | {"SendMessageBatch"}] == [], (
+        "the claimer function of a region without the region lease writes nothing"
     )
 
 

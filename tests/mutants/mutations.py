@@ -1213,4 +1213,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         new="            result.fenced = True\n            return True",
         tests=(REGION_PATHS + "test_a_fenced_region_s_watchdog_takes_back_no_expired_lease",),
     ),
+    Mutation(
+        name="region-worker-heartbeats-when-fenced",
+        breaks="issue 27: a run whose region lost the lease extends no lease",
+        path=RUNNER,
+        old=(
+            "        self._fence.epoch()  "
+            "# Fenced: this beat fails, and the lease runs out unextended."
+        ),
+        new="        pass",
+        tests=(REGION_PATHS + "test_a_run_whose_region_is_fenced_stops_heartbeating",),
+    ),
 )

@@ -40,6 +40,13 @@ order, and a phase starts only once every write of the one before succeeded, so 
 what the sequential order leaves: some of one phase done, nothing of a later one. Steps 4 and 5
 of one item run in a row in the same task (an item's due entry is deleted only after its own job
 advanced), which is the only order they need.
+
+In a multi-region deployment (issue 27) a claim acts only while its region holds the region
+lease (`takt.regions.fence`): it asks the fence before anything else, and again before it sends
+and before it advances, raising `Fenced` when the region may not act. It stamps the epoch it
+holds on the executions it creates, on each job advance (which is refused once a later epoch
+advanced the job: the claim then stops, `Fenced`) and on its lane messages. With one region the
+fence is `Unfenced` and the claim writes what it always wrote.
 """
 
 from __future__ import annotations

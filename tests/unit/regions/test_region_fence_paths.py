@@ -4,6 +4,7 @@ and a fenced region's watchdog sweeps nothing (issue 27)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -23,16 +24,21 @@ from tests.support.fakes import FakeDue, FakeExecutions, FakeJobs, FakeLanes
 from tests.support.jobs import TENANT, make_job
 
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
+# How long a test waits, at most, for the runner's threads to do what it polls for.
+POLL_SEC = 5.0
 
 
 class SwitchFence:
-    """A region fence that is open (epoch 7) or closed (Fenced), as the test sets it."""
+    """A region fence that is open (epoch 7) or closed (Fenced), as the test sets it; `refused`
+    counts the times it said no."""
 
     def __init__(self) -> None:
         self.open = True
+        self.refused = 0
 
     def epoch(self) -> int:
         if not self.open:
+            self.refused += 1
             raise Fenced("the test closed the fence")
         return 7
 
@@ -43,8 +49,8 @@ class SwitchFence:
 class Region:
     """One region's worker and watchdog over shared fakes, behind one fence."""
 
-    def __init__(self) -> None:
-        self.settings = Settings(lease_sec=30.0, clock_margin_sec=2.0)
+    def __init__(self, heartbeat_sec: float = 10.0) -> None:
+        self.settings = Settings(lease_sec=30.0, clock_margin_sec=2.0, heartbeat_sec=heartbeat_sec)
         self.clock = ManualClock(NOON)
         self.fence = SwitchFence()
         self.jobs = FakeJobs()
@@ -136,6 +142,41 @@ def test_a_run_whose_region_lost_the_lease_reports_nothing(region: Region) -> No
         True,
         [],
     ), "a run that ends once its region is fenced writes no completion; its lease runs out"
+
+
+def _within_deadline(done: Callable[[], bool]) -> bool:
+    """Whether `done()` came true within POLL_SEC (polled, never a fixed wait)."""
+    deadline = time.monotonic() + POLL_SEC
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def test_a_run_whose_region_is_fenced_stops_heartbeating() -> None:
+    """Heartbeats every 20 ms of real time (the supervisor's beat clock): the call waits for
+    one beat written, closes the fence, and waits until two more beats were refused by it."""
+    beating = Region(heartbeat_sec=0.02)
+    message = beating.message()
+    seqs: list[int] = []
+
+    def seq() -> int:
+        return beating.executions.get(TENANT, message.execution_id).heartbeat_seq
+
+    def fenced_mid_run() -> None:
+        _within_deadline(lambda: seq() > 0)
+        seqs.append(seq())
+        beating.fence.open = False
+        _within_deadline(lambda: beating.fence.refused >= 2)
+        seqs.append(seq())
+
+    beating.on_call = fenced_mid_run
+    outcome = beating.runner.process(message)
+
+    assert (outcome.state, seqs[0] > 0, seqs[1]) == ("region_fenced", True, seqs[0]), (
+        "a region that lost the region lease extends no lease: its heartbeats write nothing"
+    )
 
 
 def test_a_fenced_region_s_watchdog_takes_back_no_expired_lease(region: Region) -> None:
