@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import functools
 import os
+import random
 import re
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,7 +20,6 @@ from typing import Any
 import boto3
 import urllib3
 
-from takt_cli.local.runtime import free_port
 from tests.e2e.harness import ROOT, RUNTIME_ENV, STARTUP_TIMEOUT_SEC, LocalTakt, poll
 
 REGION_LINE = re.compile(
@@ -165,18 +166,17 @@ def _state(pid: int) -> str:
 
 
 def _free_ports(count: int) -> int:
-    """A first port with `count - 1` free ports after it."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        first = free_port()
-        if all(_port_free(first + offset) for offset in range(1, count)):
+    """A first port with `count * 2 - 1` free ports after it (the regions' APIs, then their
+    motos), below the range the system hands out to outgoing connections, which could take one
+    of them before a region's process binds it."""
+    for _ in range(100):
+        first = random.randrange(20_000, 32_000 - 2 * count)
+        if all(_port_free(first + offset) for offset in range(2 * count)):
             return first
-    raise AssertionError(f"no {count} free ports in a row")
+    raise AssertionError(f"no {2 * count} free ports in a row")
 
 
 def _port_free(port: int) -> bool:
-    import socket  # noqa: PLC0415 - only this probe needs it
-
     with socket.socket() as probe:
         try:
             probe.bind(("127.0.0.1", port))

@@ -15,10 +15,12 @@ included). The parent stops every child when it is told to stop (Ctrl-C, SIGTERM
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -29,13 +31,16 @@ from typing import IO, Any
 import boto3
 
 from takt.resources import REGIONS
-from takt_cli.local.runtime import FAKE_CREDENTIALS, free_port
+from takt_cli.local.persistence import WsgiApp
+from takt_cli.local.runtime import FAKE_CREDENTIALS, _moto_server, free_port
 
 log = logging.getLogger("takt_cli.local")
 
 # A region's name as AWS spells them (us-east-1, eu-central-2, ...), or any such local name.
 REGION_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
 LEASE_TABLE = "takt-regions"
+# The region in a SigV4 credential scope: Credential=KEY/DATE/REGION/SERVICE/aws4_request.
+_SCOPE_REGION = re.compile(r"(Credential=[^/]+/\d+/)[^/]+/")
 # How long a child has to stop on SIGTERM before it is killed.
 STOP_TIMEOUT_SEC = 15.0
 
@@ -100,15 +105,14 @@ class LocalRegions:
         self._stop = threading.Event()
 
     def start(self) -> None:
-        from moto.server import ThreadedMotoServer  # noqa: PLC0415 - moto's server loads only when the runtime starts
-
         # moto's server logs each call to the witness: not an event of takt's.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
         for key, value in FAKE_CREDENTIALS.items():
             os.environ.setdefault(key, value)
-        api_ports = {self.port + offset for offset in range(len(self.regions))}
-        witness_port = self._free_port(api_ports)
-        self._witness = ThreadedMotoServer(ip_address=self.host, port=witness_port, verbose=False)
+        witness_port = free_port(self.host)
+        self._witness = _moto_server(
+            self.host, witness_port, functools.partial(one_region, region=self.regions[0])
+        )
         self._witness.start()
         self.witness_endpoint = f"http://{self.host}:{witness_port}"
         table = os.environ.get("TAKT_REGION_LEASE_TABLE", LEASE_TABLE)
@@ -116,11 +120,7 @@ class LocalRegions:
             "dynamodb", endpoint_url=self.witness_endpoint
         )
         witness.create_table(**REGIONS.create_table_kwargs(table))
-        taken = api_ports | {witness_port}
-        moto_ports: dict[str, int] = {}
-        for region in self.regions:
-            moto_ports[region] = self._free_port(taken)
-            taken.add(moto_ports[region])
+        moto_ports = dict(zip(self.regions, self._moto_ports(), strict=True))
         endpoints = {region: f"http://{self.host}:{port}" for region, port in moto_ports.items()}
         for offset, region in enumerate(self.regions):
             peers = {other: url for other, url in endpoints.items() if other != region}
@@ -128,12 +128,17 @@ class LocalRegions:
                 self._spawn(region, self.port + offset, moto_ports[region], peers, table)
             )
 
-    def _free_port(self, taken: set[int]) -> int:
-        """A free port that is none of `taken`: the regions' API ports are free until their
-        processes bind them, and the system may offer one of them meanwhile."""
-        while (port := free_port(self.host)) in taken:
-            pass
-        return port
+    def _moto_ports(self) -> list[int]:
+        """The regions' moto ports: the first free ones after their API ports. Not ports the
+        system hands out to outgoing connections (`free_port`): a child binds its port seconds
+        after this choice, and such a port may be taken by any connection meanwhile."""
+        ports: list[int] = []
+        candidate = self.port + len(self.regions)
+        while len(ports) < len(self.regions):
+            if _bindable(self.host, candidate):
+                ports.append(candidate)
+            candidate += 1
+        return ports
 
     def _spawn(
         self, region: str, api_port: int, moto_port: int, peers: Mapping[str, str], table: str
@@ -202,6 +207,29 @@ class LocalRegions:
             _close(child.process.stdin)
         if self._witness is not None:
             self._witness.stop()
+
+
+def one_region(app: WsgiApp, region: str) -> WsgiApp:
+    """The witness's app, answering every region's request from `region`'s tables: moto keeps
+    tables per region (it reads the region from the request's signature), while the lease table
+    of an MRSC global table is one table every region reads and writes."""
+
+    def serve(environ: dict[str, Any], start_response: Any) -> Any:
+        signed = environ.get("HTTP_AUTHORIZATION")
+        if signed:
+            environ["HTTP_AUTHORIZATION"] = _SCOPE_REGION.sub(rf"\g<1>{region}/", signed)
+        return app(environ, start_response)
+
+    return serve
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def _close(pipe: IO[bytes] | None) -> None:
