@@ -3,7 +3,7 @@ SHELL := /bin/bash
 TOOLS := .tools
 UV := $(TOOLS)/bin/uv
 PY := .venv/bin/python
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 18,20
 
 .DEFAULT_GOAL := help
 

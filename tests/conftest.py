@@ -27,7 +27,7 @@ from tests.support.env import TEST_EGRESS_ALLOW
 os.environ.update(FAKE_CREDENTIALS)
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,7 @@ from tests.infra.cli_synth import VARIANTS, synth_as_cli
 
 # Set before anything imports aws_cdk (which starts its Node process), hence the imports of CDK
 # modules inside the fixtures below: Node 20 would print an end-of-life banner on every run.
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
 
 if TYPE_CHECKING:
     from aws_cdk import Stack

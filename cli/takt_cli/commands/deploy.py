@@ -57,7 +57,7 @@ def check(overrides: tuple[str, ...], cdk_json: Path) -> None:
         )
     # The CDK library is this command's own tool: Node's end-of-life banner would only repeat on
     # every run what `npx cdk` already tells the user.
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "1")
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
 
     from infra.context import ContextError  # noqa: PLC0415 - only this command loads the CDK app and boto3
     from infra.deploy_check import DictContext, check, check_regions, plan  # noqa: PLC0415 - only this command loads the CDK app and boto3
