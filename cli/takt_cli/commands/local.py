@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 import click
 
@@ -21,6 +22,7 @@ from takt_cli.commands.errors import claim_port
 
 DEFAULT_DATA_DIR = Path(".takt") / "data"
 STOPPING = "takt local stopping: executions still running are cut short"
+STILL_STOPPING = "takt local is still stopping: it writes its data, then exits"
 
 
 @click.command()
@@ -203,10 +205,26 @@ def local(
     try:
         runtime.wait()
     finally:
-        # At once, before anything waits: the user knows the Ctrl-C was heard.
-        click.echo(STOPPING, err=True)
-        runtime.stop()
+        stop(runtime)
     _exit_now()
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
+
+
+def stop(runtime: Stoppable) -> None:
+    """Say it stops, at once, before anything waits (the user knows the Ctrl-C was heard), then
+    stop. A second Ctrl-C (or SIGTERM) during the stop is answered with a line: raised inside
+    the stop, it would cut the data's last write short and print a traceback."""
+    click.echo(STOPPING, err=True)
+
+    def _again(signum: int, frame: FrameType | None) -> None:
+        click.echo(STILL_STOPPING, err=True)
+
+    signal.signal(signal.SIGINT, _again)
+    signal.signal(signal.SIGTERM, _again)
+    runtime.stop()
 
 
 def _run_regions(
