@@ -101,7 +101,9 @@ class FunctionSpec:
     fairness: tuple[str, ...] = ()
     # Set for the functions that act (claim, send, advance, lease, complete): in a deployment
     # across regions each acts only while its region holds the region lease, which it proves
-    # by a conditional renewal (takt.regions.fence), so it reads and writes the lease.
+    # by a conditional renewal (takt.regions.fence), so it reads and writes the lease. The
+    # indexer keeps every region's due index from its replica's stream whoever holds the lease,
+    # and the API serves every region: neither touches it.
     fenced: bool = False
 
     def memory_for(self, due_shards: int) -> int:
@@ -224,7 +226,6 @@ INDEXER = FunctionSpec(
     # clears each job's `unindexed` marker once indexed (jobs table), and parks a record it
     # cannot index in quarantine (tenants table, takt.store.quarantine).
     tables={DUE: "read_write", JOBS: "read_write", TENANTS: "read_write"},
-    fenced=True,
 )
 SPECS: tuple[FunctionSpec, ...] = (API, SCHEDULER, CLAIMER, WORKER, WATCHDOG, INDEXER)
 

@@ -13,17 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import App
+from aws_cdk import App, Environment, Stack
 from aws_cdk.assertions import Template
 
 from infra.context import ContextError, DeployConfig
 from infra.regions import RegionPlan
 from infra.stateful import StatefulStack
 from infra.stateless import StatelessStack
+from infra.tables import Tables
 from takt.resources import TABLES
 from takt_cli.capacity.idle import MINUTES_PER_MONTH, base_lines, render
 from takt_cli.capacity.model import CallProfile
 from takt_cli.capacity.regions import (
+    busy_processes,
     idle_region_lines,
     lease_lines,
     regional_stacks,
@@ -214,19 +216,23 @@ def _lease_actions(template: dict[str, Any], role: str) -> set[str]:
 
 
 @pytest.mark.parametrize("region", [PRIMARY, SECOND])
-def test_every_acting_function_may_renew_the_lease_and_the_api_cannot_touch_it(
+def test_every_acting_function_may_renew_the_lease_and_no_other_can_touch_it(
     assembly: Path, region: str
 ) -> None:
     """Each acting function proves its region holds the lease by a conditional renewal
-    (takt.regions.fence); the API creates, edits and reads jobs in any region, unfenced."""
+    (takt.regions.fence); the API creates, edits and reads jobs in any region, and the indexer
+    keeps each region's due index from its own replica's stream, both unfenced."""
     template = _template(assembly, "TaktStateless", region)
 
-    for role in ("Scheduler", "Claimer", "Worker", "Watchdog", "Indexer"):
+    for role in ("Scheduler", "Claimer", "Worker", "Watchdog"):
         actions = _lease_actions(template, role)
         assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"} <= actions, (
             f"{role} in {region} must read, create and renew the region lease"
         )
-    assert _lease_actions(template, "Api") == set(), "the API does not act on the lease"
+    for role in ("Api", "Indexer"):
+        assert _lease_actions(template, role) == set(), (
+            f"least privilege: {role} does not act on the lease, so it may not touch it"
+        )
 
 
 def test_a_replica_regions_indexer_reads_its_own_replicas_stream(assembly: Path) -> None:
@@ -331,12 +337,25 @@ def test_each_further_region_costs_its_stacks_idle_and_the_lease(assembly: Path)
 
 
 def test_replicated_writes_at_the_seeds_load_are_billed_once_more_per_region() -> None:
-    two, three = seed_load_lines(2), seed_load_lines(3)
+    two, three = seed_load_lines(2, processes=10), seed_load_lines(3, processes=10)
     write_units = sum(CallProfile().write_units_by_table.values())
 
     assert two[0].usd == pytest.approx(1400 * MINUTES_PER_MONTH * 60 * write_units * 0.625 / 1e6)
-    assert sum(line.usd for line in three) == pytest.approx(2 * sum(line.usd for line in two)), (
+    assert three[0].usd == pytest.approx(2 * two[0].usd), (
         "replicated-writes-billed-in-every-region: a third region bills every write once more"
+    )
+    assert three[1].usd == pytest.approx(2 * two[1].usd), "and moves its bytes once more"
+
+
+def test_every_busy_process_renews_the_lease_at_load_in_every_replica(assembly: Path) -> None:
+    """The seed's busy region: 4 drivers' and 128 claimers' reservations, the lanes' 50 + 333 +
+    5 workers and the watchdog, each renewing every 5 s, a write in each replica."""
+    processes = busy_processes(_template(assembly, "TaktStateless", PRIMARY))
+    renewals = seed_load_lines(2, processes)[2]
+
+    assert processes == 4 + 128 + 50 + 333 + 5 + 1
+    assert renewals.usd == pytest.approx(processes * 12 * 2 * MINUTES_PER_MONTH * 0.625 / 1e6), (
+        "replicated-writes-billed-in-every-region: each renewal is a write in both replicas"
     )
 
 
@@ -349,7 +368,10 @@ def test_takt_cost_idle_prices_every_region_of_a_regions_synth(
     assert code == 0
     assert out.startswith(f"{PRIMARY} (the first region, holding the lease):")
     assert render(idle_region_lines(regional_stacks(assembly))) in out
-    assert render(seed_load_lines(2)) in out
+    assert (
+        render(seed_load_lines(2, busy_processes(_template(assembly, "TaktStateless", PRIMARY))))
+        in out
+    )
 
 
 def test_deploy_doc_shows_what_the_regions_cost(assembly: Path) -> None:
@@ -358,5 +380,30 @@ def test_deploy_doc_shows_what_the_regions_cost(assembly: Path) -> None:
     assert render(lease_lines(regional_stacks(assembly))) in deploy, (
         "docs/DEPLOY.md's regions cost is takt cost idle's: regenerate it"
     )
-    assert render(seed_load_lines(2)) in deploy
+    assert (
+        render(seed_load_lines(2, busy_processes(_template(assembly, "TaktStateless", PRIMARY))))
+        in deploy
+    ), "docs/DEPLOY.md's cost at the seed's load is takt cost idle's: regenerate it"
     assert regions_price_table() in deploy
+
+
+def test_three_regions_hold_the_lease_in_three_replicas_without_a_witness() -> None:
+    """Three regions are MRSC's three replicas; the data tables replicate to the other two."""
+    plan = RegionPlan(regions=("us-west-2", PRIMARY, SECOND))
+    stack = Stack(App(), "Three", env=Environment(account="123456789012", region="us-west-2"))
+    Tables(stack, "Tables", regions=plan)
+    tables = {
+        table["Properties"]["TableName"]: table["Properties"]
+        for table in _resources(
+            Template.from_stack(stack).to_json(), "AWS::DynamoDB::GlobalTable"
+        ).values()
+    }
+
+    lease = tables.pop("takt-regions")
+    assert lease["MultiRegionConsistency"] == "STRONG"
+    assert "GlobalTableWitnesses" not in lease, "three replicas need no witness"
+    assert sorted(replica["Region"] for replica in lease["Replicas"]) == sorted(plan.regions)
+    assert all(
+        sorted(replica["Region"] for replica in table["Replicas"]) == sorted(plan.regions)
+        for table in tables.values()
+    ), "every data table has a replica in each of the three regions"

@@ -164,10 +164,33 @@ def lease_lines(stacks: list[RegionStacks]) -> list[CostLine]:
     ]
 
 
-def seed_load_lines(regions: int, calls: CallProfile | None = None) -> list[CostLine]:
+def busy_processes(stateless: Template) -> int:
+    """The most processes of a region that renew the lease at once under load: every claimer
+    and scheduler instance its reservations allow, every worker its lanes' event sources may
+    run (`MaximumConcurrency`), and the watchdog. Each renews at most every `RENEW_SEC`
+    (`takt.regions.fence`), so this bounds the renewals from above."""
+    reserved = sum(
+        int(resource["Properties"].get("ReservedConcurrentExecutions", 0))
+        for name, resource in stateless["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function"
+        and re.match(r"^Functions(Scheduler|Claimer)[0-9A-F]{8}$", name)
+    )
+    workers = sum(
+        int(resource["Properties"].get("ScalingConfig", {}).get("MaximumConcurrency", 0))
+        for resource in stateless["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping"
+    )
+    return reserved + workers + 1
+
+
+def seed_load_lines(
+    regions: int, processes: int, calls: CallProfile | None = None
+) -> list[CostLine]:
     """What the regions after the first add at the seed's steady load: every write unit of an
-    execution once more in each of them, and the bytes it replicates."""
+    execution once more in each of them, the bytes it replicates, and the lease's renewals by
+    up to `processes` busy processes (`busy_processes`), each a write in every replica."""
     write_units = sum((calls or CallProfile()).write_units_by_table.values())
+    renewals = processes * 60 / RENEW_SEC
     replicated = SEED_EXECUTIONS_PER_SEC * SECONDS_PER_MONTH * write_units * (regions - 1)
     gigabytes = replicated * BYTES_PER_WRITE_UNIT / 1e9
     return [
@@ -184,6 +207,13 @@ def seed_load_lines(regions: int, calls: CallProfile | None = None) -> list[Cost
             f"{gigabytes:,.0f} GB",
             gigabytes,
             "data_transfer_inter_region_per_gb",
+        ),
+        _usd_line(
+            f"region lease renewals at load: up to {processes} busy processes every "
+            f"{RENEW_SEC:g} s, a replicated write in each of {regions} regions",
+            f"{renewals:,g}/min x {regions} x {MINUTES_PER_MONTH:,} min",
+            renewals * regions * MINUTES_PER_MONTH,
+            "dynamodb_write_unit_per_million",
         ),
     ]
 
@@ -213,7 +243,7 @@ def report(out: Path) -> str:
             f"The other {len(stacks) - 1} region(s) add, idle:",
             render(idle_region_lines(stacks)),
             f"At the seed's load ({SEED_EXECUTIONS_PER_SEC:,} executions/s) they add:",
-            render(seed_load_lines(len(stacks))),
+            render(seed_load_lines(len(stacks), busy_processes(first.stateless))),
             "List prices:",
             price_table(),
             regions_price_table(),
