@@ -11,6 +11,8 @@ from typing import Any, cast
 
 import pytest
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from functions.claimer.handler import handler as claimer_handler
 from takt.aws import AwsClients
@@ -24,7 +26,7 @@ from takt.wiring import Services, install
 from takt_cli.local.events import LocalContext
 from tests.support.env import ServicesFactory
 from tests.support.jobs import TENANT, make_job, store_job
-from tests.support.regions import fresh_lease_table, lease_store
+from tests.support.regions import ACTIONS, RATES, both_acting, fresh_lease_table, lease_store
 
 NOON = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 EAST = "us-east-1"
@@ -223,3 +225,19 @@ def test_a_fenced_driver_does_not_claim_its_second(
     assert not svc.due.second_claimed(clock.now()), (
         "a driver whose region does not hold the region lease neither claims nor sweeps"
     )
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rates=RATES, actions=st.lists(ACTIONS, min_size=1, max_size=12))
+def test_two_regions_over_one_moto_lease_table_never_both_act(
+    clients: AwsClients, rates: tuple[float, float], actions: list[tuple[str, float]]
+) -> None:
+    """The unit property's interleavings on the real conditional writes, a few of them (each
+    example a table of its own), to keep it near a second."""
+    store = lease_store(clients, fresh_lease_table(clients))
+
+    acting = both_acting(store, rates, actions)
+
+    assert acting is None, f"two regions may act at once over moto ({acting}): the fence failed"

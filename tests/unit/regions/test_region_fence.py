@@ -4,70 +4,27 @@ the same instant whatever the interleaving of their steps, pauses and partitions
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass, field
-
 import pytest
-from botocore.exceptions import ClientError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from takt.models.regions import Fenced, RegionLease
 from takt.regions.fence import RegionFence
-from takt.regions.lease import LeaseTimes
 from tests.support.fakes import FakeRegionLeases
-
-TIMES = LeaseTimes(lease_sec=20.0, renew_sec=5.0, margin_sec=5.0)
-EAST = "us-east-1"
-WEST = "us-west-2"
-
-
-@dataclass
-class Ticks:
-    """A process's monotonic clock: `rate` seconds of its own per second of real time."""
-
-    real: float = 0.0
-    rate: float = 1.0
-
-    def __call__(self) -> float:
-        return self.real * self.rate
-
-
-@dataclass
-class Reachable:
-    """The shared lease as one process reaches it: `down` is a partition (every call fails)."""
-
-    leases: FakeRegionLeases
-    down: bool = False
-    calls: list[str] = field(default_factory=list)
-
-    def _check(self, call: str) -> None:
-        self.calls.append(call)
-        if self.down:
-            raise ClientError({"Error": {"Code": "RequestTimeout"}}, call)
-
-    def read(self) -> RegionLease | None:
-        self._check("read")
-        return self.leases.read()
-
-    def create(self, holder: str) -> RegionLease | None:
-        self._check("create")
-        return self.leases.create(holder)
-
-    def renew(self, holder: str, epoch: int) -> RegionLease | None:
-        self._check("renew")
-        return self.leases.renew(holder, epoch)
-
-    def take_over(self, seen: RegionLease, holder: str) -> RegionLease | None:
-        self._check("take_over")
-        return self.leases.take_over(seen, holder)
-
-    def promote(self, holder: str) -> RegionLease:
-        return self.leases.promote(holder)
+from tests.support.regions import (
+    ACTIONS,
+    EAST,
+    RATES,
+    WEST,
+    Reachable,
+    Ticks,
+    both_acting,
+    region_fence,
+)
 
 
 def _fence(me: str, store: Reachable, ticks: Ticks) -> RegionFence:
-    return RegionFence(store, me=me, initial=EAST, times=TIMES, monotonic=ticks)
+    return region_fence(me, store, ticks)
 
 
 def test_the_first_region_writes_the_lease_and_acts_at_epoch_1() -> None:
@@ -175,39 +132,13 @@ def test_an_old_holder_whose_renewal_fails_stops_at_once() -> None:
 
 
 # The property: any interleaving of two regions' drivers and other processes, promotes,
-# partitions and pauses (a process not called while real time passes), with clock rates apart
-# by up to 10 %, never has both regions able to act at the same real instant.
-_ACTIONS = st.one_of(
-    st.tuples(st.just("wait"), st.floats(min_value=0.0, max_value=12.0)),
-    st.tuples(st.sampled_from(["step", "epoch", "promote", "cut"]), st.sampled_from([0, 1])),
-)
-
-
+# partitions and pauses, with clock rates apart by up to 10 %, never has both regions able to
+# act at the same real instant. (tests/integration/test_regions_fence.py runs it on moto.)
 @settings(max_examples=150, deadline=None)
-@given(
-    rates=st.tuples(st.floats(0.9, 1.1), st.floats(0.9, 1.1)),
-    actions=st.lists(_ACTIONS, min_size=1, max_size=60),
-)
+@given(rates=RATES, actions=st.lists(ACTIONS, min_size=1, max_size=30))
 def test_two_regions_never_both_act_at_one_instant(
     rates: tuple[float, float], actions: list[tuple[str, float]]
 ) -> None:
-    leases = FakeRegionLeases()
-    ticks = [Ticks(rate=rates[0]), Ticks(rate=rates[1])]
-    stores = [Reachable(leases), Reachable(leases)]
-    fences = [_fence(EAST, stores[0], ticks[0]), _fence(WEST, stores[1], ticks[1])]
-    for action, value in actions:
-        who = int(value)
-        if action == "wait":
-            for tick in ticks:
-                tick.real += value
-        elif action == "step":
-            fences[who].step()
-        elif action == "epoch":
-            with contextlib.suppress(Fenced):
-                fences[who].epoch()
-        elif action == "promote" and leases.lease is not None:
-            leases.promote((EAST, WEST)[who])
-        elif action == "cut":
-            stores[who].down = not stores[who].down
-        acting = [fence.holding() for fence in fences]
-        assert None in acting, f"two regions may act at once ({acting}): the fence failed"
+    acting = both_acting(FakeRegionLeases(), rates, actions)
+
+    assert acting is None, f"two regions may act at once ({acting}): the fence failed"
