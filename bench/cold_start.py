@@ -12,12 +12,24 @@ function's folder (/var/task), the layer's `python/` (/opt/python) and the SDK, 
 process CPU time of `import handler`: with nothing imported before it (`total`), and after
 `import boto3` (`beyond_boto3`, takt's own share). It prints the median and maximum of `--runs`
 runs of each, how many modules the import loaded, and whether it loaded `takt.api`.
+
+The interpreter gets the variables Lambda sets that change what an import does: the function's
+name and `LAMBDA_TASK_ROOT` (its folder, Lambda's /var/task). The X-Ray SDK, which Powertools'
+Tracer imports, picks its sampler by the latter: outside Lambda it builds a botocore X-Ray client
+at import (loading the SDK's endpoint and service data), which no function in Lambda does; without
+it every handler's figure held about 0.1 s of CPU that Lambda never spends.
+
+`--first-request` also measures the API's first request after its import, the create of
+events/api_create_job.json, and the list of jobs after it, in the same interpreter, against a
+moto server on 127.0.0.1 with takt's tables (what the API defers from its import, that request
+pays).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import statistics
 import subprocess
@@ -42,6 +54,43 @@ from infra.layer import (  # noqa: E402
 
 PLATFORM = "x86_64-manylinux2014"
 BUDGET_SEC = 0.4
+
+FIRST_REQUEST = """
+import json, sys, time, uuid
+sys.path[:0] = sys.argv[1].split(":")
+
+
+class Context:
+    function_name = "takt-api"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:takt-api"
+    function_version = "$LATEST"
+    log_group_name = "/aws/lambda/takt-api"
+    aws_request_id = str(uuid.uuid4())
+
+    def get_remaining_time_in_millis(self):
+        return 10_000
+
+
+started = time.process_time()
+import handler
+imported = time.process_time()
+create = json.loads(open(sys.argv[2]).read())
+answer = handler.handler(create, Context())
+created = time.process_time()
+listing = dict(create, body=None, rawPath="/v1/jobs")
+listing["requestContext"] = dict(create["requestContext"], http=dict(
+    create["requestContext"]["http"], method="GET", path="/v1/jobs"))
+listed = handler.handler(listing, Context())
+done = time.process_time()
+print(json.dumps({
+    "import_cpu_sec": imported - started,
+    "first_request_cpu_sec": created - imported,
+    "first_request_status": answer["statusCode"],
+    "second_request_cpu_sec": done - created,
+    "second_request_status": listed["statusCode"],
+}))
+"""
 
 PROBE = """
 import json, sys, time
@@ -94,29 +143,108 @@ def install_sdk(python: str, into: Path) -> None:
     compile_bytecode(into, python)
 
 
-def measure(python: str, path: list[Path], mode: str, cwd: Path) -> dict[str, object]:
-    environment = {
+def lambda_environment(task: Path) -> dict[str, str]:
+    """The variables Lambda sets that an import reads (module docstring)."""
+    return {
         "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_LAMBDA_FUNCTION_NAME": "cold-start-bench",
+        "LAMBDA_TASK_ROOT": str(task),
         "PATH": os.environ.get("PATH", ""),
     }
+
+
+def measure(python: str, path: list[Path], mode: str, cwd: Path) -> dict[str, object]:
     done = subprocess.run(  # noqa: S603 - a fixed argument list, no shell
         [python, "-I", "-c", PROBE, ":".join(str(part) for part in path), mode],
         capture_output=True,
         text=True,
         check=True,
         cwd=cwd,
-        env=environment,
+        env=lambda_environment(cwd),
     )
     result: dict[str, object] = json.loads(done.stdout)
     return result
+
+
+def first_requests(python: str, path: list[Path], task: Path, runs: int) -> dict[str, object]:
+    """The API's import and its first two requests, `runs` times, each in a fresh interpreter
+    on fresh tables of one moto server (module docstring)."""
+    from moto.server import ThreadedMotoServer  # noqa: PLC0415 - only this option needs moto
+
+    from takt.aws import make_clients  # noqa: PLC0415
+    from takt.config import Settings  # noqa: PLC0415
+    from takt.resources import TABLES  # noqa: PLC0415
+    from takt_cli.local.provision import provision  # noqa: PLC0415
+    from takt_cli.local.runtime import free_port  # noqa: PLC0415
+
+    # The server's own request log would bury the report.
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    credentials = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+    os.environ.update(credentials)
+    samples: list[dict[str, object]] = []
+    try:
+        for run in range(runs):
+            prefix = f"bench{run}"
+            settings = Settings(
+                aws_endpoint_url=endpoint,
+                **{spec.setting: f"{prefix}-{spec.setting}" for spec in TABLES},
+            )
+            tables = provision(make_clients(settings), settings, prefix)
+            environment = {
+                **lambda_environment(task),
+                **credentials,
+                **tables,
+                "TAKT_AWS_ENDPOINT_URL": endpoint,
+                # A sampled trace, as an API request in a traced deployment carries.
+                "_X_AMZN_TRACE_ID": "Root=1-67a1b2c3-0123456789abcdef01234567;"
+                "Parent=53995c3f42cd8ad8;Sampled=1",
+            }
+            done = subprocess.run(  # noqa: S603 - a fixed argument list, no shell
+                [
+                    python,
+                    "-I",
+                    "-c",
+                    FIRST_REQUEST,
+                    ":".join(str(part) for part in path),
+                    str(PROJECT_ROOT / "events" / "api_create_job.json"),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=task,
+                env=environment,
+            )
+            samples.append(json.loads(done.stdout.splitlines()[-1]))
+    finally:
+        server.stop()
+    summary: dict[str, object] = {
+        "statuses": sorted(
+            {(s["first_request_status"], s["second_request_status"]) for s in samples}
+        ),
+    }
+    for key in ("import_cpu_sec", "first_request_cpu_sec", "second_request_cpu_sec"):
+        values = [float(str(sample[key])) for sample in samples]
+        summary[key] = {
+            "median": round(statistics.median(values), 3),
+            "max": round(max(values), 3),
+        }
+    return summary
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--out", type=Path, help="also write the report as JSON here")
+    parser.add_argument(
+        "--first-request",
+        action="store_true",
+        help="also measure the API's first requests after its import (module docstring)",
+    )
     options = parser.parse_args()
     python = runtime_python()
     if python is None:
@@ -156,6 +284,11 @@ def main() -> None:
             rows[function] = row
             print(function, json.dumps(row), flush=True)
         report["functions"] = rows
+        if options.first_request:
+            task = PROJECT_ROOT / "functions" / "api"
+            requests = first_requests(python, [task, layer_dir / "python", sdk], task, options.runs)
+            print("api first requests", json.dumps(requests), flush=True)
+            report["api_first_requests"] = requests
         report["load_average_after"] = os.getloadavg()
     if options.out:
         options.out.write_text(json.dumps(report, indent=2) + "\n")
