@@ -90,12 +90,11 @@ _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 
 # A profile sets these context keys, whatever cdk.json or `-c` say (docs/DEPLOY.md, "Profiles").
 # `seed` is cdk.json as shipped, sized for the seed's workload. `small` is for a few thousand jobs
-# at an idle cost under $8 a month (`takt cost idle`); what it gives up, in the order of
-# the savings: one driver instead of two, so a driver that dies stops dispatch until the next
-# minute's starts (up to ~60 s, not ~1 s); that driver rests once nothing is due before the next
-# minute's, and a job written meanwhile for sooner waits for the indexer to start one (about a
-# second; up to ~70 s when that start is lost, `takt.dispatch.rest`); a 128 MB scheduler and a
-# 512 MB claimer on one shard
+# at an idle cost under $8 a month (`takt cost idle`); what it gives up: one driver instead of
+# two, so a driver that dies stops dispatch until the next minute's starts (up to ~60 s, not
+# ~1 s); that driver rests once nothing is due before the next minute's, and a job written
+# meanwhile for sooner waits for the indexer to start one (for the next minute's driver when that
+# start is lost, `takt.dispatch.rest`); a 128 MB scheduler and a 512 MB claimer on one shard
 # (dispatch of a burst of a few hundred due at once takes seconds); the watchdog sweeps once a
 # minute (a lost execution is redone within lease + 60 s); no dashboard and no X-Ray traces (the
 # alarms stay).
