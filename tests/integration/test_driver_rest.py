@@ -101,6 +101,58 @@ def test_an_item_put_while_the_driver_records_its_rest_keeps_it_ticking(
     assert not settled, "rest: the driver looks again after recording its rest, and finds the job"
 
 
+# Where the indexer's put and its read of the drivers fall against the driver's rest: before its
+# first look, between that look and the rest's record, between the record and its second look,
+# after it. The put comes first (the indexer's program order).
+GAPS = ("before-look", "before-record", "before-second-look", "after")
+INTERLEAVINGS = [(put, read) for put in range(4) for read in range(put, 4)]
+
+
+@pytest.mark.parametrize(
+    ("put_at", "read_at"),
+    INTERLEAVINGS,
+    ids=[f"put-{GAPS[put]}-read-{GAPS[read]}" for put, read in INTERLEAVINGS],
+)
+def test_every_interleaving_of_a_rest_and_a_put_leaves_the_job_a_driver(
+    svc: Services,
+    clock: ManualClock,
+    rest: Rest,
+    monkeypatch: pytest.MonkeyPatch,
+    put_at: int,
+    read_at: int,
+) -> None:
+    """The driver records its rest and then looks; the indexer puts and then reads. In every
+    order of the four steps, either the driver does not rest or the indexer starts a driver."""
+    started: list[datetime] = []
+    waker = Waker(svc.due, clock, lambda: started.append(clock.now()))
+    due = clock.now() + timedelta(seconds=20)
+    steps = {
+        put_at: [lambda: svc.due.put(TENANT, "job-1", due, clock.now())],
+    }
+    steps.setdefault(read_at, []).append(lambda: waker.indexed(due))
+
+    def run(gap: int) -> None:
+        for step in steps.get(gap, []):
+            step()
+
+    record_rest = DueStore.rest
+
+    def record_between_looks(store: DueStore, now: datetime) -> None:
+        run(1)
+        record_rest(store, now)
+        run(2)
+
+    svc.due.claim_second(clock.now())
+    monkeypatch.setattr(DueStore, "rest", record_between_looks)
+    run(0)
+    rested = rest.settles(clock.now(), _watermark(svc))
+    run(3)
+
+    assert not (rested and not started), (
+        "rest: a job put while the driver rests is seen by the driver or starts another"
+    )
+
+
 def _indexer(svc: Services, clock: ManualClock, started: list[datetime]) -> DueIndexer:
     waker = Waker(svc.due, clock, lambda: started.append(clock.now()))
     return DueIndexer(svc.due, clock, svc.jobs, waker=waker)
