@@ -7,6 +7,7 @@ Time is injected (`ManualClock`); the driver the indexer starts is a recorded ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -126,7 +127,7 @@ def test_every_interleaving_of_a_rest_and_a_put_leaves_the_job_a_driver(
     started: list[datetime] = []
     waker = Waker(svc.due, clock, lambda: started.append(clock.now()))
     due = clock.now() + timedelta(seconds=20)
-    steps = {
+    steps: dict[int, list[Callable[[], object]]] = {
         put_at: [lambda: svc.due.put(TENANT, "job-1", due, clock.now())],
     }
     steps.setdefault(read_at, []).append(lambda: waker.indexed(due))
