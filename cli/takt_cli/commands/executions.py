@@ -48,15 +48,16 @@ def executions() -> None:
     """Inspect, re-run and cancel executions."""
 
 
-def history_of(ctx: CliContext, ref: str, *, deleted: bool) -> str:
-    """The id of the job whose history `ref` asks for: an id as is; a name, the job that has it
-    now, else (or with `deleted`) the newest deleted job that had it while its history is kept."""
+def history_of(ctx: CliContext, ref: str, *, deleted: bool) -> tuple[str, bool]:
+    """The id of the job whose history `ref` asks for, and whether that job is a deleted one
+    found by its former name: an id as is; a name, the job that has it now, else (or with
+    `deleted`) the newest deleted job that had it while its history is kept."""
     if ref.startswith(JOB_ID_PREFIX):
-        return ref
+        return ref, False
     if not deleted:
         found = live_job_id(ctx, ref)
         if found is not None:
-            return found
+            return found, False
     holders = deleted_jobs(ctx, ref)
     if not holders:
         nobody = "" if deleted else f"no job is named {ref!r}, and "
@@ -76,7 +77,7 @@ def history_of(ctx: CliContext, ref: str, *, deleted: bool) -> str:
             f"takt jobs deleted {shlex.quote(ref)}",
             err=True,
         )
-    return str(newest["id"])
+    return str(newest["id"]), True
 
 
 def _reused(ctx: CliContext, name: str, job_id: str) -> bool:
@@ -97,7 +98,7 @@ def _reused(ctx: CliContext, name: str, job_id: str) -> bool:
 def list_(ctx: CliContext, job: str, deleted: bool, limit: int, cursor: str | None) -> None:
     """A job's executions, newest first. JOB is an id or a name: the job that has the name now,
     else the newest deleted job that had it, while its history is kept."""
-    job_id = history_of(ctx, job, deleted=deleted)
+    job_id, former = history_of(ctx, job, deleted=deleted)
     page, _ = call(
         ctx,
         "GET",
@@ -106,8 +107,10 @@ def list_(ctx: CliContext, job: str, deleted: bool, limit: int, cursor: str | No
     )
     ctx.emit(page, [_row(e) for e in page["items"]], COLUMNS)
     if ctx.output == "table" and page.get("next_cursor"):
-        click.echo(f"next page: --cursor {page['next_cursor']}", err=True)
-    asked_by_name = not deleted and not job.startswith(JOB_ID_PREFIX)
+        # A former name may be a new job's by the next call: the deleted job's pages go by its id.
+        again = f"takt executions list {job_id} " if former else ""
+        click.echo(f"next page: {again}--cursor {page['next_cursor']}", err=True)
+    asked_by_name = not former and not job.startswith(JOB_ID_PREFIX)
     if asked_by_name and not page["items"] and cursor is None and _reused(ctx, job, job_id):
         # A new job took the name of a deleted one: its empty history is not the one asked for.
         click.echo(

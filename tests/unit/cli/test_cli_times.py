@@ -138,6 +138,22 @@ def test_a_deleted_job_s_history_is_found_by_the_name_it_had(
     assert "1 earlier deleted job(s) had the name: takt jobs deleted gone" in told
 
 
+def test_the_next_page_of_a_deleted_job_s_history_goes_by_its_id(
+    fake_api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_api.answers["/v1/jobs"] = {"items": [], "next_cursor": None}
+    fake_api.answers["/v1/deleted-jobs"] = {"items": [NEWER]}
+    fake_api.answers["/v1/jobs/job_02/executions"] = {"items": [], "next_cursor": "c1"}
+
+    code = main(["--endpoint", fake_api.url, "-o", "table", "executions", "list", "gone"])
+    told = capsys.readouterr().err
+
+    assert code == 0
+    assert "next page: takt executions list job_02 --cursor c1" in told, (
+        "a deleted job's history pages on by its id, which a new job of the name cannot take"
+    )
+
+
 def test_a_name_a_new_job_has_finds_the_new_job_first_and_deleted_the_former(
     fake_api: FakeApi, capsys: pytest.CaptureFixture[str]
 ) -> None:
