@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import console_page, screenshot
+from tests.browser.test_browser_layout import PHONE, sideways
 from tests.e2e.harness import LocalTakt, poll
 from tests.e2e.receiver import Receiver
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page, Route
+    from playwright.sync_api import Browser, Page, Route
 
 expect = pytest.importorskip(
     "playwright.sync_api", reason="the playwright package is not installed (the dev group has it)"
@@ -103,3 +104,17 @@ def test_an_execution_without_logs_shows_no_logs_column(
     expect(
         attempts.locator("th"), "a logs column only where an attempt has logs"
     ).not_to_contain_text(["logs"])
+
+
+def test_an_attempt_s_logs_link_fits_a_phone(
+    browser: Browser, takt_local: LocalTakt, receiver: Receiver
+) -> None:
+    execution_id = _finished_execution(takt_local, receiver)
+
+    with console_page(browser, takt_local.url, viewport=PHONE) as page:
+        page.route(f"**/v1/executions/{execution_id}", _with_logs(LOGS))
+        page.goto(f"/#/executions/{execution_id}")
+        link = page.get_by_role("region", name="Attempts").get_by_role("link", name="logs")
+        expect(link, "an attempt's logs are linked on a phone too").to_be_visible()
+        assert sideways(page) == 0, "the attempts card with its logs link fits a phone's width"
+        screenshot(page, "execution-container-logs-phone")
