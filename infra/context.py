@@ -1,9 +1,10 @@
 """The deployment knobs, read once from CDK context and checked before anything is built.
 
-cdk.json holds the shipped values, and `cdk deploy -c key=value` overrides one. Values given with
-`-c` arrive as strings, those from cdk.json as JSON values, so every reader accepts both. A bad
-value fails the synth with the knob's name in the message instead of surfacing as a CloudFormation
-error minutes into a deployment.
+A profile (`PROFILES`, `seed` unless `-c profile=NAME`) holds the shipped values, and cdk.json or
+`cdk deploy -c key=value` overrides one. Values given with `-c` arrive as strings, those from
+cdk.json and the profiles as JSON values, so every reader accepts both. A bad value fails the
+synth with the knob's name in the message instead of surfacing as a CloudFormation error minutes
+into a deployment.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Annotated, Any, Protocol, cast
 
 from annotated_types import Ge, Le
@@ -88,35 +90,33 @@ _SECRET_NAME = re.compile(r"^[A-Za-z0-9/_+=.@-]{1,512}$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 
 
-# A profile sets these context keys, whatever cdk.json or `-c` say (docs/DEPLOY.md, "Profiles").
-# `seed` is cdk.json as shipped, sized for the seed's workload. `small` is for a few thousand jobs
-# at an idle cost under $8 a month (`takt cost idle`); what it gives up: one driver instead of
-# two, so a driver that dies stops dispatch until the next minute's starts (up to ~60 s, not
-# ~1 s); that driver rests once nothing is due before the next minute's, and a job written
-# meanwhile for sooner waits for the indexer to start one (for the next minute's driver when that
-# start is lost, `takt.dispatch.rest`); a 128 MB scheduler and a 512 MB claimer on one shard
-# (dispatch of a burst of a few hundred due at once takes seconds); the watchdog sweeps once a
-# minute (a lost execution is redone within lease + 60 s); no dashboard and no X-Ray traces (the
-# alarms stay).
+# The profiles (docs/DEPLOY.md, "Profiles"): each is the whole context a deployment reads, in one
+# file the simulator (`takt bench simulate --profile-name`) and `takt deploy check` read too, so
+# what is simulated and checked is what is synthesized. It ships with the CLI package, which the
+# app may read but not import (contract `cdk-app-no-tooling`); the app only runs from a checkout.
+# `seed` is sized for the seed's workload; `tenx` for ten times it (docs/CAPACITY.md, "Profiles as
+# shipped"). `small` is for a few thousand jobs at an idle cost under $8 a month (`takt cost
+# idle`); what it gives up: one driver instead of two, so a driver that dies stops dispatch until
+# the next minute's starts (up to ~60 s, not ~1 s); that driver rests once nothing is due before
+# the next minute's, and a job written meanwhile for sooner waits for the indexer to start one
+# (for the next minute's driver when that start is lost, `takt.dispatch.rest`); a 128 MB scheduler
+# and a 512 MB claimer on one shard (dispatch of a burst of a few hundred due at once takes
+# seconds); the watchdog sweeps once a minute (a lost execution is redone within lease + 60 s); no
+# dashboard and no X-Ray traces (the alarms stay).
+PROFILES_JSON = Path(__file__).resolve().parents[1] / "cli" / "takt_cli" / "profiles.json"
+DEFAULT_PROFILE = "seed"
+
+
+_PROFILES_DOCUMENT: dict[str, dict[str, Any]] = json.loads(PROFILES_JSON.read_text())
+# Each profile's context, by name.
 PROFILES: dict[str, dict[str, object]] = {
-    "seed": {},
-    "small": {
-        "dueShards": 1,
-        "openShards": 1,
-        "claimerThreads": 4,
-        "drivers": 1,
-        "driverRest": True,
-        "functionMemoryMb": {"scheduler": 128, "watchdog": 128, "claimer": 512},
-        "watchdogIntervalSec": 60,
-        "watchdogSweeps": 1,
-        "lanes": {
-            "high": {"maxConcurrency": 5, "batchingWindowSec": 0},
-            "default": {"maxConcurrency": 10, "batchingWindowSec": 1},
-            "low": {"maxConcurrency": 2, "batchingWindowSec": 1},
-        },
-        "dashboard": False,
-        "tracing": False,
-    },
+    name: profile["context"] for name, profile in _PROFILES_DOCUMENT.items()
+}
+# The account quotas each profile is sized with (`takt deploy check` compares them with the
+# account's): Lambda's concurrent executions, DynamoDB's per-table write throughput, and the
+# executions table's warm throughput before the first burst.
+PROFILE_QUOTAS: dict[str, dict[str, int]] = {
+    name: profile["quotas"] for name, profile in _PROFILES_DOCUMENT.items()
 }
 # Lambda's memory range, in MB.
 MIN_FUNCTION_MEMORY_MB = 128
@@ -132,13 +132,17 @@ class ContextSource(Protocol):
 
 @dataclass(frozen=True)
 class ProfiledContext:
-    """The node's context with a profile's keys set over it."""
+    """A profile's context with the node's (cdk.json's and `-c`'s) set over it.
+
+    A value the node leaves unset, or sets to the empty string (`-c key=`), is the profile's.
+    """
 
     node: ContextSource
     profile: Mapping[str, object]
 
     def try_get_context(self, key: str) -> Any:
-        return self.profile[key] if key in self.profile else self.node.try_get_context(key)
+        value = self.node.try_get_context(key)
+        return self.profile.get(key) if value is None or value == "" else value
 
 
 class ContextError(ValueError):
@@ -261,7 +265,7 @@ class DeployConfig:
     # Non-public addresses HTTP targets may reach (`egressAllow`: CIDRs and host names); empty
     # refuses them all (docs/SECURITY.md).
     egress_allow: tuple[str, ...] = ()
-    # The profile the values came from, and the knobs only profiles set in cdk.json's absence.
+    # The profile the values came from.
     profile: str = "seed"
     drivers: int = DRIVERS
     # Memory by function name, over `FunctionSpec.memory_for`.
@@ -289,7 +293,7 @@ class DeployConfig:
     @classmethod
     def from_context(cls, node: ContextSource) -> DeployConfig:
         """Read and check every knob; raise ContextError naming the first bad one."""
-        profile = str(_raw(node, "profile") or "seed")
+        profile = str(_raw(node, "profile") or DEFAULT_PROFILE)
         if profile not in PROFILES:
             raise ContextError(
                 f"context 'profile' must be one of {tuple(PROFILES)}, not {profile!r}"
@@ -641,7 +645,9 @@ def _raw(node: ContextSource, key: str) -> object:
 def _required(node: ContextSource, key: str) -> object:
     value = _raw(node, key)
     if value is None:
-        raise ContextError(f"context {key!r} is missing: set it in cdk.json or pass -c {key}=...")
+        raise ContextError(
+            f"context {key!r} is missing: set it in the profile, in cdk.json or pass -c {key}=..."
+        )
     return value
 
 

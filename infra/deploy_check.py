@@ -5,7 +5,11 @@ throughput limits (DescribeLimits) and compares them with what the context asks 
 reserved concurrency the stacks set (a reservation the account cannot give fails the deployment
 of the stateless stack), the peak concurrency the lanes, the claimers and the API may reach (more
 than the quota throttles), the due table's hot-minute writes, and the messages each lane may
-have in flight at once against SQS's fixed limit (SQS has no per-account setting to read).
+have in flight at once against SQS's fixed limit (SQS has no per-account setting to read). Then
+the quotas the profile is sized with (`infra.context.PROFILE_QUOTAS`, the ones `takt bench
+simulate --profile-name` simulates in): the Lambda and DynamoDB ones against the account's, and
+those it cannot read (a table's warm throughput, Fargate's vCPU and ECS's tasks per service)
+named as `ask`, with the value to request.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from infra.context import ContextSource, DeployConfig
+from infra.context import PROFILE_QUOTAS, ContextSource, DeployConfig
 from infra.driver import driver_concurrency
 from infra.functions import WATCHDOG, claimer_concurrency
 
@@ -36,8 +40,14 @@ SQS_IN_FLIGHT_LIMIT = 120_000
 # The API's requests take about this long (p50 of the handler), so its peak concurrency is the
 # stage's burst times this.
 API_REQUEST_SEC = 0.05
+# What a new on-demand table serves at once (write units/s), before any warm throughput is set.
+NEW_TABLE_WRITE_UNITS = 4000
+# ECS's default quota of tasks per service (Service Quotas, "Tasks per service").
+ECS_TASKS_PER_SERVICE = 5000
+FARGATE_CPU_UNITS_PER_VCPU = 1024
 
-Level = Literal["fail", "throttle", "ok"]
+# `ask`: a quota or setting this check cannot read, named with the value the profile needs.
+Level = Literal["fail", "throttle", "ok", "ask"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,12 @@ class Plan:
     # With `regions`, each of them: every region deploys the same stacks, so each region's
     # quotas must hold them (Lambda's and DynamoDB's are per region). Empty: the CLI's region.
     regions: tuple[str, ...] = ()
+    # The profile and the quotas it is sized with (profiles.json's `quotas`).
+    profile: str = "seed"
+    quotas: Mapping[str, int] | None = None
+    # The Fargate worker's most tasks and each task's vCPU; 0 tasks when it is off.
+    fargate_max_tasks: int = 0
+    fargate_task_vcpu: float = 0.0
 
     @property
     def reserved_total(self) -> int:
@@ -100,6 +116,12 @@ def plan(context: ContextSource) -> Plan:
             for name, lane in config.lanes.items()
         },
         regions=config.regions.regions if config.regions else (),
+        profile=config.profile,
+        quotas=PROFILE_QUOTAS[config.profile],
+        fargate_max_tasks=config.fargate.max_tasks if config.fargate else 0,
+        fargate_task_vcpu=(
+            config.fargate.cpu / FARGATE_CPU_UNITS_PER_VCPU if config.fargate else 0.0
+        ),
     )
 
 
@@ -152,6 +174,7 @@ def check(plan: Plan, lambda_: LambdaClient, dynamodb: DynamoDBClient) -> list[F
             Finding("ok", f"due table hot minute {hot_minute} WCU/s within {table_max}")
         )
     findings.append(_in_flight(plan))
+    findings.extend(_profile_quotas(plan, quota, table_max))
     return findings
 
 
@@ -182,3 +205,59 @@ def _in_flight(plan: Plan) -> Finding:
         "ok",
         f"lanes in flight at most {largest[1]} ({largest[0]}) of SQS's {SQS_IN_FLIGHT_LIMIT}",
     )
+
+
+def _profile_quotas(plan: Plan, lambda_quota: int, table_max: int) -> list[Finding]:
+    """The quotas the profile is sized with, against the account's where they can be read."""
+    if plan.quotas is None:
+        return []
+    sized = f"the {plan.profile} profile is sized for"
+    findings = []
+    wanted = plan.quotas["lambdaConcurrentExecutions"]
+    findings.append(
+        Finding(
+            "throttle",
+            f"{sized} a Lambda concurrency quota of {wanted}, the account's is {lambda_quota}: "
+            f"raise 'Concurrent executions' (Service Quotas) to {wanted}",
+        )
+        if lambda_quota < wanted
+        else Finding("ok", f"Lambda quota {lambda_quota} covers the {plan.profile} profile's")
+    )
+    wanted = plan.quotas["tableMaxWriteUnitsPerSec"]
+    findings.append(
+        Finding(
+            "throttle",
+            f"{sized} {wanted} write units/s on the executions table, the account allows a "
+            f"table {table_max}: raise DynamoDB's table-level write throughput quota to {wanted}",
+        )
+        if table_max < wanted
+        else Finding("ok", f"table write quota {table_max} covers the {plan.profile} profile's")
+    )
+    warm = plan.quotas["tableWarmWriteUnitsPerSec"]
+    if warm > NEW_TABLE_WRITE_UNITS:
+        findings.append(
+            Finding(
+                "ask",
+                f"{sized} an executions table ready for {warm} write units/s at its first burst "
+                f"(a new on-demand table serves {NEW_TABLE_WRITE_UNITS}): after the first "
+                "deploy, set its warm throughput (aws dynamodb update-table --warm-throughput "
+                f"WriteUnitsPerSecond={warm}); the app does not set it",
+            )
+        )
+    if plan.fargate_max_tasks:
+        vcpu = plan.fargate_max_tasks * plan.fargate_task_vcpu
+        tasks = (
+            f"; ECS's 'Tasks per service' (default {ECS_TASKS_PER_SERVICE}) at least "
+            f"{plan.fargate_max_tasks}"
+            if plan.fargate_max_tasks > ECS_TASKS_PER_SERVICE
+            else ""
+        )
+        findings.append(
+            Finding(
+                "ask",
+                f"the Fargate worker may run {plan.fargate_max_tasks} tasks of "
+                f"{plan.fargate_task_vcpu:g} vCPU: Service Quotas' 'Fargate On-Demand vCPU "
+                f"resource count' at least {vcpu:g}{tasks} (not read here)",
+            )
+        )
+    return findings

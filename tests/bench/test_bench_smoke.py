@@ -82,8 +82,9 @@ def test_the_simulator_reports_the_steady_scenario_with_the_seed_s_ten_second_jo
     report = json.loads(out.read_text())
     (steady,) = report["scenarios"]
     assert steady["planned"]["meets_target"] is True
-    # The shipped defaults (cdk.json, `Design()`: batches of 100 run at once) hold the seed's
-    # steady 1,400/s of 10 s jobs themselves.
+    # The seed profile as shipped (batches of 100 run at once) holds the seed's steady 1,400/s
+    # of 10 s jobs itself.
+    assert steady["profile"]["name"] == "seed"
     shipped = steady["as_shipped"]
     assert shipped["job_seconds"] == 10.0
     assert shipped["meets_target"] is True

@@ -75,6 +75,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "notifyDefaults": json.dumps({"acme": {"to": "arn:aws:sns:us-east-1:111122223333:ops"}}),
     },
     "small": {"profile": "small"},
+    "tenx": {"profile": "tenx"},
     # Provisioned tables with auto scaling at the seed's steady load, as docs/DEPLOY.md gives
     # the command ("Table billing"; tests/infra/test_infra_billing.py keeps the three equal).
     "provisioned": {

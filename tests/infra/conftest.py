@@ -34,9 +34,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def shipped_context() -> dict[str, Any]:
-    """The context in cdk.json: the values a plain `cdk deploy` uses."""
+    """The values a plain `cdk deploy` uses: the default profile's, with cdk.json's over them."""
+    from infra.context import DEFAULT_PROFILE, PROFILES  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
+
     context: dict[str, Any] = json.loads((ROOT / "cdk.json").read_text())["context"]
-    return context
+    return dict(PROFILES[DEFAULT_PROFILE]) | context
 
 
 def cdk_context(**overrides: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from aws_cdk import App
 
 from infra.app import unconfigured_region_note
 from infra.context import (
+    PROFILES,
     ContextError,
     DeployConfig,
     FargateWorkerConfig,
@@ -165,7 +166,12 @@ def test_bad_knob_fails_with_its_name(
         _config(cdk_json_context, **overrides)
 
 
-def test_missing_knob_fails_with_its_name(cdk_json_context: dict[str, Any]) -> None:
+def test_missing_knob_fails_with_its_name(
+    cdk_json_context: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A knob neither the profile nor cdk.json nor `-c` sets stops the synth by its name."""
+    seed = {key: value for key, value in PROFILES["seed"].items() if key != "logLevel"}
+    monkeypatch.setitem(PROFILES, "seed", seed)
     context = {key: value for key, value in cdk_json_context.items() if key != "logLevel"}
 
     with pytest.raises(ContextError, match="logLevel"):

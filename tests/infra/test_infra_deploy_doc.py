@@ -53,7 +53,7 @@ def test_the_prerequisites_quota_is_deploy_checks_for_each_profile(
     """The quota a new user asks for is the one `takt deploy check` wants: the reservations the
     template sets, plus what Lambda keeps unreserved."""
     seed = plan(DictContext(cdk_json_context))
-    small = plan(DictContext({**cdk_json_context, "profile": "small"}))
+    small = plan(DictContext({"profile": "small"}))
     prerequisites = _flat(
         DEPLOY[DEPLOY.index("## Prerequisites") : DEPLOY.index("## First-deploy")]
     )

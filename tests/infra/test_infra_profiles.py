@@ -1,5 +1,7 @@
-"""`-c profile=small`: a deployment for a few thousand jobs whose idle cost stays under $8 a
-month, priced by `takt cost idle` from the templates the CDK CLI would synthesize."""
+"""The profiles: each the whole context in one place (`takt_cli/profiles.json`), synthesized as
+the simulator reads it; `-c profile=small`, a deployment for a few thousand jobs whose idle cost
+stays under $8 a month, priced by `takt cost idle` from the templates the CDK CLI would
+synthesize."""
 
 from __future__ import annotations
 
@@ -13,11 +15,14 @@ from aws_cdk import App
 
 from infra.context import PROFILES, ContextError, DeployConfig
 from infra.driver import driver_timeout_sec
+from infra.functions import claimer_concurrency
 from takt_cli.capacity.idle import base_lines, render
+from takt_cli.capacity.profiles import load_profile
 from tests.infra.cli_synth import cli_context
 
 DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md"
 README = Path(__file__).resolve().parents[2] / "README.md"
+CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
 SMALL_BUDGET_USD = 8.0
 
 
@@ -139,3 +144,105 @@ def test_every_profile_key_is_a_context_knob_the_app_reads() -> None:
 def test_an_unknown_profile_is_refused_by_name() -> None:
     with pytest.raises(ContextError, match="'profile'"):
         DeployConfig.from_context(App(context=cli_context({"profile": "tiny"})).node)
+
+
+# The variant of tests.infra.cli_synth that synthesizes each profile as `cdk deploy` would.
+PROFILE_VARIANTS = {"seed": "default", "small": "small", "tenx": "tenx"}
+
+
+def test_every_profile_is_the_whole_context_and_cdk_json_repeats_none_of_it() -> None:
+    """One place: each profile sets every knob, and cdk.json only names the default profile."""
+    shipped = json.loads(CDK_JSON.read_text())["context"]
+    keys = {name: set(context) for name, context in PROFILES.items()}
+
+    assert set(PROFILES) == set(PROFILE_VARIANTS)
+    assert all(names == keys["seed"] for names in keys.values()), (
+        "every profile must be the whole context"
+    )
+    assert set(shipped) & keys["seed"] == set(), "cdk.json must leave the knobs to the profiles"
+    assert shipped["profile"] == "seed"
+
+
+def test_a_context_value_overrides_the_profiles() -> None:
+    """`-c key=value` (or cdk.json) over a profile, as `cdk deploy -c` promises."""
+    small = DeployConfig.from_context(
+        App(context=cli_context({"profile": "small", "dueShards": "2"})).node
+    )
+
+    assert (small.tuning.due_shards, small.tuning.open_shards) == (2, 1), (
+        "-c dueShards must override the small profile's, and leave its other knobs"
+    )
+
+
+def _functions(stateless: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        logical_id: resource["Properties"]
+        for logical_id, resource in stateless["Resources"].items()
+        if resource["Type"] == "AWS::Lambda::Function" and logical_id.startswith("Functions")
+    }
+
+
+@pytest.mark.parametrize("name", sorted(PROFILE_VARIANTS))
+def test_each_profiles_template_carries_what_the_simulator_simulates(
+    name: str, cli_assemblies: Callable[[str], Path]
+) -> None:
+    """`takt bench simulate --profile-name NAME` simulates what `cdk deploy -c profile=NAME`
+    synthesizes: shards, claim parallelism, the claimer's reserved concurrency and memory, the
+    lanes' concurrency and batches, the worker's kind and fleet, and the tables' billing."""
+    profile = load_profile(name)
+    design, fleet = profile.design(), profile.fargate()
+    stateful, stateless = _templates(cli_assemblies(PROFILE_VARIANTS[name]))
+    functions = _functions(stateless)
+    claimer = next(p for i, p in functions.items() if i.startswith("FunctionsClaimer"))
+    worker = next(p for i, p in functions.items() if i.startswith("FunctionsWorker"))
+    variables = claimer["Environment"]["Variables"]
+    resources = [*stateful["Resources"].values(), *stateless["Resources"].values()]
+    mappings = sorted(
+        (r["Properties"]["BatchSize"], r["Properties"]["ScalingConfig"]["MaximumConcurrency"])
+        for r in resources
+        if r["Type"] == "AWS::Lambda::EventSourceMapping" and "ScalingConfig" in r["Properties"]
+    )
+    lanes = PROFILES[name]["lanes"]
+    assert isinstance(lanes, dict)
+    fargate_lanes = (
+        set(profile.context["fargateLanes"]) if profile.context["fargateWorker"] else set()
+    )
+    services = [r for r in resources if r["Type"] == "AWS::ECS::Service"]
+    tables = [r["Properties"] for r in resources if r["Type"] == "AWS::DynamoDB::Table"]
+
+    assert (
+        int(variables["TAKT_DUE_SHARDS"]),
+        int(variables["TAKT_OPEN_SHARDS"]),
+        int(variables["TAKT_CLAIMER_THREADS"]),
+    ) == (design.due_shards, design.open_shards, design.claim_parallelism), name
+    assert claimer["ReservedConcurrentExecutions"] == claimer_concurrency(design.due_shards), name
+    assert claimer["MemorySize"] == design.claimer_memory_mb, name
+    assert int(worker["Environment"]["Variables"]["TAKT_WORKER_BATCH_CONCURRENCY"]) == (
+        design.batch_concurrency
+    ), name
+    assert mappings == sorted(
+        (lane.get("batchSize", 10), lane["maxConcurrency"])
+        for lane_name, lane in lanes.items()
+        if lane_name not in fargate_lanes
+    ), f"{name}: the worker function's lanes"
+    if fleet is None:
+        assert (design.batch_size, design.lane_max_concurrency) in mappings, name
+        assert services == [], f"{name} simulates the worker function: no Fargate service"
+    else:
+        (scaling,) = [
+            r["Properties"]
+            for r in resources
+            if r["Type"] == "AWS::ApplicationAutoScaling::ScalableTarget"
+            and r["Properties"]["ScalableDimension"] == "ecs:service:DesiredCount"
+        ]
+        (task,) = [r["Properties"] for r in resources if r["Type"] == "AWS::ECS::TaskDefinition"]
+        assert len(services) == 1, f"{name} simulates the Fargate worker"
+        assert (scaling["MinCapacity"], scaling["MaxCapacity"]) == (
+            fleet.min_tasks,
+            fleet.max_tasks,
+        ), name
+        assert int(task["Cpu"]) / 1024 == design.fargate_vcpu, name
+    on_demand = profile.table_billing == "onDemand"
+    assert tables and all(
+        (t.get("BillingMode") == "PAY_PER_REQUEST") == on_demand for t in tables
+    ), f"{name}: tables billed {profile.table_billing}"

@@ -64,9 +64,13 @@ def test_a_new_account_with_a_quota_of_10_is_told_the_deploy_fails(dynamodb: Any
 def test_the_shipped_context_on_a_default_account_fits(dynamodb: Any) -> None:
     findings = check(plan(_context()), _lambda_with_quota(1000), dynamodb)
 
-    assert [f.level for f in findings] == ["ok", "ok", "throttle", "ok"]
+    # moto answers DescribeLimits with a table quota of 10,000 write units/s, an older default
+    # (AWS's is 40,000, which the seed profile is sized with): both table checks throttle.
+    assert [f.level for f in findings] == ["ok", "ok", "throttle", "ok", "ok", "throttle"]
     assert "64 shards" in findings[2].message
     assert "at most 33300 (default)" in findings[3].message
+    assert "seed profile" in findings[4].message
+    assert "to 40000" in findings[5].message
 
 
 def test_lanes_beyond_the_quota_would_throttle(dynamodb: Any) -> None:
@@ -75,7 +79,7 @@ def test_lanes_beyond_the_quota_would_throttle(dynamodb: Any) -> None:
     }
     findings = check(plan(_context(lanes=lanes, dueShards=8)), _lambda_with_quota(1000), dynamodb)
 
-    assert [f.level for f in findings] == ["ok", "throttle", "ok", "ok"]
+    assert [f.level for f in findings][:4] == ["ok", "throttle", "ok", "ok"]
 
 
 def test_a_lane_beyond_sqs_in_flight_limit_would_stall(dynamodb: Any) -> None:
@@ -87,8 +91,9 @@ def test_a_lane_beyond_sqs_in_flight_limit_would_stall(dynamodb: Any) -> None:
 
     findings = check(plan(fargate), _lambda_with_quota(5000), dynamodb)
 
-    assert findings[-1].level == "throttle"
-    assert "(low 153600)" in findings[-1].message
+    (in_flight,) = [f for f in findings if "in flight" in f.message]
+    assert in_flight.level == "throttle"
+    assert "(low 153600)" in in_flight.message
 
 
 def test_regions_are_checked_each_against_its_own_quotas(dynamodb: Any) -> None:
@@ -145,3 +150,32 @@ def test_without_credentials_the_command_says_so_in_one_line(
     assert status != 0
     assert "no AWS credentials found" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_the_tenx_profile_names_every_quota_it_is_sized_with(dynamodb: Any) -> None:
+    """Rule: `takt deploy check -c profile=tenx` names each quota the profile needs beyond
+    AWS's defaults, against the account's where it can be read and as `ask` where not."""
+    findings = check(plan(_context(profile="tenx")), _lambda_with_quota(1000), dynamodb)
+    by_level = {
+        level: [f.message for f in findings if f.level == level] for level in ("throttle", "ask")
+    }
+
+    table = [m for m in by_level["throttle"] if "table-level write throughput quota" in m]
+    assert table and "903333" in table[0], "the executions table's write quota must be named"
+    warm = [m for m in by_level["ask"] if "warm throughput" in m]
+    assert warm and "WriteUnitsPerSecond=903333" in warm[0], "the warm throughput must be named"
+    fargate = [m for m in by_level["ask"] if "Fargate On-Demand vCPU" in m]
+    assert fargate and "5646" in fargate[0] and "Tasks per service" in fargate[0], (
+        "the Fargate fleet's vCPU and tasks per service must be named"
+    )
+    assert any("in flight" in m and "default" in m for m in by_level["throttle"]), (
+        "SQS's in-flight limit on the Fargate lane must be named"
+    )
+
+
+def test_a_default_account_meets_the_seed_profiles_quotas_and_is_asked_nothing(
+    dynamodb: Any,
+) -> None:
+    findings = check(plan(_context()), _lambda_with_quota(1000), dynamodb)
+
+    assert not [f for f in findings if f.level == "ask"], "the seed profile needs no raise"

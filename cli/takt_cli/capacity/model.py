@@ -42,21 +42,23 @@ class Limits:
 
 @dataclass(frozen=True)
 class Design:
-    """takt's knobs that the simulation varies (defaults: what ships today)."""
+    """takt's knobs that the simulation varies (defaults: the seed profile's, which
+    `takt_cli.capacity.profiles` reads; tests/unit/capacity/test_capacity_profiles.py holds the
+    two equal)."""
 
     due_shards: int = 64
-    # cdk.json `openShards`: each execution enters and leaves the `open` index (two writes), so
+    # The profile's `openShards`: each execution enters and leaves the `open` index (two writes), so
     # 64 partitions take the seed's :00 burst.
     open_shards: int = 64
     dispatch_ahead_sec: float = 1.0
     # Send a message claimed ahead with SQS `DelaySeconds` up to its second, rather than have the
     # worker hold it (a proposal: it lets the horizon grow past a second without idle workers).
     delay_in_sqs: bool = False
-    # Writes one claim keeps in flight at once, each phase's (cdk.json `claimerThreads`).
+    # Writes one claim keeps in flight at once, each phase's (the profile's `claimerThreads`).
     claim_parallelism: int = 32
-    # The SQS event source's maximum concurrency for the lane (cdk.json: default lane 333).
+    # The SQS event source's maximum concurrency for the lane (the seed's default lane: 333).
     lane_max_concurrency: int = 333
-    # The default lane's batch (cdk.json `lanes.default.batchSize`; 10 before 2026-12-01).
+    # The default lane's batch (`lanes.default.batchSize`; 10 before 2026-12-01).
     batch_size: int = 100
     # How many of a batch's messages a worker invocation runs at once
     # (`TAKT_WORKER_BATCH_CONCURRENCY`, takt.worker.batch); 1 before 2026-12-01, when a batch's
@@ -67,7 +69,7 @@ class Design:
     # One vCPU (infra/functions.py): a claim is CPU-bound.
     claimer_memory_mb: int = 1769
     worker_memory_mb: int = 1024
-    # Fargate workers (`takt worker`, cdk.json `fargateWorker`) serving the lane instead of the
+    # Fargate workers (`takt worker`, the profile's `fargateWorker`) serving the lane instead of the
     # worker function: 0 tasks means the function. Tasks are there from the start (scaled ahead
     # of the due index, takt.dispatch.ahead); each runs `fargate_slots` calls at once and shares
     # `fargate_vcpu` between their CPU.

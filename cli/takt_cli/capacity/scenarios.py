@@ -1,4 +1,5 @@
-"""The seed's three scenarios, each run as shipped (default quotas and settings) and as planned.
+"""The seed's three scenarios, each run as a profile ships (its settings and the account quotas
+it is sized with: `takt_cli.capacity.profiles`, the seed's by default) and as planned.
 
 Planning is a search: for each candidate shard count N and claim parallelism (smallest first)
 the simulator runs once with default quotas; the quotas are then raised to what that run and the
@@ -29,16 +30,13 @@ from takt_cli.capacity.cost import (
 )
 from takt_cli.capacity.model import CallProfile, Design, Limits
 from takt_cli.capacity.prices import US_EAST_1
+from takt_cli.capacity.profiles import Profile, load_profile
 from takt_cli.capacity.sim import Load, SimResult, Simulator
 
 SHARD_CANDIDATES = (64, 128, 256, 512, 1024)
 PARALLELISM_CANDIDATES = (1, 8, 32)
 MAX_LANE_CONCURRENCY = 1000
 HEADROOM = 0.8
-# The Fargate worker as cdk.json ships it when on: 0.5 vCPU and 1 GB a task, 200 slots.
-FARGATE_SLOTS = 200
-FARGATE_VCPU = 0.5
-FARGATE_MEMORY_GB = 1.0
 # Tasks scaled ahead for a busy minute run this long in its hour: counted 5 minutes ahead, the
 # minute itself, then the target tracking's scale-in (5 minutes of cooldown and its alarms).
 SCALED_AHEAD_HOURS = 12 / 60
@@ -101,7 +99,7 @@ def _pow2(value: float) -> int:
 
 
 def quotas_asked(
-    scenario: Scenario, result: SimResult, calls: CallProfile
+    scenario: Scenario, result: SimResult, calls: CallProfile, shipped: Design
 ) -> tuple[Design, Limits, dict[str, Any]]:
     """The design and limits a run asks for. Write throughput is sized from the scenario's
     busiest minute (what must be written per second to keep up, with headroom), not from the
@@ -130,12 +128,9 @@ def quotas_asked(
         new_table_write_units_per_sec=table,
         table_max_write_units_per_sec=max(40000.0, table),
     )
-    shipped = Design()
     asks: dict[str, Any] = {
         "Lambda concurrent executions (account, default 1,000)": limits.account_concurrency,
-        f"lane maxConcurrency (cdk.json lanes.default, shipped {shipped.lane_max_concurrency})": (
-            lane
-        ),
+        f"lane maxConcurrency (lanes.default, shipped {shipped.lane_max_concurrency})": (lane),
         f"TAKT_OPEN_SHARDS (open index partitions, shipped {shipped.open_shards})": open_shards,
         "executions table on-demand quota (write units/s, default 40,000)": round(
             limits.table_max_write_units_per_sec
@@ -157,29 +152,50 @@ def quotas_asked(
     return design, limits, asks
 
 
+def shipped_design(scenario: Scenario, profile: Profile, calls: CallProfile) -> Design:
+    """What `profile` deploys, for `scenario`: its design, and when its Fargate worker serves
+    the lane, the fleet its scale-ahead step sets for the busiest minute (within the profile's
+    task bounds; its minimum when the step is off)."""
+    design = profile.design()
+    fleet = profile.fargate()
+    if fleet is None:
+        return design
+    wanted = busiest_minute_tasks(scenario, design, calls) if fleet.scale_ahead_minutes else 0
+    return replace(design, fargate_tasks=min(fleet.max_tasks, max(fleet.min_tasks, wanted)))
+
+
 def plan(
     scenario: Scenario,
     calls: CallProfile | None = None,
     *,
     metered: Mapping[str, float] | None = None,
+    profile: Profile | None = None,
 ) -> dict[str, Any]:
-    """Run `scenario` as shipped, then search for the smallest design that meets its target;
-    then both on Fargate workers scaled ahead of the due index instead of the worker function.
-    `metered` is the cost per million by component a local run measured (50 ms target)."""
+    """Run `scenario` as `profile` ships it (the seed's by default), then search for the
+    smallest design that meets its target; then both on Fargate workers scaled ahead of the
+    due index instead of the worker function. `metered` is the cost per million by component a
+    local run measured (50 ms target)."""
     calls = calls or CallProfile()
+    profile = profile or load_profile(None)
     components = dict(metered or profile_components(calls))
     base_usd = sum(components.values())
-    shipped = Simulator(scenario.load, Design(), calls=calls, drain_sec=DRAIN_SEC).run()
+    design_shipped = shipped_design(scenario, profile, calls)
+    limits_shipped = profile.quotas.limits()
+    shipped = Simulator(
+        scenario.load, design_shipped, limits_shipped, calls, drain_sec=DRAIN_SEC
+    ).run()
     found: tuple[SimResult, dict[str, Any], Limits] | None = None
     last: tuple[SimResult, dict[str, Any], Limits] | None = None
     for shards in SHARD_CANDIDATES:
         for parallelism in PARALLELISM_CANDIDATES:
-            design = Design(due_shards=shards, claim_parallelism=parallelism)
-            first = Simulator(scenario.load, design, Limits(), calls, drain_sec=DRAIN_SEC).run()
-            design, limits, _ = quotas_asked(scenario, first, calls)
+            design = replace(design_shipped, due_shards=shards, claim_parallelism=parallelism)
+            first = Simulator(
+                scenario.load, design, limits_shipped, calls, drain_sec=DRAIN_SEC
+            ).run()
+            design, limits, _ = quotas_asked(scenario, first, calls, design_shipped)
             result = Simulator(scenario.load, design, limits, calls, drain_sec=DRAIN_SEC).run()
             # What the planned run itself still wanted (its backlog is gone or smaller).
-            asks = quotas_asked(scenario, result, calls)[2]
+            asks = quotas_asked(scenario, result, calls, design_shipped)[2]
             last = (result, asks, limits)
             if meets(scenario, result):
                 found = last
@@ -200,12 +216,15 @@ def plan(
         "dynamodb_units_per_execution": {
             name: round(units, 3) for name, units in calls.units_per_execution().items()
         },
+        "profile": profile.describe(),
         "as_shipped": {
             **summarize(scenario, shipped),
             **all_in_cost(scenario, shipped.design, calls, components),
+            "table_billing": profile.table_billing,
+            "fargate_tasks": design_shipped.fargate_tasks,
         },
         "as_shipped_on_fargate_scaled_ahead": on_fargate(
-            scenario, Design(), Limits(), calls, components
+            scenario, design_shipped, limits_shipped, calls, components
         ),
         "planned": {
             **summarize(scenario, result),
@@ -260,11 +279,17 @@ def dynamodb_billing(
     return {**billing, "all_in_usd_per_million_executions": all_in}
 
 
-def fleet_tasks(per_minute: float, calls: CallProfile) -> int:
+def fleet_tasks(per_minute: float, calls: CallProfile, slots: int) -> int:
     """The tasks `takt.dispatch.ahead` sets as the service's minimum for a minute holding
     `per_minute` executions (the same plan the watchdog runs)."""
-    plan = FleetPlan(job_sec=calls.job.mean_sec, slots=FARGATE_SLOTS, min_tasks=1, max_tasks=10**6)
+    plan = FleetPlan(job_sec=calls.job.mean_sec, slots=slots, min_tasks=1, max_tasks=10**6)
     return plan.tasks_for(Forecast(minutes=((_ANY_MINUTE, round(per_minute)),), complete=True))
+
+
+def busiest_minute_tasks(scenario: Scenario, design: Design, calls: CallProfile) -> int:
+    """The fleet the scale-ahead step sets for the scenario's busiest minute."""
+    load = scenario.load
+    return fleet_tasks(load.steady_per_sec * 60 + load.burst, calls, design.fargate_slots)
 
 
 _ANY_MINUTE = datetime(2026, 1, 1, tzinfo=UTC)
@@ -272,15 +297,8 @@ _ANY_MINUTE = datetime(2026, 1, 1, tzinfo=UTC)
 
 def scaled_ahead(scenario: Scenario, design: Design, calls: CallProfile) -> Design:
     """`design` with the Fargate fleet the scale-ahead step sets for the scenario's busiest
-    minute serving the lane."""
-    load = scenario.load
-    return replace(
-        design,
-        fargate_tasks=fleet_tasks(load.steady_per_sec * 60 + load.burst, calls),
-        fargate_slots=FARGATE_SLOTS,
-        fargate_vcpu=FARGATE_VCPU,
-        fargate_memory_gb=FARGATE_MEMORY_GB,
-    )
+    minute serving the lane (the design's task size and slots: the profile's)."""
+    return replace(design, fargate_tasks=busiest_minute_tasks(scenario, design, calls))
 
 
 def on_fargate(
@@ -305,7 +323,7 @@ def on_fargate(
         "fargate_slots_busy_peak": result.peak_concurrency.get("fargate_slots_busy", 0),
         **all_in_cost(scenario, fleet, calls, metered),
         "quotas_and_settings": {
-            "Fargate On-Demand vCPU resource count (account quota)": tasks * FARGATE_VCPU,
+            "Fargate On-Demand vCPU resource count (account quota)": tasks * fleet.fargate_vcpu,
             "ECS tasks per service (default 5,000)": tasks,
             "Fargate launch rate (100 at once, then 20/s): seconds to start the fleet": (
                 f"{launch_sec:.0f} (the scale-ahead step starts it 5 minutes before)"
@@ -320,9 +338,9 @@ def on_fargate(
                 limits.new_table_write_units_per_sec
             ),
             "TAKT_OPEN_SHARDS (open index partitions)": design.open_shards,
-            "cdk.json": (
-                f"fargateWorker true, fargateLanes default, fargateSlots {FARGATE_SLOTS}, "
-                f"fargateCpu {int(FARGATE_VCPU * 1024)}, fargateMaxTasks >= {tasks}, "
+            "context": (
+                f"fargateWorker true, fargateLanes default, fargateSlots {fleet.fargate_slots}, "
+                f"fargateCpu {round(fleet.fargate_vcpu * 1024)}, fargateMaxTasks >= {tasks}, "
                 f"fargateScaleAheadMinutes 5, fargateJobSec {calls.job.mean_sec:g}"
             ),
         },
@@ -398,7 +416,7 @@ def all_in_cost(
     base_usd = sum(metered.values())
     if design.fargate_tasks:
         lines.pop("Lambda worker", None)
-        steady_tasks = fleet_tasks(scenario.load.steady_per_sec * 60, calls)
+        steady_tasks = fleet_tasks(scenario.load.steady_per_sec * 60, calls, design.fargate_slots)
         task_hours = float(steady_tasks)
         if scenario.load.burst:
             task_hours += (design.fargate_tasks - steady_tasks) * SCALED_AHEAD_HOURS

@@ -262,23 +262,48 @@ def noisy_table(report: dict[str, Any]) -> str:
     help="The calls' durations as a distribution, e.g. lognormal:10:1.0 (mean 10 s, p99 62 s); "
     "overrides --job-seconds.",
 )
+@click.option(
+    "--profile-name",
+    default=None,
+    metavar="NAME",
+    help="The deployment profile simulated as shipped (`cdk deploy -c profile=NAME`): seed, "
+    "small or tenx; the seed's when not given.",
+)
+@click.option(
+    "-c",
+    "--context",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A context value over the profile's, as `cdk deploy -c` takes it (repeatable).",
+)
 @OUT_OPTION
 def simulate(
     scenario: str,
     profile: Path | None,
     job_seconds: float,
     job_dist: str | None,
+    profile_name: str | None,
+    overrides: tuple[str, ...],
     out: Path | None,
 ) -> None:
-    """Simulate the seed's scenarios as shipped and as planned (N, quotas, cost per hour)."""
+    """Simulate the seed's scenarios as a profile ships and as planned (N, quotas, cost)."""
     from takt_cli.capacity.cost import metered_components  # noqa: PLC0415 - only this command loads the bench and moto
     from takt_cli.capacity.model import CallProfile, JobDuration, profile_from_report  # noqa: PLC0415 - only this command loads the bench and moto
+    from takt_cli.capacity.profiles import ProfileError, load_profile  # noqa: PLC0415 - only this command loads the bench and moto
     from takt_cli.capacity.scenarios import SEED, plan  # noqa: PLC0415 - only this command loads the bench and moto
 
     try:
         job = JobDuration.parse(job_dist) if job_dist else JobDuration(job_seconds)
     except ValueError as exc:
         raise CliError(f"--job-seconds-dist: {exc}") from None
+    try:
+        deployed = load_profile(profile_name, overrides)
+        # Read every knob the simulator uses now, so a bad override fails before any run.
+        deployed.design()
+        deployed.fargate()
+    except ProfileError as exc:
+        raise CliError(str(exc)) from None
     calls = CallProfile()
     metered: dict[str, float] | None = None
     if profile is not None:
@@ -295,6 +320,6 @@ def simulate(
     chosen = SEED if scenario == "all" else (SEED[SCENARIOS.index(scenario)],)
     results = []
     for item in chosen:
-        click.echo(f"simulating {item.name}", err=True)
-        results.append(plan(item, calls, metered=metered))
+        click.echo(f"simulating {item.name} on the {deployed.name} profile", err=True)
+        results.append(plan(item, calls, metered=metered, profile=deployed))
     _emit({"call_profile": calls.__dict__, "scenarios": results}, out)

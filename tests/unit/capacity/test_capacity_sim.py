@@ -196,8 +196,8 @@ def test_the_planner_counts_invocations_of_whole_batches_not_messages() -> None:
     calls = replace(CallProfile(), target_latency_ms=10_000)
     top = SEED[1]
 
-    _, _, at_once = quotas_asked(top, _result(Design(), 0), calls)
-    _, _, sequential = quotas_asked(top, _result(Design(batch_concurrency=1), 0), calls)
+    _, _, at_once = quotas_asked(top, _result(Design(), 0), calls, Design())
+    _, _, sequential = quotas_asked(top, _result(Design(batch_concurrency=1), 0), calls, Design())
 
     beyond = "workers beyond one event source's 1,000 concurrent batches"
     assert at_once[beyond].startswith("23") and "over 3 queues" in at_once[beyond]
@@ -213,9 +213,9 @@ def test_the_planner_sizes_the_executions_table_for_the_runs_heartbeats_too() ->
     quota = "executions table on-demand quota (write units/s, default 40,000)"
 
     _, _, ten_s = quotas_asked(
-        top, _result(Design(), 0), replace(CallProfile(), target_latency_ms=10_000)
+        top, _result(Design(), 0), replace(CallProfile(), target_latency_ms=10_000), Design()
     )
-    _, _, at_once = quotas_asked(top, _result(Design(), 0), CallProfile())
+    _, _, at_once = quotas_asked(top, _result(Design(), 0), CallProfile(), Design())
 
     assert ten_s[quota] == round(rate * 4 / 0.8)
     assert at_once[quota] == round(rate * 3 / 0.8)

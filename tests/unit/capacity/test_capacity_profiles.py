@@ -1,0 +1,122 @@
+"""The simulator reads the deployment profiles (`takt_cli/profiles.json`) the CDK app synthesizes
+from: a profile, with `-c` overrides, is the design simulated as shipped."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from takt_cli.capacity.model import CallProfile, Design, Limits
+from takt_cli.capacity.profiles import ProfileError, load_profile, profile_names
+from takt_cli.capacity.scenarios import SEED, Scenario, busiest_minute_tasks, plan, shipped_design
+from takt_cli.capacity.sim import Load
+from takt_cli.commands.main import main
+
+TEN_SECOND_CALLS = replace(CallProfile(), target_latency_ms=10_000)
+# A scenario small enough for a unit test, with no target beyond finishing everything: the
+# planner's search stops at its first candidate.
+TINY = Scenario("tiny", Load(steady_per_sec=20, duration_sec=5))
+
+
+def test_the_seed_profile_is_the_simulators_default_design_and_a_default_account() -> None:
+    seed = load_profile(None)
+
+    assert seed.name == "seed"
+    assert seed.design() == Design(), "the seed profile must be what Design() models as shipped"
+    assert seed.quotas.limits() == Limits(), "the seed profile must need no raised quota"
+
+
+def test_a_context_override_changes_the_simulated_design_as_cdk_deploy_c_does() -> None:
+    lanes = json.dumps(
+        {
+            "high": {"maxConcurrency": 50, "batchingWindowSec": 0},
+            "default": {"maxConcurrency": 700, "batchingWindowSec": 1, "batchSize": 50},
+            "low": {"maxConcurrency": 5, "batchingWindowSec": 1},
+        }
+    )
+    design = load_profile("seed", ["dueShards=128", f"lanes={lanes}"]).design()
+
+    assert (design.due_shards, design.lane_max_concurrency, design.batch_size) == (128, 700, 50), (
+        "-c must override the profile's knobs in the simulated design"
+    )
+    assert design.claim_parallelism == Design().claim_parallelism
+
+
+def test_c_profile_names_the_profile_as_profile_name_does() -> None:
+    assert load_profile(None, ["profile=small"]) == load_profile("small")
+    with pytest.raises(ProfileError, match="disagree"):
+        load_profile("tenx", ["profile=small"])
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides", "named"),
+    [
+        ("tiny", [], "'tiny'"),
+        ("seed", ["dueShard=8"], "dueShard"),
+        ("seed", ["dueShards=many"], "dueShards"),
+        ("seed", ["dueShards"], "KEY=VALUE"),
+    ],
+)
+def test_a_bad_profile_or_override_is_refused_by_name(
+    name: str, overrides: list[str], named: str
+) -> None:
+    with pytest.raises(ProfileError, match=named):
+        load_profile(name, overrides).design()
+
+
+def test_the_tenx_profile_runs_its_fargate_fleet_scaled_ahead_within_its_bounds() -> None:
+    """Fargate serves tenx's default lane: the simulated fleet is what the scale-ahead step sets
+    for the busiest minute, held between the profile's minimum and maximum tasks."""
+    tenx = load_profile("tenx")
+    fleet = tenx.fargate()
+    assert fleet is not None
+    ten_x = SEED[2]
+
+    wanted = busiest_minute_tasks(ten_x, tenx.design(), TEN_SECOND_CALLS)
+    capped = shipped_design(ten_x, load_profile("tenx", ["fargateMaxTasks=900"]), TEN_SECOND_CALLS)
+
+    assert shipped_design(ten_x, tenx, TEN_SECOND_CALLS).fargate_tasks == wanted <= fleet.max_tasks
+    assert capped.fargate_tasks == 900, "the fleet never exceeds fargateMaxTasks"
+    assert shipped_design(SEED[0], load_profile("seed"), TEN_SECOND_CALLS).fargate_tasks == 0
+
+
+@pytest.mark.parametrize("name", ["seed", "small", "tenx"])
+def test_as_shipped_is_the_named_profiles_design(name: str) -> None:
+    profile = load_profile(name)
+
+    shipped = plan(TINY, CallProfile(), profile=profile)["as_shipped"]
+
+    design = profile.design()
+    assert (
+        shipped["due_shards_N"],
+        shipped["claim_parallelism"],
+        shipped["open_shards"],
+        shipped["lane_max_concurrency"],
+        shipped["table_billing"],
+    ) == (
+        design.due_shards,
+        design.claim_parallelism,
+        design.open_shards,
+        design.lane_max_concurrency,
+        profile.table_billing,
+    ), f"as_shipped must be the {name} profile's design"
+    assert (shipped["fargate_tasks"] > 0) == (profile.fargate() is not None)
+
+
+def test_every_shipped_profile_is_offered_by_name() -> None:
+    assert profile_names() == ("seed", "small", "tenx")
+
+
+def test_a_bad_override_is_one_line_and_a_non_zero_exit_before_any_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "sim.json"
+    args = ["bench", "simulate", "--profile-name", "tenx", "-c", "claimerThreads=x"]
+
+    assert main([*args, "--out", str(out)]) != 0
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "claimerThreads" in line
+    assert not out.exists(), "a refused override simulates nothing"
