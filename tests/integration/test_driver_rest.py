@@ -19,6 +19,7 @@ from takt.api.models import JobCreate
 from takt.clock import ManualClock
 from takt.dispatch.indexer import DueIndexer
 from takt.dispatch.rest import AWAKE_WITHIN_SEC, Rest, Waker
+from takt.dispatch.ticker import TickResult
 from takt.store.due import DueStore, minute_of
 from takt.wiring import Services, install
 from takt_cli.local.events import LocalContext
@@ -243,4 +244,56 @@ def test_the_scheduler_with_rest_on_ends_after_its_first_idle_tick(
 
     assert (result["seconds"], result["ticks"]) == (1, 1), (
         "idle cost: an idle driver with rest on ends after one tick, not its whole life"
+    )
+
+
+def _drive(svc: Services, clock: ManualClock, dispatched: list[datetime]) -> None:
+    """One scheduler invocation with rest on, as the handler runs it, on the test's clock: tick
+    every second until the driver rests (or its minute and ten seconds are over)."""
+    rest = Rest(svc.due, svc.settings.max_catchup_buckets)
+    end = clock.now() + timedelta(seconds=70)
+    rested = False
+
+    def on_tick(tick: TickResult) -> None:
+        nonlocal rested
+        if tick.total.dispatched:
+            dispatched.append(clock.now())
+        rested = rest.settles(clock.now(), tick.watermark)
+
+    svc.driver.run(
+        keep_going=lambda: not rested and clock.now() < end, wait=clock.advance, on_tick=on_tick
+    )
+
+
+@pytest.mark.parametrize("wakes", [True, False], ids=["indexer-wakes", "no-wake"])
+def test_the_lateness_a_rest_adds_to_a_job_created_meanwhile(
+    make_svc: Any, clock: ManualClock, wakes: bool
+) -> None:
+    """Measured in the test's time, the AWS latencies of the stream and the start aside: the
+    minute's driver rests at its first second, a job is created ten seconds later to run two
+    seconds after that. The indexer's wake starts a driver that dispatches it on its second;
+    without the wake it waits for the next minute's driver."""
+    svc = make_svc(driver_rest=True, dispatch_ahead_sec=0.0)
+    minute = minute_of(clock.now())
+    svc.due.advance_watermark(minute - timedelta(minutes=2))
+    dispatched: list[datetime] = []
+    clock.set(minute + timedelta(seconds=1))
+    _drive(svc, clock, dispatched)
+    clock.set(minute + timedelta(seconds=10))
+    due = clock.now() + timedelta(seconds=2)
+    _create(svc, run_at=due)
+    starts: list[datetime] = []
+    waker = Waker(svc.due, clock, lambda: starts.append(clock.now())) if wakes else None
+    DueIndexer(svc.due, clock, svc.jobs, waker=waker).index_all(stream_records(svc))
+
+    for start in starts:
+        clock.set(start)
+        _drive(svc, clock, dispatched)
+    clock.set(max(clock.now(), minute + timedelta(minutes=1)))
+    _drive(svc, clock, dispatched)
+
+    lateness = (dispatched[0] - due).total_seconds()
+    assert lateness == (0 if wakes else 48), (
+        f"rest: the job ran {lateness:g} s late; the indexer's wake makes it 0, without it the "
+        "next minute's driver takes it 48 s late"
     )
