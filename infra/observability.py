@@ -7,7 +7,7 @@ topic, both when they fire and when they clear.
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_sns as sns
@@ -19,6 +19,7 @@ from infra.context import DeployConfig
 from infra.functions import TaktFunctions
 from infra.lanes import Lanes
 from infra.metric_names import MetricName
+from infra.regions import RegionPlan
 from infra.tables import Tables
 from infra.worker_service import FargateWorker
 
@@ -29,6 +30,9 @@ CONTAINER_INSIGHTS = "ECS/ContainerInsights"
 WIDGET_WIDTH = 8
 # The indexer should keep within a second of the jobs stream; a minute behind pages.
 INDEXER_AGE_ALARM_MS = 60_000
+# MREC replicates usually within a second; ten seconds in 3 of 5 minutes pages, as the
+# duplicate window a failover opens grows with it (docs/ARCHITECTURE.md, "Regions").
+REPLICATION_ALARM_MS = 10_000
 WIDGET_HEIGHT = 6
 
 
@@ -47,6 +51,33 @@ def takt_metric(
         statistic=statistic,
         period=period,
         label=label or metric.name,
+    )
+
+
+def _replication_latency(
+    tables: Tables, regions: RegionPlan, here: str
+) -> cloudwatch.MathExpression:
+    """The largest replication latency from this region's replicas to any other region's, over
+    every data table: DynamoDB publishes it in the region a write was made, by table and
+    receiving region. Five tables and at most two other regions are the ten metrics a
+    metric-math alarm may read."""
+    others = [region for region in regions.regions if region != here]
+    metrics: dict[str, cloudwatch.IMetric] = {
+        f"l{i}x{j}": cloudwatch.Metric(
+            namespace="AWS/DynamoDB",
+            metric_name="ReplicationLatency",
+            dimensions_map={"TableName": tables.name(spec), "ReceivingRegion": region},
+            statistic="Average",
+            period=MINUTE,
+        )
+        for i, (spec, _) in enumerate(tables.all())
+        for j, region in enumerate(others)
+    }
+    return cloudwatch.MathExpression(
+        expression="MAX([" + ", ".join(f"FILL({metric_id}, 0)" for metric_id in metrics) + "])",
+        using_metrics=metrics,
+        period=MINUTE,
+        label="Replication latency (ms)",
     )
 
 
@@ -205,6 +236,18 @@ class Observability(Construct):
             datapoints_to_alarm=3,
             description="The indexer is behind the jobs stream: new and changed jobs fire late.",
         )
+        if config.regions is not None:
+            self._alarm(
+                "ReplicationLatency",
+                _replication_latency(tables, config.regions, Stack.of(self).region),
+                threshold=REPLICATION_ALARM_MS,
+                evaluation_periods=5,
+                datapoints_to_alarm=3,
+                description=(
+                    "Writes made in this region reach another region's replicas late: reads "
+                    "there lag, and a failover now could call more occurrences twice."
+                ),
+            )
 
         running = self._watch_fargate_worker(fargate_worker) if fargate_worker is not None else None
         if not config.dashboard:

@@ -253,17 +253,30 @@ def test_a_replica_regions_indexer_reads_its_own_replicas_stream(assembly: Path)
     ), "the indexer reads the stream of its region's replica, looked up at deployment"
 
 
-def test_every_region_has_its_alarms_and_dashboard(
+def test_every_region_has_its_alarms_dashboard_and_replication_alarm(
     assembly: Path, stacks: tuple[StatefulStack, StatelessStack]
 ) -> None:
     single = Template.from_stack(stacks[1]).to_json()
     expected = len(_resources(single, "AWS::CloudWatch::Alarm"))
 
-    for region in (PRIMARY, SECOND):
+    for region, other in ((PRIMARY, SECOND), (SECOND, PRIMARY)):
         template = _template(assembly, "TaktStateless", region)
-        assert len(_resources(template, "AWS::CloudWatch::Alarm")) == expected, (
-            f"{region} must page on what one region pages on"
+        alarms = _resources(template, "AWS::CloudWatch::Alarm")
+        (replication,) = [
+            alarm["Properties"] for name, alarm in alarms.items() if "ReplicationLatency" in name
+        ]
+        receiving = {
+            (dimension["Name"], dimension["Value"])
+            for query in replication["Metrics"]
+            if "MetricStat" in query
+            for dimension in query["MetricStat"]["Metric"]["Dimensions"]
+        }
+        assert len(alarms) == expected + 1, (
+            f"{region} must page on what one region pages on, and on replication latency"
         )
+        assert receiving == {("ReceivingRegion", other)} | {
+            ("TableName", name) for name in DATA_TABLES.values()
+        }, f"{region} watches its writes' replication to {other}, for every data table"
         assert len(_resources(template, "AWS::CloudWatch::Dashboard")) == 1, region
         assert "ApiUrl" in template["Outputs"], f"{region}'s API endpoint is a stack output"
         alarm_topic = _template(assembly, "TaktStateful", region)
