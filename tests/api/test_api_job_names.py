@@ -3,13 +3,17 @@ naming the field, and changes nothing; a rename or delete gives the old name bac
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
+from botocore.exceptions import ClientError
 
 from takt.clock import ManualClock
 from takt.store.names import SETTLE_SEC, JobNames
 from tests.api.harness import OTHER_TENANT, PROBLEM_JSON, TENANT, Api
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 pytestmark = pytest.mark.filterwarnings("ignore:No application metrics to publish")
 
@@ -123,3 +127,27 @@ def test_deleted_jobs_without_a_name_is_400_naming_it(api: Api) -> None:
     assert resp.status == 400, "bad input gets a clear error: the look-up needs the name"
     assert resp.content_type == PROBLEM_JSON
     assert [error["field"] for error in resp.json["errors"]] == ["name"]
+
+
+class ThrottledPuts:
+    """A DynamoDB client whose every PutItem is refused, as a throttled table refuses it."""
+
+    def put_item(self, **kwargs: Any) -> None:
+        raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException"}}, "PutItem")
+
+
+def test_a_former_name_that_cannot_be_written_is_logged_not_raised_after_the_delete(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The delete has happened before its former name is written: a failed write of the name
+    must not turn the delete into an error (a retry would only be 404)."""
+    names = JobNames(cast("DynamoDBClient", ThrottledPuts()), "tenants")
+    raised: ClientError | None = None
+
+    try:
+        names.remember_deleted(TENANT, "nightly", "job_01", 1_000, 2_000)
+    except ClientError as exc:
+        raised = exc
+
+    assert raised is None, "a deleted job's former name is best effort after the delete"
+    assert "former name not recorded" in caplog.text

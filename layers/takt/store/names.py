@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from botocore.exceptions import ClientError
 
+from takt.observability import logger
 from takt.store.errors import condition_failure_item, is_condition_failure
 
 if TYPE_CHECKING:
@@ -102,20 +103,27 @@ class JobNames:
     def remember_deleted(
         self, tenant_id: str, name: str, job_id: str, deleted_ms: int, until_ms: int
     ) -> None:
-        """Record that the deleted job `job_id` had `name`, until its history expires."""
+        """Record that the deleted job `job_id` had `name`, until its history expires.
+
+        Written after the delete, which has happened by then: a failure here is logged, not
+        raised, so the delete's caller is not told it failed (a retry would be 404) and the
+        history stays reachable by the id the delete answered with."""
         key = f"{FORMER_PREFIX}{name}{END_OF_NAME}{deleted_ms:015d}#{job_id}"
-        self._db.put_item(
-            TableName=self._table,
-            Item={
-                "tenant_id": {"S": tenant_id},
-                "counter": {"S": key},
-                "job_id": {"S": job_id},
-                "name": {"S": name},
-                "deleted_ms": {"N": str(deleted_ms)},
-                "until_ms": {"N": str(until_ms)},
-                "expires_at": {"N": str(until_ms // 1000)},
-            },
-        )
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item={
+                    "tenant_id": {"S": tenant_id},
+                    "counter": {"S": key},
+                    "job_id": {"S": job_id},
+                    "name": {"S": name},
+                    "deleted_ms": {"N": str(deleted_ms)},
+                    "until_ms": {"N": str(until_ms)},
+                    "expires_at": {"N": str(until_ms // 1000)},
+                },
+            )
+        except ClientError:
+            logger.exception("deleted job's former name not recorded", job_id=job_id)
 
     def deleted_holders(self, tenant_id: str, name: str, now_ms: int) -> list[FormerHolder]:
         """The deleted jobs that had `name` and whose history is still kept, newest first."""
