@@ -297,6 +297,11 @@ def simulate(
         job = JobDuration.parse(job_dist) if job_dist else JobDuration(job_seconds)
     except ValueError as exc:
         raise CliError(f"--job-seconds-dist: {exc}") from None
+    if scenario == "noisy" and (profile_name or overrides):
+        raise CliError(
+            "--scenario noisy simulates its own design (docs/FAIRNESS.md); --profile-name and -c "
+            "apply to the seed's scenarios"
+        )
     try:
         deployed = load_profile(profile_name, overrides)
         # Read every knob the simulator uses now, so a bad override fails before any run.

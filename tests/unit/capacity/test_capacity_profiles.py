@@ -120,3 +120,12 @@ def test_a_bad_override_is_one_line_and_a_non_zero_exit_before_any_run(
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "claimerThreads" in line
     assert not out.exists(), "a refused override simulates nothing"
+
+
+def test_the_noisy_scenario_refuses_a_profile_it_would_not_simulate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Rule: what `--profile-name` names is what is simulated, or the command says it is not."""
+    assert main(["bench", "simulate", "--scenario", "noisy", "--profile-name", "small"]) != 0
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "--scenario noisy" in line and "--profile-name" in line
