@@ -56,10 +56,6 @@ class RegionFence:
         self._sighting: Sighting | None = None
         self._tried: float | None = None
 
-    @property
-    def region(self) -> str:
-        return self._me
-
     def holding(self) -> int | None:
         """The epoch this process may act with now, from its cached proof, touching no table."""
         with self._lock:

@@ -9,28 +9,22 @@ from takt.store.errors import NotFoundError
 
 
 class FakeRegionLeases:
-    """One lease, or none; `writes` counts the conditional writes tried (a test of the fence's
-    cost reads it with `reads`)."""
+    """One lease, or none, written only as the store's conditions allow."""
 
     def __init__(self, lease_ms: int = 20_000) -> None:
         self.lease: RegionLease | None = None
-        self.reads = 0
-        self.writes = 0
         self._lease_ms = lease_ms
 
     def read(self) -> RegionLease | None:
-        self.reads += 1
         return self.lease
 
     def create(self, holder: str) -> RegionLease | None:
-        self.writes += 1
         if self.lease is not None:
             return None
         self.lease = RegionLease(holder, 1, 0, self._lease_ms)
         return self.lease
 
     def renew(self, holder: str, epoch: int) -> RegionLease | None:
-        self.writes += 1
         lease = self.lease
         if lease is None or lease.holder != holder or lease.epoch != epoch:
             return None
@@ -38,14 +32,12 @@ class FakeRegionLeases:
         return self.lease
 
     def take_over(self, seen: RegionLease, holder: str) -> RegionLease | None:
-        self.writes += 1
         if self.lease is None or self.lease.state != seen.state:
             return None
         self.lease = RegionLease(holder, seen.epoch + 1, 0, self._lease_ms)
         return self.lease
 
     def promote(self, holder: str) -> RegionLease:
-        self.writes += 1
         if self.lease is None:
             raise NotFoundError("no region lease yet: the first region's driver writes it")
         self.lease = RegionLease(holder, self.lease.epoch + 1, 0, self._lease_ms)
