@@ -81,7 +81,8 @@ class RegionsRun:
             **os.environ,
             **RUNTIME_ENV,
             **(env or {}),
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "takt" / "python"), str(ROOT)]),
+            # This checkout's code first (a mutants copy's, mutated), whatever the venv points at.
+            "PYTHONPATH": os.pathsep.join(str(ROOT / part) for part in ("layers", "cli", ".")),
         }
         with log.open("wb") as sink:
             process = subprocess.Popen(

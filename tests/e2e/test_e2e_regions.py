@@ -48,6 +48,14 @@ def test_a_job_created_in_one_region_is_read_in_the_other(run: RegionsRun) -> No
     assert seen == 200, "jobs are created in one region and read in any (global tables)"
 
 
+def test_the_first_region_takes_the_lease_on_the_witness(run: RegionsRun) -> None:
+    lease = poll(run.lease, lambda found: found is not None, 60, "the first lease")
+    assert lease is not None and (lease["holder"], lease["epoch"]) == ("us-east-1", "1"), (
+        f"the first region of --regions writes the first lease, on the witness every region "
+        f"reads: {lease}"
+    )
+
+
 def test_no_region_outlives_a_parent_killed_with_sigkill(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:

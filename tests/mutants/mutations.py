@@ -44,6 +44,10 @@ REGION_POLICY = "tests/unit/regions/test_region_lease_policy.py::"
 REGION_FENCE = "tests/unit/regions/test_region_fence.py::"
 REGION_PATHS = "tests/unit/regions/test_region_fence_paths.py::"
 REGIONS_MOTO = "tests/integration/test_regions_fence.py::"
+# The region fault scenarios (issue 27): real `takt local --regions` processes, judged by a
+# receiver that knows which process called; each catches a fence broken its own way.
+REGIONS_CHAOS = "tests/chaos/test_chaos_regions.py::test_regions_"
+REGION_FENCE_CODE = "layers/takt/regions/fence.py"
 
 
 @dataclass(frozen=True)
@@ -1223,5 +1227,51 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
         new="        pass",
         tests=(REGION_PATHS + "test_a_run_whose_region_is_fenced_stops_heartbeating",),
+    ),
+    Mutation(
+        name="region-standby-never-takes-over",
+        breaks="issue 27: a standby takes over a lease unchanged for lease + margin",
+        path=REGION_LEASE,
+        old="    if may_take_over and waited >= times.wait_sec:",
+        new="    if may_take_over and waited >= times.wait_sec and lease.epoch < 0:",
+        tests=(REGIONS_CHAOS + "a_the_active_region_killed_fails_over_within_60s_losing_nothing",),
+    ),
+    Mutation(
+        name="region-lost-lease-keeps-its-proof",
+        breaks="issue 27: a region whose renewal failed stops trusting its proof at once",
+        path=REGION_FENCE_CODE,
+        old="        self._proof = None\n",
+        new=("        self._proof = self._proof and Proof(self._proof.epoch, self._monotonic())\n"),
+        tests=(REGIONS_CHAOS + "b_a_paused_region_returning_after_its_lease_dispatches_nothing",),
+    ),
+    Mutation(
+        name="region-standby-counts-from-its-first-sighting",
+        breaks="issue 27: a standby times and takes over the lease as it last read it",
+        path=REGION_LEASE,
+        old="    if previous is not None and previous.lease.state == lease.state:",
+        new="    if previous is not None:",
+        tests=(REGIONS_CHAOS + "c_replication_delayed_by_seconds_loses_nothing_on_failover",),
+    ),
+    Mutation(
+        name="region-standby-takes-over-at-once",
+        breaks="issue 27: a standby never takes over a lease its holder renews",
+        path=REGION_LEASE,
+        old="    if may_take_over and waited >= times.wait_sec:",
+        new="    if may_take_over:",
+        tests=(
+            REGIONS_CHAOS + "d_an_edit_in_the_standby_region_converges_while_the_holder_dispatches",
+        ),
+    ),
+    Mutation(
+        name="region-failed-renewal-counts",
+        breaks="issue 27: only a renewal the lease table accepted proves the holder",
+        path=REGION_FENCE_CODE,
+        old="        if renewed is None:\n            return False\n",
+        new=(
+            "        if renewed is None:\n"
+            "            self._proof = Proof(epoch, before)\n"
+            "            return True\n"
+        ),
+        tests=(REGIONS_CHAOS + "e_failover_and_failback_by_promote_lose_nothing",),
     ),
 )
