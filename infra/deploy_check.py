@@ -9,7 +9,8 @@ have in flight at once against SQS's fixed limit (SQS has no per-account setting
 the quotas the profile is sized with (`infra.context.PROFILE_QUOTAS`, the ones `takt bench
 simulate --profile-name` simulates in): the Lambda and DynamoDB ones against the account's, and
 those it cannot read (a table's warm throughput, Fargate's vCPU and ECS's tasks per service)
-named as `ask`, with the value to request.
+named as `ask`, with the value to request. With provisioned tables, their capacity ranges against
+DynamoDB's account and per-table quotas.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from infra.context import PROFILE_QUOTAS, ContextSource, DeployConfig
 from infra.driver import driver_concurrency
 from infra.functions import WATCHDOG, claimer_concurrency
+from infra.tables import TableBilling, capacity_names
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -75,6 +77,10 @@ class Plan:
     # The Fargate worker's most tasks and each task's vCPU; 0 tasks when it is off.
     fargate_max_tasks: int = 0
     fargate_task_vcpu: float = 0.0
+    # With `tableBilling=provisioned`, by table (its indexes included, as DynamoDB's per-table
+    # quota counts them) and way: the capacity deployed (the ranges' minimums) and the most auto
+    # scaling may set (their maximums). Empty on demand.
+    provisioned: Mapping[str, Mapping[str, tuple[int, int]]] | None = None
 
     @property
     def reserved_total(self) -> int:
@@ -122,7 +128,23 @@ def plan(context: ContextSource) -> Plan:
         fargate_task_vcpu=(
             config.fargate.cpu / FARGATE_CPU_UNITS_PER_VCPU if config.fargate else 0.0
         ),
+        provisioned=_provisioned_ranges(config.table_billing) if config.table_billing else None,
     )
+
+
+def _provisioned_ranges(billing: TableBilling) -> dict[str, dict[str, tuple[int, int]]]:
+    """(minimum, maximum) capacity by table and way, each table's indexes added to it."""
+    ranges: dict[str, dict[str, tuple[int, int]]] = {}
+    for name in capacity_names():
+        table = name.split("/")[0]
+        capacity = billing.of(name)
+        ways = ranges.setdefault(table, {"write": (0, 0), "read": (0, 0)})
+        for way, low, high in (
+            ("write", capacity.min_write, capacity.max_write),
+            ("read", capacity.min_read, capacity.max_read),
+        ):
+            ways[way] = (ways[way][0] + low, ways[way][1] + high)
+    return ranges
 
 
 def check(plan: Plan, lambda_: LambdaClient, dynamodb: DynamoDBClient) -> list[Finding]:
@@ -158,7 +180,8 @@ def check(plan: Plan, lambda_: LambdaClient, dynamodb: DynamoDBClient) -> list[F
         )
     else:
         findings.append(Finding("ok", f"peak concurrency {peak} within quota {quota}"))
-    table_max = int(dynamodb.describe_limits()["TableMaxWriteCapacityUnits"])
+    limits = dynamodb.describe_limits()
+    table_max = int(limits["TableMaxWriteCapacityUnits"])
     hot_minute = plan.due_shards * PARTITION_WRITE_UNITS // PLANNED_PARTITION_SHARE
     if hot_minute > table_max:
         findings.append(
@@ -175,6 +198,46 @@ def check(plan: Plan, lambda_: LambdaClient, dynamodb: DynamoDBClient) -> list[F
         )
     findings.append(_in_flight(plan))
     findings.extend(_profile_quotas(plan, quota, table_max))
+    if plan.provisioned is not None:
+        findings.extend(_provisioned(plan.provisioned, limits))
+    return findings
+
+
+def _provisioned(
+    ranges: Mapping[str, Mapping[str, tuple[int, int]]], limits: Mapping[str, Any]
+) -> list[Finding]:
+    """Provisioned tables against DynamoDB's quotas: the account's total provisioned capacity
+    (what is deployed must fit: `fail`; what auto scaling may reach at once: `throttle`) and the
+    per-table one (auto scaling stops at it: `throttle`)."""
+    findings = []
+    for way, key in (("write", "Write"), ("read", "Read")):
+        account = int(limits[f"AccountMax{key}CapacityUnits"])
+        table = int(limits[f"TableMax{key}CapacityUnits"])
+        deployed = sum(ways[way][0] for ways in ranges.values())
+        peak = sum(ways[way][1] for ways in ranges.values())
+        over = sorted(name for name, ways in ranges.items() if ways[way][1] > table)
+        if deployed > account:
+            findings.append(
+                Finding(
+                    "fail",
+                    f"the tables' minimum {way} capacity, {deployed} units, exceeds the account's "
+                    f"{account}: lower tableCapacity's minimums or raise DynamoDB's account quota",
+                )
+            )
+        elif peak > account or over:
+            tables = f"; {', '.join(over)} above the per-table {table}" if over else ""
+            findings.append(
+                Finding(
+                    "throttle",
+                    f"auto scaling may ask {peak} {way} units over every table at once, the "
+                    f"account allows {account}{tables}: name each table's range in "
+                    "tableCapacity or raise DynamoDB's quotas",
+                )
+            )
+        else:
+            findings.append(
+                Finding("ok", f"provisioned {way} capacity up to {peak} within {account}")
+            )
     return findings
 
 

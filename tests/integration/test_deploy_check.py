@@ -179,3 +179,28 @@ def test_a_default_account_meets_the_seed_profiles_quotas_and_is_asked_nothing(
     findings = check(plan(_context()), _lambda_with_quota(1000), dynamodb)
 
     assert not [f for f in findings if f.level == "ask"], "the seed profile needs no raise"
+
+
+def test_provisioned_tables_are_checked_against_dynamodbs_capacity_quotas(dynamodb: Any) -> None:
+    """Rule: with `tableBilling=provisioned`, what is deployed must fit the account's provisioned
+    capacity (`fail`), and what auto scaling may reach is named against the account's and each
+    table's quota (`throttle`)."""
+    capacity = json.dumps({"executions": {"write": [25000, 40000]}})
+    deployed = check(
+        plan(_context(tableBilling="provisioned", tableCapacity=capacity)),
+        _lambda_with_quota(1000),
+        dynamodb,
+    )
+    scaled = check(plan(_context(tableBilling="provisioned")), _lambda_with_quota(1000), dynamodb)
+
+    (fail,) = [f.message for f in deployed if f.level == "fail"]
+    assert "minimum write capacity" in fail, "a deployed minimum over the account's must fail"
+    throttles = [f.message for f in scaled if "auto scaling may ask" in f.message]
+    assert throttles and "executions" in throttles[0], (
+        "tables whose auto scaling may pass the per-table quota must be named"
+    )
+    assert not [
+        f
+        for f in check(plan(_context()), _lambda_with_quota(1000), dynamodb)
+        if "provisioned" in f.message or "auto scaling" in f.message
+    ], "on-demand tables have no provisioned capacity to check"
