@@ -114,6 +114,12 @@ def local(
     `--moto-port`, `--peer REGION=ENDPOINT` and `--exit-with-parent` are how `--regions` starts
     each region's process; they are hidden from the help."""
     if regions is not None:
+        source = click.get_current_context().get_parameter_source("data_dir")
+        if source not in (None, click.core.ParameterSource.DEFAULT):
+            raise click.ClickException(
+                "--regions keeps every region in memory (each region's replica is its moto's): "
+                "drop --data or TAKT_LOCAL_DATA"
+            )
         _run_regions(
             regions,
             host,
