@@ -17,6 +17,7 @@ import boto3
 import click
 from botocore.exceptions import BotoCoreError, ClientError
 
+from takt.config import Settings
 from takt.models.regions import RegionLease
 from takt.store.errors import NotFoundError
 from takt.store.region_lease import RegionLeaseStore
@@ -48,7 +49,7 @@ def _lease_options(function: Any) -> Any:
     function = click.option(
         "--table",
         envvar="TAKT_REGION_LEASE_TABLE",
-        default="takt-regions",
+        default=str(Settings.model_fields["region_lease_table"].default),
         show_default=True,
         help="The regions lease table's name (env TAKT_REGION_LEASE_TABLE).",
     )(function)

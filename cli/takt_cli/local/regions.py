@@ -30,6 +30,7 @@ from typing import IO, Any
 
 import boto3
 
+from takt.config import Settings
 from takt.resources import REGIONS
 from takt_cli.local.persistence import WsgiApp
 from takt_cli.local.runtime import FAKE_CREDENTIALS, _moto_server, free_port
@@ -38,7 +39,8 @@ log = logging.getLogger("takt_cli.local")
 
 # A region's name as AWS spells them (us-east-1, eu-central-2, ...), or any such local name.
 REGION_NAME = re.compile(r"^[a-z][a-z0-9-]{0,31}$")
-LEASE_TABLE = "takt-regions"
+# The lease table's name a deployment uses too (Settings' default; infra.tables names it so).
+LEASE_TABLE = str(Settings.model_fields["region_lease_table"].default)
 # The region in a SigV4 credential scope: Credential=KEY/DATE/REGION/SERVICE/aws4_request.
 _SCOPE_REGION = re.compile(r"(Credential=[^/]+/\d+/)[^/]+/")
 # How long a child has to stop on SIGTERM before it is killed.
