@@ -69,20 +69,20 @@ class RegionStacks:
 
 
 def regional_stacks(out: Path) -> list[RegionStacks]:
-    """Each region's templates in `out`, the first region (the manifest's order) first; empty
-    for a deployment in one region."""
-    regions = [m["region"] for p in out.glob("*.template.json") if (m := _REGIONAL.match(p.name))]
-    if not regions:
+    """Each region's templates in `out`, in the order the functions' `TAKT_REGIONS` lists them
+    (the first holds the lease first); empty for a deployment in one region."""
+    found = sorted(p.name for p in out.glob("*.template.json") if _REGIONAL.match(p.name))
+    if not found:
         return []
-    order = list(json.loads((out / "manifest.json").read_text())["artifacts"])
-    regions.sort(key=lambda region: order.index(f"TaktStateless-{region}"))
+    any_stateless = _read(out / found[0])
+    variables = _function(any_stateless, "scheduler")["Environment"]["Variables"]
     return [
         RegionStacks(
             region,
             _read(out / f"TaktStateful-{region}.template.json"),
             _read(out / f"TaktStateless-{region}.template.json"),
         )
-        for region in regions
+        for region in json.loads(variables["TAKT_REGIONS"])
     ]
 
 
