@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.dispatch.driver import STOP_BEFORE_END_SEC
 from takt.dispatch.ticker import TickResult
@@ -56,8 +57,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     def on_tick(tick: TickResult) -> None:
         nonlocal rested
         record_tick(tick)
-        if rest is not None:
+        if rest is None:
+            return
+        try:
             rested = rest.settles(scheduler.clock.now(), tick.watermark)
+        except (ClientError, BotoCoreError):
+            # Not resting costs a second of ticking; ending on the error would stop dispatch.
+            logger.warning("the driver could not settle its rest: it ticks on", exc_info=True)
 
     result = scheduler.driver.run(
         keep_going=lambda: (

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from functions.scheduler.handler import handler as scheduler_handler
 from takt.api.jobs import JobService
@@ -296,4 +297,26 @@ def test_the_lateness_a_rest_adds_to_a_job_created_meanwhile(
     assert lateness == (0 if wakes else 48), (
         f"rest: the job ran {lateness:g} s late; the indexer's wake makes it 0, without it the "
         "next minute's driver takes it 48 s late"
+    )
+
+
+def test_a_rest_that_fails_to_settle_leaves_the_driver_ticking(
+    make_svc: Any, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resting = make_svc(driver_rest=True)
+    resting.due.advance_watermark(minute_of(clock.now()) - timedelta(minutes=2))
+
+    def throttled(rest: Rest, now: datetime, watermark: datetime | None) -> bool:
+        raise ClientError({"Error": {"Code": "ThrottlingException", "Message": ""}}, "Query")
+
+    monkeypatch.setattr(Rest, "settles", throttled)
+    install(resting)
+    try:
+        result = scheduler_handler({"ticks": 1}, LocalContext("takt-scheduler", timeout_ms=5_000))
+    finally:
+        install(None)
+
+    assert (result["seconds"], result["ticks"]) == (1, 1), (
+        "rest: a failed look at the index is logged and the driver goes on, not the invocation "
+        "ended with the error"
     )
