@@ -147,6 +147,36 @@ def test_a_fenced_claimer_function_answers_fenced_and_writes_nothing(
     )
 
 
+@pytest.mark.parametrize(("after_sec", "claims"), [(14.9, True), (15.0, False)])
+def test_a_region_whose_proof_is_older_than_lease_minus_margin_refuses_to_claim(
+    make_svc: ServicesFactory,
+    clients: AwsClients,
+    clock: ManualClock,
+    requests: list[Any],
+    after_sec: float,
+    claims: bool,
+) -> None:
+    """The holder proves the lease at noon, then loses the lease table (every renewal fails):
+    on its monotonic clock it may claim until lease - margin (20 - 5 s) after that proof."""
+    svc = _regional(make_svc, clients, EAST)
+    _, shard = _due_job(svc, clock)
+    assert svc.fence.epoch() == 1
+    clients.dynamodb.delete_table(TableName=svc.settings.region_lease_table)
+    clock.advance(after_sec)
+    requests.clear()
+
+    try:
+        dispatched = _claim(svc, shard).dispatched
+    except Fenced:
+        dispatched = 0
+
+    writes = [name for name, _ in requests if name in WRITES | {"SendMessageBatch"}]
+    assert (dispatched == 1, bool(writes)) == (claims, claims), (
+        f"{after_sec} s after its last proof a region may claim only if that is under "
+        "lease - margin (15 s): then it dispatches, else it writes nothing"
+    )
+
+
 def test_an_old_region_cannot_advance_a_job_a_later_epoch_advanced(
     make_svc: ServicesFactory, clients: AwsClients, clock: ManualClock
 ) -> None:

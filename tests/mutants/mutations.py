@@ -1102,6 +1102,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             REGION_POLICY
             + "test_a_region_acts_only_while_its_proof_is_younger_than_lease_minus_margin",
+            REGIONS_MOTO
+            + "test_a_region_whose_proof_is_older_than_lease_minus_margin_refuses_to_claim",
         ),
     ),
     Mutation(
