@@ -320,3 +320,21 @@ def test_a_rest_that_fails_to_settle_leaves_the_driver_ticking(
         "rest: a failed look at the index is logged and the driver goes on, not the invocation "
         "ended with the error"
     )
+
+
+def test_a_wake_that_fails_leaves_the_job_indexed_for_the_next_minutes_driver(
+    svc: Services, clock: ManualClock, rest: Rest
+) -> None:
+    def refused() -> None:
+        raise ClientError({"Error": {"Code": "TooManyRequestsException", "Message": ""}}, "Invoke")
+
+    indexer = DueIndexer(svc.due, clock, svc.jobs, waker=Waker(svc.due, clock, refused))
+    svc.due.claim_second(clock.now())
+    assert rest.settles(clock.now(), _watermark(svc))
+    _create(svc, run_at=clock.now() + timedelta(seconds=10))
+
+    result = indexer.index_all(stream_records(svc))
+
+    assert (result.indexed, result.quarantined) == (1, 0), (
+        "rest: a failed wake is the next minute's driver's to cover, never a failed stream record"
+    )

@@ -32,7 +32,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from takt.clock import Clock
+from takt.observability import logger
 from takt.store.due import DueStore, minute_of, minutes_between
 
 # A driver that claimed a second this recently and did not rest since is taken as alive: the
@@ -85,13 +88,20 @@ class Waker:
         self._start_driver = start_driver
 
     def indexed(self, due: datetime) -> bool:
-        """Called after the item due at `due` is put; True when it started a driver."""
+        """Called after the item due at `due` is put; True when it started a driver.
+
+        A wake that fails (a throttle, a refused invoke) is logged, not raised: the item is in
+        the index and the next minute's driver takes it, where failing the stream record would
+        hold back the indexing of every job behind it.
+        """
         now = self._clock.now()
         if due >= minute_of(now) + timedelta(minutes=1) + NEXT_DRIVER_LATENESS:
             return False
-        if self._due.driver_awake(now, AWAKE_WITHIN_SEC):
+        try:
+            if self._due.driver_awake(now, AWAKE_WITHIN_SEC) or not self._due.claim_wake(now):
+                return False
+            self._start_driver()
+        except (ClientError, BotoCoreError):
+            logger.warning("no driver started for a job due soon: the next minute's takes it")
             return False
-        if not self._due.claim_wake(now):
-            return False
-        self._start_driver()
         return True
