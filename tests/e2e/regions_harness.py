@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,9 @@ class RegionsRun:
             )
         try:
             lines = _read_lines(process, len(names) + 1, log)
+            # The regions' own logs follow on the same pipe: drain it into the log, or a full
+            # pipe blocks every process that writes a line, and dispatch with it.
+            threading.Thread(target=_drain, args=(process, log), daemon=True).start()
             witness = WITNESS_LINE.match(lines[0])
             assert witness, lines[0]
             found = []
@@ -184,6 +188,15 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def _drain(process: subprocess.Popen[bytes], log: Path) -> None:
+    assert process.stdout is not None
+    fd = process.stdout.fileno()
+    with log.open("ab") as sink:
+        while chunk := os.read(fd, 65536):
+            sink.write(chunk)
+            sink.flush()
 
 
 def _read_lines(process: subprocess.Popen[bytes], count: int, log: Path) -> list[str]:
