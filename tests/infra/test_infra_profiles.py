@@ -16,7 +16,7 @@ from aws_cdk import App
 from infra.context import PROFILES, ContextError, DeployConfig
 from infra.driver import driver_timeout_sec
 from infra.functions import claimer_concurrency
-from takt_cli.capacity.idle import base_lines, render
+from takt_cli.capacity.idle import base_lines, fargate_lines, render
 from takt_cli.capacity.profiles import load_profile
 from tests.infra.cli_synth import cli_context
 
@@ -246,3 +246,18 @@ def test_each_profiles_template_carries_what_the_simulator_simulates(
     assert tables and all(
         (t.get("BillingMode") == "PAY_PER_REQUEST") == on_demand for t in tables
     ), f"{name}: tables billed {profile.table_billing}"
+
+
+def test_deploy_doc_gives_the_tenx_profiles_idle_cost_with_its_fargate_worker(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    """Rule: a profile's idle cost in the docs is what `takt cost idle` prices its templates at,
+    the Fargate worker's lines included."""
+    stateful, stateless = _templates(cli_assemblies("tenx"))
+    stacks = sum(line.usd for line in base_lines(stateful, stateless))
+    worker = sum(line.usd for line in fargate_lines(stateless))
+    text = " ".join(DEPLOY_DOC.read_text().split())
+
+    # The total as the two figures beside it add up.
+    for usd in (round(stacks, 2) + round(worker, 2), stacks, worker):
+        assert f"${usd:,.2f}" in text, f"DEPLOY.md must give the tenx profile's ${usd:,.2f}"
