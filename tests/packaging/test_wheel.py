@@ -58,6 +58,9 @@ def test_the_wheel_holds_the_library_and_the_tooling_and_no_top_level_functions(
     assert "takt_cli/functions/worker/handler.py" in names
     assert "takt_cli/console/index.html" in names
     assert "takt_cli/openapi.json" in names, "the CLI's job flags read the API's contract"
+    assert "takt_cli/profiles.json" in names, (
+        "takt bench simulate --profile-name reads the profiles"
+    )
     assert not [n for n in names if n.startswith(("takt/cli/", "takt/local/", "takt/capacity/"))]
 
 
