@@ -17,8 +17,9 @@ The interpreter gets the variables Lambda sets that change what an import does: 
 name and `LAMBDA_TASK_ROOT` (its folder, Lambda's /var/task). The X-Ray SDK, which Powertools'
 Tracer imports, picks its sampler by the latter: outside Lambda it builds a botocore X-Ray client
 at import (loading the SDK's endpoint and service data), which no function in Lambda does; without
-it every handler's figure held CPU that Lambda never spends (the api's median of 5 runs was 0.471 s
-without it and 0.386 s with it, at load average 17-31 on 2026-12-05).
+it every handler's figure held CPU that Lambda never spends (medians of 5 runs, 2026-12-05, load
+average 2-3: the api 0.472 s without it and 0.366 s with it, the others 0.375-0.386 s and
+0.262-0.287 s; its first request then took 0.108 s and the next 0.010 s).
 
 `--first-request` also measures the API's first request after its import, the create of
 events/api_create_job.json, and the list of jobs after it, in the same interpreter, against a
