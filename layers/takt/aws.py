@@ -174,3 +174,18 @@ def make_region_lease_client(settings: Settings) -> DynamoDBClient:
     session = boto3.session.Session(region_name=settings.region)
     endpoint = settings.region_lease_endpoint_url or settings.aws_endpoint_url
     return session.client("dynamodb", endpoint_url=endpoint, config=client_config(8))
+
+
+def in_region(settings: Settings, region: str) -> Settings:
+    """`settings` for the clients of another region of the deployment: its name, and locally its
+    own moto endpoint (`region_endpoints`), so the API can write in the lease holder's replica."""
+    endpoint = settings.region_endpoints.get(region, settings.aws_endpoint_url)
+    return settings.model_copy(update={"region": region, "aws_endpoint_url": endpoint})
+
+
+def make_dynamodb_client(settings: Settings) -> DynamoDBClient:
+    """A DynamoDB client for the settings' region and endpoint (`in_region`)."""
+    session = boto3.session.Session(region_name=settings.region)
+    return session.client(
+        "dynamodb", endpoint_url=settings.aws_endpoint_url, config=client_config(16)
+    )

@@ -139,6 +139,10 @@ class Settings(BaseModel):
     region_lease_table: str = "takt-regions"
     # Local only: the witness moto that every region's process shares for the lease table.
     region_lease_endpoint_url: str | None = None
+    # Local only: each region's moto endpoint (JSON in the environment: {"us-east-2":
+    # "http://127.0.0.1:5001"}), where the API writes changes to existing jobs when that region
+    # holds the lease (takt.api.holder). In AWS the holder's regional endpoint is used: unset.
+    region_endpoints: dict[str, str] = Field(default_factory=dict)
     # A region acts only within `region_lease_sec - region_margin_sec` of its last proof, renews
     # every `region_renew_sec`, and takes over a lease unchanged for `lease + margin`.
     region_lease_sec: float = Field(default=20.0, gt=0)

@@ -16,6 +16,7 @@ included). The parent stops every child when it is told to stop (Ctrl-C, SIGTERM
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import os
 import re
@@ -103,6 +104,7 @@ class LocalRegions:
         self._delay_ms = replication_delay_ms
         self._witness: Any = None
         self.witness_endpoint = ""
+        self.endpoints: dict[str, str] = {}
         self.children: list[RegionProcess] = []
         self._stop = threading.Event()
 
@@ -124,6 +126,7 @@ class LocalRegions:
         witness.create_table(**REGIONS.create_table_kwargs(table))
         moto_ports = dict(zip(self.regions, self._moto_ports(), strict=True))
         endpoints = {region: f"http://{self.host}:{port}" for region, port in moto_ports.items()}
+        self.endpoints = endpoints
         for offset, region in enumerate(self.regions):
             peers = {other: url for other, url in endpoints.items() if other != region}
             self.children.append(
@@ -151,6 +154,8 @@ class LocalRegions:
             "TAKT_REGIONS": ",".join(self.regions),
             "TAKT_REGION_LEASE_TABLE": table,
             "TAKT_REGION_LEASE_ENDPOINT_URL": self.witness_endpoint,
+            # Where its API writes a change to an existing job: the lease holder's moto.
+            "TAKT_REGION_ENDPOINTS": json.dumps(self.endpoints),
         }
         argv = [
             sys.executable,

@@ -39,6 +39,7 @@ from takt.api.backfills import BackfillIn
 from takt.api.dependencies import Api
 from takt.api.errors import (
     ApiError,
+    RegionUnavailableError,
     TooManyRequestsError,
     UnsupportedMediaTypeError,
 )
@@ -474,7 +475,9 @@ def _api_error(exc: ApiError) -> Response[Any]:
 
 def _problem_of(exc: ApiError) -> Response[Any]:
     answer = problem(exc.status, exc.title, exc.detail, exc.errors)
-    if isinstance(exc, TooManyRequestsError) and exc.retry_after_sec is not None:
+    if isinstance(exc, TooManyRequestsError | RegionUnavailableError) and (
+        exc.retry_after_sec is not None
+    ):
         answer.headers["Retry-After"] = str(exc.retry_after_sec)
     return answer
 

@@ -9,9 +9,14 @@ request to its tenant's items.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from botocore.exceptions import BotoCoreError
+
+from takt.api.errors import RegionUnavailableError
+from takt.api.holder import LeaseHolder
 from takt.api.identity import IdentityMapping
 from takt.clock import Clock
 from takt.config import TenantLimits
@@ -68,6 +73,34 @@ class TenantData:
 
 
 @dataclass(frozen=True)
+class HolderTenants:
+    """A tenant's data in the lease holder's replica: this region's own when it holds the lease,
+    else over clients for the holder's region (`in_region`, built once per region)."""
+
+    lease: LeaseHolder
+    here: str
+    local: Callable[[str], TenantData]
+    in_region: Callable[[str], Callable[[str], TenantData]]
+
+    def tenant(self, tenant_id: str) -> TenantData:
+        region = self.lease.region()
+        if region == self.here:
+            return self.local(tenant_id)
+        return self.in_region(region)(tenant_id)
+
+    @contextmanager
+    def reached(self, job_id: str) -> Iterator[None]:
+        """A holder's replica that cannot be reached as 503: the change is not made anywhere."""
+        try:
+            yield
+        except BotoCoreError as exc:
+            raise RegionUnavailableError(
+                f"the lease holder's replica cannot be reached ({exc}); job {job_id} is unchanged",
+                self.lease.retry_after_sec,
+            ) from exc
+
+
+@dataclass(frozen=True)
 class Api:
     settings: ApiSettings
     identity: IdentityMapping
@@ -82,6 +115,9 @@ class Api:
     # Quarantined records (admin routes), with the function's own role: IAM confines it to
     # their partition, and no tenant's session may read them (takt.store.quarantine).
     quarantine: QuarantineStore | None = None
+    # Across regions (`regions` set): where changes to existing jobs are written, the lease
+    # holder's replica (takt.api.holder). None in one region: they are written here.
+    holder: HolderTenants | None = None
 
     def parked(self, table: str, tenant_id: str) -> Unreadable | None:
         """What a listing does with an item it cannot read: parks it in quarantine (counted,

@@ -88,6 +88,19 @@ class TooManyRequestsError(ApiError):
         self.retry_after_sec = retry_after_sec
 
 
+class RegionUnavailableError(ApiError):
+    """A change to an existing job is made only in the lease holder's replica (docs/ARCHITECTURE.md,
+    "Regions"); when no region holds the lease or its replica cannot be reached, the change is
+    refused, never written locally, and `retry_after_sec` says when trying again can help."""
+
+    status = 503
+    title = "Service Unavailable"
+
+    def __init__(self, detail: str, retry_after_sec: int) -> None:
+        super().__init__(detail)
+        self.retry_after_sec = retry_after_sec
+
+
 @contextmanager
 def store_errors(
     subject: str,

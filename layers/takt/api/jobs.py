@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -95,11 +97,25 @@ def _with_newer(job: JobRecord, newer: ExecutionRecord | None) -> JobRecord:
 class JobService:
     """The job commands of one API (its settings, clock and tenants' data)."""
 
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, tenant: Callable[[str], TenantData] | None = None) -> None:
         self._api = api
+        self._tenant = api.tenant if tenant is None else tenant
 
     def _data(self, tenant_id: str) -> TenantData:
-        return self._api.tenant(tenant_id)
+        return self._tenant(tenant_id)
+
+    @contextmanager
+    def _at_holder(self, job_id: str) -> Iterator[JobService]:
+        """This service over the lease holder's replica, for a change to an existing job (its
+        read, its conditional write, its name claims): across regions the holder's replica is
+        where the change meets the holder's advances of the job (takt.api.holder). In one
+        region, this service itself."""
+        holder = self._api.holder
+        if holder is None:
+            yield self
+            return
+        with holder.reached(job_id):
+            yield JobService(self._api, holder.tenant)
 
     # Jobs
 
@@ -376,6 +392,12 @@ class JobService:
         latest version (docs/API.md): a write that lost to another change made between its read
         and its write is made again from a fresh read, at most UPDATE_TRIES times (then 409).
         """
+        with self._at_holder(job_id) as service:
+            return service._update(tenant_id, job_id, patch, if_match)
+
+    def _update(
+        self, tenant_id: str, job_id: str, patch: JobPatch, if_match: int | None
+    ) -> JobRecord:
         for _ in range(UPDATE_TRIES):
             try:
                 return self._update_once(tenant_id, job_id, patch, if_match)
@@ -444,6 +466,11 @@ class JobService:
                 ) from None
 
     def delete(self, tenant_id: str, job_id: str) -> None:
+        """Delete a job, in the lease holder's replica across regions (`_at_holder`)."""
+        with self._at_holder(job_id) as service:
+            service._delete(tenant_id, job_id)
+
+    def _delete(self, tenant_id: str, job_id: str) -> None:
         name = self.get(tenant_id, job_id).name
         data = self._data(tenant_id)
         with store_errors(f"job {job_id}"):

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from takt.api.dependencies import Api, ApiSettings, TenantData
+from takt.api.dependencies import Api, ApiSettings, HolderTenants, TenantData
+from takt.api.holder import LeaseHolder
 from takt.api.identity import IdentityMapping
-from takt.aws import AwsClients, make_cloudwatch_client, make_sts_client
+from takt.aws import (
+    AwsClients,
+    in_region,
+    make_cloudwatch_client,
+    make_dynamodb_client,
+    make_sts_client,
+)
 from takt.clock import Clock
 from takt.config import Settings, settings_slice
 from takt.executions.lifecycle import Lifecycle
@@ -19,6 +27,7 @@ from takt.store.names import JobNames
 from takt.tenants import TenantLimiter
 from takt.tenants.sessions import PerTenant, TenantSessions
 from takt.wiring.lanes import lane_sender
+from takt.wiring.regions import region_lease_store
 from takt.wiring.stores import (
     calendar_store,
     execution_store,
@@ -48,18 +57,7 @@ def build_api(
     """The API's parts. `metrics` is where the stats route reads the last hour: None means
     CloudWatch; `takt local` passes its in-memory window, since nothing publishes there."""
 
-    def over(dynamodb: DynamoDBClient) -> TenantData:
-        return _tenant_data(settings, clients, clock, dynamodb)
-
-    tenant: Callable[[str], TenantData]
-    if settings.tenant_data_role_arn is None:
-        shared = over(clients.dynamodb)
-        tenant = lambda _tenant_id: shared  # noqa: E731 - every tenant uses the function's role
-    else:
-        sessions = TenantSessions(
-            settings, make_sts_client(settings), settings.tenant_data_role_arn
-        )
-        tenant = PerTenant(sessions, over, clock).get
+    tenant = _tenants(settings, clients, clock, clients.dynamodb)
 
     @functools.cache
     def reader() -> MetricsReader:
@@ -76,7 +74,42 @@ def build_api(
         lane_depths=lambda: lane_depths(clients.sqs, settings.lane_urls),
         oidc=oidc_signer(settings),
         quarantine=quarantine_store(settings, clients.dynamodb),
+        holder=_holder_tenants(settings, clients, clock, tenant),
     )
+
+
+def _tenants(
+    settings: Settings, clients: AwsClients, clock: Clock, dynamodb: DynamoDBClient
+) -> Callable[[str], TenantData]:
+    """Each tenant's data in `settings`' region: over `dynamodb` (the function's role), or over
+    the tenant's own session when the deployment names a tenant-data role."""
+
+    def over(tenant_dynamodb: DynamoDBClient) -> TenantData:
+        return _tenant_data(settings, clients, clock, tenant_dynamodb)
+
+    if settings.tenant_data_role_arn is None:
+        shared = over(dynamodb)
+        return lambda _tenant_id: shared
+    sessions = TenantSessions(settings, make_sts_client(settings), settings.tenant_data_role_arn)
+    return PerTenant(sessions, over, clock).get
+
+
+def _holder_tenants(
+    settings: Settings, clients: AwsClients, clock: Clock, local: Callable[[str], TenantData]
+) -> HolderTenants | None:
+    """Across regions, where changes to existing jobs are written: the lease holder's replica
+    (takt.api.holder). In one region, None: nothing more is read or built."""
+    if not settings.regions:
+        return None
+    monotonic = getattr(clock, "monotonic", time.monotonic)
+    lease = LeaseHolder(region_lease_store(settings), settings.region_renew_sec, monotonic)
+
+    @functools.cache
+    def in_holder(region: str) -> Callable[[str], TenantData]:
+        there = in_region(settings, region)
+        return _tenants(there, clients, clock, make_dynamodb_client(there))
+
+    return HolderTenants(lease=lease, here=settings.region, local=local, in_region=in_holder)
 
 
 def _tenant_data(
