@@ -20,14 +20,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.claimer.handler import handler as claimer_handler
 from functions.scheduler.handler import handler as scheduler_handler
-from functions.watchdog.handler import handler as watchdog_handler
+from functions.scheduler.handler import record_tick
+from functions.watchdog.handler import record_sweep
 from functions.worker.handler import handler as worker_handler
 from infra import metric_names
 from takt.aws import make_cloudwatch_client
 from takt.clock import ManualClock
+from takt.dispatch.claimer import ClaimResult
+from takt.dispatch.ticker import TickResult
 from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import RetryPolicy
-from takt.observability import MetricUnit
+from takt.observability import MetricUnit, metrics
+from takt.watchdog.sweeper import SweepResult
 from takt.wiring import Services, install
 from takt.worker.metrics import MetricPublisher, record_outcome
 from takt.worker.process import WorkerOptions, WorkerProcess
@@ -190,18 +194,37 @@ def test_the_inline_scheduler_emits_the_dispatch_metrics(
 
     scheduler_handler({"ticks": 1}, _context("scheduler", timeout_ms=3000))
 
-    assert _serving("inline scheduler") <= _emf_names(capsys.readouterr().out)
+    # Nothing was skipped, and a count of zero is not published (`add_counts`): the next test
+    # shows Skipped sent when a tick has one.
+    assert _serving("inline scheduler") - {"Skipped"} <= _emf_names(capsys.readouterr().out)
 
 
-def test_the_watchdog_emits_its_metrics_on_an_idle_sweep(
+def test_the_scheduler_sends_every_count_it_serves_once_it_has_one(
     installed: Services, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Zeros included: `WatchdogRecoveries` reads LeaseExpired and PendingResent every minute."""
     capsys.readouterr()
 
-    watchdog_handler({"sweeps": 1}, _context("watchdog"))
+    record_tick(TickResult(claims=1, total=ClaimResult(due=2, dispatched=1, skipped=1)))
+    metrics.flush_metrics()
 
-    assert _serving("watchdog") <= _emf_names(capsys.readouterr().out)
+    assert {"Dispatched", "Skipped"} <= _emf_names(capsys.readouterr().out), (
+        "every count the dashboard reads from the scheduler is sent when it is not zero"
+    )
+
+
+def test_the_watchdog_sends_every_count_it_serves_once_it_has_one(
+    installed: Services, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An idle sweep sends no zeros (`add_counts`; `WatchdogRecoveries` fills a missing value
+    with 0), so each count is shown sent by a sweep that has one of each."""
+    capsys.readouterr()
+
+    record_sweep(SweepResult(resent=1, lease_expired=1, dead=1, retries_released=1))
+    metrics.flush_metrics()
+
+    assert _serving("watchdog") <= _emf_names(capsys.readouterr().out), (
+        "every count the dashboard and alarms read from the watchdog is sent when not zero"
+    )
 
 
 def test_metric_units_match_what_the_paths_record() -> None:
