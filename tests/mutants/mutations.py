@@ -1276,4 +1276,16 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
         tests=(REGIONS_CHAOS + "e_failover_and_failback_by_promote_lose_nothing",),
     ),
+    Mutation(
+        name="region-edit-written-locally",
+        breaks="issue 27: a change to an existing job is written in the lease holder's replica",
+        path="layers/takt/api/jobs.py",
+        old="            yield JobService(self._api, holder.tenant)",
+        new="            yield self",
+        tests=(
+            "tests/api/test_api_holder_writes.py::"
+            "test_an_edit_through_a_standby_is_written_in_the_lease_holders_replica",
+            REGIONS_CHAOS + "d_an_edit_in_the_standby_region_converges_while_the_holder_dispatches",
+        ),
+    ),
 )
