@@ -435,7 +435,17 @@ class TaktFunctions(Construct):
         self.indexer = self.functions[INDEXER.name]
         api_role = self.api.role
         assert api_role is not None
-        self.tenant_data = TenantDataRole(self, "TenantData", tables=tables, api_role=api_role)
+        regions = config.regions.regions if config.regions is not None else ()
+        self.tenant_data = TenantDataRole(
+            self,
+            "TenantData",
+            tables=tables,
+            api_role=api_role,
+            other_regions=tuple(r for r in regions if r != Stack.of(self).region),
+        )
+        # Across regions the API reads which region holds the lease (never writes it), to make
+        # changes to existing jobs in that region's replica (takt.api.holder).
+        tables.grant_lease_read(api_role)
         # Quarantine records (admin only) are read and cleared with the API's own role, which
         # may reach their partition of the tenants table and nothing else of it.
         api_role.add_to_principal_policy(

@@ -190,6 +190,11 @@ class Tables(Construct):
         if self.lease is not None:
             self.lease.grant(grantee, *TABLE_READ_ACTIONS, *TABLE_WRITE_ACTIONS)
 
+    def grant_lease_read(self, grantee: iam.IGrantable) -> None:
+        """Let `grantee` read the region lease, never write it; nothing in one region."""
+        if self.lease is not None:
+            self.lease.grant(grantee, "dynamodb:GetItem")
+
     def name(self, spec: TableSpec) -> str:
         """The name a function reads `spec`'s table by: a global table's is the same in every
         region (`global_table_name`)."""

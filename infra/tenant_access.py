@@ -17,17 +17,20 @@ the code does (docs/SECURITY.md describes the session). Neither role may `Scan`.
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
 
-from infra.tables import Tables
+from infra.tables import Tables, global_table_name
 from takt.resources import EXECUTIONS, IDEMPOTENCY, JOBS, TENANTS, TableSpec
 
 # The tables the API reads and writes, every key of which starts with the tenant.
 TENANT_TABLES: tuple[TableSpec, ...] = (JOBS, EXECUTIONS, IDEMPOTENCY, TENANTS)
+# Across regions, what a change to an existing job reads and writes in the lease holder's
+# replica (takt.api.holder): the job, and the tenant's name claims, counts and calendars.
+HOLDER_TABLES: tuple[TableSpec, ...] = (JOBS, TENANTS)
 TENANT_TAG = "tenant"
 # What the API does to items: single items, batches, queries of one partition. Never Scan.
 ITEM_ACTIONS = (
@@ -70,7 +73,13 @@ class TenantDataRole(Construct):
     """The role a per-tenant session of the API function takes, tagged with its tenant."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, tables: Tables, api_role: iam.IRole
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        tables: Tables,
+        api_role: iam.IRole,
+        other_regions: tuple[str, ...] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         tagged = f"${{aws:PrincipalTag/{TENANT_TAG}}}"
@@ -95,6 +104,8 @@ class TenantDataRole(Construct):
         self.role.add_to_policy(
             leading_keys_access([(spec, tables.table(spec)) for spec in TENANT_TABLES], tagged)
         )
+        if other_regions:
+            self.role.add_to_policy(_holder_replicas_access(self, other_regions, tagged))
         NagSuppressions.add_resource_suppressions(
             self.role,
             [
@@ -114,3 +125,28 @@ class TenantDataRole(Construct):
             actions=["sts:AssumeRole", "sts:TagSession"],
             resource_arns=[self.role.role_arn],
         )
+
+
+def _holder_replicas_access(
+    scope: Construct, regions: tuple[str, ...], tenant: str
+) -> iam.PolicyStatement:
+    """The tenant's items in `HOLDER_TABLES`' replicas in the other `regions` (not their indexes:
+    the change reads and writes items by key), by name (a global table's is the same in every
+    region): across regions the API writes a change to an existing
+    job in the lease holder's replica (docs/ARCHITECTURE.md, "Regions")."""
+    stack = Stack.of(scope)
+    arns = [
+        stack.format_arn(
+            service="dynamodb",
+            region=region,
+            resource="table",
+            resource_name=global_table_name(spec),
+        )
+        for region in regions
+        for spec in HOLDER_TABLES
+    ]
+    return iam.PolicyStatement(
+        actions=list(ITEM_ACTIONS),
+        resources=arns,
+        conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [tenant, f"{tenant}#*"]}},
+    )

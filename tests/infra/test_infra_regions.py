@@ -220,8 +220,8 @@ def test_every_acting_function_may_renew_the_lease_and_no_other_can_touch_it(
     assembly: Path, region: str
 ) -> None:
     """Each acting function proves its region holds the lease by a conditional renewal
-    (takt.regions.fence); the API creates, edits and reads jobs in any region, and the indexer
-    keeps each region's due index from its own replica's stream, both unfenced."""
+    (takt.regions.fence); the API only reads which region holds it (takt.api.holder), and the
+    indexer keeps each region's due index from its own replica's stream, unfenced."""
     template = _template(assembly, "TaktStateless", region)
 
     for role in ("Scheduler", "Claimer", "Worker", "Watchdog"):
@@ -229,9 +229,46 @@ def test_every_acting_function_may_renew_the_lease_and_no_other_can_touch_it(
         assert {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"} <= actions, (
             f"{role} in {region} must read, create and renew the region lease"
         )
-    for role in ("Api", "Indexer"):
-        assert _lease_actions(template, role) == set(), (
-            f"least privilege: {role} does not act on the lease, so it may not touch it"
+    assert _lease_actions(template, "Api") == {"dynamodb:GetItem"}, (
+        "least privilege: the API reads the lease's holder and may never write the lease"
+    )
+    assert _lease_actions(template, "Indexer") == set(), (
+        "least privilege: the indexer does not act on the lease, so it may not touch it"
+    )
+
+
+@pytest.mark.parametrize(("region", "other"), [(PRIMARY, SECOND), (SECOND, PRIMARY)])
+def test_the_tenant_data_role_reaches_the_jobs_and_tenants_replicas_of_the_other_region(
+    assembly: Path, region: str, other: str
+) -> None:
+    """A change to an existing job is written in the lease holder's replica (takt.api.holder),
+    through the tenant's session of the tenant-data role: that role reaches the jobs and tenants
+    replicas in the other regions, still confined to the tenant's items."""
+    template = _template(assembly, "TaktStateless", region)
+    statements = [
+        statement
+        for name, policy in _resources(template, "AWS::IAM::Policy").items()
+        if name.startswith("FunctionsTenantDataRole")
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    # CDK merges statements of the same actions and condition: judge each resource.
+    elsewhere = [
+        (statement, json.dumps(resource))
+        for statement in statements
+        for resource in statement["Resource"]
+        if f":{other}:" in json.dumps(resource)
+    ]
+
+    reached = {resource.split("table/")[-1].strip('"]}') for _, resource in elsewhere}
+    assert reached == {"takt-jobs", "takt-tenants"}, (
+        f"changes to existing jobs are written in the holder's replica: {region} reaches "
+        f"{other}'s jobs and tenants tables, and no other: {reached}"
+    )
+    for statement, _ in elsewhere:
+        assert "dynamodb:UpdateItem" in statement["Action"]
+        assert "dynamodb:Scan" not in statement["Action"]
+        assert "dynamodb:LeadingKeys" in json.dumps(statement["Condition"]), (
+            "the holder's replicas are reached only for the session's tenant's items"
         )
 
 
