@@ -199,7 +199,7 @@ def get_job(job_id: str) -> Response[JobOut]:
 
 @app.patch(
     "/v1/jobs/<job_id>",
-    responses=_responses({200: "The changed job"}, 404, 409, 412, 413, 415),
+    responses=_responses({200: "The changed job"}, 404, 409, 412, 413, 415, 503),
 )
 def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOut]:
     service, tenant = _service(), _tenant()
@@ -209,7 +209,7 @@ def update_job(job_id: str, body: Annotated[JobPatch, Body()]) -> Response[JobOu
 
 @app.delete(
     "/v1/jobs/<job_id>",
-    responses={**_responses({}, 404), 204: {"description": "Deleted", "content": {}}},
+    responses={**_responses({}, 404, 503), 204: {"description": "Deleted", "content": {}}},
 )
 def delete_job(job_id: str) -> Response[Any]:
     _service().delete(_tenant(), job_id)

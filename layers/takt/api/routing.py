@@ -34,6 +34,8 @@ _PROBLEMS: dict[int, str] = {
     422: "Idempotency key reused with a different body",
     429: "A limit of the tenant is reached (request rate, jobs stored, creation rate); see "
     "Retry-After",
+    503: "Across regions: no region holds the region lease, or the holder's replica cannot be "
+    "reached; the job is unchanged. See Retry-After",
 }
 
 
