@@ -10,6 +10,7 @@ test sees which replica each write went to.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import Any
 
@@ -18,13 +19,12 @@ import pytest
 from botocore.config import Config
 
 import takt.wiring.api
-from takt.aws import AwsClients, in_region, make_clients
+from takt.aws import AwsClients
 from takt.clock import ManualClock
 from takt.config import Settings
-from takt.resources import REGIONS
+from takt.resources import JOBS, REGIONS, TENANTS
 from takt.store.region_lease import RegionLeaseStore
 from takt.wiring import Services, install
-from takt_cli.local.provision import provision
 from takt_cli.local.runtime import free_port
 from tests.api.harness import TENANT, Api
 
@@ -45,9 +45,12 @@ SINGLE_REGION_CALLS = [
 
 
 def _dynamodb(settings: Settings, region: str) -> Any:
-    return boto3.session.Session(region_name=region).client(
-        "dynamodb", endpoint_url=settings.aws_endpoint_url
-    )
+    return _client(settings.aws_endpoint_url, region)
+
+
+@functools.cache
+def _client(endpoint: str | None, region: str) -> Any:
+    return boto3.session.Session(region_name=region).client("dynamodb", endpoint_url=endpoint)
 
 
 def _replicate(settings: Settings, table: str) -> None:
@@ -69,11 +72,12 @@ def _job(settings: Settings, region: str, job_id: str) -> dict[str, Any] | None:
 @pytest.fixture
 def regions(settings: Settings, clock: ManualClock, aws_clients: AwsClients) -> Services:
     """This API in us-east-1 of a deployment across us-east-1 and us-east-2, with the tables
-    in both and the lease table (empty) here."""
+    a change to an existing job reaches in both and the lease table (empty) here."""
     lease_table = f"regions-{uuid.uuid4().hex[:8]}"
     _dynamodb(settings, HERE).create_table(**REGIONS.create_table_kwargs(lease_table))
-    there = in_region(settings, HOLDER)
-    provision(make_clients(there), there, prefix=f"takt-{uuid.uuid4().hex[:8]}")
+    for spec in (JOBS, TENANTS):
+        name = getattr(settings, spec.setting)
+        _dynamodb(settings, HOLDER).create_table(**spec.create_table_kwargs(name))
     multi = settings.model_copy(
         update={"regions": (HERE, HOLDER), "region_lease_table": lease_table}
     )
