@@ -102,8 +102,9 @@ class FunctionSpec:
     # Set for the functions that act (claim, send, advance, lease, complete): in a deployment
     # across regions each acts only while its region holds the region lease, which it proves
     # by a conditional renewal (takt.regions.fence), so it reads and writes the lease. The
-    # indexer keeps every region's due index from its replica's stream whoever holds the lease,
-    # and the API serves every region: neither touches it.
+    # indexer keeps every region's due index from its replica's stream whoever holds the lease
+    # and never touches it; the API serves every region and only reads who holds it, to write
+    # changes to existing jobs in that region's replica (granted in `TaktFunctions`).
     fenced: bool = False
 
     def memory_for(self, due_shards: int) -> int:
