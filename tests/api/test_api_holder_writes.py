@@ -11,7 +11,10 @@ test sees which replica each write went to.
 from __future__ import annotations
 
 import functools
+import threading
 import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import boto3
@@ -172,12 +175,41 @@ def test_an_edit_with_no_lease_holder_is_refused_with_503_and_changes_nothing(
         )
 
 
+class _Failing(BaseHTTPRequestHandler):
+    """A DynamoDB endpoint whose every answer is a server error."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = b'{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"x"}'
+        self.send_response(500)
+        self.send_header("content-type", "application/x-amz-json-1.0")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_: Any) -> None:
+        """Quiet: the test reads the API's answer, not the server's log."""
+
+
+@pytest.fixture
+def failing() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Failing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("holder_is", ["gone", "failing"])
 def test_an_edit_whose_holder_cannot_be_reached_is_refused_with_503_never_written_here(
-    regions: Services, monkeypatch: pytest.MonkeyPatch
+    regions: Services, monkeypatch: pytest.MonkeyPatch, failing: str, holder_is: str
 ) -> None:
-    closed = f"http://127.0.0.1:{free_port()}"
+    endpoint = f"http://127.0.0.1:{free_port()}" if holder_is == "gone" else failing
     unreachable = Services(
-        settings=regions.settings.model_copy(update={"region_endpoints": {HOLDER: closed}}),
+        settings=regions.settings.model_copy(update={"region_endpoints": {HOLDER: endpoint}}),
         clients=regions.clients,
         clock=regions.clock,
     )

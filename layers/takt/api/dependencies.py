@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from botocore.exceptions import BotoCoreError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.api.errors import RegionUnavailableError
 from takt.api.holder import LeaseHolder
@@ -90,14 +90,21 @@ class HolderTenants:
 
     @contextmanager
     def reached(self, job_id: str) -> Iterator[None]:
-        """A holder's replica that cannot be reached as 503: the change is not made anywhere."""
+        """A holder's replica that cannot be reached, or answers with a server error after the
+        client's retries, as 503: the change is not made anywhere."""
         try:
             yield
-        except BotoCoreError as exc:
+        except (BotoCoreError, ClientError) as exc:
+            if isinstance(exc, ClientError) and _status(exc) < 500:
+                raise
             raise RegionUnavailableError(
                 f"the lease holder's replica cannot be reached ({exc}); job {job_id} is unchanged",
                 self.lease.retry_after_sec,
             ) from exc
+
+
+def _status(error: ClientError) -> int:
+    return int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
 
 
 @dataclass(frozen=True)
