@@ -172,7 +172,7 @@ def test_jobs_are_found_by_name_where_ids_are_taken(cli: Cli) -> None:
     assert [e["id"] for e in listed["items"]] == [execution["id"]]
     assert cli.error("jobs", "get", "no-such-name").startswith(
         "takt: error: no job named 'no-such-name' (and it is not a job id); a deleted job's "
-        "history is listed by its id"
+        "history is listed by the name it had: takt executions list no-such-name"
     )
 
 
