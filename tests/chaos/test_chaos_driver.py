@@ -44,7 +44,7 @@ from takt.wiring import Services
 from takt_cli.local.runtime import worker_env
 from tests.chaos.conftest import ROOT, Form, publish
 from tests.e2e.harness import poll
-from tests.support.env import fresh_settings
+from tests.support.env import checkout_pythonpath, fresh_settings
 from tests.support.history import ChaosReport, percentile
 from tests.support.jobs import make_job, store_job
 
@@ -182,7 +182,7 @@ def _env(settings: Settings) -> dict[str, str]:
         "POWERTOOLS_LOG_LEVEL": "INFO",
         "POWERTOOLS_METRICS_DISABLED": "true",
         "POWERTOOLS_TRACE_DISABLED": "true",
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "takt" / "python"), str(ROOT)]),
+        "PYTHONPATH": checkout_pythonpath(ROOT),
     }
 
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import urllib3
 
 from takt_cli.local.runtime import free_port
+from tests.support.env import checkout_pythonpath
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +63,7 @@ class LocalTakt:
         env = {
             **os.environ,
             **RUNTIME_ENV,
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "takt" / "python"), str(ROOT)]),
+            "PYTHONPATH": checkout_pythonpath(ROOT),
         }
         argv = [sys.executable, "-m", "takt_cli.commands.main", "local", "--port", str(port), *args]
         if in_background:

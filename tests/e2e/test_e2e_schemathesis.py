@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.harness import ROOT, LocalTakt
+from tests.support.env import checkout_pythonpath
 
 pytestmark = pytest.mark.e2e
 
@@ -69,7 +70,7 @@ def test_schemathesis_finds_no_failure(
             **os.environ,
             "SCHEMATHESIS_TELEMETRY": "false",
             "SCHEMATHESIS_HOOKS": "tests.e2e.schemathesis_hooks",
-            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "layers" / "takt" / "python")]),
+            "PYTHONPATH": checkout_pythonpath(ROOT),
         },
         check=False,
     )

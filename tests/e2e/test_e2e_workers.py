@@ -28,6 +28,7 @@ from takt.models.ids import format_time
 from takt_cli.commands.main import main
 from tests.e2e.harness import ROOT, RUNTIME_ENV, LocalTakt, poll
 from tests.e2e.worker_handlers import read_journal
+from tests.support.env import checkout_pythonpath
 
 pytestmark = pytest.mark.e2e
 
@@ -89,7 +90,7 @@ class Worker:
             **os.environ,
             **RUNTIME_ENV,
             **runtime.worker_env,
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "layers" / "takt" / "python"), str(ROOT)]),
+            "PYTHONPATH": checkout_pythonpath(ROOT),
         }
         with self.log.open("wb") as sink:
             self.process = subprocess.Popen(

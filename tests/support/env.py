@@ -9,8 +9,10 @@ and queues, named uniquely.
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from takt.aws import AwsClients
@@ -45,3 +47,10 @@ def fresh_settings(clients: AwsClients, endpoint: str, **overrides: Any) -> Sett
     base = Settings(**values)
     env = provision(clients, base, prefix=f"takt-{uid}")
     return base.model_copy(update={"lane_urls": json.loads(env["TAKT_LANE_URLS"])})
+
+
+def checkout_pythonpath(root: Path) -> str:
+    """The PYTHONPATH of a process a test starts from the checkout at `root`: its own `layers`
+    and `cli` first, so that a copy of the code (`make mutants` runs the tests in one) is what
+    the process imports, not the package the virtualenv installed."""
+    return os.pathsep.join(str(root / part) for part in ("layers", "cli", "."))
