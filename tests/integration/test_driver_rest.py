@@ -23,6 +23,7 @@ from takt.dispatch.rest import AWAKE_WITHIN_SEC, Rest, Waker
 from takt.dispatch.ticker import TickResult
 from takt.store.due import DueStore, minute_of
 from takt.wiring import Services, install
+from takt.wiring import indexer as wiring_indexer
 from takt_cli.local.events import LocalContext
 from tests.support.indexer import stream_records
 
@@ -338,3 +339,34 @@ def test_a_wake_that_fails_leaves_the_job_indexed_for_the_next_minutes_driver(
     assert (result.indexed, result.quarantined) == (1, 0), (
         "rest: a failed wake is the next minute's driver's to cover, never a failed stream record"
     )
+
+
+def test_the_indexers_wake_builds_its_lambda_client_at_the_first_wake_not_at_its_cold_start(
+    svc: Services, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cold start: the indexer builds no client it may never use, and the wake's client is
+    `takt.aws.make_lambda_client`'s (the deployment's endpoint and client settings)."""
+    built: list[tuple[object, int | None]] = []
+    invoked: list[dict[str, Any]] = []
+
+    class Lambda:
+        def invoke(self, **call: Any) -> None:
+            invoked.append(call)
+
+    def make(settings: object, read_timeout_sec: int | None) -> Lambda:
+        built.append((settings, read_timeout_sec))
+        return Lambda()
+
+    monkeypatch.setattr(wiring_indexer, "make_lambda_client", make)
+    settings = svc.settings.model_copy(
+        update={"driver_rest": True, "scheduler_function": "takt-scheduler"}
+    )
+    indexer = wiring_indexer.build_indexer(settings, svc.clients, clock)
+
+    assert built == [], "the indexer's cold start builds no Lambda client"
+
+    _create(svc, run_at=clock.now() + timedelta(seconds=5))
+    indexer.index_all(stream_records(svc))
+
+    assert built == [(settings, None)], "the first wake builds one asynchronous Lambda client"
+    assert [call["FunctionName"] for call in invoked] == ["takt-scheduler"]

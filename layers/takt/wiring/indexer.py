@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
-import boto3
-
-from takt.aws import AwsClients
+from takt.aws import AwsClients, make_lambda_client
 from takt.clock import Clock
 from takt.config import Settings
 from takt.dispatch.indexer import DueIndexer
@@ -36,9 +35,11 @@ def _waker(settings: Settings, due: DueStore, clock: Clock) -> Waker | None:
     if not settings.scheduler_function:
         raise RuntimeError("TAKT_SCHEDULER_FUNCTION is required with TAKT_DRIVER_REST")
     function = settings.scheduler_function
-    client = boto3.session.Session(region_name=settings.region).client("lambda")
+    # Made at the first wake, not at the indexer's cold start; an asynchronous invocation, so
+    # the client retries as the others do (`make_lambda_client` without a read timeout).
+    client = functools.cache(lambda: make_lambda_client(settings, None))
 
     def start_driver() -> None:
-        client.invoke(FunctionName=function, InvocationType="Event", Payload=WAKE_EVENT)
+        client().invoke(FunctionName=function, InvocationType="Event", Payload=WAKE_EVENT)
 
     return Waker(due, clock, start_driver)
