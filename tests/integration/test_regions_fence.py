@@ -216,6 +216,27 @@ def test_an_advance_behind_the_job_s_region_epoch_is_refused(
     )
 
 
+def test_a_region_advances_a_job_again_at_the_epoch_it_last_advanced_it_at(
+    svc: Services, clock: ManualClock
+) -> None:
+    """The fence refuses only a later epoch's job: the holder advances its jobs occurrence after
+    occurrence at one epoch, and at the next epoch after a take-over."""
+    job = store_job(svc, make_job(now=clock.now(), next_run_time=NOON), clock.now())
+    later = NOON + timedelta(minutes=1)
+    first = svc.jobs.advance(job, NOON, later, region_epoch=2)
+    again = svc.jobs.advance(
+        svc.jobs.get(TENANT, job.job_id), later, later + timedelta(minutes=1), region_epoch=2
+    )
+    latest = later + timedelta(minutes=1)
+    taken = svc.jobs.advance(
+        svc.jobs.get(TENANT, job.job_id), latest, latest + timedelta(minutes=1), region_epoch=3
+    )
+
+    assert (first.applied, again.applied, taken.applied) == (True, True, True), (
+        "a job's advance at the epoch that last advanced it, or a later one, is applied"
+    )
+
+
 def test_a_take_over_on_the_lease_table_fences_the_old_holder(clients: AwsClients) -> None:
     table = fresh_lease_table(clients)
     clock = ManualClock(NOON)

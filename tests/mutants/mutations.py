@@ -1158,6 +1158,16 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="region-epoch-refuses-its-own",
+        breaks="issue 27: a region advances a job again at the epoch that last advanced it",
+        path=JOBS,
+        old="OR region_epoch <= :re)",
+        new="OR region_epoch < :re)",
+        tests=(
+            REGIONS_MOTO + "test_a_region_advances_a_job_again_at_the_epoch_it_last_advanced_it_at",
+        ),
+    ),
+    Mutation(
         name="region-claim-ignores-a-later-epoch",
         breaks="issue 27: a claim that meets a job advanced at a later epoch stops, fenced",
         path=CLAIMER,
