@@ -82,6 +82,10 @@ class Receiver:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
     def path(self, first: list[Reply] | None = None, then: Reply | None = None) -> str:
         """A fresh path answered with `first` in order, then `then` (200) forever; its URL."""
         path = f"/t/{uuid.uuid4().hex[:12]}"

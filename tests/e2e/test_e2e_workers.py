@@ -22,11 +22,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 
 from takt.models.ids import format_time
 from takt_cli.commands.main import main
 from tests.e2e.harness import ROOT, RUNTIME_ENV, LocalTakt, poll
+from tests.e2e.receiver import Receiver, Reply
 from tests.e2e.worker_handlers import read_journal
 from tests.support.env import checkout_pythonpath
 
@@ -195,25 +197,87 @@ def running_it(pool: list[Worker], start: dict[str, Any]) -> tuple[Worker, Worke
     return runs, next(w for w in pool if w is not runs)
 
 
-def test_a_worker_killed_mid_run_is_replaced_by_another_with_exactly_one_more_attempt(
-    runtime: Runtime, pool: list[Worker], journal: Path, record_property: Record
+def _lane_messages(runtime: Runtime) -> int:
+    """Every message the runtime's lanes hold: waiting, in flight (received, not deleted) or
+    delayed, as SQS counts them."""
+    env = runtime.worker_env
+    sqs = boto3.client(
+        "sqs",
+        endpoint_url=env["TAKT_AWS_ENDPOINT_URL"],
+        region_name=env["AWS_DEFAULT_REGION"],
+        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+    )
+    counts = (
+        sqs.get_queue_attributes(
+            QueueUrl=url,
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
+        )["Attributes"]
+        for url in json.loads(env["TAKT_LANE_URLS"]).values()
+    )
+    return sum(int(value) for attributes in counts for value in attributes.values())
+
+
+def _connected_to(pool: list[Worker], port: int) -> list[Worker]:
+    """The workers holding a TCP connection to `port` on loopback (their call in flight), from
+    the kernel's socket table: the target's requests do not say which process sent them."""
+    sockets = {
+        f"socket:[{fields[9]}]"
+        for fields in (line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:])
+        if int(fields[2].split(":")[1], 16) == port
+    }
+
+    def holds(worker: Worker) -> bool:
+        for fd in Path(f"/proc/{worker.pid}/fd").iterdir():
+            try:
+                if str(fd.readlink()) in sockets:
+                    return True
+            except FileNotFoundError:
+                continue  # closed since the listing
+        return False
+
+    return [worker for worker in pool if holds(worker)]
+
+
+def test_a_worker_killed_after_its_lease_deleted_its_message_is_run_once_more_by_the_watchdog(
+    runtime: Runtime, pool: list[Worker], record_property: Record
 ) -> None:
-    execution_id = _run(runtime, "handler:e2e.sleep", {"journal": str(journal), "first_sec": 60})
-    victim, survivor = running_it(pool, _started(journal)[0])
+    """Issue 26: a worker deletes its message once it holds the lease, so a `kill -9` during the
+    call leaves no message to come back; the watchdog takes the expired lease back and another
+    worker calls once more. Judged by a loopback receiver counting the calls."""
+    receiver = Receiver().start()
+    try:
+        # Attempt 1's call hangs until its worker is killed; every later call is answered.
+        url = receiver.path([Reply(delay_sec=DONE_WITHIN_SEC * 2)])
+        execution_id = _run(runtime, url, {"n": 1})
+        receiver.wait_for(url, 1, DONE_WITHIN_SEC)
+        held_during_the_call = _lane_messages(runtime)
+        (victim,) = _connected_to(pool, receiver.port)
 
-    victim.process.kill()
-    killed_at = time.time()
-    victim.process.wait(timeout=10)
-    execution = _until(runtime, execution_id, lambda e: e["state"] == "succeeded", "success")
+        victim.process.kill()
+        killed_at = time.time()
+        victim.process.wait(timeout=10)
+        execution = _until(runtime, execution_id, lambda e: e["state"] == "succeeded", "success")
+        calls = receiver.hits(url)
+    finally:
+        receiver.stop()
 
-    starts = _started(journal, 2)
-    recovered_sec = starts[1]["at"] - killed_at
-    record_property("kill -9 to next start (s)", round(recovered_sec, 2))
+    recovered_sec = calls[1].at - killed_at
+    record_property("kill -9 to next call (s)", round(recovered_sec, 2))
+    assert held_during_the_call == 0, (
+        "issue 26: once the lease is taken the call holds none of the lanes' messages"
+    )
+    assert [call.header("Takt-Attempt") for call in calls] == ["1", "2"], (
+        "invariant 1: the killed worker's execution is called exactly once more, nothing lost"
+    )
     assert (execution["attempt"], _attempts(execution)) == (
         2,
         [(1, "lease_expired"), (2, "succeeded")],
     )
-    assert [(s["attempt"], s["pid"]) for s in starts] == [(1, victim.pid), (2, survivor.pid)]
     assert recovered_sec <= LEASE_SEC + CLOCK_MARGIN_SEC + WATCHDOG_SEC + RECOVERY_SLACK_SEC
 
 

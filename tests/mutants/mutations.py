@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 S16 = "tests/chaos/test_chaos_leases.py::test_s16_lease_races_judged_by_the_oracle"
 RUNNER = "layers/takt/worker/runner.py"
+WORKER_PROCESS = "layers/takt/worker/process.py"
+AT_LEASE = "tests/unit/worker/test_worker_message_at_lease.py::"
 SWEEPER = "layers/takt/watchdog/sweeper.py"
 CLAIMER = "layers/takt/dispatch/claimer.py"
 LIFECYCLE = "layers/takt/executions/lifecycle.py"
@@ -162,6 +164,32 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             "tests/unit/worker/test_runner_decisions.py::test_a_message_claimed_ahead_is_held_until_its_time_before_the_lease",
             f"{S16}[claimed-ahead]",
+        ),
+    ),
+    Mutation(
+        name="worker-deletes-its-message-before-the-lease",
+        breaks="1. nothing due is lost (issue 26: a message is deleted only once it is leased)",
+        path=WORKER_PROCESS,
+        old="""        try:
+            outcome = self._runner.process(message, host=self._host, on_lease=leased)""",
+        new="""        leased()
+        try:
+            outcome = self._runner.process(message, host=self._host)""",
+        tests=(
+            AT_LEASE + "test_an_infrastructure_error_before_the_lease_leaves_the_message_for_"
+            "redelivery",
+        ),
+    ),
+    Mutation(
+        name="worker-holds-its-message-for-the-whole-call",
+        breaks="issue 26: a run holds no in-flight message once its lease is taken",
+        path=WORKER_PROCESS,
+        old="outcome = self._runner.process(message, host=self._host, on_lease=leased)",
+        new="outcome = self._runner.process(message, host=self._host)",
+        tests=(
+            AT_LEASE + "test_a_runs_message_is_deleted_once_its_lease_is_taken_and_before_its_call",
+            "tests/e2e/test_e2e_workers.py::"
+            "test_a_worker_killed_after_its_lease_deleted_its_message_is_run_once_more_by_the_watchdog",
         ),
     ),
     Mutation(
@@ -500,7 +528,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         return self._write(""",
         tests=(
             "tests/integration/worker/test_worker_supervision.py::"
-            "test_heartbeats_extend_the_lease_and_the_message_while_the_handler_runs",
+            "test_heartbeats_extend_the_lease_while_the_handler_runs_and_the_lease_is_told_once",
         ),
     ),
     Mutation(

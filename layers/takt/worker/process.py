@@ -9,17 +9,23 @@ worker long-polls the round's first lane for `IDLE_WAIT_SEC` before the next rou
 worker costs a few requests a second and a new message waits at most about that long.
 
 Messages. A worker receives only as many messages as it has free slots (`--concurrency`): a
-prefetched message would sit invisible while another worker could run it. A message is received
-with a visibility of twice the lease, and a heartbeat that finds less than a lease of it left
-extends it to twice the lease again, so a long run's message does not reach a second worker
-while the first holds the lease, and a run shorter than a lease and a heartbeat (the seed's 10 s
-calls) never pays the request (one a heartbeat was $0.40 a million at 10 s; docs/CAPACITY.md).
-A message that reappeared anyway (an extension lost) meets the lease's condition and is dropped
-as a duplicate. If the worker dies, the message reappears soon after the lease expires (by then
-the watchdog has sent the next attempt, and the old message is dropped as stale). After a run
-the message is deleted whatever the outcome, because every outcome is recorded on the execution
-or sent on as a fresh message. An infrastructure error (DynamoDB unreachable) leaves the message
-to reappear after `INFRA_RETRY_SEC`.
+prefetched message would sit invisible while another worker could run it. A message is held only
+until its execution's lease is taken: once the runner has written the lease (the execution is
+`running` under this worker's lease token, durable in DynamoDB), the message is deleted, before
+the call starts. From then on the execution's recovery rests on the lease and the watchdog, as it
+already did: a copy of the message that came back would meet the lease's condition and be
+dropped, and if the worker dies, the watchdog finds the running execution at its `check_at`,
+takes the expired lease back and sends the next attempt (docs/RELIABILITY.md). So a run holds
+none of a lane's in-flight messages while it calls (SQS hands out at most 120,000 a queue: at the
+top of the hour, ~167,000 ten-second calls run at once), and a long run pays no visibility
+extensions. Before the lease nothing is long (a claimed-ahead message's hold, the gate, a read
+and the lease write), so a message is received with a visibility of twice the lease and never
+extended; if the worker dies before the lease, it comes back then. A message that took no lease
+(a duplicate or stale copy, a skipped or missing execution, one sent back for another worker) is
+deleted after the runner returns: every such outcome is recorded on the execution or sent on as a
+fresh message. An infrastructure error before the lease (DynamoDB unreachable) leaves the message
+to reappear after `INFRA_RETRY_SEC`; after the lease, the message is already gone and the lease's
+expiry brings the execution back.
 
 Shutdown (SIGTERM, as ECS sends it). The worker stops receiving; running executions may finish
 until the grace period ends, and the runner then gives each one back (pending again at the same
@@ -32,7 +38,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -150,7 +156,7 @@ class WorkerProcess:
                         # The share of slots busy as each run starts: what the Fargate service
                         # tracks to add tasks (infra/worker_service.py).
                         self._emit("WorkerSlotsBusy", MetricUnit.Percent, busy)
-                    pool.submit(self._run, lane, message, time.monotonic())
+                    pool.submit(self._run, lane, message)
 
     def _free_slots(self) -> int:
         with self._slots:
@@ -175,16 +181,16 @@ class WorkerProcess:
         )
         return list(resp.get("Messages", []))
 
-    def _run(self, lane: str, received: dict[str, Any], received_at: float) -> None:
+    def _run(self, lane: str, received: dict[str, Any]) -> None:
         try:
-            self._handle(lane, received, received_at)
+            self._handle(lane, received)
         finally:
             with self._slots:
                 self._busy -= 1
                 self.processed += 1
                 self._slots.notify_all()
 
-    def _handle(self, lane: str, received: dict[str, Any], received_at: float) -> None:
+    def _handle(self, lane: str, received: dict[str, Any]) -> None:
         receipt = received["ReceiptHandle"]
         try:
             message = LaneMessage.model_validate_json(received["Body"])
@@ -192,15 +198,19 @@ class WorkerProcess:
             # Not ours to judge: left alone, it ends in the lane's dead-letter queue.
             logger.error("not a lane message", message_id=received.get("MessageId"))
             return
+        deleted = threading.Event()
+
+        def leased() -> None:
+            deleted.set()
+            self._delete(lane, receipt, message.execution_id)
+
         try:
-            outcome = self._runner.process(
-                message,
-                host=self._host,
-                keepalive=self._keepalive(lane, receipt, received_at),
-            )
+            outcome = self._runner.process(message, host=self._host, on_lease=leased)
         except Exception:  # noqa: BLE001 - one message's infrastructure error must not end the slot
             logger.exception("execution not processed", execution_id=message.execution_id)
-            self._change_visibility(lane, receipt, INFRA_RETRY_SEC)
+            if not deleted.is_set():
+                # Before the lease: the message is the execution's way back.
+                self._change_visibility(lane, receipt, INFRA_RETRY_SEC)
             return
         logger.info(
             "execution processed",
@@ -211,25 +221,15 @@ class WorkerProcess:
         )
         if self._emit is not None:
             record_outcome(outcome, self._emit)
+        if not deleted.is_set():
+            self._delete(lane, receipt, message.execution_id)
+
+    def _delete(self, lane: str, receipt: str, execution_id: str) -> None:
         try:
             self._sqs.delete_message(QueueUrl=self._urls[lane], ReceiptHandle=receipt)
         except (ClientError, BotoCoreError):
-            # It comes back and is dropped as a duplicate: the outcome is already recorded.
-            logger.warning("message not deleted", execution_id=message.execution_id)
-
-    def _keepalive(self, lane: str, receipt: str, received_at: float) -> Callable[[], None]:
-        """What a heartbeat does to the message: extend its visibility once less than a lease
-        of it is left (counted from when it was received, on this process's clock)."""
-        visible_until = received_at + self._visibility
-
-        def keepalive() -> None:
-            nonlocal visible_until
-            now = time.monotonic()
-            if visible_until - now < self._settings.lease_sec:
-                self._change_visibility(lane, receipt, self._visibility)
-                visible_until = now + self._visibility
-
-        return keepalive
+            # It comes back and is dropped as a duplicate: the lease or the outcome is recorded.
+            logger.warning("message not deleted", execution_id=execution_id)
 
     def _change_visibility(self, lane: str, receipt: str, seconds: int) -> None:
         try:

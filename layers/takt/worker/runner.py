@@ -21,10 +21,10 @@ lease there, moves it to the expiry itself. A lease then changes nothing the `op
 and costs one write unit instead of three (docs/CAPACITY.md).
 
 The target is called in a thread of its own while this one supervises: every `heartbeat_sec` it
-extends the lease (and, through the host's `keepalive`, the SQS message), and the heartbeat's
-answer tells it when a cancel was asked for. Python cannot kill a thread, so stopping a call means
-no longer waiting for it: the call's `StopSignal` tells a cooperative handler to stop, an HTTP call
-ends by its own timeout, and whatever a stopped call answers later is ignored. A run ends when:
+extends the lease, and the heartbeat's answer tells it when a cancel was asked for. Python cannot
+kill a thread, so stopping a call means no longer waiting for it: the call's `StopSignal` tells a
+cooperative handler to stop, an HTTP call ends by its own timeout, and whatever a stopped call
+answers later is ignored. A run ends when:
 
 - the call answers: succeeded, failed, retry_wait or dead;
 - the execution's `timeout_sec` passes: a retryable failure;
@@ -162,12 +162,17 @@ class ExecutionRunner:
         message: LaneMessage,
         *,
         host: HostDeadline | None = None,
-        keepalive: Callable[[], None] | None = None,
+        on_lease: Callable[[], None] | None = None,
     ) -> RunOutcome:
         """Handle one lane message; infrastructure errors raise so the message is retried.
 
-        `host` is when the process running this must be done; `keepalive` is called at every
-        heartbeat (a `takt worker` extends its message's visibility there).
+        `host` is when the process running this must be done. `on_lease` is called once, when
+        the lease is written and before the call starts (never for a message that took no
+        lease): from then on the execution is `running` under this worker's lease, durable in
+        the table, and a copy of its message could only meet the lease's condition and be
+        dropped, so its recovery rests on the lease and the watchdog (which takes an expired
+        lease back), not on the message. A `takt worker` deletes the message there, so a run
+        holds none of SQS's in-flight messages while it calls. It must not raise.
         """
         host = host or HostDeadline()
         # Before any write: a fenced region gives the message back untouched (Fenced raises).
@@ -205,7 +210,9 @@ class ExecutionRunner:
             return RunOutcome(
                 message.execution_id, current.state.value, "duplicate or stale message"
             )
-        outcome = self._supervise(leased, leased_at, host, keepalive)
+        if on_lease is not None:
+            on_lease()
+        outcome = self._supervise(leased, leased_at, host)
         if outcome.state not in LEASE_GONE:
             self._free(leased.tenant_id, leased.execution_id)
         return outcome
@@ -307,7 +314,6 @@ class ExecutionRunner:
         record: ExecutionRecord,
         leased_at: float,
         host: HostDeadline,
-        keepalive: Callable[[], None] | None,
     ) -> RunOutcome:
         lease = _LocalLease(self._monotonic, self._settings, leased_at)
         if lease.expired():
@@ -359,8 +365,6 @@ class ExecutionRunner:
                         return self._cancel(record)
                     else:
                         lease.renewed(beat.sent_at)
-                        if keepalive is not None:
-                            keepalive()
                         beat = None
                 if lease.expired():
                     stop.set("lease_lost")

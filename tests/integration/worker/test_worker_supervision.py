@@ -3,7 +3,6 @@ execution back when its host must stop (a Lambda near its timeout, a worker shut
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 from typing import Any
 
@@ -56,13 +55,17 @@ def test_a_handler_that_ignores_the_stop_is_no_longer_waited_for(
     assert (outcome.state, stored(svc, record).attempts[0].outcome) == ("retry_wait", "retry")
 
 
-def test_heartbeats_extend_the_lease_and_the_message_while_the_handler_runs(
+def test_heartbeats_extend_the_lease_while_the_handler_runs_and_the_lease_is_told_once(
     make_svc: ServicesFactory, clock: ManualClock, key: str
 ) -> None:
     svc = make_svc(heartbeat_sec=0.05)
     record, message = submit_to(svc, clock, "handler:it.wait", {"key": key})
-    kept_alive = threading.Event()
-    thread, outcomes = in_thread(lambda: runner_for(svc).process(message, keepalive=kept_alive.set))
+    at_lease: list[ExecState] = []
+    thread, outcomes = in_thread(
+        lambda: runner_for(svc).process(
+            message, on_lease=lambda: at_lease.append(stored(svc, record).state)
+        )
+    )
 
     poll_until(lambda: stored(svc, record).heartbeat_seq >= 2, "two heartbeats")
     clock.advance(60)
@@ -76,7 +79,9 @@ def test_heartbeats_extend_the_lease_and_the_message_while_the_handler_runs(
     handlers.gate(key).set()
     thread.join(timeout=DEADLINE_SEC)
 
-    assert kept_alive.is_set()
+    assert at_lease == [ExecState.RUNNING], (
+        "issue 26: the host is told once, when the lease is written, whatever the heartbeats"
+    )
     assert [o.state for o in outcomes] == ["succeeded"]
 
 
