@@ -40,7 +40,8 @@ STOP_TIMEOUT_SEC = 120
 # How long `takt worker` lets runs finish after SIGTERM; the rest of the stop timeout is for
 # giving back the runs that did not (a DynamoDB write and an SQS message each).
 GRACE_SEC = STOP_TIMEOUT_SEC - 20
-# Scale in only after the served lanes held no message, waiting or running, this long.
+# Scale in only after the served lanes held no message, waiting or in flight, and no task had a
+# busy slot, this long.
 SCALE_IN_IDLE_MINUTES = 15
 MINUTE = Duration.minutes(1)
 # The share of its slots a task keeps busy under target tracking: headroom for the next minute's
@@ -82,7 +83,10 @@ def worker_command(lanes: tuple[str, ...], log_level: str, slots: int) -> list[s
 def lane_messages(
     lanes: Lanes, served: tuple[str, ...], *, include_in_flight: bool
 ) -> cloudwatch.MathExpression:
-    """Messages in the served lanes: those waiting, and with `include_in_flight` those running."""
+    """Messages in the served lanes: those waiting, and with `include_in_flight` those received
+    and not yet deleted, which with the worker busy slots too (`takt worker` deletes a run's
+    message once it holds the lease, so a long run shows only in `WorkerSlotsBusy`, sampled at
+    every metric flush)."""
     counts: dict[str, cloudwatch.IMetric] = {}
     for i, lane in enumerate(served):
         queue = lanes.lanes[lane].queue
@@ -93,11 +97,19 @@ def lane_messages(
             counts[f"running{i}"] = queue.metric_approximate_number_of_messages_not_visible(
                 period=MINUTE, statistic="Maximum"
             )
+    if include_in_flight:
+        counts["busy"] = cloudwatch.Metric(
+            namespace=metric_names.NAMESPACE,
+            metric_name=metric_names.WORKER_SLOTS_BUSY.name,
+            dimensions_map={metric_names.SERVICE_DIMENSION: metric_names.SERVICE},
+            statistic="Maximum",
+            period=MINUTE,
+        )
     return cloudwatch.MathExpression(
         expression=" + ".join(f"FILL({metric_id}, 0)" for metric_id in counts),
         using_metrics=counts,
         period=MINUTE,
-        label="Messages running" if include_in_flight else "Messages waiting",
+        label="Messages and slots busy" if include_in_flight else "Messages waiting",
     )
 
 
@@ -105,9 +117,9 @@ class FargateWorker(Construct):
     """A Container Insights cluster and an arm64 Fargate service in private subnets.
 
     Scaling follows the served lanes: a task is added for each minute a message waits, and one is
-    removed only after the lanes held nothing, waiting or in flight, for SCALE_IN_IDLE_MINUTES,
-    so scale-in does not pick a task in the middle of a long run (the worker holds a message in
-    flight while it runs it).
+    removed only after the lanes held nothing, waiting or in flight, and no task had a busy slot
+    for SCALE_IN_IDLE_MINUTES, so scale-in does not pick a task in the middle of a long run (the
+    worker holds a run's message only until its lease; its busy slots show the run after that).
     """
 
     def __init__(

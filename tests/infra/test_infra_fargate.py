@@ -283,7 +283,7 @@ def _alarm_metric_names(alarm: dict[str, Any]) -> list[str]:
     )
 
 
-def test_task_count_scales_out_while_messages_wait_and_in_after_idle_minutes(
+def test_task_count_scales_out_while_messages_wait_and_in_after_idle_minutes_with_no_busy_slot(
     fargate_template: Template,
 ) -> None:
     target = _one(fargate_template, "AWS::ApplicationAutoScaling::ScalableTarget")
@@ -300,7 +300,17 @@ def test_task_count_scales_out_while_messages_wait_and_in_after_idle_minutes(
     )
     assert _alarm_metric_names(scale_in) == sorted(
         ["ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesNotVisible"] * served
+        + ["WorkerSlotsBusy"]
+    ), (
+        "issue 26: a run holds no lane message once leased, so idle also means no busy slot "
+        "on any task (its Maximum), or scale-in would stop a long run"
     )
+    (busy,) = [
+        q
+        for q in scale_in["Metrics"]
+        if q.get("MetricStat", {}).get("Metric", {}).get("MetricName") == "WorkerSlotsBusy"
+    ]
+    assert busy["MetricStat"]["Stat"] == "Maximum"
     assert (scale_in["ComparisonOperator"], scale_in["Threshold"]) == (
         "LessThanOrEqualToThreshold",
         0,

@@ -125,7 +125,7 @@ def worker(
     polling.start()
     publishing_stop = threading.Event()
     publishing = threading.Thread(
-        target=publisher.run, args=(publishing_stop, flush_sec), name="metrics"
+        target=publisher.run, args=(publishing_stop, flush_sec, process.sample_busy), name="metrics"
     )
     publishing.start()
     details = {

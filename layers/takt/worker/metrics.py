@@ -123,10 +123,24 @@ class MetricPublisher:
                 return start
         return len(data)
 
-    def run(self, stop: threading.Event, interval_sec: float = FLUSH_INTERVAL_SEC) -> None:
-        """Flush every `interval_sec` until `stop` is set, then once more."""
+    def run(
+        self,
+        stop: threading.Event,
+        interval_sec: float = FLUSH_INTERVAL_SEC,
+        sample: Callable[[], None] | None = None,
+    ) -> None:
+        """Flush every `interval_sec` until `stop` is set, then once more.
+
+        `sample` is called before each flush: it adds what is a level rather than a count of
+        events (the worker's busy slots), so the level goes out every interval even while
+        nothing happens.
+        """
         while not stop.wait(interval_sec):
+            if sample is not None:
+                sample()
             self.flush()
+        if sample is not None:
+            sample()
         self.flush()
 
 

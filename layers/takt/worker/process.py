@@ -123,6 +123,20 @@ class WorkerProcess:
     def stopping(self) -> bool:
         return self._stopping.is_set()
 
+    def sample_busy(self) -> None:
+        """Emit the share of slots busy now, as `WorkerSlotsBusy`.
+
+        `takt worker` calls it before each metric flush. A run holds no lane message once it is
+        leased, so SQS's in-flight count no longer shows a long run; this sample, at least once
+        a flush interval while the run lasts, is what keeps the Fargate service's idle rule from
+        removing the task under it (infra/worker_service.py).
+        """
+        if self._emit is None:
+            return
+        with self._slots:
+            busy = 100.0 * self._busy / self._options.concurrency
+        self._emit("WorkerSlotsBusy", MetricUnit.Percent, busy)
+
     def stop(self) -> None:
         """Stop taking work; running executions have `grace_sec` left, then are given back."""
         if self._stopping.is_set():

@@ -98,6 +98,9 @@ class World:
         self.lanes = FakeLanes()
         self.targets = Targets(answer)
         self.lifecycle = Lifecycle(self.settings, self.jobs, self.executions, self.lanes)
+        # The worker's metric values, and its loop while one runs (a target may sample it).
+        self.emitted: list[tuple[str, float]] = []
+        self.process: WorkerProcess | None = None
         self.runner = ExecutionRunner(
             RunnerSettings.of(self.settings),
             self.jobs,
@@ -125,7 +128,14 @@ class World:
         """Run a worker's loop until its lane is empty and its run has ended; SQS's log."""
         sqs = FakeSqs(self.settings.lane_url("default"), [message.model_dump_json()])
         self.targets.sqs = sqs
-        process = WorkerProcess(self.settings, cast(Any, sqs), self.runner, WorkerOptions())
+        process = WorkerProcess(
+            self.settings,
+            cast(Any, sqs),
+            self.runner,
+            WorkerOptions(concurrency=4),
+            emit=lambda name, unit, value: self.emitted.append((name, value)),
+        )
+        self.process = process
         sqs.idle = process.stop
         loop = threading.Thread(target=process.run, daemon=True)
         loop.start()
@@ -232,3 +242,26 @@ def test_an_infrastructure_error_after_the_lease_leaves_the_execution_to_the_wat
         "invariant 1: the watchdog takes the expired lease back and sends the next attempt"
     )
     assert [o.message.attempt for o in world.lanes.sent] == [2]
+
+
+def test_a_leased_run_that_holds_no_message_is_still_reported_busy_at_each_sample() -> None:
+    world: World
+
+    def sampled_during_the_call(ctx: CallContext) -> TargetResult:
+        assert world.process is not None
+        world.process.sample_busy()
+        return TargetResult("success")
+
+    world = World(sampled_during_the_call)
+    message = world.message()
+
+    sqs = world.work(message)
+    assert world.process is not None
+    world.process.sample_busy()
+
+    busy = [value for name, value in world.emitted if name == "WorkerSlotsBusy"]
+    assert sqs.requests == [("delete", RECEIPT, None)]
+    assert busy == [25.0, 25.0, 0.0], (
+        "issue 26: with its message deleted at the lease, a run shows only in the busy slots: "
+        "one of four at its start and at a sample during the call, none once it ended"
+    )
