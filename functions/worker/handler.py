@@ -25,15 +25,17 @@ from takt.observability import add_metric, log_keys, logger, metrics, tracer
 from takt.wiring import services
 from takt.worker.batch import ConcurrentBatchProcessor
 from takt.worker.deadline import HostDeadline
-from takt.worker.metrics import Emit, InvocationMetrics, record_outcome
+from takt.worker.metrics import Emit, InvocationMetrics, log_outcome, record_outcome
 
 
 def record_handler(
     record: SQSRecord, lambda_context: LambdaContext | None = None, emit: Emit = add_metric
 ) -> str:
-    """Run one message. Its one INFO line is the only line of a run that went as planned (the
-    runner logs only what went wrong), and `emit` takes its metrics: the handler passes the
-    invocation's `InvocationMetrics`, so they are emitted once for the whole batch."""
+    """Run one message. Its one line (`log_outcome`) is at DEBUG when the run went as planned,
+    so only sampled invocations keep it, and at WARNING when it failed (the runner logs only
+    what went wrong); `emit` takes its metrics: the handler passes the invocation's
+    `InvocationMetrics`, so they are emitted once, and counted in one INFO line, for the whole
+    batch."""
     message = LaneMessage.model_validate_json(record.body)
     worker = services().worker_function
     host = None
@@ -48,7 +50,7 @@ def record_handler(
         # Only in the sampled invocations (POWERTOOLS_LOGGER_SAMPLE_RATE): when a run started.
         logger.debug("execution received")
         outcome = worker.runner.process(message, host=host)
-        logger.info("execution processed", state=outcome.state, detail=outcome.detail)
+        log_outcome(outcome)
     record_outcome(outcome, emit)
     return outcome.state
 
@@ -72,4 +74,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> Any:
             context=context,
         )
     finally:
+        # The batch's one INFO line: its runs counted by outcome (a success is only at DEBUG).
+        counts = {"messages": len(event.get("Records", [])), **collected.counts()}
+        logger.info("batch processed", extra=counts)
         collected.emit_into(add_metric)

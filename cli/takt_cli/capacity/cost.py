@@ -266,46 +266,74 @@ def metered_components(breakdown: Mapping[str, Mapping[str, float]]) -> dict[str
 class LogsAndMetrics:
     """What CloudWatch charges for takt's logs and metrics per execution.
 
-    Logs: one INFO line per execution (the worker's "execution processed"; the claimer logs per
-    claim, not per item), the platform's lines and one EMF document per Lambda invocation (the
-    worker's metrics are aggregated per invocation: one flush, the counts summed and each run's
-    start lag a value in it), ingested at $0.50/GB and stored for the log groups' month.
-    Metrics: EMF costs nothing per value beyond its bytes; `takt worker` sends PutMetricData
-    once a minute per task. Custom metrics themselves (a dozen names, one dimension) are a fixed
-    few dollars a month, not per execution.
+    Logs (`takt.worker.metrics`): a run that went as planned is logged at DEBUG, which only the
+    sampled share of invocations (Powertools' sample rate, 1 %, decided per invocation; on
+    Fargate per task) keeps, with the run's "execution received" line; the worker function logs
+    one INFO line a batch counting its runs ("batch processed"), `takt worker` one a minute a
+    task ("runs counted since the last flush"); failures keep a WARNING line each, which a
+    steady hour of successes does not have. Each Lambda invocation adds the platform's lines and
+    one EMF document (the worker's metrics are aggregated per invocation: the counts summed,
+    each run's start lag a value; the claimer logs per claim, not per item). Ingested at
+    $0.50/GB and stored for the log groups' month. The line and document sizes are measured
+    with a CDK-named function's keys (tests/integration/worker/test_worker_logs.py holds them to
+    a real batch). Metrics: EMF costs nothing per value beyond its bytes; `takt worker` sends
+    PutMetricData once a minute per task. Custom metrics themselves (a dozen names, one
+    dimension) are a fixed few dollars a month, not per execution.
     """
 
-    info_lines_per_execution: float = 1.0
-    # The worker's INFO line with Powertools' Lambda context keys, as `takt bench local` logs it.
-    bytes_per_info_line: float = 590.0
+    debug_sample_rate: float = 0.01
+    # A sampled run's two DEBUG lines ("execution received", "execution processed") with
+    # Powertools' Lambda keys.
+    debug_bytes_per_execution: float = 1180.0
+    # The worker function's "batch processed" line with a CDK-named function's Lambda keys.
+    bytes_per_summary_line: float = 475.0
+    # The worker's EMF document: its fixed part, and each run's start lag value.
+    emf_bytes_fixed: float = 255.0
     bytes_per_metric_value: float = 8.0
+    # `takt worker`'s "runs counted since the last flush" line (no Lambda keys), once a minute.
+    bytes_per_task_minute_line: float = 175.0
     retention_months: float = 1.0
 
+    def emf_bytes(self, runs: int) -> float:
+        """The worker's EMF document for an invocation of `runs` runs."""
+        return self.emf_bytes_fixed + runs * self.bytes_per_metric_value
+
     def lambda_usd_per_million(
-        self, invocations_per_execution: float, prices: Prices = US_EAST_1
+        self, batch_size: int, other_invocations_per_execution: float, prices: Prices = US_EAST_1
     ) -> tuple[float, str]:
-        per_execution = (
-            self.info_lines_per_execution * self.bytes_per_info_line
-            + invocations_per_execution
-            * (PLATFORM_LOG_BYTES_PER_INVOCATION + EMF_LOG_BYTES_PER_INVOCATION)
-            + self.bytes_per_metric_value
+        """Worker invocations of `batch_size` runs each, and the claimer's (and any other
+        function's) invocations per execution, each with its platform lines and EMF."""
+        sampled = self.debug_sample_rate * self.debug_bytes_per_execution
+        batch = (
+            PLATFORM_LOG_BYTES_PER_INVOCATION
+            + self.bytes_per_summary_line
+            + self.emf_bytes(batch_size)
+        ) / batch_size
+        others = other_invocations_per_execution * (
+            PLATFORM_LOG_BYTES_PER_INVOCATION + EMF_LOG_BYTES_PER_INVOCATION
         )
+        per_execution = sampled + batch + others
         usd = per_execution * 1e6 / GB * self._per_gb(prices)
         detail = (
-            f"{per_execution:.0f} bytes: {self.info_lines_per_execution:g} INFO line, "
-            f"{invocations_per_execution:.3f} invocations' platform lines and EMF"
+            f"{per_execution:.0f} bytes: {sampled:.1f} of sampled DEBUG lines, {batch:.1f} of the "
+            f"worker's batch of {batch_size} (its INFO line, EMF, platform lines), "
+            f"{others:.1f} of other invocations"
         )
         return usd, detail
 
     def fargate_usd_per_million(
         self, task_hours_per_million: float, prices: Prices = US_EAST_1
     ) -> tuple[float, str]:
-        per_execution = self.info_lines_per_execution * self.bytes_per_info_line
+        task_minutes = task_hours_per_million * 60
+        per_execution = (
+            self.debug_sample_rate * self.debug_bytes_per_execution
+            + task_minutes * self.bytes_per_task_minute_line / 1e6
+        )
         logs = per_execution * 1e6 / GB * self._per_gb(prices)
-        puts = task_hours_per_million * 60 * prices.cloudwatch_put_metric_data_per_million / 1e6
+        puts = task_minutes * prices.cloudwatch_put_metric_data_per_million / 1e6
         detail = (
-            f"{per_execution:.0f} bytes of INFO lines; PutMetricData once a minute a task "
-            f"(${puts:.3f})"
+            f"{per_execution:.0f} bytes of sampled DEBUG lines and a line a task-minute; "
+            f"PutMetricData once a minute a task (${puts:.3f})"
         )
         return logs + puts, detail
 

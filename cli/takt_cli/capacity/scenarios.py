@@ -448,7 +448,7 @@ def all_in_cost(
             )
         )
         usd, detail = logs.lambda_usd_per_million(
-            1 / design.batch_size + CLAIMER_INVOCATIONS_PER_EXECUTION
+            design.batch_size, CLAIMER_INVOCATIONS_PER_EXECUTION
         )
     lines[f"CloudWatch logs and metrics ({detail})"] = usd
     hourly = cost_per_hour(scenario, design, base_usd)

@@ -1,4 +1,5 @@
-"""The metrics one processed message yields, and how a long-running worker publishes them.
+"""The metrics and the log line one processed message yields, and how a long-running worker
+publishes them.
 
 The worker function and `takt worker` (the Fargate service) both serve the lanes, so both must
 emit what the dashboard and the alarms read (ScheduleLag, Succeeded, Failed, ...): `record_outcome`
@@ -9,10 +10,18 @@ long-running process has no such end, and on Fargate its standard output reaches
 through the `awslogs` driver, which does not mark the events as EMF, so no metric would be
 extracted from them. `MetricPublisher` therefore collects the values and sends them with
 PutMetricData, once a flush interval, under the same namespace and `service` dimension.
+
+Logs are billed by the byte (docs/CAPACITY.md, "Cost per million"), so a run that went as planned
+is logged at DEBUG (`log_outcome`: kept only by the invocations or tasks Powertools samples, 1 %),
+and what it did is counted in one INFO line a batch (the worker function) or a flush interval
+(`MetricPublisher`, on Fargate). Every other outcome keeps its own line with its execution id: a
+failure at WARNING, anything else that did not run as planned (skipped, cancelled, sent back) at
+INFO.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -44,6 +53,12 @@ _STATE_COUNTS = {
 MAX_VALUES_PER_DATUM = 150
 MAX_DATA_PER_REQUEST = 1000
 FLUSH_INTERVAL_SEC = 60.0
+# The outcomes that are a failure of the run or of its report: each is logged at WARNING.
+FAILED_STATES = frozenset(
+    {"failed", "dead", "retry_wait", "fenced", "lease_lost", "region_fenced", "missing"}
+)
+# A run that went as planned (or a duplicate of one): logged at DEBUG, counted in the summary.
+_PLANNED_STATES = frozenset({"succeeded"})
 
 
 def record_outcome(outcome: RunOutcome, emit: Emit) -> None:
@@ -53,6 +68,25 @@ def record_outcome(outcome: RunOutcome, emit: Emit) -> None:
     name = _STATE_COUNTS.get(outcome.state)
     if name:
         emit(name, MetricUnit.Count, 1)
+
+
+def outcome_level(outcome: RunOutcome) -> int:
+    """The level an outcome's line is logged at: DEBUG for a success, WARNING for a failure,
+    INFO for the rest."""
+    if outcome.state in _PLANNED_STATES:
+        return logging.DEBUG
+    return logging.WARNING if outcome.state in FAILED_STATES else logging.INFO
+
+
+def log_outcome(outcome: RunOutcome, **keys: str | int) -> None:
+    """Log one processed message's line ("execution processed") at its outcome's level, with
+    `keys` (the execution's id where the caller's log keys do not already carry it)."""
+    log = {
+        logging.DEBUG: logger.debug,
+        logging.INFO: logger.info,
+        logging.WARNING: logger.warning,
+    }[outcome_level(outcome)]
+    log("execution processed", extra={"state": outcome.state, "detail": outcome.detail, **keys})
 
 
 class InvocationMetrics:
@@ -78,6 +112,12 @@ class InvocationMetrics:
                 self._counts[(name, unit)] = self._counts.get((name, unit), 0.0) + value
             else:
                 self._values.append((name, unit, value))
+
+    def counts(self) -> dict[str, int]:
+        """The counts collected so far, by metric name (`Succeeded`: 100), for the batch's
+        summary line."""
+        with self._lock:
+            return {name: int(total) for (name, _), total in self._counts.items()}
 
     def emit_into(self, emit: Emit) -> None:
         with self._lock:
@@ -111,6 +151,14 @@ class MetricPublisher:
         """Send what was collected since the last flush; returns how many data were sent."""
         with self._lock:
             collected, self._values = self._values, {}
+        counts = {
+            name: int(sum(value * times for value, times in values.items()))
+            for (name, unit), values in collected.items()
+            if unit == MetricUnit.Count
+        }
+        if counts:
+            # The interval's one INFO line: what its runs did (each success is only at DEBUG).
+            logger.info("runs counted since the last flush", extra=counts)
         data = list(_data(collected))
         for start in range(0, len(data), MAX_DATA_PER_REQUEST):
             try:

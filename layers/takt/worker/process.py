@@ -50,7 +50,7 @@ from takt.config import LANES, Settings
 from takt.models.lanes import LaneMessage
 from takt.observability import MetricUnit, logger
 from takt.worker.deadline import HostDeadline
-from takt.worker.metrics import Emit, record_outcome
+from takt.worker.metrics import Emit, log_outcome, record_outcome
 from takt.worker.runner import ExecutionRunner
 
 if TYPE_CHECKING:
@@ -226,13 +226,7 @@ class WorkerProcess:
                 # Before the lease: the message is the execution's way back.
                 self._change_visibility(lane, receipt, INFRA_RETRY_SEC)
             return
-        logger.info(
-            "execution processed",
-            execution_id=message.execution_id,
-            attempt=message.attempt,
-            state=outcome.state,
-            detail=outcome.detail,
-        )
+        log_outcome(outcome, execution_id=message.execution_id, attempt=message.attempt)
         if self._emit is not None:
             record_outcome(outcome, self._emit)
         if not deleted.is_set():

@@ -112,16 +112,38 @@ def test_a_job_duration_is_parsed_and_keeps_its_mean() -> None:
             JobDuration.parse(bad)
 
 
-def test_logs_cost_one_info_line_per_execution_and_emf_per_invocation() -> None:
-    model = LogsAndMetrics(bytes_per_info_line=500, bytes_per_metric_value=0)
+def test_logs_cost_the_sampled_debug_lines_and_a_line_and_emf_document_a_batch() -> None:
+    model = LogsAndMetrics(
+        debug_bytes_per_execution=1000,
+        bytes_per_summary_line=400,
+        emf_bytes_fixed=250,
+        bytes_per_metric_value=8,
+        bytes_per_task_minute_line=200,
+    )
     per_gb = 0.50 + 0.03
 
-    usd, _ = model.lambda_usd_per_million(invocations_per_execution=0.01)
+    usd, _ = model.lambda_usd_per_million(batch_size=100, other_invocations_per_execution=0.01)
     fargate, _ = model.fargate_usd_per_million(task_hours_per_million=10)
 
-    assert usd == pytest.approx((500 + 0.01 * 930) * 1e6 / 1e9 * per_gb)
-    # 10 task-hours send 600 PutMetricData requests ($0.01 per 1,000).
-    assert fargate == pytest.approx(500 * 1e6 / 1e9 * per_gb + 600 * 10 / 1e6)
+    # 1 % of runs sampled at DEBUG; a batch of 100: its platform lines (330), its INFO line
+    # and its EMF document (250 + 8 a run) shared by its runs; the claimer's 930 a claim.
+    per_execution = 0.01 * 1000 + (330 + 400 + 250 + 800) / 100 + 0.01 * 930
+    assert usd == pytest.approx(per_execution * 1e6 / 1e9 * per_gb)
+    # 10 task-hours send 600 PutMetricData requests ($0.01 per 1,000) and 600 INFO lines.
+    assert fargate == pytest.approx((0.01 * 1000 * 1e6 + 600 * 200) / 1e9 * per_gb + 600 * 10 / 1e6)
+
+
+def test_the_seeds_logs_and_metrics_cost_at_most_5_cents_a_million() -> None:
+    """Issue 26's budget for logs and metrics, with the shipped batch of 100 on the worker
+    function and with 88 task-hours an hour of Fargate workers at 5 M executions an hour."""
+    model = LogsAndMetrics()
+
+    on_lambda, detail = model.lambda_usd_per_million(100, 0.01)
+    on_fargate, _ = model.fargate_usd_per_million(88 / 5)
+
+    assert on_lambda <= 0.05 and on_fargate <= 0.05, (
+        f"logs and metrics at most $0.05/M: ${on_lambda:.3f} ({detail}), ${on_fargate:.3f}"
+    )
 
 
 def test_a_fargate_task_hour_is_its_vcpu_and_memory_at_arm64_prices() -> None:
