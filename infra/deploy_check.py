@@ -15,14 +15,16 @@ DynamoDB's account and per-table quotas.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from infra.context import PROFILE_QUOTAS, ContextSource, DeployConfig
+from infra.context import PROFILE_QUOTAS, ContextSource, DeployConfig, FargateWorkerConfig
 from infra.driver import driver_concurrency
 from infra.functions import WATCHDOG, claimer_concurrency
 from infra.tables import TableBilling, capacity_names
+from takt.config import Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -39,6 +41,11 @@ PLANNED_PARTITION_SHARE = 3
 # A standard SQS queue hands out at most this many messages in flight (received, not yet deleted);
 # beyond it, receives come back empty until some are deleted. The limit is fixed, not a quota.
 SQS_IN_FLIGHT_LIMIT = 120_000
+# The longest a `takt worker` slot holds a message before its lease, when it deletes it (issue
+# 26): a message claimed ahead is held until its time, at most `dispatch_ahead_sec` + 1 s
+# (takt.worker.runner), then the lease is written. The deployment leaves the setting at its
+# default.
+HELD_BEFORE_LEASE_SEC = float(Settings.model_fields["dispatch_ahead_sec"].default) + 1.0
 # The API's requests take about this long (p50 of the handler), so its peak concurrency is the
 # stage's burst times this.
 API_REQUEST_SEC = 0.05
@@ -66,7 +73,8 @@ class Plan:
     lanes_concurrency: int
     api_concurrency: int
     due_shards: int
-    # By lane: a worker function's concurrency times its batch, or every Fargate slot.
+    # By lane: a worker function's concurrency times its batch (a batch's messages are held
+    # until its slowest call ends), or the share of the Fargate slots before their lease.
     lanes_in_flight: Mapping[str, int]
     # With `regions`, each of them: every region deploys the same stacks, so each region's
     # quotas must hold them (Lambda's and DynamoDB's are per region). Empty: the CLI's region.
@@ -115,7 +123,7 @@ def plan(context: ContextSource) -> Plan:
         due_shards=config.tuning.due_shards,
         lanes_in_flight={
             name: (
-                config.fargate.max_tasks * config.fargate.slots
+                fargate_in_flight(config.fargate)
                 if config.fargate and name in config.fargate.lanes
                 else lane.max_concurrency * lane.batch_size
             )
@@ -130,6 +138,15 @@ def plan(context: ContextSource) -> Plan:
         ),
         provisioned=_provisioned_ranges(config.table_billing) if config.table_billing else None,
     )
+
+
+def fargate_in_flight(worker: FargateWorkerConfig) -> int:
+    """The messages a Fargate lane's slots hold at once, every slot busy with calls of
+    `fargateJobSec`: a slot holds its message only from the receive to the lease (at most
+    HELD_BEFORE_LEASE_SEC), not for the call, so at most that share of the slots hold one."""
+    slots = worker.max_tasks * worker.slots
+    share = HELD_BEFORE_LEASE_SEC / (HELD_BEFORE_LEASE_SEC + worker.job_sec)
+    return math.ceil(slots * share)
 
 
 def _provisioned_ranges(billing: TableBilling) -> dict[str, dict[str, tuple[int, int]]]:

@@ -83,17 +83,43 @@ def test_lanes_beyond_the_quota_would_throttle(dynamodb: Any) -> None:
 
 
 def test_a_lane_beyond_sqs_in_flight_limit_would_stall(dynamodb: Any) -> None:
-    """A standard queue hands out at most 120,000 messages in flight: 600 Fargate tasks of 256
-    slots on one lane would hit it (a worker function's lane stays below: 1,000 x 100)."""
+    """A standard queue hands out at most 120,000 messages in flight: 1,000 Fargate tasks of 256
+    slots on one lane, with 1 s calls, would hit it (a worker function's lane stays below:
+    1,000 x 100)."""
     fargate = _context(
-        fargateWorker="true", fargateLanes="low", fargateMaxTasks=600, fargateSlots=256
+        fargateWorker="true",
+        fargateLanes="low",
+        fargateMaxTasks=1000,
+        fargateSlots=256,
+        fargateJobSec=1,
     )
 
     findings = check(plan(fargate), _lambda_with_quota(5000), dynamodb)
 
     (in_flight,) = [f for f in findings if "in flight" in f.message]
     assert in_flight.level == "throttle"
-    assert "(low 153600)" in in_flight.message
+    assert "(low 170667)" in in_flight.message
+
+
+def test_a_fargate_slot_holds_its_message_only_until_the_lease(dynamodb: Any) -> None:
+    """Issue 26: `takt worker` deletes a run's message once it holds the lease, so with 10 s
+    calls a slot holds one at most 2 s in 12 (the hold of a message claimed ahead, then the
+    lease): the same 256,000 slots hold at most 42,667, not one each."""
+    fargate = _context(
+        fargateWorker="true",
+        fargateLanes="low",
+        fargateMaxTasks=1000,
+        fargateSlots=256,
+        fargateJobSec=10,
+    )
+
+    findings = check(plan(fargate), _lambda_with_quota(5000), dynamodb)
+
+    (in_flight,) = [f for f in findings if "in flight" in f.message]
+    assert (in_flight.level, in_flight.message) == (
+        "ok",
+        "lanes in flight at most 42667 (low) of SQS's 120000",
+    ), "issue 26: a Fargate slot counts in flight only before its lease, not for the call"
 
 
 def test_regions_are_checked_each_against_its_own_quotas(dynamodb: Any) -> None:
