@@ -38,6 +38,15 @@ class Limits:
     esm_initial_concurrency: int = 5
     api_requests_per_sec: float = 10000.0
     cold_start_ms: float = 800.0
+    # Messages a standard queue holds received and not yet deleted; a receive beyond it gets
+    # nothing until some are deleted.
+    sqs_in_flight_per_queue: int = 120_000
+
+
+def _shipped(setting: str) -> float:
+    """A timing as takt ships it (`takt.config.Settings`), so the model follows the runtime's
+    defaults rather than a copy of them."""
+    return float(Settings.model_fields[setting].default)
 
 
 @dataclass(frozen=True)
@@ -47,15 +56,25 @@ class Design:
     two equal)."""
 
     due_shards: int = 64
+    # A minute whose count exceeds `due_shards * due_split_items` is written over
+    # `due_shards * k` partitions, k the smallest power of two that brings it within, at most
+    # `due_split_max` (the profile's `dueSplitItems` and `dueSplitMax`; `split_of`).
+    due_split_items: int = 2000
+    due_split_max: int = 16
     # The profile's `openShards`: each execution enters and leaves the `open` index (two writes), so
     # 64 partitions take the seed's :00 burst.
     open_shards: int = 64
-    dispatch_ahead_sec: float = 1.0
-    # Send a message claimed ahead with SQS `DelaySeconds` up to its second, rather than have the
-    # worker hold it (a proposal: it lets the horizon grow past a second without idle workers).
-    delay_in_sqs: bool = False
+    # What a claim takes ahead of its second (the worker holds it until then), and from how long
+    # before a minute the ticker claims the minute's first second, each message delayed by SQS
+    # to its second (takt.dispatch.claimer.claim_horizon): the runtime's defaults, which no
+    # profile sets.
+    dispatch_ahead_sec: float = _shipped("dispatch_ahead_sec")
+    burst_ahead_sec: float = _shipped("burst_ahead_sec")
     # Writes one claim keeps in flight at once, each phase's (the profile's `claimerThreads`).
     claim_parallelism: int = 32
+    # The claimer function's reserved concurrency: claims running at once, every partition's
+    # together (infra.functions.claimer_concurrency: two per due shard).
+    claimer_concurrency: int = 128
     # The SQS event source's maximum concurrency for the lane (the seed's default lane: 333).
     lane_max_concurrency: int = 333
     # The default lane's batch (`lanes.default.batchSize`; 10 before 2026-12-01).
@@ -77,17 +96,25 @@ class Design:
     fargate_slots: int = 200
     fargate_vcpu: float = 0.5
     fargate_memory_gb: float = 1.0
+    # `takt worker` deletes a lane message once it holds the execution's lease, so the message
+    # counts against the queue's in-flight limit only from its receive to the lease; False
+    # models the worker that deleted it after the call.
+    fargate_deletes_at_lease: bool = True
+
+    def partitions_of(self, count: float) -> int:
+        """The due index's partitions of a minute holding `count` items: `due_shards`, or for
+        a hot minute `due_shards * k`, k the smallest power of two that leaves no partition
+        more than `due_split_items`, at most `due_split_max` (decided when the items are
+        written, so each sub-partition is claimed by a claim of its own)."""
+        k = 1
+        while k < self.due_split_max and self.due_shards * k * self.due_split_items < count:
+            k *= 2
+        return self.due_shards * min(k, max(1, self.due_split_max))
 
     @property
     def batch_waves(self) -> int:
         """How many rounds of calls a full batch takes: one when its messages run at once."""
         return -(-self.batch_size // max(1, self.batch_concurrency))
-
-
-def _shipped(setting: str) -> float:
-    """A lease timing as takt ships it (`takt.config.Settings`), so the model follows the
-    runtime's defaults rather than a copy of them."""
-    return float(Settings.model_fields[setting].default)
 
 
 @dataclass(frozen=True)

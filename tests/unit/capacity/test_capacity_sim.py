@@ -82,10 +82,13 @@ def test_a_batch_run_side_by_side_serves_ten_times_the_sequential_rate() -> None
 
 
 def test_a_due_partition_lets_through_no_more_than_its_write_units() -> None:
-    # 5,000 items due at once in one partition, claimed with enough parallelism to be
-    # instant: the partition's 1,000 write units a second make the claim last about 5 s.
+    # 5,000 items due at once in one partition (the minute not split), claimed with enough
+    # parallelism to be instant: the partition's 1,000 write units a second make the claim
+    # last about 5 s.
     load = Load(steady_per_sec=0, duration_sec=1, burst=5000, burst_at=0, burst_at_zero=1.0)
-    design = Design(due_shards=1, claim_parallelism=10_000, lane_max_concurrency=1000)
+    design = Design(
+        due_shards=1, due_split_max=1, claim_parallelism=10_000, lane_max_concurrency=1000
+    )
     result = Simulator(load, design, calls=FLAT, warm_rate=0).run()
     assert result.burst_dispatched_within_sec is not None
     assert 4.0 <= result.burst_dispatched_within_sec <= 6.0
@@ -235,3 +238,92 @@ def test_the_runs_heartbeats_use_the_tables_write_capacity() -> None:
 
     assert busy["table (on-demand)"] == pytest.approx(10 * 3, rel=0.15)
     assert idle["table (on-demand)"] == 0
+
+
+# 5,000 items due in the first second of the minute starting at t=30, all at its first instant.
+MINUTE_ZERO = Load(steady_per_sec=0, duration_sec=31, burst=5000, burst_at=30, burst_at_zero=1.0)
+# One due shard whose claims write as fast as the partition lets them (1,000 units a second),
+# claiming each second at that second (no second ahead).
+ONE_SHARD = Design(
+    due_shards=1, claim_parallelism=10_000, lane_max_concurrency=1000, dispatch_ahead_sec=0
+)
+
+
+def test_the_minutes_first_second_claimed_ahead_is_dispatched_before_it_and_starts_on_time() -> (
+    None
+):
+    """Rule: from `burst_ahead_sec` before a minute its first second is claimed, each message
+    delayed by SQS to its second (takt.dispatch.claimer.claim_horizon). Unsplit, the 5,000
+    items take their partition's 1,000 write units a second for 5 s: claimed 30 s ahead that
+    is done before the minute and they start on time; claimed at their second they start 5 s
+    late. (Fargate slots for all of them, so the workers' scaling plays no part.)"""
+    unsplit = replace(
+        ONE_SHARD, due_split_max=1, fargate_tasks=5, fargate_slots=1000, fargate_vcpu=1.0
+    )
+
+    ahead = Simulator(MINUTE_ZERO, unsplit, calls=FLAT, warm_rate=5000).run()
+    at_its_second = Simulator(
+        MINUTE_ZERO, replace(unsplit, burst_ahead_sec=0), calls=FLAT, warm_rate=5000
+    ).run()
+
+    assert ahead.burst_dispatched_within_sec == 0, "claimed ahead: all sent before the minute"
+    assert ahead.start_lag["max"] < 1.0, "claimed ahead: each starts at its second"
+    assert ahead.unstarted == pytest.approx(0, abs=1e-6)
+    assert at_its_second.burst_dispatched_within_sec is not None
+    assert at_its_second.burst_dispatched_within_sec >= 4.0
+    assert at_its_second.start_lag["max"] >= 4.0, "the control: without the claim ahead, late"
+
+
+def test_a_hot_minute_is_split_into_the_fewest_powers_of_two_its_count_needs() -> None:
+    """Rule (takt.store.due's split): a minute of C items over N shards is spread over N*k
+    partitions, k the smallest power of two with N*k*dueSplitItems >= C, at most dueSplitMax."""
+    seed = Design(due_shards=64, due_split_items=2000, due_split_max=16)
+
+    assert seed.partitions_of(128_000) == 64, "a minute within N*dueSplitItems is not split"
+    assert seed.partitions_of(128_001) == 128
+    assert seed.partitions_of(1_084_000) == 1024, "the top of the hour: k = 16"
+    assert seed.partitions_of(10_840_000) == 1024, "k is capped at dueSplitMax"
+
+
+def test_a_split_minutes_partitions_are_claimed_at_once_each_by_its_own_claimer() -> None:
+    """Rule: each sub-partition of a split minute is claimed by a claimer of its own,
+    concurrently, and writes its own partition's 1,000 units a second. The 5,000 items at the
+    minute's first instant (claimed at it) over 4 partitions of 1,250 take about 1.25 s, not
+    the 5 s one partition takes; with a claimer reserved concurrency of 1 they are claimed
+    one partition after another."""
+    at_its_second = replace(ONE_SHARD, burst_ahead_sec=0, due_split_items=1250, due_split_max=4)
+
+    split = Simulator(MINUTE_ZERO, at_its_second, calls=FLAT, warm_rate=5000).run()
+    one_at_a_time = Simulator(
+        MINUTE_ZERO, replace(at_its_second, claimer_concurrency=1), calls=FLAT, warm_rate=5000
+    ).run()
+
+    assert split.peak_concurrency["claimer"] == 4, "one claimer per sub-partition, at once"
+    assert split.burst_dispatched_within_sec is not None
+    assert 1.0 <= split.burst_dispatched_within_sec <= 2.0, "four partitions claimed at once"
+    assert one_at_a_time.peak_concurrency["claimer"] == 1, "the reservation caps the claims"
+    assert one_at_a_time.burst_dispatched_within_sec is not None
+    assert one_at_a_time.burst_dispatched_within_sec >= 3.0
+
+
+def test_a_queue_hands_out_no_more_than_its_in_flight_limit_and_a_lease_frees_it() -> None:
+    """Rule: a standard queue holds at most `sqs_in_flight_per_queue` messages received and not
+    deleted; `takt worker` deletes a message once it holds the lease. 1,000 calls of 10 s due
+    at once, a fleet of 2,000 slots, a queue of 100 in flight: deleted after the call, 100 run
+    at a time and the last starts about 90 s late; deleted at the lease, all start at once."""
+    load = Load(steady_per_sec=0, duration_sec=1, burst=1000, burst_at=0, burst_at_zero=1.0)
+    ten_seconds = replace(FLAT, target_latency_ms=10_000)
+    narrow = Limits(sqs_in_flight_per_queue=100)
+    fleet = _fleet(10, 200, claim_parallelism=10_000, due_split_max=1)
+
+    at_lease = Simulator(load, fleet, narrow, calls=ten_seconds, warm_rate=1000).run()
+    after_call = Simulator(
+        load, replace(fleet, fargate_deletes_at_lease=False), narrow, ten_seconds, warm_rate=1000
+    ).run()
+
+    assert after_call.peak_sqs_in_flight <= 100, "no receive beyond the in-flight limit"
+    assert after_call.peak_concurrency["fargate_slots_busy"] == pytest.approx(100, abs=0.5)
+    assert 85.0 <= after_call.start_lag["max"] <= 95.0, "held for the call: ten waves of 10 s"
+    assert at_lease.peak_sqs_in_flight <= 100
+    assert at_lease.start_lag["max"] < 3.0, "deleted at the lease: the limit holds no call back"
+    assert at_lease.unstarted == after_call.unstarted == pytest.approx(0, abs=1e-6)
