@@ -58,12 +58,11 @@ SAMPLE_RATE = 250
 STEPS = (
     ("lease", "ExecutionRunner._lease "),
     ("heartbeat", "ExecutionRunner._heartbeat "),
-    ("message visibility extension", "WorkerProcess._change_visibility "),
     ("completion", "ExecutionRunner._complete "),
     ("handler call", "TargetRouter.call "),
     ("supervision", "ExecutionRunner._supervise "),
     ("receive", "WorkerProcess._receive "),
-    ("message delete", "WorkerProcess._handle "),
+    ("message delete", "WorkerProcess._delete "),
 )
 TAKT_FRAME = "(takt/"
 

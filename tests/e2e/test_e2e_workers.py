@@ -1,7 +1,7 @@
 """Workers as real processes: `takt local --pollers 0` (API, scheduler, watchdog; no worker of
 its own) and `takt worker` processes on its lanes, killed, paused, stopped and cancelled.
 
-Short leases (`RUNTIME_ENV`: lease 3 s, heartbeat 1 s, watchdog every 1 s, clock margin 2 s) make
+Short leases (`RUNTIME_ENV`: lease 5 s, heartbeat 1 s, watchdog every 1 s, clock margin 2 s) make
 every recovery a matter of seconds. Every wait polls with a deadline.
 """
 
