@@ -187,6 +187,10 @@ class RuntimeTuning:
     """
 
     due_shards: int
+    # A hot minute's split (takt.store.due): each partition's share of its sampled count, and
+    # the most N-shard sets it is split into.
+    due_split_items: int
+    due_split_max: int
     open_shards: int
     # Writes one claim keeps in flight (each phase's, docs/CAPACITY.md); also the scheduler's
     # probe threads.
@@ -701,6 +705,7 @@ def _settings_bounds(field: str) -> tuple[int, int]:
 
 def _tuning(node: ContextSource) -> RuntimeTuning:
     due_min, due_max = _settings_bounds("due_shards")
+    split_max_min, split_max_max = _settings_bounds("due_split_max")
     open_min, open_max = _settings_bounds("open_shards")
     threads_min, threads_max = _settings_bounds("claimer_threads")
     lease_sec = _number(node, "leaseSec", minimum=10, maximum=3600)
@@ -714,6 +719,8 @@ def _tuning(node: ContextSource) -> RuntimeTuning:
         due_shards=_integer(
             node, "dueShards", minimum=due_min, maximum=min(due_max, MAX_DUE_SHARDS)
         ),
+        due_split_items=_integer(node, "dueSplitItems", minimum=1),
+        due_split_max=_integer(node, "dueSplitMax", minimum=split_max_min, maximum=split_max_max),
         open_shards=_integer(node, "openShards", minimum=open_min, maximum=open_max),
         claimer_threads=_integer(node, "claimerThreads", minimum=threads_min, maximum=threads_max),
         history_retention_days=_number(node, "historyRetentionDays", minimum=1),

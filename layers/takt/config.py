@@ -151,6 +151,11 @@ class Settings(BaseModel):
 
     # The due index is partitioned by (minute bucket, shard); see docs/ARCHITECTURE.md for N.
     due_shards: int = Field(default=16, ge=1, le=1024)
+    # A hot minute is split when its items are written (takt.store.due): into the smallest power
+    # of two k of N-shard sets that gives each partition at most `due_split_items` of its
+    # sampled count, and at most `due_split_max` of them.
+    due_split_items: int = Field(default=2000, ge=1)
+    due_split_max: int = Field(default=16, ge=1, le=64)
     # The open-executions index the watchdog reads is partitioned by shard too.
     open_shards: int = Field(default=8, ge=1, le=256)
     # How many past minute buckets one tick may sweep when catching up after an outage.

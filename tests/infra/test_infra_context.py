@@ -47,6 +47,8 @@ def test_shipped_context_tunes_the_runtime_for_the_cloud(
     # From the capacity simulator's steady 1,400/s and top-of-the-hour runs (docs/CAPACITY.md).
     assert config.tuning == RuntimeTuning(
         due_shards=64,
+        due_split_items=2000,
+        due_split_max=16,
         open_shards=64,
         claimer_threads=32,
         history_retention_days=7,

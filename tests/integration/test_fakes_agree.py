@@ -219,6 +219,31 @@ def _fair_script(due: FakeDue | DueStore, flood: list[str], quiet: str) -> list[
 FAIR_READS = ((5, 1), (5, 2), (5, 3), (20, 3))
 
 
+def _split_script(due: FakeDue | DueStore) -> list[object]:
+    """A minute written until it splits: its split, and how many items each partition holds."""
+    for i in range(120):
+        due.put(TENANT, f"split{i:03d}", NOON + timedelta(seconds=i % 60), NOON - MINUTE)
+    partitions = due.partitions(NOON)
+    held = [len(due.read_due(NOON, shard, NOON + MINUTE).items) for shard in range(partitions)]
+    return [due.splits([NOON, NOON + MINUTE]), partitions, held]
+
+
+def test_the_fake_due_table_splits_a_minute_as_the_due_store_does(svc: Services) -> None:
+    store = DueStore(
+        svc.clients.dynamodb,
+        svc.settings.due_table,
+        2,
+        split_items=5,
+        split_max=4,
+        monotonic=lambda: 0.0,
+    )
+    fake = FakeDue(shards=2, split_items=5, split_max=4, monotonic=lambda: 0.0)
+
+    assert _split_script(fake) == _split_script(store), (
+        "FakeDue must count a minute and spread its items over N*k partitions as the store does"
+    )
+
+
 def test_the_fake_due_tables_bounded_reads_answer_as_the_due_stores_do(svc: Services) -> None:
     fake = FakeDue(shards=svc.due.shards)
     quiet = job_id_in_shard("quiet", 0, svc.due.shards)

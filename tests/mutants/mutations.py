@@ -1303,6 +1303,19 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="split-minute-read-as-n-shards",
+        breaks="1. nothing due is lost (issue 26: readers enumerate N*k(m) of a split minute)",
+        path="layers/takt/dispatch/ticker.py",
+        old="            siblings = tuple(shard + n * j for j in range(1, splits.get(minute, 1)))",
+        new="            siblings = tuple(shard + n * j for j in range(1, 1))",
+        tests=(
+            "tests/unit/dispatch/test_due_split.py::"
+            "test_an_item_written_at_a_stale_split_is_still_claimed",
+            "tests/integration/test_dispatch_split.py::"
+            "test_a_hot_minute_split_over_sub_partitions_is_claimed_exactly_once",
+        ),
+    ),
+    Mutation(
         name="region-failed-renewal-counts",
         breaks="issue 27: only a renewal the lease table accepted proves the holder",
         path=REGION_FENCE_CODE,

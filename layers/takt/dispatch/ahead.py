@@ -3,7 +3,8 @@ before it falls due.
 
 The due index is partitioned by (minute bucket, shard), so what falls due in a coming minute is
 already written down, minutes ahead: counting it is N eventually consistent COUNT queries per
-minute (one per shard), at most `scale_ahead_count_pages` pages each, whatever the minute holds.
+minute (one per shard; N*k for a minute split k ways, `takt.store.due`), at most
+`scale_ahead_count_pages` pages each, whatever the minute holds.
 The count is a forecast, not a claim: items written, moved or claimed meanwhile make it a little
 off, which only changes how many tasks start, never what runs.
 
@@ -66,7 +67,10 @@ class DueForecaster:
         """This minute's bucket and the next `minutes` buckets, every shard of each counted."""
         first = minute_of(now)
         minutes = [first + timedelta(minutes=i) for i in range(self._minutes + 1)]
-        cells = [(minute, shard) for minute in minutes for shard in range(self._due.shards)]
+        # A split minute's every partition (takt.store.due), its split read with the counts.
+        splits = self._due.splits(minutes)
+        n = self._due.shards
+        cells = [(minute, shard) for minute in minutes for shard in range(n * splits[minute])]
         with ThreadPoolExecutor(COUNT_THREADS, thread_name_prefix="count") as pool:
             counts = list(
                 pool.map(lambda c: self._due.count_bucket(c[0], c[1], self._pages), cells)

@@ -8,6 +8,19 @@ clock skew between the functions that write due items and the ticker). Minutes b
 one are swept every `BACKLOG_EVERY_SEC`, and a partition of theirs found with something due is
 swept on every tick after that until it is empty.
 
+A minute split k ways when its items were written (`takt.store.due`) has N*k partitions, and a
+claim is one partition's: k claimers work one hot minute's shard at once. A tick still probes only
+a minute's N base shards (the quiet minute's cost). When it knows the minute is split, a base
+shard `s` it finds busy has its sub-partitions `s + N*j` claimed beside it without a probe each:
+they share its hash class and, the minute being split by its count, hold about as many items
+again, so probing them would only tell the ticker what the count already did, at up to N*(k-1)
+queries a tick. What a tick knows: a minute's split is read (one strongly consistent batch read of
+the tick's minutes) on the ticks where the minute had a partition found busy on the tick before,
+and on every SPLIT_SWEEP_EVERY_SEC tick, which probes each sub-partition of every split minute
+on its own, so items a sub-partition holds while its base shard is empty (the stragglers of a
+minute whose burst is over) are claimed within that period. A tick's work stays bounded: N probes
+a minute, at most N*k claims of a busy split minute, and N*k probes once every few seconds.
+
 Claims are disjoint by construction: there is no leader, and two tickers that overlap only
 duplicate work that the claimer's conditional writes make harmless. The deployed drivers
 (`takt.dispatch.driver`) still tick only in the seconds they claimed, so they sweep once a second
@@ -25,7 +38,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from takt.dispatch.claimer import ClaimResult
 from takt.models.ids import format_time
-from takt.store.due import DueStore, SecondClaim, minute_of, minutes_between
+from takt.store.due import SecondClaim, minute_of, minutes_between
+from takt.store.ports import SweptDue
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
@@ -33,6 +47,8 @@ if TYPE_CHECKING:
 WATERMARK_LAG = timedelta(minutes=2)
 BACKLOG_EVERY_SEC = 10
 BURST_EVERY_SEC = 5
+# A split minute's sub-partitions are each probed on their own this often (module docstring).
+SPLIT_SWEEP_EVERY_SEC = 5
 
 
 @dataclass(frozen=True)
@@ -40,6 +56,9 @@ class ClaimTask:
     minute: datetime
     shard: int
     now: datetime
+    # A split minute's sub-partitions claimed beside this one when it has something due, each
+    # by a claim of its own (module docstring).
+    siblings: tuple[int, ...] = ()
 
     def to_event(self) -> dict[str, object]:
         return {
@@ -47,6 +66,19 @@ class ClaimTask:
             "shard": self.shard,
             "now": format_time(self.now),
         }
+
+    def family(self) -> list[ClaimTask]:
+        """This partition's claim and one for each of its siblings."""
+        return [
+            ClaimTask(self.minute, self.shard, self.now),
+            *(ClaimTask(self.minute, shard, self.now) for shard in self.siblings),
+        ]
+
+
+def _claims(tasks: list[ClaimTask]) -> list[ClaimTask]:
+    """The claims of `tasks`' families, each partition once (a sweep may list a sibling on its
+    own too: two claims of it would only repeat one another's work)."""
+    return list(dict.fromkeys(claim for task in tasks for claim in task.family()))
 
 
 class Fanout(Protocol):
@@ -66,7 +98,10 @@ class InlineFanout:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="claim")
 
     def run(self, tasks: list[ClaimTask]) -> dict[ClaimTask, ClaimResult]:
-        futures = {t: self._pool.submit(self._claim, t.minute, t.shard, t.now) for t in tasks}
+        """Every task's family claimed at once in the pool (a claim is its own probe here)."""
+        futures = {
+            t: self._pool.submit(self._claim, t.minute, t.shard, t.now) for t in _claims(tasks)
+        }
         results = {task: future.result() for task, future in futures.items()}
         return {task: result for task, result in results.items() if result.due}
 
@@ -92,9 +127,9 @@ class LambdaFanout:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="probe")
 
     def run(self, tasks: list[ClaimTask]) -> dict[ClaimTask, ClaimResult]:
-        busy = [
-            t for t, due in zip(tasks, self._pool.map(self._has_due, tasks), strict=True) if due
-        ]
+        busy = _claims(
+            [t for t, due in zip(tasks, self._pool.map(self._has_due, tasks), strict=True) if due]
+        )
         # In parallel: one asynchronous Invoke takes about 15 ms, so a loop would start the last
         # of 64 busy partitions' claimers about a second after the tick (docs/CAPACITY.md).
         list(self._pool.map(self._invoke, busy))
@@ -126,7 +161,7 @@ class Ticker:
 
     def __init__(
         self,
-        due: DueStore,
+        due: SweptDue,
         fanout: Fanout,
         max_catchup_buckets: int,
         ahead: timedelta,
@@ -144,6 +179,11 @@ class Ticker:
         # every tick until found empty, so a backlog (an outage's, or a flood a bounded claim
         # takes a slice of a tick) drains at the claim rate, not one sweep every few seconds.
         self._behind: set[tuple[datetime, int]] = set()
+        # The minutes the last tick found something due in: this tick reads their splits.
+        self._busy_minutes: set[datetime] = set()
+        # The watermark minute and how many of its partitions were found empty in a row: a
+        # split minute's are checked N a tick, so one tick's work stays bounded.
+        self._emptied: tuple[datetime, int] | None = None
 
     def tick(self, now: datetime, claim: SecondClaim | None = None) -> TickResult:
         """Sweep what is due at `now`. A driver passes the claim it won for this second, which
@@ -161,25 +201,60 @@ class Ticker:
             (m, s) for m, s in self._behind if m >= watermark
         }
         partitions |= self._burst_partitions(now, current)
-        tasks = [ClaimTask(m, s, now) for m, s in sorted(partitions)]
-        result = TickResult(claims=len(tasks), watermark=watermark)
+        tasks = self._tasks(partitions, now)
+        result = TickResult(claims=len(_claims(tasks)), watermark=watermark)
         found = self._fanout.run(tasks)
         for found_claim in found.values():
             result.total.add(found_claim)
         recent = current - timedelta(minutes=1)
-        self._behind = {(t.minute, t.shard) for t in found if t.minute < recent}
-        self._early = {(t.minute, t.shard) for t in found if t.minute > current}
+        # Remembered by base shard: a sibling found busy is reached again through its base.
+        busy = {(t.minute, t.shard % self._due.shards) for t in found}
+        self._behind = {(m, s) for m, s in busy if m < recent}
+        self._early = {(m, s) for m, s in busy if m > current}
+        self._busy_minutes = {m for m, _ in busy}
         self._advance_watermark(watermark, oldest, result)
         return result
 
+    def _tasks(self, partitions: set[tuple[datetime, int]], now: datetime) -> list[ClaimTask]:
+        """The tick's claims of base shards `partitions`, with the sub-partitions of each split
+        minute this tick knows of (module docstring): on a sweep tick each on its own, on the
+        others as the siblings of its base shard."""
+        n = self._due.shards
+        sweep = now.second % SPLIT_SWEEP_EVERY_SEC == 0
+        minutes = {m for m, _ in partitions}
+        known = minutes if sweep else minutes & self._busy_minutes
+        splits = self._due.splits(known) if known else {}
+        tasks = []
+        for minute, shard in sorted(partitions):
+            siblings = tuple(shard + n * j for j in range(1, splits.get(minute, 1)))
+            if sweep:
+                tasks.append(ClaimTask(minute, shard, now))
+                tasks.extend(ClaimTask(minute, sibling, now) for sibling in siblings)
+            else:
+                tasks.append(ClaimTask(minute, shard, now, siblings))
+        return tasks
+
     def _advance_watermark(self, watermark: datetime, oldest: datetime, result: TickResult) -> None:
         """Move the watermark on by a minute once its bucket, older than `oldest`, is empty in
-        every shard."""
-        if watermark < oldest and all(
+        every partition: its N base shards on one tick, then, read from its count, the
+        sub-partitions of a split minute, N a tick from where the last tick stopped."""
+        if watermark >= oldest or not all(
             self._due.bucket_empty(watermark, s) for s in range(self._due.shards)
         ):
-            self._due.advance_watermark(watermark + timedelta(minutes=1))
-            result.watermark = watermark + timedelta(minutes=1)
+            return
+        n = self._due.shards
+        partitions = self._due.partitions(watermark)
+        start = self._emptied[1] if self._emptied and self._emptied[0] == watermark else n
+        for shard in range(start, min(partitions, start + n)):
+            if not self._due.bucket_empty(watermark, shard):
+                self._emptied = (watermark, shard)
+                return
+        if start + n < partitions:
+            self._emptied = (watermark, start + n)
+            return
+        self._emptied = None
+        self._due.advance_watermark(watermark + timedelta(minutes=1))
+        result.watermark = watermark + timedelta(minutes=1)
 
     def _minutes(self, now: datetime, current: datetime, watermark: datetime) -> set[datetime]:
         """The minute buckets this tick sweeps in every shard."""

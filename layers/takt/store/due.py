@@ -16,12 +16,24 @@ forward only, by a conditional update of its own attribute, so they never overwr
 
 The claims' watch lists (`takt.store.watches`) live in this table too, in `watch#<shard>`
 partitions that no claim reads.
+
+A hot minute is split when its items are written (docs/ARCHITECTURE.md, "The due index"). Each
+minute has a sampled count, the item `count#<bucket>`: a writer whose item hashes into the
+sample (one in `SAMPLE`, by tenant, job and bucket) adds `SAMPLE` to it and reads the sum back in
+the same write, so a quiet minute costs one extra write per `SAMPLE` items and a hot minute's size
+is known within a few per cent. From the count comes the minute's split k (`split_of`), and an
+item of the minute goes to shard `hash mod N*k`. k only grows with the count, and a writer takes
+k from a count that was already stored (the sum its own write returned, or a per-process cache
+refreshed at most every `COUNT_CACHE_SEC`), so every item of a minute is in a shard below N*k as
+a later consistent read of the count gives it: readers that enumerate `range(partitions(m))`
+miss nothing, and an item written with a smaller, stale k is simply in one of the lower shards.
 """
 
 from __future__ import annotations
 
+import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -29,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.models.ids import from_ms, to_ms
+from takt.observability import logger
 from takt.store.errors import StoreUnavailableError, is_condition_failure
 from takt.store.watches import WatchStore
 
@@ -42,6 +55,19 @@ _STARTED = "started"
 _REST = "rest"
 _WOKE = "woke"
 _WOKE_SECOND = "woke_second"
+COUNT_PREFIX = "count#"
+_COUNT = "n"
+# One due write in SAMPLE adds SAMPLE to its minute's count.
+SAMPLE = 16
+# A writer that did not sample takes its minute's count from a cache at most this old.
+COUNT_CACHE_SEC = 5.0
+# Minutes a writer's cache holds before it starts over (each entry is a few dozen bytes).
+COUNT_CACHE_MINUTES = 4096
+# BatchGetItem's most keys per request.
+_BATCH_GET = 100
+# Requests one read of counts makes for what DynamoDB leaves unprocessed (botocore has already
+# retried throttling), before it fails as the store being unavailable.
+_BATCH_GET_TRIES = 3
 
 
 def minute_of(instant: datetime) -> datetime:
@@ -54,6 +80,74 @@ def bucket_name(minute: datetime) -> str:
 
 def shard_of(tenant_id: str, job_id: str, shards: int) -> int:
     return zlib.crc32(f"{tenant_id}#{job_id}".encode()) % shards
+
+
+def split_of(count: int, shards: int, items: int, most: int) -> int:
+    """A minute's split: the smallest power of two k with `shards`*k*`items` >= `count`, at most
+    `most`. It never shrinks as the count grows, which is what keeps a stale k safe."""
+    k = 1
+    while k < most and shards * k * items < count:
+        k *= 2
+    return min(k, most)
+
+
+def sampled(tenant_id: str, job_id: str, bucket: str) -> bool:
+    """Whether the writer of this job's item in `bucket` adds to the bucket's count: one in
+    SAMPLE, fixed by the key so a rewrite of the same item samples the same way."""
+    return zlib.crc32(f"{tenant_id}#{job_id}#{bucket}".encode()) % SAMPLE == 0
+
+
+def count_key(minute: datetime) -> dict[str, dict[str, str]]:
+    """The key of a minute's sampled count item."""
+    return {"bucket": {"S": f"{COUNT_PREFIX}{bucket_name(minute)}"}, "due_key": {"S": "-"}}
+
+
+class SplitWriter:
+    """A writer's split of each minute it writes (module docstring), from the sum its own count
+    write returns when it samples, else from its cache (read again once older than
+    COUNT_CACHE_SEC). The store's writers and the tests' in-memory due table share it.
+
+    Counting is best effort: a count write or read that fails (the count item takes every
+    sampled write of its minute, so the top of the hour may throttle it) leaves the cached count,
+    which is never more than the stored one, and the due item is written anyway.
+    """
+
+    def __init__(
+        self,
+        split: Callable[[int], int],
+        most: int,
+        add: Callable[[datetime], int],
+        read: Callable[[datetime], int],
+        monotonic: Callable[[], float],
+    ) -> None:
+        self._split = split
+        self._most = most
+        self._add = add
+        self._read = read
+        self._monotonic = monotonic
+        self._counts: dict[str, tuple[int, float]] = {}
+
+    def split(self, tenant_id: str, job_id: str, minute: datetime) -> int:
+        bucket = bucket_name(minute)
+        cached = self._counts.get(bucket)
+        split = self._split(cached[0]) if cached is not None else 1
+        if split >= self._most:
+            return split  # Nothing the count could add: it only grows.
+        now = self._monotonic()
+        try:
+            if sampled(tenant_id, job_id, bucket):
+                count = self._add(minute)
+            elif cached is None or now - cached[1] >= COUNT_CACHE_SEC:
+                count = self._read(minute)
+            else:
+                return split
+        except (ClientError, BotoCoreError) as exc:
+            logger.warning("due count not written or read: the cached split stays", error=str(exc))
+            return split
+        if len(self._counts) >= COUNT_CACHE_MINUTES:
+            self._counts.clear()
+        self._counts[bucket] = (count, now)
+        return self._split(count)
 
 
 @dataclass(frozen=True)
@@ -117,10 +211,23 @@ class DueCount:
 
 
 class DueStore:
-    def __init__(self, client: DynamoDBClient, table: str, shards: int) -> None:
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table: str,
+        shards: int,
+        split_items: int = 2000,
+        split_max: int = 16,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._db = client
         self._table = table
         self.shards = shards
+        self.split_items = split_items
+        self.split_max = split_max
+        self._writer = SplitWriter(
+            self._split, split_max, self._add_count, self._read_count, monotonic
+        )
         # The claims' watch lists share the table, in partitions of their own.
         self.watches = WatchStore(client, table, shards)
 
@@ -129,14 +236,71 @@ class DueStore:
         self._db.put_item(TableName=self._table, Item=self.item(tenant_id, job_id, due, now))
 
     def item(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> dict[str, Any]:
-        """The due item `put` writes (`takt bench noisy` writes a flood of them in batches)."""
+        """The due item `put` writes (`takt bench noisy` writes a flood of them in batches),
+        in the shard its minute's split gives it (module docstring)."""
         minute = max(minute_of(due), minute_of(now))
-        shard = shard_of(tenant_id, job_id, self.shards)
+        split = self._writer.split(tenant_id, job_id, minute) if self.split_max > 1 else 1
+        shard = shard_of(tenant_id, job_id, self.shards * split)
         return {
             "bucket": {"S": f"{bucket_name(minute)}#{shard:03d}"},
             "due_key": {"S": f"{to_ms(due):013d}#{tenant_id}#{job_id}"},
             "written_ms": {"N": str(to_ms(now))},
         }
+
+    def _add_count(self, minute: datetime) -> int:
+        """Add SAMPLE to the minute's count; the sum, as stored after this write."""
+        resp = self._db.update_item(
+            TableName=self._table,
+            Key=count_key(minute),
+            UpdateExpression="ADD #n :s",
+            ExpressionAttributeNames={"#n": _COUNT},
+            ExpressionAttributeValues={":s": {"N": str(SAMPLE)}},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(resp["Attributes"][_COUNT]["N"])
+
+    def _read_count(self, minute: datetime) -> int:
+        """The minute's count, read eventually consistent: a writer's, whose stale value only
+        puts its item in a lower shard."""
+        return self._read_counts([minute], consistent=False)[minute]
+
+    def _split(self, count: int) -> int:
+        return split_of(count, self.shards, self.split_items, self.split_max)
+
+    def splits(self, minutes: Iterable[datetime]) -> dict[datetime, int]:
+        """Each minute's split as its count stands now, read strongly consistent: a reader that
+        enumerates `shards * split` partitions of a minute sees every item written before."""
+        wanted = sorted(set(minutes))
+        if self.split_max <= 1 or not wanted:
+            return dict.fromkeys(wanted, 1)
+        counts = self._read_counts(wanted, consistent=True)
+        return {minute: self._split(count) for minute, count in counts.items()}
+
+    def partitions(self, minute: datetime) -> int:
+        """How many partitions of `minute` hold its items: N times its split (`splits`)."""
+        return self.shards * self.splits([minute])[minute]
+
+    def _read_counts(self, minutes: list[datetime], *, consistent: bool) -> dict[datetime, int]:
+        """The stored counts of `minutes` (0 for a minute nothing counted), in BatchGetItem
+        requests of at most _BATCH_GET keys, retrying what DynamoDB leaves unprocessed."""
+        by_bucket = {f"{COUNT_PREFIX}{bucket_name(m)}": m for m in minutes}
+        counts = dict.fromkeys(minutes, 0)
+        keys = [count_key(m) for m in minutes]
+        for start in range(0, len(keys), _BATCH_GET):
+            chunk = keys[start : start + _BATCH_GET]
+            request: Mapping[str, Any] = {
+                self._table: {"Keys": chunk, "ConsistentRead": consistent}
+            }
+            for _ in range(_BATCH_GET_TRIES):
+                resp = self._db.batch_get_item(RequestItems=request)
+                for item in resp.get("Responses", {}).get(self._table, []):
+                    counts[by_bucket[item["bucket"]["S"]]] = int(item.get(_COUNT, {"N": "0"})["N"])
+                request = resp.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+            else:
+                raise StoreUnavailableError("due counts left unprocessed by DynamoDB")
+        return counts
 
     def query_due(self, minute: datetime, shard: int, until: datetime) -> list[DueItem]:
         """Every item of one (bucket, shard) partition due at or before `until`, oldest first."""

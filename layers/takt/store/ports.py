@@ -15,7 +15,7 @@ vocabulary from its ports and no concrete store module (an import-linter contrac
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -50,6 +50,7 @@ __all__ = [
     "RegionLeases",
     "RunExecutions",
     "RunnerExecutions",
+    "SweptDue",
     "SweptWatches",
     "Transition",
     "UnreadableDue",
@@ -273,6 +274,36 @@ class ClaimerDue(Protocol):
 
     def delete_raw(self, bucket: str, due_key: str) -> None:
         """Delete an item that cannot be read, by its key."""
+        ...
+
+
+class SweptDue(Protocol):
+    """What the ticker reads of the due index: which partitions of a minute hold items (its N
+    base shards, and N*k for a minute split k ways), whether one is empty, and the watermark."""
+
+    @property
+    def shards(self) -> int:
+        """N, the base shards of every minute."""
+        ...
+
+    def splits(self, minutes: Iterable[datetime]) -> dict[datetime, int]:
+        """Each minute's split, read strongly consistent."""
+        ...
+
+    def partitions(self, minute: datetime) -> int:
+        """N times the minute's split: every shard its items may be in."""
+        ...
+
+    def bucket_empty(self, minute: datetime, shard: int) -> bool:
+        """Whether the partition holds no item at all (a strongly consistent read)."""
+        ...
+
+    def watermark(self) -> datetime | None:
+        """The oldest minute that may still hold items."""
+        ...
+
+    def advance_watermark(self, to_minute: datetime) -> None:
+        """Move the watermark forward only."""
         ...
 
 

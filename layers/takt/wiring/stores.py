@@ -25,7 +25,13 @@ def job_store(settings: Settings, dynamodb: DynamoDBClient) -> JobStore:
 
 
 def due_store(settings: Settings, dynamodb: DynamoDBClient) -> DueStore:
-    return DueStore(dynamodb, settings.due_table, settings.due_shards)
+    return DueStore(
+        dynamodb,
+        settings.due_table,
+        settings.due_shards,
+        split_items=settings.due_split_items,
+        split_max=settings.due_split_max,
+    )
 
 
 def execution_store(settings: Settings, dynamodb: DynamoDBClient) -> ExecutionStore:

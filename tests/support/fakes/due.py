@@ -1,14 +1,15 @@
-"""The due table in memory: its (minute bucket, shard) partitions (`ClaimerDue`) and the claims'
-watch lists (`ClaimWatches`, `SweptWatches`)."""
+"""The due table in memory: its (minute bucket, shard) partitions (`ClaimerDue`), what the ticker
+reads of them (`SweptDue`: the minutes' sampled counts and splits, emptiness, the watermark) and
+the claims' watch lists (`ClaimWatches`, `SweptWatches`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from takt.models.ids import from_ms, to_ms
-from takt.store.due import bucket_name, minute_of, shard_of
+from takt.store.due import SAMPLE, SplitWriter, bucket_name, minute_of, shard_of, split_of
 from takt.store.ports import DueItem, ExecutionRef, FairRead, UnreadableDue, Watch
 from takt.store.watches import PREFIX, READ_LIMIT, watch_partitions
 
@@ -46,16 +47,64 @@ class FakeWatches:
 
 class FakeDue:
     """Due items keyed by (bucket, due key) as `DueStore` writes them; a partition's queries are
-    consistent (as the store asks), and `delete_if_unchanged` is conditional on `written_ms`."""
+    consistent (as the store asks), and `delete_if_unchanged` is conditional on `written_ms`.
 
-    def __init__(self, shards: int = 1) -> None:
+    A minute's sampled count is kept by bucket name (`counts`), added to and read by one writer's
+    `SplitWriter` as the store's writers do, so an item goes to the shard the store would put it
+    in; `splits` reads the counts as they stand."""
+
+    def __init__(
+        self,
+        shards: int = 1,
+        split_items: int = 2000,
+        split_max: int = 16,
+        monotonic: Callable[[], float] = lambda: 0.0,
+    ) -> None:
         self.shards = shards
+        self.split_items = split_items
+        self.split_max = split_max
         self.items: dict[tuple[str, str], Item] = {}
+        self.counts: dict[str, int] = {}
         self.watches = FakeWatches(shards)
+        self.writer = SplitWriter(self._split, split_max, self._add, self._read, monotonic)
+        self.minute_watermark: datetime | None = None
+
+    def _split(self, count: int) -> int:
+        return split_of(count, self.shards, self.split_items, self.split_max)
+
+    def _add(self, minute: datetime) -> int:
+        bucket = bucket_name(minute)
+        self.counts[bucket] = self.counts.get(bucket, 0) + SAMPLE
+        return self.counts[bucket]
+
+    def _read(self, minute: datetime) -> int:
+        return self.counts.get(bucket_name(minute), 0)
+
+    def splits(self, minutes: Iterable[datetime]) -> dict[datetime, int]:
+        return {minute: self._split(self._read(minute)) for minute in set(minutes)}
+
+    def partitions(self, minute: datetime) -> int:
+        return self.shards * self.splits([minute])[minute]
+
+    def bucket_empty(self, minute: datetime, shard: int) -> bool:
+        bucket = f"{bucket_name(minute)}#{shard:03d}"
+        return not any(b == bucket for b, _ in self.items)
+
+    def has_due(self, minute: datetime, shard: int, until: datetime) -> bool:
+        return bool(self._query(minute, shard, until, limit=1))
+
+    def watermark(self) -> datetime | None:
+        return self.minute_watermark
+
+    def advance_watermark(self, to_minute: datetime) -> None:
+        if self.minute_watermark is None or to_minute > self.minute_watermark:
+            self.minute_watermark = to_minute
 
     def put(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> None:
         minute = max(minute_of(due), minute_of(now))
-        bucket = f"{bucket_name(minute)}#{shard_of(tenant_id, job_id, self.shards):03d}"
+        split = self.writer.split(tenant_id, job_id, minute) if self.split_max > 1 else 1
+        shard = shard_of(tenant_id, job_id, self.shards * split)
+        bucket = f"{bucket_name(minute)}#{shard:03d}"
         due_key = f"{to_ms(due):013d}#{tenant_id}#{job_id}"
         self.items[(bucket, due_key)] = {
             "bucket": {"S": bucket},

@@ -1,0 +1,79 @@
+"""A hot minute split when its items are written, claimed whole: the real due store counts the
+minute and spreads its items over N*k partitions, and the ticker's claims (the real claimer, one
+claim per partition) dispatch every occurrence exactly once."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+from takt.clock import ManualClock
+from takt.dispatch.claimer import Claimer, ClaimerSettings, ClaimResult
+from takt.dispatch.ticker import SPLIT_SWEEP_EVERY_SEC, InlineFanout, Ticker
+from takt.models.ids import execution_id, new_job_id
+from takt.store.due import bucket_name, sampled
+from takt.store.watches import PREFIX
+from tests.support.env import ServicesFactory
+from tests.support.jobs import TENANT, make_job, store_job
+from tests.support.lanes import RecordingLanes
+
+TOP = datetime(2026, 3, 2, 13, 0, tzinfo=UTC)
+JOBS = 40
+
+
+def _hot_jobs() -> list[str]:
+    """JOBS job ids, the first three of them in the count's sample, so the minute splits to its
+    cap early in the writes whatever ids the run draws (three sampled writes count 48 items)."""
+    ids = [new_job_id() for _ in range(20 * JOBS)]
+    counted = [job_id for job_id in ids if sampled(TENANT, job_id, bucket_name(TOP))]
+    others = [job_id for job_id in ids if job_id not in counted]
+    return counted[:3] + others[: JOBS - 3]
+
+
+def test_a_hot_minute_split_over_sub_partitions_is_claimed_exactly_once(
+    make_svc: ServicesFactory, clock: ManualClock
+) -> None:
+    svc = make_svc(due_shards=2, due_split_items=5, due_split_max=4, dispatch_ahead_sec=0)
+    clock.set(TOP - timedelta(minutes=2))
+    jobs = _hot_jobs()
+    for job_id in jobs:
+        store_job(svc, make_job(now=clock.now(), next_run_time=TOP, job_id=job_id), clock.now())
+    scan = svc.clients.dynamodb.scan(TableName=svc.settings.due_table)["Items"]
+    shards = {
+        int(item["bucket"]["S"].rsplit("#", 1)[1])
+        for item in scan
+        if item["bucket"]["S"].startswith(bucket_name(TOP) + "#")
+    }
+    assert max(shards) >= svc.due.shards and svc.due.partitions(TOP) == 8, (
+        "the minute's count split it: its items are spread over N*k = 8 partitions"
+    )
+
+    lanes = RecordingLanes(svc)
+    claimer = Claimer(ClaimerSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, lanes)
+    claimed: Counter[int] = Counter()
+
+    def claim(minute: datetime, shard: int, now: datetime) -> ClaimResult:
+        result = claimer.claim(minute, shard, now)
+        claimed[shard] += result.dispatched
+        return result
+
+    ticker = Ticker(svc.due, InlineFanout(claim, 4), 5, timedelta(0))
+    svc.due.advance_watermark(TOP - timedelta(minutes=1))
+    for second in range(SPLIT_SWEEP_EVERY_SEC + 1):
+        ticker.tick(TOP + timedelta(seconds=second))
+
+    sent = Counter(o.message.job_id for o in lanes.sent)
+    assert sent == Counter(dict.fromkeys(jobs, 1)), (
+        "readers enumerate N*k(m): every job of the split minute is dispatched exactly once"
+    )
+    for job_id in jobs:
+        assert svc.executions.get(TENANT, execution_id(job_id, TOP)) is not None
+    assert len(claimed) > svc.due.shards, "the claims ran over several sub-partitions"
+    watch_partitions = {
+        int(item["bucket"]["S"][len(PREFIX) :])
+        for item in svc.clients.dynamodb.scan(TableName=svc.settings.due_table)["Items"]
+        if item["bucket"]["S"].startswith(PREFIX)
+    }
+    assert watch_partitions <= set(range(svc.due.watches.shards)), (
+        "a sub-partition's claim lists its executions in a watch partition the watchdog sweeps"
+    )
