@@ -48,6 +48,10 @@ MAX_WORKER_BATCH = 100
 # One scheduler probes 127 partitions per shard and minute (ticker.py); above 128 shards that is
 # more than one vCPU of botocore work, and Python's GIL gives a function no more than one.
 MAX_DUE_SHARDS = 128
+# Lambda's default account quota is 1,000 concurrent executions; a reservation above this many
+# claimers is a typo long before it is a deployment (`takt deploy check` compares it with the
+# account's quota).
+MAX_CLAIMER_CONCURRENCY = 10_000
 # The watchdog function sweeps six times per invocation (functions/watchdog/handler.py), so an
 # interval below 10 s leaves the rest of each minute unswept; above 60 s it sweeps once a minute.
 MIN_WATCHDOG_INTERVAL_SEC = 10
@@ -272,6 +276,11 @@ class DeployConfig:
     # The profile the values came from.
     profile: str = "seed"
     drivers: int = DRIVERS
+    # The claimer function's reserved concurrency (`claimerConcurrency`): the most claims that
+    # run at once, a hot minute's sub-partitions and every other minute's together; a cap, so a
+    # burst of claims cannot take the account's concurrency from the API and the workers, and a
+    # floor they cannot take from it.
+    claimer_concurrency: int = 128
     # Memory by function name, over `FunctionSpec.memory_for`.
     function_memory_mb: Mapping[str, int] = dataclasses.field(default_factory=dict)
     watchdog_sweeps: int = MAX_WATCHDOG_SWEEPS
@@ -341,6 +350,9 @@ class DeployConfig:
             notify_defaults=_notify_defaults(node),
             profile=profile,
             drivers=_optional_int(node, "drivers", DRIVERS, minimum=1, maximum=DRIVERS),
+            claimer_concurrency=_integer(
+                node, "claimerConcurrency", minimum=1, maximum=MAX_CLAIMER_CONCURRENCY
+            ),
             function_memory_mb=_function_memory(node),
             watchdog_sweeps=_optional_int(
                 node, "watchdogSweeps", MAX_WATCHDOG_SWEEPS, minimum=1, maximum=MAX_WATCHDOG_SWEEPS

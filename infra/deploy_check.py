@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from infra.context import PROFILE_QUOTAS, ContextSource, DeployConfig, FargateWorkerConfig
 from infra.driver import driver_concurrency
-from infra.functions import WATCHDOG, claimer_concurrency
+from infra.functions import WATCHDOG
 from infra.tables import TableBilling, capacity_names
 from takt.config import Settings
 
@@ -112,7 +112,7 @@ def plan(context: ContextSource) -> Plan:
         reserved={
             "scheduler": driver_concurrency(config.drivers),
             "watchdog": WATCHDOG.reserved_concurrency,
-            "claimer": claimer_concurrency(config.tuning.due_shards),
+            "claimer": config.claimer_concurrency,
         },
         lanes_concurrency=sum(
             lane.max_concurrency

@@ -50,7 +50,6 @@ DEBUG_SAMPLE_RATE = 0.01
 # The watchdog loops for about 60 s inside one invocation per minute (the scheduler's drivers
 # live longer: infra/driver.py).
 LOOP_TIMEOUT_SEC = 70
-CLAIMERS_PER_DUE_SHARD = 2
 # Lambda's memory at which a function gets one full vCPU; Python's GIL cannot use more.
 ONE_VCPU_MEMORY_MB = 1769
 # Every secret a tenant's HTTP targets name starts with this (then the tenant id and a slash);
@@ -359,17 +358,6 @@ def grant_data_access(
         )
 
 
-def claimer_concurrency(due_shards: int) -> int:
-    """The claimer's reserved concurrency: a cap, so a burst of claims cannot take the account's
-    whole concurrency from the API and the workers, and a floor they cannot take from it.
-
-    The scheduler invokes at most one claimer per (minute bucket, shard) with something due each
-    second, over two or three buckets, and a claim finishes well within a second at the seed's
-    load (docs/CAPACITY.md); two per shard holds a second's claims and the tail of the one before.
-    """
-    return CLAIMERS_PER_DUE_SHARD * due_shards
-
-
 class TaktFunctions(Construct):
     """The functions, with the environment `takt.config.Settings` and Powertools read."""
 
@@ -486,7 +474,7 @@ class TaktFunctions(Construct):
             timeout_sec = driver_timeout_sec(config.drivers)
             reserved = driver_concurrency(config.drivers)
         elif spec is CLAIMER:
-            reserved = claimer_concurrency(config.tuning.due_shards)
+            reserved = config.claimer_concurrency
         role = iam.Role(
             self,
             f"{name}Role",

@@ -15,7 +15,6 @@ from aws_cdk import App
 
 from infra.context import PROFILES, ContextError, DeployConfig
 from infra.driver import driver_timeout_sec
-from infra.functions import claimer_concurrency
 from takt_cli.capacity.idle import base_lines, fargate_lines, render
 from takt_cli.capacity.profiles import load_profile
 from tests.infra.cli_synth import cli_context
@@ -215,7 +214,7 @@ def test_each_profiles_template_carries_what_the_simulator_simulates(
         int(variables["TAKT_OPEN_SHARDS"]),
         int(variables["TAKT_CLAIMER_THREADS"]),
     ) == (design.due_shards, design.open_shards, design.claim_parallelism), name
-    assert claimer["ReservedConcurrentExecutions"] == claimer_concurrency(design.due_shards), name
+    assert claimer["ReservedConcurrentExecutions"] == design.claimer_concurrency, name
     assert claimer["MemorySize"] == design.claimer_memory_mb, name
     assert int(worker["Environment"]["Variables"]["TAKT_WORKER_BATCH_CONCURRENCY"]) == (
         design.batch_concurrency

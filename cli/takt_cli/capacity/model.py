@@ -72,8 +72,8 @@ class Design:
     burst_ahead_sec: float = _shipped("burst_ahead_sec")
     # Writes one claim keeps in flight at once, each phase's (the profile's `claimerThreads`).
     claim_parallelism: int = 32
-    # The claimer function's reserved concurrency: claims running at once, every partition's
-    # together (infra.functions.claimer_concurrency: two per due shard).
+    # The claimer function's reserved concurrency (the profile's `claimerConcurrency`): claims
+    # running at once, every partition's together.
     claimer_concurrency: int = 128
     # The SQS event source's maximum concurrency for the lane (the seed's default lane: 333).
     lane_max_concurrency: int = 333

@@ -99,6 +99,7 @@ class Profile:
             due_shards=_int(self.context, "dueShards"),
             open_shards=_int(self.context, "openShards"),
             claim_parallelism=_int(self.context, "claimerThreads"),
+            claimer_concurrency=_int(self.context, "claimerConcurrency"),
             lane_max_concurrency=int(lane["maxConcurrency"]),
             batch_size=int(lane.get("batchSize", DEFAULT_BATCH_SIZE)),
             # The worker runs as many of a batch's messages at once as the largest lane's batch
