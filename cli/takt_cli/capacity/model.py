@@ -15,6 +15,7 @@ from typing import Any
 
 from takt.config import Settings
 from takt.executions.rules import lease_moves_check_at
+from takt.store.due import split_of
 from takt_cli.capacity.billing import units_by_table
 from takt_cli.capacity.cost import ONE_VCPU_MB
 
@@ -106,10 +107,9 @@ class Design:
         a hot minute `due_shards * k`, k the smallest power of two that leaves no partition
         more than `due_split_items`, at most `due_split_max` (decided when the items are
         written, so each sub-partition is claimed by a claim of its own)."""
-        k = 1
-        while k < self.due_split_max and self.due_shards * k * self.due_split_items < count:
-            k *= 2
-        return self.due_shards * min(k, max(1, self.due_split_max))
+        return self.due_shards * split_of(
+            math.ceil(count), self.due_shards, self.due_split_items, self.due_split_max
+        )
 
     @property
     def batch_waves(self) -> int:

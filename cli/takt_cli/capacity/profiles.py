@@ -97,6 +97,8 @@ class Profile:
         memory = _object(self.context, "functionMemoryMb")
         return Design(
             due_shards=_int(self.context, "dueShards"),
+            due_split_items=_int(self.context, "dueSplitItems"),
+            due_split_max=_int(self.context, "dueSplitMax"),
             open_shards=_int(self.context, "openShards"),
             claim_parallelism=_int(self.context, "claimerThreads"),
             claimer_concurrency=_int(self.context, "claimerConcurrency"),

@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from takt.dispatch.ticker import BURST_EVERY_SEC
+from takt.dispatch.ticker import BURST_EVERY_SEC, SPLIT_SWEEP_EVERY_SEC
 from takt_cli.capacity.model import CallProfile, Design, Limits
 
 STEP = 0.05
@@ -44,7 +44,6 @@ BIN_MS = 10
 FLOOD_MARK = 1e-7
 # Due keys are in milliseconds: a claim of a minute's first second takes up to its last one.
 BURST_LAST_MS = 1
-SPLIT_SWEEP_EVERY_SEC = 5
 
 
 @dataclass(frozen=True)
