@@ -31,6 +31,7 @@ from infra.driver import (
 )
 from infra.lanes import Lanes
 from infra.layer import ARCHITECTURE, PROJECT_ROOT, RUNTIME
+from infra.table_ahead import scale_tables_ahead
 from infra.tables import Tables
 from infra.target_grants import container_suppressions
 from infra.tenant_access import TENANT_TABLES, TenantDataRole, leading_keys_access
@@ -449,6 +450,8 @@ class TaktFunctions(Construct):
         self.scheduler.add_environment(
             settings_env_var("claimer_function"), self.claimer.function_name
         )
+        if config.table_billing is not None and config.regions is None:
+            scale_tables_ahead(self.watchdog, tables, config.table_billing, config)
         if config.driver_rest:
             # The indexer starts a driver for a job due before the next minute's driver
             # (takt.dispatch.rest); the drivers end early.

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy, Stack, Tags
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
@@ -27,6 +28,8 @@ MIN_TARGET_UTILIZATION = 20
 MAX_TARGET_UTILIZATION = 90
 # DynamoDB's default per-table quota on provisioned capacity, each way (a Service Quotas value).
 MAX_TABLE_CAPACITY = 40000
+# The tag a table's write scalable target carries: its resource id (`table/<name>`).
+SCALED_TABLE_TAG = "takt:scaled-table"
 
 
 def capacity_names() -> tuple[str, ...]:
@@ -213,9 +216,11 @@ def _auto_scale(table: dynamodb.Table, spec: TableSpec, billing: TableBilling) -
     target = billing.target_utilization
     name = spec.logical_id.lower()
     own = billing.of(name)
-    table.auto_scale_write_capacity(
-        min_capacity=own.min_write, max_capacity=own.max_write
-    ).scale_on_utilization(target_utilization_percent=target)
+    writes = table.auto_scale_write_capacity(min_capacity=own.min_write, max_capacity=own.max_write)
+    writes.scale_on_utilization(target_utilization_percent=target)
+    # The watchdog raises the write minimum ahead of the due index (infra/table_ahead.py): its
+    # grant names the targets by this tag, as no ARN of theirs is known before registration.
+    Tags.of(cast(Construct, writes)).add(SCALED_TABLE_TAG, f"table/{table.table_name}")
     table.auto_scale_read_capacity(
         min_capacity=own.min_read, max_capacity=own.max_read
     ).scale_on_utilization(target_utilization_percent=target)

@@ -2,8 +2,9 @@
 
 It is invoked once a minute, so it also takes the minute's scale-ahead step first
 (`takt.dispatch.ahead`): count what falls due in the next minutes and size the Fargate worker
-service for it. A failure there is logged and the sweeps go on: a late fleet delays runs, an
-unswept lease loses none but delays its recovery.
+service and the provisioned tables' write capacity for it. A failure there is logged and the
+sweeps go on: a late fleet delays runs, a late table throttles writes (retried), an unswept
+lease loses none but delays its recovery.
 
 The reconciler (`takt.dispatch.reconciler`) also runs once an invocation, first: it repairs the
 due items of jobs the indexer did not index.
@@ -74,6 +75,15 @@ def _scale_ahead(ahead: ScaleAhead, clock: Clock) -> None:
         return
     add_metric("DueAhead", MetricUnit.Count, result.forecast.peak)
     add_metric("WorkerTasksAhead", MetricUnit.Count, result.tasks)
+    for table in result.tables:
+        if table.minimum != table.previous_min:
+            logger.info(
+                "table write minimum set ahead of the due index",
+                table=table.table,
+                due_peak_minute=result.forecast.peak,
+                minimum=table.minimum,
+                previous=table.previous_min,
+            )
     if result.previous_min is not None and result.previous_min != result.tasks:
         logger.info(
             "worker service minimum set ahead of the due index",

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from functools import lru_cache
 from types import NoneType, UnionType
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -224,6 +224,14 @@ class Settings(BaseModel):
     fargate_slots: int = Field(default=200, ge=1, le=256)
     fargate_min_tasks: int = Field(default=0, ge=0)
     fargate_max_tasks: int = Field(default=10, ge=1)
+    # Provisioned tables raised ahead of the same forecast (takt.dispatch.ahead.TableScaleAhead):
+    # the write minimum each of the executions, jobs and due tables returns to (its profile's),
+    # by table; empty when the tables are on demand. Target tracking holds
+    # `table_target_utilization` percent.
+    table_write_floors: dict[Literal["executions", "jobs", "due"], Annotated[int, Field(ge=1)]] = (
+        Field(default_factory=dict)
+    )
+    table_target_utilization: int = Field(default=70, ge=20, le=90)
 
     # The master secret each tenant's Standard Webhooks signing key is derived from
     # (takt.tenants.webhook_keys); unset sends no signature. Deployed stacks name it

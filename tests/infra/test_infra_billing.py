@@ -150,3 +150,77 @@ def test_the_deploy_doc_shows_what_the_seed_capacity_holds_every_hour(
 
     assert table_capacity_lines(on_demand) == []
     assert render(table_capacity_lines(provisioned)) in DEPLOY_DOC.read_text()
+
+
+def _stateless(assembly: Path) -> dict[str, Any]:
+    template: dict[str, Any] = json.loads((assembly / "TaktStateless.template.json").read_text())
+    resources: dict[str, Any] = template["Resources"]
+    return resources
+
+
+def _watchdog(resources: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return next(
+        (logical_id, r["Properties"])
+        for logical_id, r in resources.items()
+        if r["Type"] == "AWS::Lambda::Function"
+        and r["Properties"].get("Description", "").startswith("takt watchdog")
+    )
+
+
+def _statements(resources: dict[str, Any], role_arn: dict[str, Any]) -> list[dict[str, Any]]:
+    """The statements of the policies attached to the role whose `Fn::GetAtt` ARN is given."""
+    role_ref = {"Ref": role_arn["Fn::GetAtt"][0]}
+    return [
+        statement
+        for r in resources.values()
+        if r["Type"] == "AWS::IAM::Policy" and role_ref in r["Properties"]["Roles"]
+        for statement in r["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_provisioned_tables_are_raised_ahead_by_the_watchdog_on_their_own_targets_only(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    """The watchdog's table step (takt.dispatch.ahead.TableScaleAhead) gets each table's floor
+    and may register only the three tables' write targets, tagged with their resource ids."""
+    stateful = _stateful(cli_assemblies("provisioned"))
+    stateless = _stateless(cli_assemblies("provisioned"))
+    _, watchdog = _watchdog(stateless)
+    env = watchdog["Environment"]["Variables"]
+
+    assert json.loads(env["TAKT_TABLE_WRITE_FLOORS"]) == {
+        "executions": 8000,
+        "jobs": 2400,
+        "due": 3900,
+    }, "each table falls back to its profile's write minimum"
+    assert (env["TAKT_SCALE_AHEAD_MINUTES"], env["TAKT_TABLE_TARGET_UTILIZATION"]) == ("5", "70")
+    tagged = [
+        t
+        for t in _of_type(stateful, "AWS::ApplicationAutoScaling::ScalableTarget")
+        if t["ScalableDimension"] == "dynamodb:table:WriteCapacityUnits"
+    ]
+    assert all(
+        any(tag["Key"] == "takt:scaled-table" for tag in t.get("Tags", [])) for t in tagged
+    ), "every table's write target carries the tag the watchdog's grant is conditional on"
+    statements = _statements(stateless, watchdog["Role"])
+    (register,) = [
+        s for s in statements if s["Action"] == "application-autoscaling:RegisterScalableTarget"
+    ]
+    condition = register["Condition"]["StringEquals"]
+    assert condition["application-autoscaling:service-namespace"] == "dynamodb"
+    assert condition["application-autoscaling:scalable-dimension"] == (
+        "dynamodb:table:WriteCapacityUnits"
+    )
+    assert len(condition["aws:ResourceTag/takt:scaled-table"]) == 3, (
+        "only the executions, jobs and due tables' write targets"
+    )
+    (describe,) = [s for s in statements if "dynamodb:UpdateTable" in s["Action"]]
+    assert len(describe["Resource"]) == 3
+
+
+def test_on_demand_tables_give_the_watchdog_no_table_step(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    _, watchdog = _watchdog(_stateless(cli_assemblies("default")))
+
+    assert "TAKT_TABLE_WRITE_FLOORS" not in watchdog["Environment"]["Variables"]

@@ -15,7 +15,13 @@ import pytest
 from functions.watchdog.handler import handler as watchdog_handler
 from takt.aws import make_autoscaling_client
 from takt.clock import ManualClock
-from takt.dispatch.ahead import ECS_DESIRED_COUNT, DueForecaster, FleetPlan, Forecast
+from takt.dispatch.ahead import (
+    ECS_DESIRED_COUNT,
+    TABLE_WRITE_CAPACITY,
+    DueForecaster,
+    FleetPlan,
+    Forecast,
+)
 from takt.observability import listen
 from takt.wiring import Services, install
 from tests.support.env import ServicesFactory
@@ -163,3 +169,42 @@ def test_without_a_service_the_watchdog_only_publishes_the_forecast(
         assert _run_watchdog(svc) == {"DueAhead": 16, "WorkerTasksAhead": 2}
     finally:
         install(None)
+
+
+def test_the_watchdog_raises_a_provisioned_tables_write_minimum_before_the_busy_minute(
+    make_svc: ServicesFactory, moto_endpoint: str, clock: ManualClock
+) -> None:
+    """The table step on moto (DescribeScalableTargets, DescribeTable, RegisterScalableTarget):
+    120 runs of 10 s due at 12:04 write 4 units each on the executions table, 8 a second, at
+    70 %: a minimum of 12 raised from 5; the due table's stays at its floor of 60 (1.9 units
+    want 6: a table is raised only above its floor)."""
+    svc = make_svc(scale_ahead_minutes=5, table_write_floors={"executions": 5, "due": 60})
+    autoscaling = boto3.client(
+        "application-autoscaling", region_name="us-east-1", endpoint_url=moto_endpoint
+    )
+    for name in (svc.settings.executions_table, svc.settings.due_table):
+        autoscaling.register_scalable_target(
+            ServiceNamespace="dynamodb",
+            ResourceId=f"table/{name}",
+            ScalableDimension=TABLE_WRITE_CAPACITY,
+            MinCapacity=5 if name == svc.settings.executions_table else 60,
+            MaxCapacity=1000,
+        )
+    _index(svc, 120, NOON + timedelta(minutes=4))
+    clock.set(NOON + timedelta(seconds=2))
+    install(svc)
+    try:
+        _run_watchdog(svc)
+    finally:
+        install(None)
+
+    minimums = {
+        t["ResourceId"]: t["MinCapacity"]
+        for t in autoscaling.describe_scalable_targets(
+            ServiceNamespace="dynamodb", ScalableDimension=TABLE_WRITE_CAPACITY
+        )["ScalableTargets"]
+    }
+    assert minimums[f"table/{svc.settings.executions_table}"] == 12, (
+        "raised ahead: 120 in the minute x 4 units / 60 s at 70 %"
+    )
+    assert minimums[f"table/{svc.settings.due_table}"] == 60

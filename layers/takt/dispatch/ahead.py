@@ -16,14 +16,29 @@ ahead starts the fleet before the top of the hour; once the busy minute has pass
 falls back and the service's own policies (busy slots, waiting messages, idle) take it down.
 Raising the minimum rather than setting the desired count keeps one owner of the desired count,
 Application Auto Scaling: a desired count set beside it would be undone by its next decision.
+
+Provisioned tables (`tableBilling=provisioned`) are raised the same way (`TableScaleAhead`): the
+executions, jobs and due tables' write `MinCapacity` is set to what the busiest minute ahead
+writes (each execution's units, `TableLoad`, times the minute's count over 60 s, at the target
+tracking's utilization), so the capacity is there when the burst falls due rather than two
+minutes of throttling later, when target tracking would follow it. Raising is free; lowering is
+not: DynamoDB lets a table's capacity fall only 27 times a UTC day (four at any time, then one
+an hour with no decrease in it), and target tracking spends the same budget. So the minimum
+falls back only as `planned_minimum` allows (a pure function of the clock and of what
+DescribeTable says of the table's decreases): at most once an hour, only when the forecast has
+fallen well below it, never past the day's budget. Lowering the minimum is not itself a
+decrease: target tracking lowers the capacity after its own low-utilization alarm, which also
+keeps the burst's tail (completions, heartbeats) on the raised capacity.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from takt.store.due import DueStore, minute_of
@@ -35,6 +50,22 @@ SECONDS_PER_MINUTE = 60
 COUNT_THREADS = 8
 # The scalable target the step changes; the CDK app grants the watchdog exactly this one.
 ECS_NAMESPACE, ECS_DESIRED_COUNT = "ecs", "ecs:service:DesiredCount"
+# The provisioned tables' write capacity, the table step's scalable targets (`table/<name>`).
+DYNAMODB_NAMESPACE, TABLE_WRITE_CAPACITY = "dynamodb", "dynamodb:table:WriteCapacityUnits"
+# What one execution writes to each table (docs/CAPACITY.md, "Where the write path stands";
+# tests/unit/capacity holds them to the cost model's measured units): the executions table its
+# create, lease and completion, plus a heartbeat each `heartbeat_sec` its call runs; the jobs
+# table the claim's advance and the outcomes noted; the due table the fired item's delete, the
+# next occurrence's put and the claim's watch list.
+WRITE_UNITS_PER_EXECUTION = {"executions": 3.0, "jobs": 1.2, "due": 1.9}
+# DynamoDB's rule for a table's decreases: four at any time of a UTC day, then one more in each
+# hour with no decrease before it, 27 a day at most (the DynamoDB developer guide, "Service,
+# account, and table quotas": decreasing provisioned throughput).
+DECREASE_SPACING = timedelta(hours=1)
+MAX_DECREASES_A_DAY = 27
+# The minimum falls back only once the forecast wants less than this share of it: a steady
+# load's small swings never spend a decrease, the hour after a burst does.
+LOWER_BELOW = 0.5
 
 
 @dataclass(frozen=True)
@@ -109,10 +140,13 @@ class AheadResult:
     tasks: int
     # The service's minimum before this step (None: no service configured).
     previous_min: int | None
+    # Each provisioned table's write minimum before and after (none on demand).
+    tables: list[TableStep] = field(default_factory=list)
 
 
 class ScaleAhead:
-    """The minute step: forecast, then the service's minimum set to the plan's tasks."""
+    """The minute step: forecast, then the service's minimum set to the plan's tasks and, with
+    `tables`, the provisioned tables' write minimums to the forecast's (`TableScaleAhead`)."""
 
     def __init__(
         self,
@@ -120,14 +154,21 @@ class ScaleAhead:
         plan: FleetPlan,
         autoscaling: Any | None,
         service: str | None,
+        tables: TableScaleAhead | None = None,
     ) -> None:
         self._forecaster = forecaster
         self._plan = plan
         self._autoscaling = autoscaling
         self._service = service
+        self._tables = tables
 
     def step(self, now: datetime) -> AheadResult:
         forecast = self._forecaster.forecast(now)
+        tables = self._tables.step(forecast, now) if self._tables is not None else []
+        result = self._fleet(forecast)
+        return AheadResult(result.forecast, result.tasks, result.previous_min, tables)
+
+    def _fleet(self, forecast: Forecast) -> AheadResult:
         tasks = self._plan.tasks_for(forecast)
         if self._autoscaling is None or self._service is None:
             return AheadResult(forecast, tasks, previous_min=None)
@@ -151,3 +192,129 @@ class ScaleAhead:
         )
         targets = resp.get("ScalableTargets", [])
         return int(targets[0]["MinCapacity"]) if targets else None
+
+
+@dataclass(frozen=True)
+class Decreases:
+    """What DescribeTable says of a table's capacity decreases (`ProvisionedThroughput`):
+    how many today (UTC; DynamoDB resets the count at midnight) and when the last was."""
+
+    today: int
+    last: datetime | None
+
+    def allow_one(self, now: datetime) -> bool:
+        """Whether a decrease at `now` keeps within DynamoDB's rule without spending the four
+        that any hour allows: the last decrease an hour ago or more, and the day's 27 not
+        reached. Target tracking's own decreases count here too, since DynamoDB counts them."""
+        if self.last is not None and now - self.last < DECREASE_SPACING:
+            return False
+        today = self.today if self.last is not None and self.last.date() == now.date() else 0
+        return today < MAX_DECREASES_A_DAY
+
+
+def planned_minimum(
+    wanted: int, held: int, decreases: Callable[[], Decreases], now: datetime
+) -> int:
+    """The write minimum a table should hold: `wanted` (the forecast's, already at least the
+    profile's floor) when it is more than `held` (raising is free and never waits); `held`
+    while the forecast stays above half of it; `wanted` again only when DynamoDB's budget allows
+    a decrease now (`Decreases.allow_one`, asked only then: it costs a DescribeTable). A
+    forecast that flaps between busy and quiet minutes therefore spends at most one decrease an
+    hour, and a burst every hour gets one each hour."""
+    if wanted > held:
+        return wanted
+    if wanted >= held * LOWER_BELOW or not decreases().allow_one(now):
+        return held
+    return wanted
+
+
+@dataclass(frozen=True)
+class ScaledTable:
+    """A provisioned table the step raises: its kind (a key of `WRITE_UNITS_PER_EXECUTION`),
+    its name and the write minimum its profile gives it (the floor the step returns to)."""
+
+    kind: str
+    name: str
+    floor: int
+
+    @property
+    def resource_id(self) -> str:
+        return f"table/{self.name}"
+
+
+@dataclass(frozen=True)
+class TableLoad:
+    """How a minute's executions load a table's writes: each writes `WRITE_UNITS_PER_EXECUTION`
+    units (the executions table one more a heartbeat, every `heartbeat_sec` of a `job_sec`
+    call), and target tracking holds the capacity at `target_utilization` percent."""
+
+    job_sec: float
+    heartbeat_sec: float
+    target_utilization: int
+
+    def units_per_execution(self, kind: str) -> float:
+        units = WRITE_UNITS_PER_EXECUTION[kind]
+        if kind == "executions":
+            units += math.floor(self.job_sec / self.heartbeat_sec)
+        return units
+
+    def capacity_for(self, table: ScaledTable, forecast: Forecast) -> int:
+        """The busiest minute's write rate, at the target utilization; at least the floor."""
+        per_sec = forecast.peak / SECONDS_PER_MINUTE * self.units_per_execution(table.kind)
+        return max(table.floor, math.ceil(per_sec * 100 / self.target_utilization))
+
+
+@dataclass(frozen=True)
+class TableStep:
+    """One table's minute: the minimum it held, the one it holds now."""
+
+    table: str
+    previous_min: int
+    minimum: int
+
+
+class TableScaleAhead:
+    """The tables' part of the minute step: each table's write minimum set by
+    `planned_minimum` from the forecast."""
+
+    def __init__(
+        self, tables: tuple[ScaledTable, ...], load: TableLoad, autoscaling: Any, dynamodb: Any
+    ) -> None:
+        self._tables = tables
+        self._load = load
+        self._autoscaling = autoscaling
+        self._dynamodb = dynamodb
+
+    def step(self, forecast: Forecast, now: datetime) -> list[TableStep]:
+        resp = self._autoscaling.describe_scalable_targets(
+            ServiceNamespace=DYNAMODB_NAMESPACE,
+            ResourceIds=[table.resource_id for table in self._tables],
+            ScalableDimension=TABLE_WRITE_CAPACITY,
+        )
+        targets = {t["ResourceId"]: t for t in resp.get("ScalableTargets", [])}
+        steps = []
+        for table in self._tables:
+            target = targets.get(table.resource_id)
+            if target is None:
+                continue
+            held = int(target["MinCapacity"])
+            wanted = min(int(target["MaxCapacity"]), self._load.capacity_for(table, forecast))
+            minimum = planned_minimum(wanted, held, partial(self._decreases, table), now)
+            if minimum != held:
+                self._autoscaling.register_scalable_target(
+                    ServiceNamespace=DYNAMODB_NAMESPACE,
+                    ResourceId=table.resource_id,
+                    ScalableDimension=TABLE_WRITE_CAPACITY,
+                    MinCapacity=minimum,
+                )
+            steps.append(TableStep(table.name, held, minimum))
+        return steps
+
+    def _decreases(self, table: ScaledTable) -> Decreases:
+        throughput = self._dynamodb.describe_table(TableName=table.name)["Table"].get(
+            "ProvisionedThroughput", {}
+        )
+        return Decreases(
+            today=int(throughput.get("NumberOfDecreasesToday", 0)),
+            last=throughput.get("LastDecreaseDateTime"),
+        )

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from takt.aws import AwsClients, make_autoscaling_client
 from takt.clock import Clock
 from takt.config import Settings
-from takt.dispatch.ahead import DueForecaster, FleetPlan, ScaleAhead
+from takt.dispatch.ahead import (
+    DueForecaster,
+    FleetPlan,
+    ScaleAhead,
+    ScaledTable,
+    TableLoad,
+    TableScaleAhead,
+)
 from takt.dispatch.reconciler import Reconciler
 from takt.models.regions import Fence
 from takt.watchdog.sweeper import Watchdog, WatchdogSettings
@@ -62,9 +70,15 @@ def build_watchdog(
 
 
 def scale_ahead(settings: Settings, clients: AwsClients) -> ScaleAhead | None:
-    """What falls due in the next minutes, and the Fargate worker service sized for it."""
+    """What falls due in the next minutes, and the Fargate worker service and the provisioned
+    tables sized for it."""
     if settings.scale_ahead_minutes <= 0:
         return None
+    autoscaling = (
+        make_autoscaling_client(settings)
+        if settings.fargate_service or settings.table_write_floors
+        else None
+    )
     return ScaleAhead(
         DueForecaster(
             due_store(settings, clients.dynamodb),
@@ -77,8 +91,31 @@ def scale_ahead(settings: Settings, clients: AwsClients) -> ScaleAhead | None:
             min_tasks=settings.fargate_min_tasks,
             max_tasks=settings.fargate_max_tasks,
         ),
-        make_autoscaling_client(settings) if settings.fargate_service else None,
+        autoscaling if settings.fargate_service else None,
         settings.fargate_service,
+        scaled_tables(settings, autoscaling, clients) if settings.table_write_floors else None,
+    )
+
+
+def scaled_tables(settings: Settings, autoscaling: Any, clients: AwsClients) -> TableScaleAhead:
+    """The provisioned tables whose write minimum the step raises ahead of the forecast."""
+    names = {
+        "executions": settings.executions_table,
+        "jobs": settings.jobs_table,
+        "due": settings.due_table,
+    }
+    return TableScaleAhead(
+        tuple(
+            ScaledTable(kind, names[kind], floor)
+            for kind, floor in sorted(settings.table_write_floors.items())
+        ),
+        TableLoad(
+            job_sec=settings.scale_ahead_job_sec,
+            heartbeat_sec=settings.heartbeat_sec,
+            target_utilization=settings.table_target_utilization,
+        ),
+        autoscaling,
+        clients.dynamodb,
     )
 
 
