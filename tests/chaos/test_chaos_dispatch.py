@@ -27,7 +27,7 @@ CLAIM_STEPS = {
     "watches": ("add",),
     "executions": ("create",),
     "lanes": ("send",),
-    "due": ("put", "delete_if_unchanged"),
+    "due": ("put", "put_many", "delete_if_unchanged"),
     "jobs": ("advance",),
 }
 

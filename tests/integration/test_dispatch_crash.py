@@ -160,8 +160,9 @@ CRASH_POINTS = [
     pytest.param("executions", "create", 1, "after", Progress(1, 0, 0, 0, 0), id="create-1"),
     pytest.param("executions", "create", 3, "after", Progress(3, 0, 0, 0, 0), id="create-3"),
     pytest.param("lanes", "send", 1, "after", Progress(3, 3, 0, 0, 0), id="send"),
-    pytest.param("due", "put", 1, "after", Progress(3, 3, 1, 0, 0), id="next-due-put-1"),
-    pytest.param("due", "put", 2, "after", Progress(3, 3, 2, 0, 0), id="next-due-put-2"),
+    # The next occurrences are indexed in one request (`put_many`): before it, or after it.
+    pytest.param("due", "put_many", 1, "before", Progress(3, 3, 0, 0, 0), id="next-due-puts"),
+    pytest.param("due", "put_many", 1, "after", Progress(3, 3, 2, 0, 0), id="next-due-put-2"),
     pytest.param("jobs", "advance", 1, "after", Progress(3, 3, 2, 1, 0), id="advance-1"),
     pytest.param("jobs", "advance", 3, "after", Progress(3, 3, 2, 3, 2), id="advance-3"),
     pytest.param(
@@ -176,7 +177,7 @@ CRASH_POINTS = [
 # The phase each Progress field belongs to, and each crashing method's phase (an item's advance
 # and the delete of its fired due item run in a row, in one task of the same phase).
 FIELD_PHASES = {"created": 0, "sent": 1, "next_indexed": 2, "advanced": 3, "fired_deleted": 3}
-METHOD_PHASES = {"create": 0, "send": 1, "put": 2, "advance": 3, "delete_if_unchanged": 3}
+METHOD_PHASES = {"create": 0, "send": 1, "put_many": 2, "advance": 3, "delete_if_unchanged": 3}
 COMPLETE = Progress(created=3, sent=3, next_indexed=2, advanced=3, fired_deleted=3)
 
 

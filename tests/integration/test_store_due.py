@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
 
 from takt.clock import ManualClock
+from takt.store import batch
 from takt.store.due import bucket_name, minute_of, shard_of
 from takt.wiring import Services
+from tests.support.faults import Throttled
 from tests.support.jobs import TENANT, job_id_in_shard
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
@@ -68,6 +74,30 @@ def test_put_again_for_the_same_due_time_keeps_one_item(svc: Services, clock: Ma
 
     assert len(items) == 1
     assert items[0].written_ms == int((NOW + timedelta(seconds=5)).timestamp() * 1000)
+
+
+def test_put_many_indexes_each_job_as_put_does_and_writes_again_what_a_throttle_left(
+    svc: Services, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entries = [(TENANT, f"job_{i:02d}", NOW + timedelta(seconds=i)) for i in range(30)]
+    throttled = Throttled(svc.clients.dynamodb)
+    store = copy.copy(svc.due)
+    store._db = throttled  # type: ignore[assignment]
+    waits: list[float] = []
+    monkeypatch.setattr(batch, "time", SimpleNamespace(sleep=waits.append))
+
+    store.put_many(entries, clock.now())
+
+    until = NOW + timedelta(minutes=1)
+    indexed = {
+        (TENANT, item.job_id, item.due)
+        for shard in range(svc.due.shards)
+        for item in svc.due.query_due(minute_of(NOW), shard, until)
+    }
+    assert indexed == set(entries), "invariant 2: each job is indexed at its due time"
+    # 25 a request; what the first left unwritten goes out with the last 5, after a wait.
+    assert throttled.write_calls == 2
+    assert len(waits) == 1 and waits[0] > 0
 
 
 def test_delete_if_unchanged_deletes_the_item_as_read(svc: Services, clock: ManualClock) -> None:

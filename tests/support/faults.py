@@ -400,12 +400,23 @@ class SlowWrite:
 
 
 class Throttled:
-    """The real client, but its first BatchGetItem leaves half its keys unprocessed, as a
-    throttled DynamoDB answers."""
+    """The real client, but its first BatchGetItem leaves half its keys unprocessed, and its
+    first BatchWriteItem half its items unwritten, as a throttled DynamoDB answers."""
 
     def __init__(self, client: Any) -> None:
         self._client = client
         self.batch_calls = 0
+        self.write_calls = 0
+
+    def batch_write_item(self, RequestItems: dict[str, Any]) -> Any:  # noqa: N803 - boto3's name
+        self.write_calls += 1
+        if self.write_calls > 1:
+            return self._client.batch_write_item(RequestItems=RequestItems)
+        ((table, requests),) = RequestItems.items()
+        half = len(requests) // 2
+        resp = self._client.batch_write_item(RequestItems={table: requests[:half]})
+        resp["UnprocessedItems"] = {table: requests[half:]}
+        return resp
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)

@@ -9,7 +9,8 @@ The steps for a batch of due items, in this order, make a crash at any point har
 1. create each occurrence's execution under its deterministic id (`attribute_not_exists`);
 2. send the pending executions to their lanes (a resend after a crash is a duplicate message,
    which the worker's lease condition absorbs);
-3. index the job at its next occurrence (before the job points there, so it is never unindexed);
+3. index the job at its next occurrence (before the job points there, so it is never unindexed;
+   an unconditional put, so 25 go out in one request);
 4. advance the job, conditional on it still pointing at the fired occurrence;
 5. delete the fired due item.
 
@@ -102,6 +103,8 @@ FAIR_READ_PAGE = 50
 CLAIM_TIME_SEC = 1.0
 # The top-of-minute burst: the items due in a minute's first second (`burst_ahead_sec`).
 BURST_SECOND = timedelta(seconds=1)
+# How many next occurrences one step-3 request indexes (BatchWriteItem's most items).
+INDEX_BATCH = 25
 # SQS's longest DelaySeconds.
 MAX_SQS_DELAY_SEC = 900
 # How many times one item's advance re-reads a job edited meanwhile (each edit moves its
@@ -242,6 +245,13 @@ def _advanced_later(stored: int | None, epoch: int | None) -> bool:
     return stored is not None and epoch is not None and stored > epoch
 
 
+def _next_entry(firing: _Firing) -> tuple[str, str, datetime]:
+    """The due item a recurring firing's step 3 puts: (tenant, job, next firing time)."""
+    job, next_run = firing.job, firing.plan.next_run
+    assert next_run is not None
+    return job.tenant_id, job.job_id, job.fire_time(next_run)
+
+
 def _timed(action: Callable[[T], R], item: T) -> tuple[R, float]:
     start = time.thread_time()
     return action(item), time.thread_time() - start
@@ -362,9 +372,8 @@ class Claimer:
                 # A workflow's run is not sent: it dispatches its root tasks (takt.workflows).
                 self._lifecycle.runs.start(run, now, firing.job)
         recurring = [f for f in firings if f.plan.next_run is not None]
-        self._phases.each(
-            self._isolated(lambda f: self._index_next(f, now), None, now), recurring, result
-        )
+        batches = [recurring[i : i + INDEX_BATCH] for i in range(0, len(recurring), INDEX_BATCH)]
+        self._phases.each(lambda batch: self._index_next(batch, now), batches, result)
         firings = _unparked(firings, result)
         self._still_holding(epoch)
         self._phases.each(
@@ -590,10 +599,23 @@ class Claimer:
         )
         return sorted([*quiet, *taken], key=lambda item: item.due_key), later
 
-    def _index_next(self, firing: _Firing, now: datetime) -> None:
-        if firing.plan.next_run is not None:
-            job = firing.job
-            self._due.put(job.tenant_id, job.job_id, job.fire_time(firing.plan.next_run), now)
+    def _index_next(self, firings: list[_Firing], now: datetime) -> None:
+        """Step 3 for a batch of firings: their next occurrences indexed in one request
+        (`put_many`: unconditional puts, as each `put` is, at a call per batch rather than per
+        item; docs/CAPACITY.md, "The claimer's CPU per item"). A record fault in the batch
+        (a job whose next firing cannot be computed, an item DynamoDB refuses, which refuses
+        the whole request) has each firing indexed on its own, so only that one is parked."""
+        try:
+            self._due.put_many([_next_entry(f) for f in firings], now)
+        except Exception as exc:
+            if not is_record_fault(exc):
+                raise
+            for firing in firings:
+                self._isolated(lambda f: self._index_one(f, now), None, now)(firing)
+
+    def _index_one(self, firing: _Firing, now: datetime) -> None:
+        tenant_id, job_id, due = _next_entry(firing)
+        self._due.put(tenant_id, job_id, due, now)
 
     def _advance(self, firing: _Firing, now: datetime, epoch: int | None) -> None:
         """Steps 4 and 5 of one item, in this order.

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.models.ids import from_ms, to_ms
 from takt.observability import logger
+from takt.store.batch import batch_put
 from takt.store.errors import StoreUnavailableError, is_condition_failure
 from takt.store.watches import WatchStore
 
@@ -234,6 +235,16 @@ class DueStore:
     def put(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> None:
         """Index a job at `due`; idempotent (same key, same item)."""
         self._db.put_item(TableName=self._table, Item=self.item(tenant_id, job_id, due, now))
+
+    def put_many(self, entries: Sequence[tuple[str, str, datetime]], now: datetime) -> None:
+        """Index each (tenant, job, due) of `entries` as `put` does, in BatchWriteItem requests
+        (`takt.store.batch.batch_put`): the same unconditional puts at the same write units, in
+        a call per 25 items rather than one each (a claim's next occurrences, step 3)."""
+        items = {}
+        for tenant_id, job_id, due in entries:
+            item = self.item(tenant_id, job_id, due, now)
+            items[(item["bucket"]["S"], item["due_key"]["S"])] = item
+        batch_put(self._db, self._table, list(items.values()))
 
     def item(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> dict[str, Any]:
         """The due item `put` writes (`takt bench noisy` writes a flood of them in batches),

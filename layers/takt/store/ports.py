@@ -268,6 +268,10 @@ class ClaimerDue(Protocol):
         """Index a job at `due` (idempotent)."""
         ...
 
+    def put_many(self, entries: Sequence[tuple[str, str, datetime]], now: datetime) -> None:
+        """Index each (tenant, job, due) of `entries`, as `put` does, in a few requests."""
+        ...
+
     def delete_if_unchanged(self, item: DueItem) -> bool:
         """Delete `item` unless it was written again since it was read."""
         ...

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from takt.models.ids import from_ms, to_ms
 from takt.store.due import SAMPLE, SplitWriter, bucket_name, minute_of, shard_of, split_of
 from takt.store.ports import DueItem, ExecutionRef, FairRead, UnreadableDue, Watch
@@ -68,6 +70,11 @@ class FakeDue:
         self.watches = FakeWatches(shards)
         self.writer = SplitWriter(self._split, split_max, self._add, self._read, monotonic)
         self.minute_watermark: datetime | None = None
+        # How many entries each `put_many` held, in call order.
+        self.batches: list[int] = []
+        # The jobs whose due items DynamoDB refuses to write (a record fault): a `put_many`
+        # naming one of them is refused whole, as BatchWriteItem refuses an invalid request.
+        self.refused: set[str] = set()
 
     def _split(self, count: int) -> int:
         return split_of(count, self.shards, self.split_items, self.split_max)
@@ -101,6 +108,8 @@ class FakeDue:
             self.minute_watermark = to_minute
 
     def put(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> None:
+        if job_id in self.refused:
+            raise _invalid("PutItem")
         minute = max(minute_of(due), minute_of(now))
         split = self.writer.split(tenant_id, job_id, minute) if self.split_max > 1 else 1
         shard = shard_of(tenant_id, job_id, self.shards * split)
@@ -111,6 +120,13 @@ class FakeDue:
             "due_key": {"S": due_key},
             "written_ms": {"N": str(to_ms(now))},
         }
+
+    def put_many(self, entries: Sequence[tuple[str, str, datetime]], now: datetime) -> None:
+        self.batches.append(len(entries))
+        if any(job_id in self.refused for _, job_id, _ in entries):
+            raise _invalid("BatchWriteItem")
+        for tenant_id, job_id, due in entries:
+            self.put(tenant_id, job_id, due, now)
 
     def indexed(self, tenant_id: str, job_id: str) -> list[datetime]:
         """The due times the index holds for one job, oldest first."""
@@ -200,3 +216,10 @@ def _readable(raw: list[Item], unreadable: list[UnreadableDue]) -> list[DueItem]
 
 def _by_key(found: dict[str, DueItem]) -> list[DueItem]:
     return [found[key] for key in sorted(found)]
+
+
+def _invalid(operation: str) -> ClientError:
+    """What DynamoDB answers a write it can never accept as written."""
+    return ClientError(
+        {"Error": {"Code": "ValidationException", "Message": "item refused"}}, operation
+    )
