@@ -22,12 +22,15 @@ JOBS = 40
 
 
 def _hot_jobs() -> list[str]:
-    """JOBS job ids, the first three of them in the count's sample, so the minute splits to its
-    cap early in the writes whatever ids the run draws (three sampled writes count 48 items)."""
-    ids = [new_job_id() for _ in range(20 * JOBS)]
-    counted = [job_id for job_id in ids if sampled(TENANT, job_id, bucket_name(TOP))]
-    others = [job_id for job_id in ids if job_id not in counted]
-    return counted[:3] + others[: JOBS - 3]
+    """JOBS job ids, the first two of them in the count's sample at every split below the cap
+    (one in 64), so the minute splits to its cap after two writes whatever ids the run draws:
+    the first adds 16 (split 2), the second 32 (a count of 48, split 4)."""
+    counted: list[str] = []
+    others: list[str] = []
+    while len(counted) < 2 or len(others) < JOBS - 2:
+        job_id = new_job_id()
+        (counted if sampled(TENANT, job_id, bucket_name(TOP), 64) else others).append(job_id)
+    return counted[:2] + others[: JOBS - 2]
 
 
 def test_a_hot_minute_split_over_sub_partitions_is_claimed_exactly_once(

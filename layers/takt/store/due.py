@@ -21,7 +21,12 @@ A hot minute is split when its items are written (docs/ARCHITECTURE.md, "The due
 minute has a sampled count, the item `count#<bucket>`: a writer whose item hashes into the
 sample (one in `SAMPLE`, by tenant, job and bucket) adds `SAMPLE` to it and reads the sum back in
 the same write, so a quiet minute costs one extra write per `SAMPLE` items and a hot minute's size
-is known within a few per cent. From the count comes the minute's split k (`split_of`), and an
+is known within a few per cent. As the minute grows the sample thins: a writer whose cached split
+is k samples one item in SAMPLE*k and adds SAMPLE*k (the samples of a larger k are a subset of a
+smaller one's, and each writer's additions still average one per item), so a minute of a million
+items costs about 20,000 count writes rather than 62,500, and the count item, which takes every
+one of them, stays further below DynamoDB's 1,000 writes a second per item while the hot minute
+is written. From the count comes the minute's split k (`split_of`), and an
 item of the minute goes to shard `hash mod N*k`. k only grows with the count, and a writer takes
 k from a count that was already stored (the sum its own write returned, or a per-process cache
 refreshed at most every `COUNT_CACHE_SEC`), so every item of a minute is in a shard below N*k as
@@ -92,10 +97,10 @@ def split_of(count: int, shards: int, items: int, most: int) -> int:
     return min(k, most)
 
 
-def sampled(tenant_id: str, job_id: str, bucket: str) -> bool:
+def sampled(tenant_id: str, job_id: str, bucket: str, every: int = SAMPLE) -> bool:
     """Whether the writer of this job's item in `bucket` adds to the bucket's count: one in
-    SAMPLE, fixed by the key so a rewrite of the same item samples the same way."""
-    return zlib.crc32(f"{tenant_id}#{job_id}#{bucket}".encode()) % SAMPLE == 0
+    `every`, fixed by the key so a rewrite of the same item samples the same way."""
+    return zlib.crc32(f"{tenant_id}#{job_id}#{bucket}".encode()) % every == 0
 
 
 def count_key(minute: datetime) -> dict[str, dict[str, str]]:
@@ -117,7 +122,7 @@ class SplitWriter:
         self,
         split: Callable[[int], int],
         most: int,
-        add: Callable[[datetime], int],
+        add: Callable[[datetime, int], int],
         read: Callable[[datetime], int],
         monotonic: Callable[[], float],
     ) -> None:
@@ -136,8 +141,10 @@ class SplitWriter:
             return split  # Nothing the count could add: it only grows.
         now = self._monotonic()
         try:
-            if sampled(tenant_id, job_id, bucket):
-                count = self._add(minute)
+            # The sample thins as the split grows (module docstring).
+            every = SAMPLE * split
+            if sampled(tenant_id, job_id, bucket, every):
+                count = self._add(minute, every)
             elif cached is None or now - cached[1] >= COUNT_CACHE_SEC:
                 count = self._read(minute)
             else:
@@ -258,14 +265,14 @@ class DueStore:
             "written_ms": {"N": str(to_ms(now))},
         }
 
-    def _add_count(self, minute: datetime) -> int:
-        """Add SAMPLE to the minute's count; the sum, as stored after this write."""
+    def _add_count(self, minute: datetime, amount: int) -> int:
+        """Add `amount` to the minute's count; the sum, as stored after this write."""
         resp = self._db.update_item(
             TableName=self._table,
             Key=count_key(minute),
             UpdateExpression="ADD #n :s",
             ExpressionAttributeNames={"#n": _COUNT},
-            ExpressionAttributeValues={":s": {"N": str(SAMPLE)}},
+            ExpressionAttributeValues={":s": {"N": str(amount)}},
             ReturnValues="UPDATED_NEW",
         )
         return int(resp["Attributes"][_COUNT]["N"])

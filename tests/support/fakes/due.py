@@ -11,7 +11,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from takt.models.ids import from_ms, to_ms
-from takt.store.due import SAMPLE, SplitWriter, bucket_name, minute_of, shard_of, split_of
+from takt.store.due import SplitWriter, bucket_name, minute_of, shard_of, split_of
 from takt.store.ports import DueItem, ExecutionRef, FairRead, UnreadableDue, Watch
 from takt.store.watches import PREFIX, READ_LIMIT, watch_partitions
 
@@ -79,9 +79,9 @@ class FakeDue:
     def _split(self, count: int) -> int:
         return split_of(count, self.shards, self.split_items, self.split_max)
 
-    def _add(self, minute: datetime) -> int:
+    def _add(self, minute: datetime, amount: int) -> int:
         bucket = bucket_name(minute)
-        self.counts[bucket] = self.counts.get(bucket, 0) + SAMPLE
+        self.counts[bucket] = self.counts.get(bucket, 0) + amount
         return self.counts[bucket]
 
     def _read(self, minute: datetime) -> int:

@@ -74,20 +74,46 @@ def test_a_minutes_split_is_the_smallest_power_of_two_its_count_needs_and_never_
 
 
 def test_a_minutes_split_grows_with_its_sampled_count_as_its_items_are_written() -> None:
-    due = FakeDue(shards=N, split_items=100, split_max=64)
+    due = FakeDue(shards=N, split_items=400, split_max=64)
     seen = []
-    for i in range(2000):
+    for i in range(8_000):
         due.put("t", f"job{i:05d}", MINUTE, MINUTE - timedelta(minutes=1))
-        seen.append(due.splits([MINUTE])[MINUTE])
+        if i % 100 == 0:
+            seen.append(due.splits([MINUTE])[MINUTE])
+    seen.append(due.splits([MINUTE])[MINUTE])
     assert seen == sorted(seen) and (seen[0], seen[-1]) == (1, 16), (
-        "a minute's split grows with its sampled count (2,000 items: 16 sets of N shards "
-        "of at most 100 each) and never shrinks"
+        "a minute's split grows with its sampled count (8,000 items: 16 sets of N shards "
+        "of at most 400 each) and never shrinks"
     )
     count = due.counts[bucket_name(MINUTE)]
-    assert abs(count - 2000) < 2000 * 0.25, "the sampled count is near the items written"
+    assert abs(count - 8_000) < 8_000 * 0.2, "the sampled count is near the items written"
     assert _shards_holding(due) == set(range(N * 16)), (
         "items written once the minute split go to every one of its N*k partitions"
     )
+
+
+def test_a_hot_minutes_sample_thins_as_its_split_grows_and_its_count_stays_near_its_items() -> None:
+    due = FakeDue(shards=N, split_items=400, split_max=64)
+    adds: list[int] = []
+
+    def add(minute: datetime, amount: int) -> int:
+        adds.append(amount)
+        return due._add(minute, amount)
+
+    due.writer = SplitWriter(
+        lambda count: split_of(count, N, 400, 64),
+        64,
+        add,
+        lambda minute: due.counts.get(bucket_name(minute), 0),
+        lambda: 0.0,
+    )
+    _fill(due, 8_000)
+    count = due.counts[bucket_name(MINUTE)]
+    assert due.splits([MINUTE])[MINUTE] == 16
+    assert len(adds) < 8_000 // SAMPLE // 2 and max(adds) > SAMPLE, (
+        "a writer whose minute is split k ways samples one item in SAMPLE*k and adds SAMPLE*k"
+    )
+    assert abs(count - 8_000) < 8_000 * 0.2, "the thinned count still tracks the items written"
 
 
 def test_a_writer_of_a_minute_split_to_the_cap_adds_nothing_to_its_count() -> None:
@@ -116,7 +142,7 @@ def test_an_item_written_at_a_stale_split_is_still_claimed() -> None:
     # Another process's writer, which read the minute's count before it split and trusts its
     # cache: its item goes to a base shard, as its writer saw the minute.
     due.writer = SplitWriter(
-        lambda count: split_of(count, N, 5, 4), 4, lambda m: 0, lambda m: 0, lambda: 0.0
+        lambda count: split_of(count, N, 5, 4), 4, lambda m, n: 0, lambda m: 0, lambda: 0.0
     )
     stale = "late"
     due.put("t", stale, MINUTE, MINUTE - timedelta(minutes=1))
