@@ -56,13 +56,13 @@ SAMPLE_RATE = 250
 # Inclusive steps (py-spy frames read "Class.method (path:line)"): a sample counts for the
 # innermost of these frames on its stack.
 STEPS = (
-    ("lease", "ExecutionRunner._lease "),
+    ("lease", "Lifecycle.lease "),
     ("heartbeat", "ExecutionRunner._heartbeat "),
     ("completion", "ExecutionRunner._complete "),
     ("handler call", "TargetRouter.call "),
     ("supervision", "ExecutionRunner._supervise "),
     ("receive", "WorkerProcess._receive "),
-    ("message delete", "WorkerProcess._delete "),
+    ("message delete", "MessageDeletes._send "),
 )
 TAKT_FRAME = "(takt/"
 

@@ -11,21 +11,23 @@ worker costs a few requests a second and a new message waits at most about that 
 Messages. A worker receives only as many messages as it has free slots (`--concurrency`): a
 prefetched message would sit invisible while another worker could run it. A message is held only
 until its execution's lease is taken: once the runner has written the lease (the execution is
-`running` under this worker's lease token, durable in DynamoDB), the message is deleted, before
-the call starts. From then on the execution's recovery rests on the lease and the watchdog, as it
-already did: a copy of the message that came back would meet the lease's condition and be
-dropped, and if the worker dies, the watchdog finds the running execution at its `check_at`,
-takes the expired lease back and sends the next attempt (docs/RELIABILITY.md). So a run holds
-none of a lane's in-flight messages while it calls (SQS hands out at most 120,000 a queue: at the
-top of the hour, ~167,000 ten-second calls run at once), and a long run pays no visibility
-extensions. Before the lease nothing is long (a claimed-ahead message's hold, the gate, a read
-and the lease write), so a message is received with a visibility of twice the lease and never
-extended; if the worker dies before the lease, it comes back then. A message that took no lease
-(a duplicate or stale copy, a skipped or missing execution, one sent back for another worker) is
-deleted after the runner returns: every such outcome is recorded on the execution or sent on as a
-fresh message. An infrastructure error before the lease (DynamoDB unreachable) leaves the message
-to reappear after `INFRA_RETRY_SEC`; after the lease, the message is already gone and the lease's
-expiry brings the execution back.
+`running` under this worker's lease token, durable in DynamoDB), the message's delete is queued
+before the call starts and sent within `delete_flush_sec`. From then on the execution's recovery
+rests on the lease and the watchdog, as it already did: a copy of the message that came back would
+meet the lease's condition and be dropped, and if the worker dies, the watchdog finds the running
+execution at its `check_at`, takes the expired lease back and sends the next attempt
+(docs/RELIABILITY.md). So a run holds none of a lane's in-flight messages while it calls (SQS hands
+out at most 120,000 a queue: at the top of the hour, ~167,000 ten-second calls run at once), and a
+long run pays no visibility extensions. Before the lease nothing is long (a claimed-ahead message's
+hold, the gate, a read and the lease write), so a message is received with a visibility of twice
+the lease and never extended; if the worker dies before the lease, it comes back then. A message
+that took no lease (a duplicate or stale copy, a skipped or missing execution, one sent back for
+another worker) is deleted after the runner returns: every such outcome is recorded on the
+execution or sent on as a fresh message. Deletes go ten to a request (takt.worker.deletes): a
+receipt waits at most `delete_flush_sec` for others of its lane, and whatever waits is sent when
+the worker stops. An infrastructure error before the lease (DynamoDB unreachable) leaves the
+message to reappear after `INFRA_RETRY_SEC`; after the lease, the message is already gone and the
+lease's expiry brings the execution back.
 
 Shutdown (SIGTERM, as ECS sends it). The worker stops receiving; running executions may finish
 until the grace period ends, and the runner then gives each one back (pending again at the same
@@ -50,6 +52,7 @@ from takt.config import LANES, Settings
 from takt.models.lanes import LaneMessage
 from takt.observability import MetricUnit, logger
 from takt.worker.deadline import HostDeadline
+from takt.worker.deletes import FLUSH_SEC, MessageDeletes
 from takt.worker.metrics import Emit, log_outcome, record_outcome
 from takt.worker.runner import ExecutionRunner
 
@@ -91,6 +94,7 @@ class WorkerOptions:
     concurrency: int = 4
     grace_sec: float = 25.0
     weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    delete_flush_sec: float = FLUSH_SEC
 
 
 class WorkerProcess:
@@ -111,6 +115,7 @@ class WorkerProcess:
         self._runner = runner
         self._options = options
         self._urls = {lane: settings.lane_url(lane) for lane in options.lanes}
+        self.deletes = MessageDeletes(sqs, self._urls, flush_sec=options.delete_flush_sec)
         self._picker = LanePicker(options.lanes, options.weights)
         self._visibility = max(1, math.ceil(2 * settings.lease_sec))
         self._host = HostDeadline()
@@ -147,7 +152,17 @@ class WorkerProcess:
             self._slots.notify_all()
 
     def run(self) -> None:
-        """Poll and run until `stop`, then wait for the runs in progress to end."""
+        """Poll and run until `stop`, then wait for the runs in progress to end and send the
+        deletes still waiting."""
+        flusher = threading.Thread(target=self.deletes.run, name="deletes", daemon=True)
+        flusher.start()
+        try:
+            self._poll()
+        finally:
+            self.deletes.close()
+            flusher.join()
+
+    def _poll(self) -> None:
         with ThreadPoolExecutor(self._options.concurrency, thread_name_prefix="slot") as pool:
             while not self._stopping.is_set():
                 free = self._free_slots()
@@ -216,7 +231,7 @@ class WorkerProcess:
 
         def leased() -> None:
             deleted.set()
-            self._delete(lane, receipt, message.execution_id)
+            self.deletes.add(lane, receipt, message.execution_id)
 
         try:
             outcome = self._runner.process(message, host=self._host, on_lease=leased)
@@ -230,14 +245,7 @@ class WorkerProcess:
         if self._emit is not None:
             record_outcome(outcome, self._emit)
         if not deleted.is_set():
-            self._delete(lane, receipt, message.execution_id)
-
-    def _delete(self, lane: str, receipt: str, execution_id: str) -> None:
-        try:
-            self._sqs.delete_message(QueueUrl=self._urls[lane], ReceiptHandle=receipt)
-        except (ClientError, BotoCoreError):
-            # It comes back and is dropped as a duplicate: the lease or the outcome is recorded.
-            logger.warning("message not deleted", execution_id=execution_id)
+            self.deletes.add(lane, receipt, message.execution_id)
 
     def _change_visibility(self, lane: str, receipt: str, seconds: int) -> None:
         try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from takt.clock import ManualClock
 from takt.handlers import Registry
@@ -71,9 +72,11 @@ def _messages_left(svc: Services, lane: str = "default") -> int:
 def test_the_worker_runs_what_the_lanes_hold_and_deletes_the_messages(
     svc: Services, clock: ManualClock, key: str
 ) -> None:
+    deletes = _delete_requests(svc)
     records = [_queued(svc, clock, "handler:it.ok", {"key": key}) for _ in range(3)]
 
-    with running(svc, concurrency=2):
+    # A flush interval longer than the test: the deletes wait for the stop, which sends them.
+    with running(svc, concurrency=2, delete_flush_sec=60.0):
         poll_until(lambda: len(handlers.calls(key)) == 3, "three runs")
         poll_until(
             lambda: all(stored(svc, r).state == ExecState.SUCCEEDED for r in records), "done"
@@ -83,6 +86,23 @@ def test_the_worker_runs_what_the_lanes_hold_and_deletes_the_messages(
         r.execution_id for r in records
     )
     assert _messages_left(svc) == 0
+    assert deletes == [("DeleteMessageBatch", 3)], (
+        "three deletes cost one SQS request (DeleteMessageBatch), sent when the worker stops"
+    )
+
+
+def _delete_requests(svc: Services) -> list[tuple[str, int]]:
+    """The delete requests the worker sends, as (operation, messages)."""
+    sent: list[tuple[str, int]] = []
+
+    def record(model: Any, params: dict[str, Any], **_: object) -> None:
+        if model.name == "DeleteMessage":
+            sent.append((model.name, 1))
+        elif model.name == "DeleteMessageBatch":
+            sent.append((model.name, len(params["Entries"])))
+
+    svc.clients.sqs.meta.events.register("provide-client-params.sqs", record)
+    return sent
 
 
 def test_a_long_run_holds_no_message_once_leased_and_none_reaches_another_worker(
@@ -96,6 +116,13 @@ def test_a_long_run_holds_no_message_once_leased_and_none_reaches_another_worker
 
     with running(svc):
         poll_until(lambda: stored(svc, record).state == ExecState.RUNNING, "the lease")
+        # The delete waits in the worker's batch at most its flush interval (0.1 s), well
+        # inside the message's 3 s visibility.
+        poll_until(
+            lambda: _messages_left(svc) == 0,
+            "issue 26: the leased run's message deleted in the worker's next batch",
+            timeout_sec=1.0,
+        )
         held_while_running = _messages_left(svc)
         poll_until(lambda: stored(svc, record).heartbeat_seq >= 40, "four seconds of heartbeats")
         seen_by_another = drain(svc)

@@ -1,12 +1,13 @@
 """`takt worker` holds a lane message only until its execution's lease is taken (issue 26).
 
 Each test runs the worker's loop (`WorkerProcess.run`) over a fake SQS and the real runner on
-in-memory tables (tests/support/fakes), and checks what the worker asked of SQS: the message of
-a run is deleted once the lease is written and before the call ends, so a run holds none of
-SQS's in-flight messages (at most 120,000 a queue); a message that takes no lease is deleted
-without a call; an infrastructure error before the lease leaves the message to come back, and
-one after it leaves the execution to the lease and the watchdog. The loop stops itself when the
-fake lane is empty, so no test waits on a clock.
+in-memory tables (tests/support/fakes), and checks what the worker asked of SQS: the message of a
+run is deleted once the lease is written and before the call ends, so a run holds none of SQS's
+in-flight messages (at most 120,000 a queue; its delete is queued at the lease and sent in the
+worker's next batch); a message that takes no lease is deleted without a call; an infrastructure
+error before the lease leaves the message to come back, and one after it leaves the execution to
+the lease and the watchdog. The loop stops itself when the fake lane is empty, so no test waits on
+a clock.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from takt.models.lanes import LaneMessage, Outgoing
 from takt.models.records import ExecState, ExecutionRecord
 from takt.store.ports import Transition
 from takt.watchdog.sweeper import Watchdog, WatchdogSettings
+from takt.worker.deletes import MessageDeletes
 from takt.worker.process import INFRA_RETRY_SEC, WorkerOptions, WorkerProcess
 from takt.worker.runner import ExecutionRunner, RunnerSettings
 from tests.support.fakes import FakeDue, FakeExecutions, FakeJobs, FakeLanes
@@ -44,8 +46,9 @@ Answer = Callable[[CallContext], TargetResult]
 class FakeSqs:
     """The three SQS calls `WorkerProcess` makes, on one lane holding the messages given.
 
-    Each request is logged in order as (what, receipt, seconds). An empty receive that would
-    long-poll calls `idle` instead (the test's worker stops there), so the loop ends at once.
+    Each request is logged in order as (what, receipt, seconds), a batch's deletes one by one.
+    An empty receive that would long-poll calls `idle` instead (the test's worker stops there),
+    so the loop ends at once.
     """
 
     def __init__(self, lane_url: str, bodies: list[str]) -> None:
@@ -62,29 +65,34 @@ class FakeSqs:
             self.idle()
         return {}
 
-    def delete_message(self, **params: Any) -> None:
-        self.requests.append(("delete", params["ReceiptHandle"], None))
+    def delete_message_batch(self, **params: Any) -> dict[str, Any]:
+        for entry in params["Entries"]:
+            self.requests.append(("delete", entry["ReceiptHandle"], None))
+        return {"Successful": [], "Failed": []}
 
     def change_message_visibility(self, **params: Any) -> None:
         self.requests.append(("visibility", params["ReceiptHandle"], params["VisibilityTimeout"]))
 
 
 class Targets:
-    """A target that answers each call with `answer` and notes SQS's requests at the call."""
+    """A target that answers each call with `answer` and notes, at the call, SQS's requests
+    and the deletes the worker queued for its next batch (takt.worker.deletes)."""
 
     def __init__(self, answer: Answer) -> None:
         self.answer = answer
         self.calls: list[CallContext] = []
         self.sqs_at_call: list[list[tuple[str, str, int | None]]] = []
         self.sqs: FakeSqs | None = None
+        self.deletes: MessageDeletes | None = None
 
     def serves(self, handler: str) -> bool:
         return True
 
     def call(self, target: str, ctx: CallContext) -> TargetResult:
-        assert self.sqs is not None
+        assert self.sqs is not None and self.deletes is not None
         self.calls.append(ctx)
-        self.sqs_at_call.append(list(self.sqs.requests))
+        queued = [("delete", receipt, None) for receipt in self.deletes.waiting()]
+        self.sqs_at_call.append([*self.sqs.requests, *queued])
         return self.answer(ctx)
 
 
@@ -136,6 +144,7 @@ class World:
             emit=lambda name, unit, value: self.emitted.append((name, value)),
         )
         self.process = process
+        self.targets.deletes = process.deletes
         sqs.idle = process.stop
         loop = threading.Thread(target=process.run, daemon=True)
         loop.start()
@@ -168,8 +177,8 @@ def test_a_runs_message_is_deleted_once_its_lease_is_taken_and_before_its_call()
     sqs = world.work(message)
 
     assert world.targets.sqs_at_call == [[("delete", RECEIPT, None)]], (
-        "issue 26: the message is deleted once the lease is written, before the call ends, so "
-        "a run holds no in-flight message"
+        "issue 26: the message's delete is sent or queued once the lease is written, before the "
+        "call, so a run holds no in-flight message"
     )
     assert sqs.requests == [("delete", RECEIPT, None)], "deleted once, and never extended"
     assert world.execution(message).state == ExecState.SUCCEEDED
