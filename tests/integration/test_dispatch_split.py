@@ -8,11 +8,14 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from takt.clock import ManualClock
+from takt.dispatch.ahead import DueForecaster
 from takt.dispatch.claimer import Claimer, ClaimerSettings, ClaimResult
+from takt.dispatch.rest import Rest
 from takt.dispatch.ticker import SPLIT_SWEEP_EVERY_SEC, InlineFanout, Ticker
 from takt.models.ids import execution_id, new_job_id
 from takt.store.due import bucket_name, sampled
 from takt.store.watches import PREFIX
+from takt.wiring import Services
 from tests.support.env import ServicesFactory
 from tests.support.jobs import TENANT, make_job, store_job
 from tests.support.lanes import RecordingLanes
@@ -79,4 +82,53 @@ def test_a_hot_minute_split_over_sub_partitions_is_claimed_exactly_once(
     }
     assert watch_partitions <= set(range(svc.due.watches.shards)), (
         "a sub-partition's claim lists its executions in a watch partition the watchdog sweeps"
+    )
+
+
+def _split_minute(make_svc: ServicesFactory, clock: ManualClock) -> tuple[Services, list[str]]:
+    """Services whose TOP minute is split to its cap (N = 2, 8 partitions) by JOBS jobs."""
+    svc = make_svc(due_shards=2, due_split_items=5, due_split_max=4)
+    clock.set(TOP - timedelta(minutes=2))
+    jobs = _hot_jobs()
+    for job_id in jobs:
+        store_job(svc, make_job(now=clock.now(), next_run_time=TOP, job_id=job_id), clock.now())
+    return svc, jobs
+
+
+def test_a_driver_does_not_rest_while_a_split_minutes_sub_partition_holds_an_item(
+    make_svc: ServicesFactory, clock: ManualClock
+) -> None:
+    svc, _ = _split_minute(make_svc, clock)
+    table = svc.settings.due_table
+    items = [
+        item
+        for item in svc.clients.dynamodb.scan(TableName=table)["Items"]
+        if item["bucket"]["S"].startswith(bucket_name(TOP) + "#")
+    ]
+    kept = next(i for i in items if int(i["bucket"]["S"].rsplit("#", 1)[1]) >= svc.due.shards)
+    for item in items:
+        if item is not kept:
+            key = {"bucket": item["bucket"], "due_key": item["due_key"]}
+            svc.clients.dynamodb.delete_item(TableName=table, Key=key)
+    rest = Rest(svc.due, max_buckets=5)
+    now = TOP - timedelta(seconds=20)
+
+    assert not rest.settles(now, TOP - timedelta(minutes=1)), (
+        "readers enumerate N*k(m): a driver keeps ticking while a sub-partition holds an item"
+    )
+    svc.clients.dynamodb.delete_item(
+        TableName=table, Key={"bucket": kept["bucket"], "due_key": kept["due_key"]}
+    )
+    assert rest.settles(now, TOP - timedelta(minutes=1)), "with every partition empty it rests"
+
+
+def test_the_scale_ahead_forecast_counts_every_partition_of_a_split_minute(
+    make_svc: ServicesFactory, clock: ManualClock
+) -> None:
+    svc, jobs = _split_minute(make_svc, clock)
+
+    forecast = DueForecaster(svc.due, minutes=2, max_pages=2).forecast(clock.now())
+
+    assert dict(forecast.minutes)[TOP] == len(jobs), (
+        "readers enumerate N*k(m): the forecast counts the split minute's sub-partitions too"
     )
