@@ -22,12 +22,18 @@ from takt.wiring import Services, build_services
 from takt_cli.local import moto_speedups
 from takt_cli.local.provision import provision
 from takt_cli.local.runtime import FAKE_CREDENTIALS, free_port
+from tests.support.distribution import distribute
 from tests.support.env import TEST_EGRESS_ALLOW
 
 os.environ.update(FAKE_CREDENTIALS)
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Groups and orders the tests for xdist's workers (tests.support.distribution)."""
+    distribute(config, items)
 
 
 @pytest.fixture(autouse=True)
