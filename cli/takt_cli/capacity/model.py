@@ -218,24 +218,6 @@ class CallProfile:
             at = renewed + self.lease_sec + self.watchdog_found_after_sec
         return instants
 
-    def visibility_extension_instants(self) -> list[float]:
-        """Seconds after the call starts at which `takt worker` extends its message's
-        visibility (takt.worker.process): at a heartbeat that finds less than a lease of the
-        visibility left, to twice the lease again (it is received with twice the lease)."""
-        visibility = 2 * self.lease_sec
-        until = visibility
-        instants = []
-        for at in self.heartbeat_instants():
-            if until - at < self.lease_sec:
-                instants.append(at)
-                until = at + visibility
-        return instants
-
-    @property
-    def visibility_extensions_per_execution(self) -> float:
-        """The SQS visibility extensions a `takt worker` run makes, on average."""
-        return self.job.expected_running_at(self.visibility_extension_instants())
-
     @property
     def heartbeats_per_execution(self) -> float:
         """The lease renewals an execution makes, on average over the job's durations."""

@@ -32,6 +32,7 @@ from takt_cli.capacity.model import CallProfile, Design, Limits
 from takt_cli.capacity.prices import US_EAST_1
 from takt_cli.capacity.profiles import Profile, load_profile
 from takt_cli.capacity.sim import Load, SimResult, Simulator
+from takt_cli.capacity.worker_sqs import FargateSqs
 
 SHARD_CANDIDATES = (64, 128, 256, 512, 1024)
 PARALLELISM_CANDIDATES = (1, 8, 32)
@@ -456,11 +457,12 @@ def all_in_cost(
             + NAT_BYTES_PER_EXECUTION * 1e6 / 1e9 * US_EAST_1.nat_gateway_per_gb
         )
         usd, detail = logs.fargate_usd_per_million(task_hours * per_million)
-        # `takt worker` extends its message's visibility at a heartbeat that finds less than a
-        # lease of it left (the function's batch keeps its own, set by the lane).
-        extensions = calls.visibility_extensions_per_execution
-        lines[f"SQS requests: visibility extensions ({extensions:.2f})"] = (
-            extensions * US_EAST_1.sqs_request_per_million
+        # The metered SQS line is the Lambda path's (its event source's receives and deletes):
+        # on Fargate it is what `takt worker` itself sends, and the claim's sends.
+        lines.pop("SQS requests", None)
+        requests = fargate_sqs_requests(scenario, design, steady_tasks, task_hours)
+        lines[f"SQS requests: the Fargate worker's ({requests:.3f} an execution)"] = (
+            requests * US_EAST_1.sqs_request_per_million
         )
     else:
         billed = job.expected_max(max(1, min(design.batch_concurrency, design.batch_size)))
@@ -484,6 +486,22 @@ def all_in_cost(
         "usd_per_million_executions": round(sum(lines.values()), 2),
         "usd_per_million_breakdown": {name: round(usd, 3) for name, usd in lines.items()},
     }
+
+
+def fargate_sqs_requests(
+    scenario: Scenario, design: Design, steady_tasks: int, task_hours: float
+) -> float:
+    """SQS requests an execution costs on the Fargate fleet (`FargateSqs`): the steady load's
+    sends, receives and deletes, and the fleet's idle polling over its task-hours."""
+    rate = scenario.load.steady_per_sec
+    sqs = FargateSqs(
+        per_sec=rate,
+        tasks=steady_tasks,
+        slots=design.fargate_slots,
+        partitions=design.partitions_of(rate * 60),
+    )
+    idle = task_hours * sqs.idle_polls_per_task_hour() / scenario.executions_per_hour
+    return sum(sqs.per_execution().values()) + idle
 
 
 def profile_components(calls: CallProfile) -> dict[str, float]:
