@@ -2,6 +2,7 @@
 receives and deletes, counted by the project's meter on a real run.
 
     .venv/bin/python bench/worker_sqs.py --due 500 --concurrency 50
+    .venv/bin/python bench/worker_sqs.py --due 500 --concurrency 200 --lanes default,low
 
 It runs the local runtime in this process with no worker of its own (`pollers=0`: API service,
 scheduler, watchdog and moto's server), creates `--due` one-off jobs all due in the same second,
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace, runtime: LocalRuntime, target: str) -> dict[st
         svc.settings,
         worker_svc.clients.sqs,
         worker_svc.runner,
-        WorkerOptions(concurrency=args.concurrency),
+        WorkerOptions(lanes=tuple(args.lanes.split(",")), concurrency=args.concurrency),
     )
     polling = threading.Thread(target=process.run, name="poll")
     polling.start()
@@ -142,6 +143,7 @@ def run(args: argparse.Namespace, runtime: LocalRuntime, target: str) -> dict[st
         "settings": {
             "due_jobs": args.due,
             "slots": args.concurrency,
+            "lanes": args.lanes,
             "target": "a loopback HTTP receiver answering 200 at once",
             "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
         },
@@ -166,6 +168,9 @@ def main() -> int:
     parser.add_argument("--due", type=int, default=500, help="one-off jobs due in one second")
     parser.add_argument("--concurrency", type=int, default=50, help="the worker's slots")
     parser.add_argument("--timeout", type=float, default=300, help="give up after (s)")
+    parser.add_argument(
+        "--lanes", default="high,default,low", help="the lanes the worker polls (fargateLanes)"
+    )
     args = parser.parse_args()
     # Read by the runtime's settings: the bench creates its jobs faster than a tenant may.
     os.environ["TAKT_TENANT_LIMITS"] = '{"max_jobs": null, "create_per_sec": null}'
