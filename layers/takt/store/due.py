@@ -29,7 +29,8 @@ one of them, stays further below DynamoDB's 1,000 writes a second per item while
 is written. From the count comes the minute's split k (`split_of`), and an
 item of the minute goes to shard `hash mod N*k`. k only grows with the count, and a writer takes
 k from a count that was already stored (the sum its own write returned, or a per-process cache
-refreshed at most every `COUNT_CACHE_SEC`), so every item of a minute is in a shard below N*k as
+refreshed at most every `COUNT_CACHE_SEC` and only for a minute it writes several items of, else
+1), so every item of a minute is in a shard below N*k as
 a later consistent read of the count gives it: readers that enumerate `range(partitions(m))`
 miss nothing, and an item written with a smaller, stale k is simply in one of the lower shards.
 """
@@ -67,6 +68,9 @@ _COUNT = "n"
 SAMPLE = 16
 # A writer that did not sample takes its minute's count from a cache at most this old.
 COUNT_CACHE_SEC = 5.0
+# ... and reads the count again only once it has written this many unsampled items of the minute
+# since it last knew it: a minute a process writes a few items of is never read for them.
+READ_AFTER_WRITES = 4
 # Minutes a writer's cache holds before it starts over (each entry is a few dozen bytes).
 COUNT_CACHE_MINUTES = 4096
 # BatchGetItem's most keys per request.
@@ -111,7 +115,10 @@ def count_key(minute: datetime) -> dict[str, dict[str, str]]:
 class SplitWriter:
     """A writer's split of each minute it writes (module docstring), from the sum its own count
     write returns when it samples, else from its cache (read again once older than
-    COUNT_CACHE_SEC). The store's writers and the tests' in-memory due table share it.
+    COUNT_CACHE_SEC, and only for a minute it has written READ_AFTER_WRITES unsampled items of
+    since: a recurring job's next occurrences land in many minutes a few items each, and a read
+    for each would cost more than counting does). The store's writers and the tests' in-memory
+    due table share it.
 
     Counting is best effort: a count write or read that fails (the count item takes every
     sampled write of its minute, so the top of the hour may throttle it) leaves the cached count,
@@ -132,6 +139,8 @@ class SplitWriter:
         self._read = read
         self._monotonic = monotonic
         self._counts: dict[str, tuple[int, float]] = {}
+        # Unsampled writes of each minute since its count was last known (READ_AFTER_WRITES).
+        self._unread: dict[str, int] = {}
 
     def split(self, tenant_id: str, job_id: str, minute: datetime) -> int:
         bucket = bucket_name(minute)
@@ -145,7 +154,7 @@ class SplitWriter:
             every = SAMPLE * split
             if sampled(tenant_id, job_id, bucket, every):
                 count = self._add(minute, every)
-            elif cached is None or now - cached[1] >= COUNT_CACHE_SEC:
+            elif self._stale(bucket, cached, now):
                 count = self._read(minute)
             else:
                 return split
@@ -154,8 +163,22 @@ class SplitWriter:
             return split
         if len(self._counts) >= COUNT_CACHE_MINUTES:
             self._counts.clear()
+            self._unread.clear()
         self._counts[bucket] = (count, now)
+        self._unread.pop(bucket, None)
         return self._split(count)
+
+    def _stale(self, bucket: str, cached: tuple[int, float] | None, now: float) -> bool:
+        """Whether an unsampled write reads its minute's count: only once the cache is older
+        than COUNT_CACHE_SEC (or empty) and READ_AFTER_WRITES such writes came since, so the
+        quiet minutes a process writes one or two items of cost it no read."""
+        if len(self._unread) >= COUNT_CACHE_MINUTES:
+            self._unread.clear()
+        unread = self._unread.get(bucket, 0) + 1
+        if unread < READ_AFTER_WRITES or (cached is not None and now - cached[1] < COUNT_CACHE_SEC):
+            self._unread[bucket] = unread
+            return False
+        return True
 
 
 @dataclass(frozen=True)

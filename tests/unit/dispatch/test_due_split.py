@@ -116,6 +116,32 @@ def test_a_hot_minutes_sample_thins_as_its_split_grows_and_its_count_stays_near_
     assert abs(count - 8_000) < 8_000 * 0.2, "the thinned count still tracks the items written"
 
 
+def test_a_writer_reads_a_minutes_count_only_for_a_minute_it_writes_several_items_of() -> None:
+    reads: list[datetime] = []
+
+    def read(minute: datetime) -> int:
+        reads.append(minute)
+        return 0
+
+    writer = SplitWriter(
+        lambda count: split_of(count, N, 5, 4), 4, lambda m, n: n, read, lambda: 0.0
+    )
+    jobs = [f"job{i:05d}" for i in range(200)]
+    quiet = [MINUTE + timedelta(minutes=i) for i in range(100)]
+    for minute in quiet:
+        for job_id in jobs[:2]:
+            if not sampled("t", job_id, bucket_name(minute)):
+                writer.split("t", job_id, minute)
+    hot = MINUTE - timedelta(minutes=1)
+    for job_id in jobs:
+        if not sampled("t", job_id, bucket_name(hot)):
+            writer.split("t", job_id, hot)
+    assert reads == [hot], (
+        "an unsampled writer reads a minute's count only once it wrote READ_AFTER_WRITES items "
+        "of it, and then trusts the count for COUNT_CACHE_SEC"
+    )
+
+
 def test_a_writer_of_a_minute_split_to_the_cap_adds_nothing_to_its_count() -> None:
     due = FakeDue(shards=N, split_items=5, split_max=4)
     _fill(due, 200)
