@@ -128,7 +128,12 @@ class CallProfile:
     """
 
     claimer_writes_per_item: float = 3.0
-    claimer_cpu_ms_per_item: float = 7.7
+    # The claimer alone (moto in another process), recurring and one-off items alike, measured
+    # on 2026-12-05 16:16-16:21 UTC at 05e1715 (load average 9.4-14.5) by
+    #     .venv/bin/python bench/claim_cpu.py --items 300 --rounds 2
+    # 3.23/3.34 ms one-off, 3.21/3.19 recurring; 7.7 before, metered by `takt bench local`,
+    # which counted its meter's own work per call (docs/CAPACITY.md, "The claimer's CPU").
+    claimer_cpu_ms_per_item: float = 3.2
     claimer_overhead_calls: float = 2.0
     worker_calls_per_message: float = 3.0
     worker_cpu_ms_per_message: float = 9.6
