@@ -25,6 +25,7 @@ from infra.driver import driver_concurrency
 from infra.functions import WATCHDOG
 from infra.tables import TableBilling, capacity_names
 from takt.config import Settings
+from takt.worker.deletes import FLUSH_SEC as DELETE_FLUSH_SEC
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -41,11 +42,13 @@ PLANNED_PARTITION_SHARE = 3
 # A standard SQS queue hands out at most this many messages in flight (received, not yet deleted);
 # beyond it, receives come back empty until some are deleted. The limit is fixed, not a quota.
 SQS_IN_FLIGHT_LIMIT = 120_000
-# The longest a `takt worker` slot holds a message before its lease, when it deletes it (issue
-# 26): a message claimed ahead is held until its time, at most `dispatch_ahead_sec` + 1 s
-# (takt.worker.runner), then the lease is written. The deployment leaves the setting at its
-# default.
-HELD_BEFORE_LEASE_SEC = float(Settings.model_fields["dispatch_ahead_sec"].default) + 1.0
+# The longest a `takt worker` slot holds a message, until its delete after the lease (issue 26):
+# a message claimed ahead is held until its time, at most `dispatch_ahead_sec` + 1 s
+# (takt.worker.runner), then the lease is written and its delete waits at most the batch's
+# flush interval (takt.worker.deletes). The deployment leaves the setting at its default.
+HELD_BEFORE_LEASE_SEC = (
+    float(Settings.model_fields["dispatch_ahead_sec"].default) + 1.0 + DELETE_FLUSH_SEC
+)
 # The API's requests take about this long (p50 of the handler), so its peak concurrency is the
 # stage's burst times this.
 API_REQUEST_SEC = 0.05
