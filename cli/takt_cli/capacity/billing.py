@@ -7,13 +7,15 @@ minutes: it scales up after two minutes of its alarm and may scale down at most 
 so a burst inside one minute (the seed's top of the hour) is not followed. A table that takes
 such a burst needs its capacity held at the busiest minute's rate the whole hour, or it
 throttles: that is what `provisioned` prices for a load with a burst. `provisioned_raised_ahead`
-prices the alternative (not built): the minimum capacity raised to the burst's rate
-`RAISED_AHEAD_MINUTES` before it and lowered after, once an hour (DynamoDB allows one decrease an
-hour after the day's first four); it assumes the increase completes in time, which for a
-table's first large increase (new partitions) it may not. Tables and indexes with no
-per-execution load are priced at their minimum capacity (one unit each way), the floor a
-provisioned table always pays; on demand they cost nothing idle, which is why a small deployment
-is cheaper on demand.
+prices what the app does instead (`takt.dispatch.ahead.TableScaleAhead`): the watchdog raises
+the minimum to the burst's rate ahead of it and lets it fall once the minute has passed, once an
+hour (DynamoDB allows one decrease an hour after the day's first four), so the burst's capacity
+is held `RAISED_AHEAD_MINUTES` of the hour and the steady load's the rest; it assumes the
+increase completes in time, which for a table's first large increase (new partitions) it may
+not. `as_billed` prices a cost breakdown's DynamoDB lines the way a profile bills them. Tables
+and indexes with no per-execution load are priced at their minimum capacity (one unit each
+way), the floor a provisioned table always pays; on demand they cost nothing idle, which is why
+a small deployment is cheaper on demand.
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ TABLES = (
 TARGET_UTILIZATION = 0.70
 MIN_CAPACITY_UNITS = 1.0
 SECONDS_PER_HOUR = 3600
-# A capacity raised for the busiest minute: 5 minutes ahead (as the Fargate workers are scaled,
-# `fargateScaleAheadMinutes`), the minute, and 4 more before the hour's one decrease.
-RAISED_AHEAD_MINUTES = 10
+# A capacity raised for the busiest minute: 5 minutes ahead (the watchdog's forecast, as for the
+# Fargate workers: `fargateScaleAheadMinutes`), the minute itself, then target tracking's
+# scale-in once the minimum has fallen: its low alarm wants 15 one-minute points below target.
+RAISED_AHEAD_MINUTES = 5 + 1 + 15
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,7 @@ def billing_report(
             "usd_per_hour": round(provisioned, 2),
             "usd_per_million_executions": round(provisioned * per_million, 3),
         },
-        "provisioned_raised_ahead_of_the_burst_not_built": {
+        "provisioned_raised_ahead_of_the_burst": {
             "usd_per_hour": round(ahead, 2),
             "usd_per_million_executions": round(ahead * per_million, 3),
         },
@@ -228,4 +231,39 @@ def steady_capacity(
         }
         if ranges:
             out[table.name] = ranges
+    return out
+
+
+DYNAMODB_THROUGHPUT_LINES = ("DynamoDB writes", "DynamoDB reads")
+"""The cost breakdown's lines that price DynamoDB's throughput (on demand): storage is apart."""
+
+
+def as_billed(
+    lines: Mapping[str, float],
+    billing: str,
+    tables: tuple[TableLoad, ...],
+    load: HourlyLoad,
+    *,
+    target_utilization: float = TARGET_UTILIZATION,
+    prices: Prices = US_EAST_1,
+) -> dict[str, float]:
+    """`lines` (a cost breakdown per million executions, DynamoDB on demand) as a profile whose
+    `tableBilling` is `billing` pays them: unchanged on demand; provisioned, its throughput lines
+    replaced by the capacity held (`provisioned_raised_ahead`: the steady load's all hour, the
+    burst's for `RAISED_AHEAD_MINUTES` of it, as the watchdog raises it)."""
+    if billing != "provisioned":
+        return dict(lines)
+    bills = [
+        bill_table(t, load, target_utilization=target_utilization, prices=prices) for t in tables
+    ]
+    held = sum(b.provisioned_raised_ahead_usd_per_hour for b in bills)
+    out = {k: v for k, v in lines.items() if not k.startswith(DYNAMODB_THROUGHPUT_LINES)}
+    minutes = RAISED_AHEAD_MINUTES if load.burst else 0
+    # Named as a throughput line, so a breakdown billed twice, or summed apart from its
+    # throughput (`scenarios.dynamodb_billing`), counts it once.
+    label = (
+        f"DynamoDB writes and reads, provisioned at {target_utilization:.0%} (the steady load's "
+        f"capacity all hour, the busiest minute's for {minutes} minutes of it)"
+    )
+    out[label] = held * 1e6 / load.executions
     return out

@@ -134,6 +134,11 @@ class Profile:
     def table_billing(self) -> str:
         return str(self.context["tableBilling"])
 
+    @property
+    def table_target_utilization(self) -> int:
+        """Target tracking's utilization, percent (`tableTargetUtilization`; the app's 70)."""
+        return int(str(self.context.get("tableTargetUtilization", 70)))
+
     def describe(self) -> dict[str, Any]:
         """The profile as a report shows it: its name, what it is for, what was overridden."""
         return {

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from takt.dispatch.ahead import FleetPlan, Forecast
-from takt_cli.capacity.billing import HourlyLoad, billing_report, table_loads
+from takt_cli.capacity.billing import HourlyLoad, as_billed, billing_report, table_loads
 from takt_cli.capacity.cost import (
     DYNAMODB_THROUGHPUT,
     LogsAndMetrics,
@@ -220,12 +220,17 @@ def plan(
         "profile": profile.describe(),
         "as_shipped": {
             **summarize(scenario, shipped),
-            **all_in_cost(scenario, shipped.design, calls, components),
+            **billed_as_shipped(
+                all_in_cost(scenario, shipped.design, calls, components), scenario, calls, profile
+            ),
             "table_billing": profile.table_billing,
             "fargate_tasks": design_shipped.fargate_tasks,
         },
-        "as_shipped_on_fargate_scaled_ahead": on_fargate(
-            scenario, design_shipped, limits_shipped, calls, components
+        "as_shipped_on_fargate_scaled_ahead": billed_as_shipped(
+            on_fargate(scenario, design_shipped, limits_shipped, calls, components),
+            scenario,
+            calls,
+            profile,
         ),
         "planned": {
             **summarize(scenario, result),
@@ -245,6 +250,25 @@ def plan(
             scenario, result.design, limits, calls, components
         )
     return report
+
+
+def billed_as_shipped(
+    cost: Mapping[str, Any], scenario: Scenario, calls: CallProfile, profile: Profile
+) -> dict[str, Any]:
+    """`all_in_cost`'s report with DynamoDB priced as `profile` bills its tables
+    (`takt_cli.capacity.billing.as_billed`: on demand, or provisioned and raised ahead)."""
+    lines = as_billed(
+        cost["usd_per_million_breakdown"],
+        profile.table_billing,
+        table_loads(calls.write_units_by_table, calls.read_units_by_table),
+        HourlyLoad(scenario.load.steady_per_sec, scenario.load.burst),
+        target_utilization=profile.table_target_utilization / 100,
+    )
+    return {
+        **cost,
+        "usd_per_million_executions": round(sum(lines.values()), 2),
+        "usd_per_million_breakdown": {name: round(usd, 3) for name, usd in lines.items()},
+    }
 
 
 def dynamodb_billing(

@@ -41,11 +41,11 @@ def test_a_burst_in_one_minute_holds_the_busiest_minutes_rate_all_hour() -> None
 
     assert load.executions == 100 * 3600 + 60_000
     assert bill.write_capacity == pytest.approx((100 + 1000) / 0.5)
-    # Raised only around the burst: the busiest minute's capacity for 10 minutes, the steady
-    # capacity for the other 50.
+    # Raised only around the burst: the busiest minute's capacity for 21 minutes (5 ahead, the
+    # minute, 15 of target tracking's scale-in), the steady capacity for the other 39.
     steady = 200 * 0.00065 + 0.00013
     assert bill.provisioned_raised_ahead_usd_per_hour == pytest.approx(
-        bill.provisioned_usd_per_hour / 6 + steady * 5 / 6
+        bill.provisioned_usd_per_hour * 21 / 60 + steady * 39 / 60
     )
 
 
@@ -147,8 +147,8 @@ def test_deploy_docs_figures_are_the_models() -> None:
     assert f"costs **{per_million(steady, 'provisioned')} per million executions**" in doc
     assert f"against **{per_million(steady, 'on_demand')} on demand**" in doc
     assert f"({per_million(burst, 'provisioned')}/M)" in doc
-    raised = per_million(burst, "provisioned_raised_ahead_of_the_burst_not_built")
-    assert f"would still cost {raised}/M against {per_million(burst, 'on_demand')}" in doc
+    raised = per_million(burst, "provisioned_raised_ahead_of_the_burst")
+    assert f"that hour costs {raised}/M against {per_million(burst, 'on_demand')} on demand" in doc
     assert f"**${idle:.2f} a month**" in doc
     assert f"default 5 units each way, {len(TABLES)} tables and indexes" in doc
 
