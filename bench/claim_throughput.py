@@ -2,13 +2,15 @@
 
     .venv/bin/python bench/claim_throughput.py --items 300 --rounds 3
 
-It starts moto's server in this process (with the local runtime's speedups), stores `--items`
-one-off jobs all due in the same second and all in one (minute bucket, shard) partition, and
-times one `Claimer.claim` of that partition; then again with fresh jobs, for each thread count in
-`--threads`, round after round (so a busy machine slows every setting alike). Each claim must
-dispatch every item, or the run fails. It prints items per second per setting (median of the
-rounds) and the load average beside them: on this shared 2-core host moto's own CPU is the floor,
-so the figures show what the phases' parallel writes save in waiting, not what DynamoDB does.
+It starts moto's server in this process (with the local runtime's speedups), stores `--items` one-
+off jobs all due in the same second and all in one (minute bucket, shard) partition, and times one
+`Claimer.claim` of that partition, taking everything due (`claim_max_items` off, as the capacity
+model's claims do: with the shipped fair claims of 10 it would dispatch 10); then again with fresh
+jobs, for each thread count in `--threads`, round after round (so a busy machine slows every setting
+alike). Each claim must dispatch every item, or the run fails. It prints items per second per
+setting (median of the rounds) and the load average beside them: on this shared 2-core host moto's
+own CPU is the floor, so the figures show what the phases' parallel writes save in waiting, not what
+DynamoDB does.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ def main() -> None:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        settings = Settings(aws_endpoint_url=f"http://127.0.0.1:{port}", due_shards=4)
+        settings = Settings(
+            aws_endpoint_url=f"http://127.0.0.1:{port}", due_shards=4, claim_max_items=None
+        )
         env = provision(build_services(settings).clients, settings, prefix="bench")
         settings = settings.model_copy(update={"lane_urls": json.loads(env["TAKT_LANE_URLS"])})
         rates: dict[int, list[float]] = {threads: [] for threads in args.threads}
