@@ -164,8 +164,9 @@ class ScaleAhead:
 
     def step(self, now: datetime) -> AheadResult:
         forecast = self._forecaster.forecast(now)
-        tables = self._tables.step(forecast, now) if self._tables is not None else []
+        # The fleet first: a table step that fails (its error ends the step) leaves it sized.
         result = self._fleet(forecast)
+        tables = self._tables.step(forecast, now) if self._tables is not None else []
         return AheadResult(result.forecast, result.tasks, result.previous_min, tables)
 
     def _fleet(self, forecast: Forecast) -> AheadResult:

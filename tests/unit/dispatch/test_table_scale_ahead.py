@@ -12,13 +12,16 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from takt.dispatch.ahead import (
     DECREASE_SPACING,
     MAX_DECREASES_A_DAY,
     TABLE_WRITE_CAPACITY,
     Decreases,
+    FleetPlan,
     Forecast,
+    ScaleAhead,
     ScaledTable,
     TableLoad,
     TableScaleAhead,
@@ -212,3 +215,33 @@ def test_the_step_lets_a_minimum_fall_back_to_the_floor_only_an_hour_after_the_l
         "table/t-jobs": 2400,
         "table/t-due": 3900,
     }, "the steady 1,400/s wants less than each profile's floor: back to the floors"
+
+
+class _Forecaster:
+    def forecast(self, now: datetime) -> Forecast:
+        return _forecast(120_000)
+
+
+class _FailingAutoscaling(_Autoscaling):
+    def describe_scalable_targets(self, **request: Any) -> dict[str, Any]:
+        if request["ServiceNamespace"] == "dynamodb":
+            raise ClientError({"Error": {"Code": "ThrottlingException"}}, "Describe")
+        return {"ScalableTargets": [{"MinCapacity": 1, "MaxCapacity": 100}]}
+
+
+def test_a_failing_table_step_leaves_the_fleet_sized_first() -> None:
+    autoscaling = _FailingAutoscaling({})
+    step = ScaleAhead(
+        _Forecaster(),  # type: ignore[arg-type]
+        FleetPlan(job_sec=10, slots=200, min_tasks=1, max_tasks=100),
+        autoscaling,
+        "service/c/worker",
+        TableScaleAhead(TABLES, LOAD, autoscaling, _DynamoDb(None)),
+    )
+
+    with pytest.raises(ClientError):
+        step.step(MIDNIGHT)
+
+    assert [r["ResourceId"] for r in autoscaling.registered] == ["service/c/worker"], (
+        "the Fargate fleet is sized before the tables, so a table's error does not stop it"
+    )
