@@ -37,7 +37,7 @@ import math
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -209,8 +209,14 @@ class Decreases:
         reached. Target tracking's own decreases count here too, since DynamoDB counts them."""
         if self.last is not None and now - self.last < DECREASE_SPACING:
             return False
-        today = self.today if self.last is not None and self.last.date() == now.date() else 0
+        # botocore gives DescribeTable's times in the machine's zone; DynamoDB's day is UTC's.
+        same_day = self.last is not None and _utc_day(self.last) == _utc_day(now)
+        today = self.today if same_day else 0
         return today < MAX_DECREASES_A_DAY
+
+
+def _utc_day(at: datetime) -> date:
+    return at.astimezone(UTC).date()
 
 
 def planned_minimum(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from functools import partial
 from itertools import pairwise
 from typing import Any
@@ -132,6 +132,12 @@ def test_the_days_count_starts_again_at_midnight_utc() -> None:
     yesterday = Decreases(today=MAX_DECREASES_A_DAY, last=MIDNIGHT - timedelta(hours=2))
 
     assert yesterday.allow_one(MIDNIGHT), "DynamoDB resets the day's count at midnight UTC"
+    # 03:00 UTC is 22:00 the day before in New York: its count is still today's (UTC).
+    eastern = timezone(timedelta(hours=-5))
+    spent = Decreases(MAX_DECREASES_A_DAY, (MIDNIGHT + timedelta(hours=3)).astimezone(eastern))
+    assert not spent.allow_one(MIDNIGHT + timedelta(hours=8)), (
+        "a day's 27 decreases are counted by UTC's day, in whichever zone botocore gives the time"
+    )
     assert not Decreases(today=1, last=MIDNIGHT).allow_one(MIDNIGHT + timedelta(minutes=59))
 
 
