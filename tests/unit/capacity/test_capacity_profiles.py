@@ -21,12 +21,20 @@ TEN_SECOND_CALLS = replace(CallProfile(), target_latency_ms=10_000)
 TINY = Scenario("tiny", Load(steady_per_sec=20, duration_sec=5))
 
 
-def test_the_seed_profile_is_the_simulators_default_design_and_a_default_account() -> None:
+def test_the_seed_profile_is_the_simulators_default_design_with_only_its_table_quota_raised() -> (
+    None
+):
+    """The top of the hour's busiest minute, 18,067 executions a second of 10 s calls at 4 write
+    units each (create, lease, a heartbeat, completion), over 80 % headroom, is the one quota
+    the seed raises: the executions table's write throughput and warm throughput."""
     seed = load_profile(None)
+    table = round((1400 + 1_000_000 / 60) * 4 / 0.8)
 
     assert seed.name == "seed"
     assert seed.design() == Design(), "the seed profile must be what Design() models as shipped"
-    assert seed.quotas.limits() == Limits(), "the seed profile must need no raised quota"
+    assert seed.quotas.limits() == replace(
+        Limits(), table_max_write_units_per_sec=table, new_table_write_units_per_sec=table
+    ), "the seed profile raises only the executions table's write quota, to its busiest minute's"
 
 
 def test_a_context_override_changes_the_simulated_design_as_cdk_deploy_c_does() -> None:
@@ -80,7 +88,23 @@ def test_the_tenx_profile_runs_its_fargate_fleet_scaled_ahead_within_its_bounds(
 
     assert shipped_design(ten_x, tenx, TEN_SECOND_CALLS).fargate_tasks == wanted <= fleet.max_tasks
     assert capped.fargate_tasks == 900, "the fleet never exceeds fargateMaxTasks"
-    assert shipped_design(SEED[0], load_profile("seed"), TEN_SECOND_CALLS).fargate_tasks == 0
+    assert shipped_design(SEED[0], load_profile("small"), TEN_SECOND_CALLS).fargate_tasks == 0, (
+        "a profile without the Fargate worker simulates the worker function"
+    )
+
+
+def test_the_seed_profile_runs_a_fargate_fleet_as_large_as_the_top_of_the_hour_asks() -> None:
+    """The seed carries its top of the hour on the Fargate worker (one event source runs at
+    most 1,000 batches, the burst minute's 10 s calls keep about 180,000 running): its
+    fargateMaxTasks is the fleet the scale-ahead step sets for that minute, not below it."""
+    seed = load_profile("seed")
+    fleet = seed.fargate()
+    assert fleet is not None, "the seed profile's default lane runs on the Fargate worker"
+    top = SEED[1]
+
+    wanted = busiest_minute_tasks(top, seed.design(), TEN_SECOND_CALLS)
+
+    assert shipped_design(top, seed, TEN_SECOND_CALLS).fargate_tasks == wanted == fleet.max_tasks
 
 
 @pytest.mark.parametrize("name", ["seed", "small", "tenx"])
@@ -129,3 +153,15 @@ def test_the_noisy_scenario_refuses_a_profile_it_would_not_simulate(
     assert main(["bench", "simulate", "--scenario", "noisy", "--profile-name", "small"]) != 0
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "--scenario noisy" in line and "--profile-name" in line
+
+
+def test_a_profile_that_meets_the_target_is_its_own_plan() -> None:
+    """Rule: the planner searches only when the profile falls short (a search runs the scenario
+    dozens of times, ten times the seed's for minutes each). The tiny load is met as shipped,
+    so the plan keeps the seed's 32 writes in flight, where the search's first candidate has 1."""
+    report = plan(TINY, CallProfile(), profile=load_profile("seed"))
+
+    assert report["as_shipped"]["meets_target"]
+    assert report["planned"]["claim_parallelism"] == Design().claim_parallelism == 32, (
+        "a profile that meets the target must be the plan, not the search's first candidate"
+    )
