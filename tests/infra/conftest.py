@@ -1,7 +1,10 @@
 """Synthesize takt's CDK app once per test process, with cdk.json's context and no bundling.
 
-Synthesis with cdk-nag takes seconds, so every test in this folder shares one app as shipped,
-and one with the Fargate worker and a signing secret on (`fargate_*` fixtures). Bundling is
+Synthesis with cdk-nag takes seconds, so every test in this folder shares one app as shipped but
+with the worker function on every lane (`-c fargateWorker=false`: the seed profile ships the
+Fargate worker on its `default` and `low` lanes, which the CLI synth variants test as shipped),
+and one with the Fargate worker and a signing secret on (`fargate_*` fixtures, the test fleet's
+`fargateMaxTasks` its own). Bundling is
 skipped (`aws:cdk:bundling-stacks: []`): the layer build needs uv and PyPI, and these tests must
 run offline. The worker image is only staged (copied into cdk.out), which needs no Docker.
 """
@@ -72,7 +75,7 @@ def stacks() -> tuple[StatefulStack, StatelessStack]:
 
     from infra.app import build  # noqa: PLC0415 - aws_cdk starts Node.js: only a synth pays it
 
-    return build(App(context=cdk_context()))
+    return build(App(context=cdk_context(**FUNCTION_WORKER_CONTEXT)))
 
 
 # AWS targets the workers may call (tests/infra/test_infra_target_grants.py), given to the
@@ -89,9 +92,12 @@ TARGET_GRANTS_CONTEXT = {
     "oidcIssuer": "https://takt.example",
     "notifyDefaults": {"acme": {"to": "arn:aws:sns:us-east-1:123456789012:ops", "on": ["dead"]}},
 }
+# The context the shared app adds to cdk.json's: the worker function serves every lane.
+FUNCTION_WORKER_CONTEXT = {"fargateWorker": False}
 # The context the `fargate_*` fixtures add to cdk.json's.
 FARGATE_CONTEXT = {
     "fargateWorker": True,
+    "fargateMaxTasks": 4,
     "signingSecretName": "takt/signing",
     **TARGET_GRANTS_CONTEXT,
 }

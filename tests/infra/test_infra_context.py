@@ -58,7 +58,11 @@ def test_shipped_context_tunes_the_runtime_for_the_cloud(
     )
     assert config.schedule_lag_alarm_ms == 5000
     assert config.signing_secret_name is None
-    assert config.fargate is None
+    # The top of the hour's calls run on the Fargate worker, as many tasks as the scale-ahead
+    # step sets for its busiest minute (docs/CAPACITY.md, "Profiles as shipped").
+    assert config.fargate is not None
+    assert (config.fargate.lanes, config.fargate.max_tasks) == (("default", "low"), 1130)
+    assert config.claimer_concurrency == 384
 
 
 def test_tuning_reaches_settings_under_the_names_it_reads(
@@ -93,6 +97,7 @@ def test_command_line_strings_are_accepted(cdk_json_context: dict[str, Any]) -> 
         fargateWorker="true",
         fargateLanes="low",
         fargateMinTasks="0",
+        fargateMaxTasks="4",
     )
 
     assert config.jwt == JwtAuth(issuer="https://issuer.example/", audience=("takt", "admin"))
@@ -155,7 +160,7 @@ def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
         ({"fargateWorker": "yes"}, "fargateWorker"),
         ({"fargateWorker": True, "fargateCpu": 300}, "fargateCpu"),
         ({"fargateWorker": True, "fargateMemoryMiB": 512}, "fargateMemoryMiB"),
-        ({"fargateWorker": True, "fargateMinTasks": 5}, "fargateMaxTasks"),
+        ({"fargateWorker": True, "fargateMinTasks": 5, "fargateMaxTasks": 4}, "fargateMaxTasks"),
         ({"fargateWorker": True, "fargateLanes": "urgent"}, "fargateLanes"),
         ({"fargateWorker": True, "fargateLanes": "low,low"}, "fargateLanes"),
         ({"fargateWorker": True, "fargateVpcId": "my-vpc"}, "fargateVpcId"),

@@ -12,7 +12,7 @@ from aws_cdk import App, Stack
 from aws_cdk.assertions import Template
 from constructs import IConstruct
 
-from infra.context import DeployConfig
+from infra.context import PROFILES, DeployConfig
 from infra.driver import DRIVER_CONCURRENCY, DRIVER_TIMEOUT_SEC
 from infra.functions import (
     API,
@@ -460,14 +460,16 @@ def test_only_the_api_reads_metrics_and_lane_depths(
         assert not depth_reads & arns("dlq")
 
 
-def test_the_claimer_is_capped_at_two_per_due_shard(
+def test_the_claimer_is_capped_at_the_profiles_claimer_concurrency(
     stateless: StatelessStack, resources: dict[str, Any], logical_id: LogicalId
 ) -> None:
-    """A burst of claims cannot take the account's concurrency from the API and the workers."""
+    """A burst of claims cannot take the account's concurrency from the API and the workers: the
+    claimer's reservation is the profile's `claimerConcurrency`, room for a split hot minute's
+    sub-partitions each claimed by its own claimer (docs/CAPACITY.md)."""
     claimer = resources[logical_id(stateless, stateless.functions.claimer)]["Properties"]
 
-    assert claimer["ReservedConcurrentExecutions"] == 2 * int(
-        claimer["Environment"]["Variables"]["TAKT_DUE_SHARDS"]
+    assert claimer["ReservedConcurrentExecutions"] == PROFILES["seed"]["claimerConcurrency"], (
+        "the claimer's reservation must be the profile's claimerConcurrency"
     )
 
 

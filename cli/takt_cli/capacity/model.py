@@ -75,7 +75,7 @@ class Design:
     claim_parallelism: int = 32
     # The claimer function's reserved concurrency (the profile's `claimerConcurrency`): claims
     # running at once, every partition's together.
-    claimer_concurrency: int = 128
+    claimer_concurrency: int = 384
     # The SQS event source's maximum concurrency for the lane (the seed's default lane: 333).
     lane_max_concurrency: int = 333
     # The default lane's batch (`lanes.default.batchSize`; 10 before 2026-12-01).
