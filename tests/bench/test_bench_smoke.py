@@ -82,8 +82,8 @@ def test_the_simulator_reports_the_steady_scenario_with_the_seed_s_ten_second_jo
     report = json.loads(out.read_text())
     (steady,) = report["scenarios"]
     assert steady["planned"]["meets_target"] is True
-    # The seed profile as shipped (batches of 100 run at once) holds the seed's steady 1,400/s
-    # of 10 s jobs itself.
+    # The seed profile as shipped (the Fargate worker on its default lane, scaled ahead) holds
+    # the seed's steady 1,400/s of 10 s jobs itself.
     assert steady["profile"]["name"] == "seed"
     shipped = steady["as_shipped"]
     assert shipped["job_seconds"] == 10.0
@@ -91,7 +91,8 @@ def test_the_simulator_reports_the_steady_scenario_with_the_seed_s_ten_second_jo
     assert shipped["start_lag_sec"]["p99"] < 2.0
     assert shipped["not_started"] == 0
     breakdown = shipped["usd_per_million_breakdown"]
-    assert _line(breakdown, "Lambda worker waiting on the call") > 1.0
+    assert _line(breakdown, "Fargate workers") > 0, "the seed ships the Fargate worker"
+    assert not [name for name in breakdown if name.startswith("Lambda worker")]
     assert 0 < _line(breakdown, "CloudWatch logs and metrics") <= 0.05, (
         "logs and metrics at most $0.05/M (issue 26): a success is logged only at DEBUG"
     )
