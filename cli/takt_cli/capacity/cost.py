@@ -228,11 +228,11 @@ CALLER_LAMBDA_MB = 128
 # by component (docs/CAPACITY.md, "Cost per million executions": the 2026-11-30 table, with the
 # claimer and worker priced at their shipped sizes by the late run), with a 50 ms target. The
 # all-in cost starts from these when no profile report is given; its DynamoDB lines come from
-# the call profile's units instead (`default_components`), which are measured apart.
+# the call profile's units instead (`default_components`), which are measured apart, and its
+# claimer line from the claims the scenario's rate makes (`CallProfile.claimer_usd_per_million`).
 DEFAULT_METERED: Mapping[str, float] = {
     "DynamoDB storage (history)": 0.05,
     "SQS requests": 0.14,
-    "Lambda claimer": 0.53,
     "Lambda worker": 0.79,
     "CloudWatch Logs ingestion": 0.37,
     "X-Ray traces": 0.03,

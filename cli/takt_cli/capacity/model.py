@@ -18,6 +18,7 @@ from takt.executions.rules import lease_moves_check_at
 from takt.store.due import split_of
 from takt_cli.capacity.billing import units_by_table
 from takt_cli.capacity.cost import ONE_VCPU_MB
+from takt_cli.capacity.prices import US_EAST_1, Prices
 
 
 @dataclass(frozen=True)
@@ -330,7 +331,7 @@ class CallProfile:
     def job(self) -> JobDuration:
         return JobDuration(self.target_latency_ms / 1000, self.target_latency_sigma)
 
-    def claim_seconds(self, items: int, design: Design) -> tuple[float, float]:
+    def claim_seconds(self, items: float, design: Design) -> tuple[float, float]:
         """(seconds until the claim's messages are sent, seconds until it ends) for `items`."""
         share = min(1.0, design.claimer_memory_mb / ONE_VCPU_MB)
         fixed = self.claimer_overhead_calls * self.dynamodb_latency_ms
@@ -341,7 +342,35 @@ class CallProfile:
         rest = items * per_item * (self.claimer_writes_per_item - 1) + cpu / 2
         return sent / 1000, (sent + rest) / 1000
 
-    def send_seconds(self, items: int, design: Design) -> float:
+    def claim_items(self, per_sec: float, design: Design) -> float:
+        """The items one claim takes at a steady `per_sec`: the ticker invokes one claim a
+        second for each busy partition of the minute (`Design.partitions_of`), and a claim
+        takes its partition's second, at least one item."""
+        return max(1.0, per_sec / design.partitions_of(per_sec * 60))
+
+    def claimer_usd_per_million(
+        self, per_sec: float, design: Design, prices: Prices = US_EAST_1
+    ) -> tuple[float, str]:
+        """What the claimer function costs a million executions at a steady `per_sec`, and a
+        line saying how. Lambda bills each claim's wall time (`claim_seconds`: its CPU at the
+        vCPU share the claimer's memory buys, and its waits on DynamoDB and SQS) in
+        GB-seconds at that memory, and each invocation as a request; a million executions
+        take a million / `claim_items` claims. So a cut in the claim's CPU or its calls moves
+        the price."""
+        items = self.claim_items(per_sec, design)
+        billed_sec = self.claim_seconds(items, design)[1]
+        claims = 1e6 / items
+        gb_seconds = claims * billed_sec * design.claimer_memory_mb / 1024
+        usd = (
+            claims * prices.lambda_request_per_million / 1e6 + gb_seconds * prices.lambda_gb_second
+        )
+        detail = (
+            f"claims of {items:.1f} items, {billed_sec * 1000:.0f} ms each "
+            f"at {design.claimer_memory_mb} MB"
+        )
+        return usd, detail
+
+    def send_seconds(self, items: float, design: Design) -> float:
         """How long a claim spends sending `items` messages (batches of ten)."""
         return -(-items // 10) * self.sqs_latency_ms / design.claim_parallelism / 1000
 

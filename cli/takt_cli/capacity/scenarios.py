@@ -180,7 +180,6 @@ def plan(
     calls = calls or CallProfile()
     profile = profile or load_profile(None)
     components = dict(metered or profile_components(calls))
-    base_usd = sum(components.values())
     design_shipped = shipped_design(scenario, profile, calls)
     limits_shipped = profile.quotas.limits()
     shipped = Simulator(
@@ -243,7 +242,11 @@ def plan(
             "meets_target": found is not None,
             "quotas_and_settings": asks,
         },
-        "cost_per_hour_usd": cost_per_hour(scenario, result.design, base_usd),
+        "cost_per_hour_usd": cost_per_hour(
+            scenario,
+            result.design,
+            sum(with_claimer(scenario, result.design, calls, components).values()),
+        ),
         "alternatives": alternatives(job_seconds=calls.job.mean_sec),
     }
     report["dynamodb_billing"] = dynamodb_billing(scenario, calls, report)
@@ -459,14 +462,17 @@ def all_in_cost(
     scenario: Scenario, design: Design, calls: CallProfile, metered: Mapping[str, float]
 ) -> dict[str, Any]:
     """The cost per million executions, all in, component by component: what the local run
-    metered (its 50 ms target); the DynamoDB work the call's duration adds (heartbeats, the
-    watchdog's rechecks: `duration_lines`); the workers (the function's wait on calls of the
-    profile's length, each batch billed until its slowest call ends; or the Fargate fleet's
-    task-hours); CloudWatch logs and metrics (`LogsAndMetrics`, in place of the metered log
-    bytes); and the fixed cost of the loops and probes spread over the scenario's executions."""
+    metered (its 50 ms target), but the claimer priced from the claims the scenario's steady
+    rate makes (`CallProfile.claimer_usd_per_million`); the DynamoDB work the call's duration
+    adds (heartbeats, the watchdog's rechecks: `duration_lines`); the workers (the function's
+    wait on calls of the profile's length, each batch billed until its slowest call ends; or
+    the Fargate fleet's task-hours); CloudWatch logs and metrics (`LogsAndMetrics`, in place
+    of the metered log bytes); and the fixed cost of the loops and probes spread over the
+    scenario's executions."""
     job = calls.job
     logs = LogsAndMetrics()
-    lines = {k: v for k, v in metered.items() if k != "CloudWatch Logs ingestion"}
+    priced = with_claimer(scenario, design, calls, metered)
+    lines = {k: v for k, v in priced.items() if k != "CloudWatch Logs ingestion"}
     lines.update(duration_lines(calls))
     base_usd = sum(metered.values())
     if design.fargate_tasks:
@@ -515,6 +521,18 @@ def all_in_cost(
         "usd_per_million_executions": round(sum(lines.values()), 2),
         "usd_per_million_breakdown": {name: round(usd, 3) for name, usd in lines.items()},
     }
+
+
+def with_claimer(
+    scenario: Scenario, design: Design, calls: CallProfile, metered: Mapping[str, float]
+) -> dict[str, float]:
+    """`metered` with its claimer line priced from the claims the scenario's steady rate makes
+    on `design` (`CallProfile.claimer_usd_per_million`), not as a local run's small claims
+    metered it."""
+    usd, detail = calls.claimer_usd_per_million(scenario.load.steady_per_sec, design)
+    out = {k: v for k, v in metered.items() if k != "Lambda claimer"}
+    out[f"Lambda claimer ({detail})"] = usd
+    return out
 
 
 def fargate_sqs_requests(
