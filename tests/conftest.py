@@ -53,6 +53,15 @@ def _no_metrics_left_over() -> None:
     metrics.clear_metrics()
 
 
+@pytest.fixture(autouse=True)
+def _no_correlation_id_left_over() -> None:
+    """Each test starts with no correlation id on takt's logger: the API handler sets one per
+    request (`inject_lambda_context`), Powertools keeps it on the process's one logger, and
+    every later line would carry it, as no other function's lines do in Lambda (the log-bytes
+    tests of the worker failed when an API handler test had run before them in their process)."""
+    logger.set_correlation_id(None)
+
+
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     from moto.server import ThreadedMotoServer  # noqa: PLC0415 - moto's server loads only for the tests that start it
