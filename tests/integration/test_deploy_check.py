@@ -65,19 +65,23 @@ def test_the_shipped_context_on_a_default_account_fits(dynamodb: Any) -> None:
     findings = check(plan(_context()), _lambda_with_quota(1000), dynamodb)
 
     # moto answers DescribeLimits with a table quota of 10,000 write units/s, an older default
-    # (AWS's is 40,000, which the seed profile is sized with): both table checks throttle.
-    assert [f.level for f in findings] == ["ok", "ok", "throttle", "ok", "ok", "throttle"]
+    # (the seed profile is sized with 90,333 for its top of the hour): both table checks
+    # throttle, and the seed's warm throughput and Fargate vCPU are asked for.
+    levels = ["ok", "ok", "throttle", "ok", "ok", "throttle", "ask", "ask"]
+    assert [f.level for f in findings] == levels
     assert "64 shards" in findings[2].message
-    assert "at most 33300 (default)" in findings[3].message
+    assert "at most 39224 (default)" in findings[3].message
     assert "seed profile" in findings[4].message
-    assert "to 40000" in findings[5].message
+    assert "to 90333" in findings[5].message
 
 
 def test_lanes_beyond_the_quota_would_throttle(dynamodb: Any) -> None:
     lanes = {
         lane: {"maxConcurrency": 400, "batchingWindowSec": 0} for lane in ("high", "default", "low")
     }
-    findings = check(plan(_context(lanes=lanes, dueShards=8)), _lambda_with_quota(1000), dynamodb)
+    # The worker function on every lane (the seed's default and low lanes run on Fargate).
+    worker_function = _context(lanes=lanes, dueShards=8, fargateWorker="false")
+    findings = check(plan(worker_function), _lambda_with_quota(1000), dynamodb)
 
     assert [f.level for f in findings][:4] == ["ok", "throttle", "ok", "ok"]
 
@@ -200,12 +204,17 @@ def test_the_tenx_profile_names_every_quota_it_is_sized_with(dynamodb: Any) -> N
     )
 
 
-def test_a_default_account_meets_the_seed_profiles_quotas_and_is_asked_nothing(
+def test_the_seed_profile_asks_for_its_top_of_the_hours_warm_table_and_fargate_vcpu(
     dynamodb: Any,
 ) -> None:
+    """Rule: `takt deploy check` names every quota the profile needs beyond AWS's defaults; the
+    seed carries its top of the hour on a warm executions table and the Fargate worker."""
     findings = check(plan(_context()), _lambda_with_quota(1000), dynamodb)
 
-    assert not [f for f in findings if f.level == "ask"], "the seed profile needs no raise"
+    asks = [f.message for f in findings if f.level == "ask"]
+    assert len(asks) == 2, "the seed's warm throughput and Fargate vCPU must be asked for"
+    assert "WriteUnitsPerSecond=90333" in asks[0]
+    assert "at least 565" in asks[1]
 
 
 def test_provisioned_tables_are_checked_against_dynamodbs_capacity_quotas(dynamodb: Any) -> None:
