@@ -4,7 +4,6 @@ concurrency, which the dispatch and lease tests rely on."""
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -24,6 +23,7 @@ from takt_cli.local.provision import provision
 from takt_cli.local.runtime import FAKE_CREDENTIALS, free_port
 from tests.support.distribution import distribute
 from tests.support.env import TEST_EGRESS_ALLOW
+from tests.support.logs import captured_log
 
 os.environ.update(FAKE_CREDENTIALS)
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
@@ -113,15 +113,5 @@ def svc(settings: Settings, clock: ManualClock) -> Services:
 def log_lines() -> Iterator[Callable[[], list[dict[str, Any]]]]:
     """takt's log lines of INFO and above as JSON, formatted as they are emitted (the keys of
     `log_keys` live in the emitting thread, so formatting later would lose them)."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logger.registered_formatter)
-    underlying = logging.getLogger(logger.name)
-    level = underlying.level
-    underlying.setLevel(logging.INFO)
-    underlying.addHandler(handler)
-    try:
+    with captured_log(logging.INFO) as stream:
         yield lambda: [json.loads(line) for line in stream.getvalue().splitlines()]
-    finally:
-        underlying.removeHandler(handler)
-        underlying.setLevel(level)

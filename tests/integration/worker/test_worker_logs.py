@@ -10,7 +10,6 @@ the ones the cost model (`LogsAndMetrics`) prices.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -29,6 +28,7 @@ from takt_cli.capacity.cost import LogsAndMetrics
 from takt_cli.local.events import LocalContext, sqs_event
 from tests.integration.worker.conftest import NOON
 from tests.support.jobs import make_execution, make_job, store_execution
+from tests.support.logs import captured_log
 from tests.support.receiver import Receiver
 
 # The longest name Lambda gives a function (64 characters), as the CDK names it: Powertools adds
@@ -87,18 +87,8 @@ def _invoke(received: list[dict[str, Any]], function_name: str = "worker") -> An
 @pytest.fixture
 def raw_log_lines() -> Iterator[Callable[[], list[str]]]:
     """takt's log lines exactly as Powertools formats them, to count their bytes."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logger.registered_formatter)
-    underlying = logging.getLogger(logger.name)
-    level = underlying.level
-    underlying.setLevel(logging.INFO)
-    underlying.addHandler(handler)
-    try:
+    with captured_log(logging.INFO) as stream:
         yield lambda: stream.getvalue().splitlines()
-    finally:
-        underlying.removeHandler(handler)
-        underlying.setLevel(level)
 
 
 def test_a_batch_of_successes_logs_one_info_summary_line_and_one_emf_document(

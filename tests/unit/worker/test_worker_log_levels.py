@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from takt.observability import MetricUnit, logger
+from takt.observability import MetricUnit
 from takt.worker.metrics import FAILED_STATES, MetricPublisher, log_outcome
 from takt.worker.runner import RunOutcome
 from takt_cli.capacity.cost import LogsAndMetrics
+from tests.support.logs import captured_log
 
 # What Powertools' `inject_lambda_context` adds to every line.
 LAMBDA_CONTEXT_KEYS = frozenset(
@@ -43,18 +44,8 @@ class _CloudWatch:
 @pytest.fixture
 def raw_lines() -> Iterator[io.StringIO]:
     """Every line takt logs, DEBUG included, exactly as Powertools formats it."""
-    stream = io.StringIO()
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logger.registered_formatter)
-    underlying = logging.getLogger(logger.name)
-    level = underlying.level
-    underlying.setLevel(logging.DEBUG)
-    underlying.addHandler(handler)
-    try:
+    with captured_log(logging.DEBUG) as stream:
         yield stream
-    finally:
-        underlying.removeHandler(handler)
-        underlying.setLevel(level)
 
 
 @pytest.mark.parametrize(
