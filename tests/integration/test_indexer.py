@@ -16,6 +16,7 @@ from takt.api.models import JobCreate, JobPatch
 from takt.clock import ManualClock
 from takt.dispatch.indexer import due_write
 from takt.models.records import JobStatus
+from takt.store.due import COUNT_PREFIX
 from takt.store.watches import PREFIX as WATCH_PREFIX
 from takt.wiring import Services, install
 from takt_cli.local.events import LocalContext
@@ -27,12 +28,13 @@ EVENTS = Path(__file__).resolve().parents[2] / "events"
 
 
 def due_keys(svc: Services) -> list[str]:
-    """The due items as `<due ms>#<tenant>#<job>`, the watermark and watch lists left out."""
+    """The due items as `<due ms>#<tenant>#<job>`, the watermark, watch lists and the minutes'
+    sampled counts (written for about one job in 16) left out."""
     items = svc.clients.dynamodb.scan(TableName=svc.settings.due_table, ConsistentRead=True)
     return sorted(
         i["due_key"]["S"]
         for i in items["Items"]
-        if not i["bucket"]["S"].startswith(("meta#", WATCH_PREFIX))
+        if not i["bucket"]["S"].startswith(("meta#", WATCH_PREFIX, COUNT_PREFIX))
     )
 
 
