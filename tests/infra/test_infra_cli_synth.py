@@ -135,7 +135,8 @@ def test_a_plain_cfn_lint_run_ignores_only_rules_explained_for_every_resource() 
 
 # The real CLI for the shipped context (what `make synth` runs) and for the Fargate worker, whose
 # VPC is where a stack bound to an account would ask for a lookup.
-CLI_RUNS = {"default": [], "fargate": ["-c", "fargateWorker=true"]}
+# The seed ships the Fargate worker, so the second run synthesizes the worker function instead.
+CLI_RUNS = {"default": [], "function-worker": ["-c", "fargateWorker=false"]}
 
 
 @pytest.mark.skipif(
@@ -198,3 +199,8 @@ def test_the_cdk_cli_synthesizes_without_credentials(run: str, tmp_path: Path) -
     ]
     assert cloudwatch_alarm_grants(assembly) == EXPECTED_ALARM_GRANTS
     assert _unexplained(cfn_lint(templates(assembly)), run) == []
+    stateless = json.loads((assembly / "TaktStateless.template.json").read_text())
+    services = [r for r in stateless["Resources"].values() if r["Type"] == "AWS::ECS::Service"]
+    assert len(services) == (1 if run == "default" else 0), (
+        "the seed profile ships the Fargate worker; -c fargateWorker=false synthesizes without it"
+    )
