@@ -32,10 +32,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "layers"), str(ROOT)]
 
+from bench.workers import count_succeeded, lanes_empty  # noqa: E402
 from takt.api.jobs import JobService  # noqa: E402
 from takt.api.models import JobCreate  # noqa: E402
-from takt.models.records import ExecState  # noqa: E402
-from takt.wiring import Services, build_services  # noqa: E402
+from takt.wiring import build_services  # noqa: E402
 from takt.worker.process import WorkerOptions, WorkerProcess  # noqa: E402
 from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port  # noqa: E402
 from takt_cli.metering.meter import Meter, Usage  # noqa: E402
@@ -57,37 +57,6 @@ class Answer(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: a line a call would cost more than the call."""
-
-
-def succeeded(svc: Services) -> int:
-    """Succeeded executions (a scan: the bench's own table holds nothing else)."""
-    total = 0
-    kwargs: dict[str, Any] = {
-        "TableName": svc.settings.executions_table,
-        "FilterExpression": "#s = :s",
-        "ExpressionAttributeNames": {"#s": "state"},
-        "ExpressionAttributeValues": {":s": {"S": ExecState.SUCCEEDED.value}},
-        "Select": "COUNT",
-    }
-    while True:
-        resp = svc.clients.dynamodb.scan(**kwargs)
-        total += resp.get("Count", 0)
-        if "LastEvaluatedKey" not in resp:
-            return total
-        kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
-
-
-def lanes_empty(svc: Services) -> bool:
-    names: Any = [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-        "ApproximateNumberOfMessagesDelayed",
-    ]
-    for url in svc.settings.lane_urls.values():
-        attrs = svc.clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)
-        if any(int(v) for v in attrs["Attributes"].values()):
-            return False
-    return True
 
 
 def by_operation(usage: Usage) -> dict[str, int]:
@@ -129,7 +98,7 @@ def run(args: argparse.Namespace, runtime: LocalRuntime, target: str) -> dict[st
         while time.monotonic() < deadline:
             time.sleep(POLL_SEC)
             if datetime.now(UTC) > due_at + timedelta(seconds=2) and lanes_empty(probe):
-                done = succeeded(probe)
+                done = count_succeeded(probe)
                 if done >= args.due:
                     break
     finally:
