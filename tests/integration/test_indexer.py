@@ -16,11 +16,9 @@ from takt.api.models import JobCreate, JobPatch
 from takt.clock import ManualClock
 from takt.dispatch.indexer import due_write
 from takt.models.records import JobStatus
-from takt.store.due import COUNT_PREFIX
-from takt.store.watches import PREFIX as WATCH_PREFIX
 from takt.wiring import Services, install
 from takt_cli.local.events import LocalContext
-from tests.support.history import HistoryChecker
+from tests.support.history import NOT_DUE_ITEMS, HistoryChecker
 from tests.support.indexer import index_due, stream_records
 
 TENANT = "tenant-a"
@@ -32,9 +30,7 @@ def due_keys(svc: Services) -> list[str]:
     sampled counts (written for about one job in 16) left out."""
     items = svc.clients.dynamodb.scan(TableName=svc.settings.due_table, ConsistentRead=True)
     return sorted(
-        i["due_key"]["S"]
-        for i in items["Items"]
-        if not i["bucket"]["S"].startswith(("meta#", WATCH_PREFIX, COUNT_PREFIX))
+        i["due_key"]["S"] for i in items["Items"] if not i["bucket"]["S"].startswith(NOT_DUE_ITEMS)
     )
 
 

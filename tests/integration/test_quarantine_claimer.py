@@ -15,8 +15,8 @@ import pytest
 from takt.clock import ManualClock
 from takt.models.records import ExecState, JobStatus
 from takt.store.due import minute_of
-from takt.store.watches import PREFIX as WATCH_PREFIX
 from takt.wiring import Services
+from tests.support.history import NOT_DUE_ITEMS
 from tests.support.jobs import job_id_in_shard, make_job, store_job
 from tests.support.lanes import drain
 from tests.support.receiver import Receiver
@@ -30,9 +30,7 @@ YEAR_500 = datetime(500, 1, 1, tzinfo=UTC)
 def _due_keys(svc: Services) -> list[str]:
     items = svc.clients.dynamodb.scan(TableName=svc.settings.due_table, ConsistentRead=True)
     return [
-        i["due_key"]["S"]
-        for i in items["Items"]
-        if not i["bucket"]["S"].startswith(("meta#", WATCH_PREFIX))
+        i["due_key"]["S"] for i in items["Items"] if not i["bucket"]["S"].startswith(NOT_DUE_ITEMS)
     ]
 
 

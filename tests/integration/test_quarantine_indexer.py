@@ -12,10 +12,10 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions.indexer.handler import handler
 from takt.dispatch.indexer import DueIndexer
-from takt.store.watches import PREFIX as WATCH_PREFIX
 from takt.wiring import Services, install
 from takt_cli.local.events import LocalContext
 from tests.support.faults import crash_on
+from tests.support.history import NOT_DUE_ITEMS
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 
@@ -43,7 +43,7 @@ def _due_jobs(svc: Services) -> list[str]:
     return sorted(
         i["due_key"]["S"].rsplit("#", 1)[1]
         for i in items["Items"]
-        if not i["bucket"]["S"].startswith(("meta#", WATCH_PREFIX))
+        if not i["bucket"]["S"].startswith(NOT_DUE_ITEMS)
     )
 
 
