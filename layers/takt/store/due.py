@@ -48,7 +48,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from takt.models.ids import from_ms, to_ms
 from takt.observability import logger
-from takt.store.batch import batch_put
+from takt.store.batch import batch_get, batch_put
 from takt.store.errors import StoreUnavailableError, is_condition_failure
 from takt.store.watches import WatchStore
 
@@ -73,11 +73,6 @@ COUNT_CACHE_SEC = 5.0
 READ_AFTER_WRITES = 4
 # Minutes a writer's cache holds before it starts over (each entry is a few dozen bytes).
 COUNT_CACHE_MINUTES = 4096
-# BatchGetItem's most keys per request.
-_BATCH_GET = 100
-# Requests one read of counts makes for what DynamoDB leaves unprocessed (botocore has already
-# retried throttling), before it fails as the store being unavailable.
-_BATCH_GET_TRIES = 3
 
 
 def minute_of(instant: datetime) -> datetime:
@@ -322,25 +317,14 @@ class DueStore:
         return self.shards * self.splits([minute])[minute]
 
     def _read_counts(self, minutes: list[datetime], *, consistent: bool) -> dict[datetime, int]:
-        """The stored counts of `minutes` (0 for a minute nothing counted), in BatchGetItem
-        requests of at most _BATCH_GET keys, retrying what DynamoDB leaves unprocessed."""
+        """The stored counts of `minutes` (0 for a minute nothing counted), read with
+        `takt.store.batch.batch_get` (its key limit, and a backoff for what DynamoDB leaves
+        unprocessed)."""
         by_bucket = {f"{COUNT_PREFIX}{bucket_name(m)}": m for m in minutes}
         counts = dict.fromkeys(minutes, 0)
         keys = [count_key(m) for m in minutes]
-        for start in range(0, len(keys), _BATCH_GET):
-            chunk = keys[start : start + _BATCH_GET]
-            request: Mapping[str, Any] = {
-                self._table: {"Keys": chunk, "ConsistentRead": consistent}
-            }
-            for _ in range(_BATCH_GET_TRIES):
-                resp = self._db.batch_get_item(RequestItems=request)
-                for item in resp.get("Responses", {}).get(self._table, []):
-                    counts[by_bucket[item["bucket"]["S"]]] = int(item.get(_COUNT, {"N": "0"})["N"])
-                request = resp.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-            else:
-                raise StoreUnavailableError("due counts left unprocessed by DynamoDB")
+        for item in batch_get(self._db, self._table, keys, ConsistentRead=consistent):
+            counts[by_bucket[item["bucket"]["S"]]] = int(item.get(_COUNT, {"N": "0"})["N"])
         return counts
 
     def query_due(self, minute: datetime, shard: int, until: datetime) -> list[DueItem]:
