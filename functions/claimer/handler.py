@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from takt.models.ids import parse_time
 from takt.models.regions import Fenced
@@ -23,6 +23,8 @@ class ClaimEvent(BaseModel):
 
     minute: str
     shard: int
+    # How many partitions of the minute the tick claims (takt.dispatch.ticker.ClaimTask).
+    partitions: int | None = Field(default=None, ge=1)
 
 
 @logger.inject_lambda_context
@@ -32,7 +34,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     task = ClaimEvent.model_validate(event)
     claiming = services().claimer_function
     try:
-        result = claiming.claimer.claim(parse_time(task.minute), task.shard, claiming.clock.now())
+        result = claiming.claimer.claim(
+            parse_time(task.minute), task.shard, claiming.clock.now(), task.partitions
+        )
     except Fenced as fenced:
         logger.warning("claim fenced: this region does not hold the region lease", why=str(fenced))
         return {"due": 0, "dispatched": 0, "left": 0, "fenced": True}

@@ -142,12 +142,12 @@ def _half_sweep(svc: Services) -> Ticker:
     dies on the next: the current minute's partitions are never claimed."""
     calls = 0
 
-    def claim(minute: datetime, shard: int, now: datetime) -> ClaimResult:
+    def claim(minute: datetime, shard: int, now: datetime, ways: int | None) -> ClaimResult:
         nonlocal calls
         calls += 1
         if calls > 1:
             raise Crash("mid-sweep")
-        return svc.claimer.claim(minute, shard, now)
+        return svc.claimer.claim(minute, shard, now, ways)
 
     return Ticker(svc.due, InlineFanout(claim, 1), 60, timedelta(0))
 
@@ -156,10 +156,10 @@ def _failing_ticker(svc: Services, failures: int) -> Ticker:
     """A ticker whose sweeps of the first `failures` seconds after noon raise (a table
     throttling every call, say)."""
 
-    def claim(minute: datetime, shard: int, now: datetime) -> ClaimResult:
+    def claim(minute: datetime, shard: int, now: datetime, ways: int | None) -> ClaimResult:
         if now < NOON + timedelta(seconds=failures):
             raise RuntimeError("throttled")
-        return svc.claimer.claim(minute, shard, now)
+        return svc.claimer.claim(minute, shard, now, ways)
 
     return Ticker(svc.due, InlineFanout(claim, 1), 60, timedelta(0))
 
@@ -261,7 +261,7 @@ def test_a_sweep_that_runs_past_its_second_is_followed_at_once_not_a_second_late
     svc.due.advance_watermark(NOON - timedelta(minutes=2))
     swept: list[datetime] = []
 
-    def slow_claim(minute: datetime, shard: int, now: datetime) -> ClaimResult:
+    def slow_claim(minute: datetime, shard: int, now: datetime, _ways: int | None) -> ClaimResult:
         if shard == 0 and minute == NOON:
             swept.append(now)
             clock.advance(1.2)  # a sweep of 1.2 s, as a lone driver's busiest one might take

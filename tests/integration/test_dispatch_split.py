@@ -58,8 +58,8 @@ def test_a_hot_minute_split_over_sub_partitions_is_claimed_exactly_once(
     claimer = Claimer(ClaimerSettings.of(svc.settings), svc.jobs, svc.due, svc.executions, lanes)
     claimed: Counter[int] = Counter()
 
-    def claim(minute: datetime, shard: int, now: datetime) -> ClaimResult:
-        result = claimer.claim(minute, shard, now)
+    def claim(minute: datetime, shard: int, now: datetime, ways: int | None) -> ClaimResult:
+        result = claimer.claim(minute, shard, now, ways)
         claimed[shard] += result.dispatched
         return result
 

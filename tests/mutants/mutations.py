@@ -1306,13 +1306,27 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="split-minute-read-as-n-shards",
         breaks="1. nothing due is lost (issue 26: readers enumerate N*k(m) of a split minute)",
         path="layers/takt/dispatch/ticker.py",
-        old="            siblings = tuple(shard + n * j for j in range(1, splits.get(minute, 1)))",
+        old="            siblings = tuple(shard + n * j for j in range(1, split))",
         new="            siblings = tuple(shard + n * j for j in range(1, 1))",
         tests=(
             "tests/unit/dispatch/test_due_split.py::"
             "test_an_item_written_at_a_stale_split_is_still_claimed",
             "tests/integration/test_dispatch_split.py::"
             "test_a_hot_minute_split_over_sub_partitions_is_claimed_exactly_once",
+        ),
+    ),
+    Mutation(
+        name="split-minute-budget-divided-by-n",
+        breaks=(
+            "issue 26: a backlog's share of the lanes' room is divided between the N*k "
+            "partitions a tick claims of a split minute (docs/FAIRNESS.md)"
+        ),
+        path=CLAIMER,
+        old="    return partitions or shards",
+        new="    return shards",
+        tests=(
+            "tests/unit/fairness/test_fairness_split_minute.py::"
+            "test_a_backlog_in_a_minute_split_k_ways_is_sent_its_share_of_the_lanes_room_once",
         ),
     ),
     Mutation(

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from takt.dispatch.claimer import ClaimResult
+from takt.dispatch.ticker import ClaimCall
 from takt_cli.metering.images import ItemImages
 from takt_cli.metering.units import (
     index_write_units,
@@ -265,18 +266,16 @@ class Meter:
         events.register("after-call", self._after)
         events.register("after-call-error", self._after_error)
 
-    def metered_claim(
-        self, claim: Callable[[datetime, int, datetime], ClaimResult]
-    ) -> Callable[[datetime, int, datetime], ClaimResult]:
+    def metered_claim(self, claim: ClaimCall) -> ClaimCall:
         """A claim timed as a `claimer` invocation when it found something due, and as a
         `claimer-probe` when not: in the cloud the ticker's one-item query stands in for an
         empty claim, so only the claims that found work are claimer invocations. The claim's
         write threads count under it too (they run in a copy of its context), and so does
         their CPU."""
 
-        def run(minute: datetime, shard: int, now: datetime) -> ClaimResult:
+        def run(minute: datetime, shard: int, now: datetime, partitions: int | None) -> ClaimResult:
             with self.invocation("claimer") as invocation:
-                result = claim(minute, shard, now)
+                result = claim(minute, shard, now, partitions)
                 invocation.helper_cpu_sec = result.helper_cpu_sec
                 if not result.due:
                     invocation.function = "claimer-probe"

@@ -228,6 +228,12 @@ def _unparked(firings: list[_Firing], result: ClaimResult) -> list[_Firing]:
     return [f for f in firings if not f.quarantined]
 
 
+def _ways(partitions: int | None, shards: int) -> int:
+    """How many partitions of its minute a claim's tick claims: what the ticker said (N*k of a
+    minute it knows is split k ways), else the minute's N base shards."""
+    return partitions or shards
+
+
 def _delayed(outgoing: Outgoing, now: datetime, elapsed_sec: float, ahead_sec: float) -> Outgoing:
     """The message, when it was claimed for the burst (due more than `ahead_sec` after `now`),
     delayed by SQS for the whole seconds left until its time once it is sent (`elapsed_sec`
@@ -324,9 +330,11 @@ class Claimer:
         self._quarantine = quarantine
         self._calendars = calendars
         self._gauge = gauge
-        # The budget of the last claim that sized one, for the next read's page size.
-        self._last_budget = settings.claim_max_items or 1
-        self._budget_sample = -1
+        # By how many partitions of its minute a claim's tick claims (N, or N*k for a minute
+        # split k ways): the lane sample the last such claim sized its budget from, and that
+        # budget, which the next one's read takes as its page size. Kept apart because a claim
+        # of a split minute has its share of the lanes' room divided k times more ways.
+        self._budgets: dict[int, tuple[int, int]] = {}
         # How long the last claim that took a backlog's items took, by the gauge's clock.
         self._last_claim_sec = 0.0
         self._jobs = jobs
@@ -336,13 +344,18 @@ class Claimer:
         self._lifecycle = Lifecycle(settings, jobs, executions, lanes)
         self._phases = Phases(settings.claimer_threads)
 
-    def claim(self, minute: datetime, shard: int, now: datetime) -> ClaimResult:
+    def claim(
+        self, minute: datetime, shard: int, now: datetime, partitions: int | None = None
+    ) -> ClaimResult:
         """Dispatch what is due in the partition; Fenced, before any write, when this region
-        may not act, and between phases when it lost the lease meanwhile."""
+        may not act, and between phases when it lost the lease meanwhile. `partitions` is how
+        many partitions of the minute the tick claims (the ticker's `ClaimTask.partitions`;
+        N when not given): a backlog's share of the lanes' room is divided between them."""
         epoch = self._fence.epoch()
         result = ClaimResult()
         claimed_from = self._monotonic()
-        items, backlogged = self._take(minute, shard, now, result)
+        ways = _ways(partitions, self._settings.due_shards)
+        items, backlogged = self._take(minute, shard, now, ways, result)
         if not items:
             return result
         started = self._gauge.monotonic() if self._gauge is not None else 0.0
@@ -366,7 +379,7 @@ class Claimer:
         if outgoing:
             self._still_holding(epoch)
             stamped = [replace(o, region_epoch=epoch) for o in outgoing]
-            self._dispatch(stamped, firings, backlogged, now, claimed_from, result)
+            self._dispatch(stamped, firings, backlogged, now, claimed_from, ways, result)
         for firing in firings:
             for run in firing.runs:
                 # A workflow's run is not sent: it dispatches its root tasks (takt.workflows).
@@ -413,7 +426,7 @@ class Claimer:
         return self._lifecycle.check_at(now, delay_sec=ahead_sec)
 
     def _take(
-        self, minute: datetime, shard: int, now: datetime, result: ClaimResult
+        self, minute: datetime, shard: int, now: datetime, ways: int, result: ClaimResult
     ) -> tuple[list[DueItem], frozenset[str]]:
         """The due items this claim takes (up to `claim_horizon`), and the backlogged tenants
         among them: everything due, or with `claim_max_items` a bounded share of the backlog
@@ -427,12 +440,12 @@ class Claimer:
             result.due = len(items)
         else:
             # Pages as large as the last budget: a claim may take that many of a backlog.
-            page = max(self._last_budget, FAIR_READ_PAGE)
+            page = max(self._budgets.get(ways, (-1, bound))[1], FAIR_READ_PAGE)
             read = self._due.read_fair(minute, shard, until, page, self._settings.claim_read_pages)
             result.due = len(read.items)
             backlogged = read.backlogged
             # Only a backlog is sized by the lanes: an idle or quiet claim measures nothing.
-            budget = self._budget(bound) if backlogged else bound
+            budget = self._budget(bound, ways) if backlogged else bound
             items, later = self._bounded(read, budget)
             result.left += len(later)
         for unreadable in read.unreadable:
@@ -512,6 +525,7 @@ class Claimer:
         backlogged: frozenset[str],
         now: datetime,
         claimed_from: float,
+        ways: int,
         result: ClaimResult,
     ) -> None:
         """Step 2: the claim's messages sent, each claimed for the burst delayed to its second
@@ -519,48 +533,44 @@ class Claimer:
         elapsed = self._monotonic() - claimed_from
         ahead = self._settings.dispatch_ahead_sec
         delayed = [_delayed(o, now, elapsed, ahead) for o in outgoing]
-        self._send(delayed, backlogged, result)
+        self._send(delayed, backlogged, ways, result)
         result.lags_ms.extend(max(0, to_ms(now) - to_ms(f.item.due)) for f in firings if f.run_ids)
 
     def _send(
-        self, outgoing: list[Outgoing], backlogged: frozenset[str], result: ClaimResult
+        self, outgoing: list[Outgoing], backlogged: frozenset[str], ways: int, result: ClaimResult
     ) -> None:
         """Step 2: the claim's messages to their lanes, the backlogged tenants' shaped first."""
         if backlogged and self._gauge is not None:
-            outgoing = self._shaped(outgoing, backlogged, self._gauge.state())
+            outgoing = self._shaped(outgoing, backlogged, self._gauge.state(), ways)
         self._phases.each(self._lanes.send, _send_batches(outgoing), result)
         result.dispatched += len(outgoing)
         if self._gauge is not None:
             for message in outgoing:
                 self._gauge.sent(message.lane, 1)
 
-    def _budget(self, floor: int) -> int:
-        """How many backlogged tenants' items this claim takes: `floor` (claim_max_items), or,
-        with the lanes measured (fair_queue_sec), what keeps them just ahead of their drain
+    def _budget(self, floor: int, ways: int) -> int:
+        """How many backlogged tenants' items this claim, one of `ways` claims of its minute in
+        its tick, takes: `floor` (claim_max_items), or, with the lanes measured
+        (fair_queue_sec), its share of what keeps them just ahead of their drain
         (takt.fairness.adaptive)."""
         queue_sec = self._settings.fair_queue_sec
         if self._gauge is None or queue_sec is None:
             return floor
         state = self._gauge.state()
-        if state.sample == self._budget_sample:
-            return self._last_budget
-        self._budget_sample = state.sample
+        sample, last = self._budgets.get(ways, (-1, floor))
+        if state.sample == sample:
+            return last
         if self._last_claim_sec > CLAIM_TIME_SEC:
             # The tick waits for its claims, and a quiet tenant's next claim for the tick:
             # a claim past its time halves the budget, whatever the lanes could take.
-            self._last_budget = max(floor, self._last_budget // 2)
-            return self._last_budget
-        self._last_budget = claim_budget(
-            state,
-            queue_sec,
-            self._settings.due_shards,
-            floor,
-            self._last_budget,
-        )
-        return self._last_budget
+            budget = max(floor, last // 2)
+        else:
+            budget = claim_budget(state, queue_sec, ways, floor, last)
+        self._budgets[ways] = (state.sample, budget)
+        return budget
 
     def _shaped(
-        self, outgoing: list[Outgoing], backlogged: frozenset[str], state: LaneState
+        self, outgoing: list[Outgoing], backlogged: frozenset[str], state: LaneState, ways: int
     ) -> list[Outgoing]:
         """`outgoing` with the backlogged tenants' messages beyond the fast lanes' headroom moved
         to the overflow lane (oldest keep their lane); quiet tenants' messages stay."""
@@ -577,7 +587,7 @@ class Claimer:
             state,
             queue_sec,
             overflow,
-            self._settings.due_shards,
+            ways,
             self._settings.claim_max_items or 1,
             quiet,
         )

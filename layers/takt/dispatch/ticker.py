@@ -59,19 +59,26 @@ class ClaimTask:
     # A split minute's sub-partitions claimed beside this one when it has something due, each
     # by a claim of its own (module docstring).
     siblings: tuple[int, ...] = ()
+    # How many partitions of the minute the tick claims (N*k when it knows the minute is split k
+    # ways, else N): a claim's share of the lanes' room is divided by it (docs/FAIRNESS.md).
+    # None, as a task built outside a tick is: the claimer takes N.
+    partitions: int | None = None
 
     def to_event(self) -> dict[str, object]:
-        return {
+        event: dict[str, object] = {
             "minute": format_time(self.minute),
             "shard": self.shard,
             "now": format_time(self.now),
         }
+        if self.partitions is not None:
+            event["partitions"] = self.partitions
+        return event
 
     def family(self) -> list[ClaimTask]:
         """This partition's claim and one for each of its siblings."""
         return [
-            ClaimTask(self.minute, self.shard, self.now),
-            *(ClaimTask(self.minute, shard, self.now) for shard in self.siblings),
+            ClaimTask(self.minute, shard, self.now, partitions=self.partitions)
+            for shard in (self.shard, *self.siblings)
         ]
 
 
@@ -90,17 +97,22 @@ class Fanout(Protocol):
         ...
 
 
+# One claim run inline: (minute, shard, now, partitions the tick claims of the minute).
+ClaimCall = Callable[[datetime, int, datetime, int | None], ClaimResult]
+
+
 class InlineFanout:
     """Claims in a thread pool inside this invocation (the local runtime, small deployments)."""
 
-    def __init__(self, claim: Callable[[datetime, int, datetime], ClaimResult], threads: int):
+    def __init__(self, claim: ClaimCall, threads: int):
         self._claim = claim
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="claim")
 
     def run(self, tasks: list[ClaimTask]) -> dict[ClaimTask, ClaimResult]:
         """Every task's family claimed at once in the pool (a claim is its own probe here)."""
         futures = {
-            t: self._pool.submit(self._claim, t.minute, t.shard, t.now) for t in _claims(tasks)
+            t: self._pool.submit(self._claim, t.minute, t.shard, t.now, t.partitions)
+            for t in _claims(tasks)
         }
         results = {task: future.result() for task, future in futures.items()}
         return {task: result for task, result in results.items() if result.due}
@@ -226,12 +238,10 @@ class Ticker:
         splits = self._due.splits(known) if known else {}
         tasks = []
         for minute, shard in sorted(partitions):
-            siblings = tuple(shard + n * j for j in range(1, splits.get(minute, 1)))
-            if sweep:
-                tasks.append(ClaimTask(minute, shard, now))
-                tasks.extend(ClaimTask(minute, sibling, now) for sibling in siblings)
-            else:
-                tasks.append(ClaimTask(minute, shard, now, siblings))
+            split = splits.get(minute, 1)
+            siblings = tuple(shard + n * j for j in range(1, split))
+            family = ClaimTask(minute, shard, now, siblings, partitions=n * split)
+            tasks.extend(family.family() if sweep else [family])
         return tasks
 
     def _advance_watermark(self, watermark: datetime, oldest: datetime, result: TickResult) -> None:

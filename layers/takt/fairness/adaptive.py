@@ -11,7 +11,8 @@ fill the lanes in front of everyone else. Both are derived here from what the la
 - `claim_budget`: how many items of backlogged tenants one claim takes. Each lane should hold
   `queue_sec` seconds of work beyond what drains in the next second: the sum over the lanes of
   `drain * (1 + queue_sec) - queued` (none from a lane past it), split between the partitions a
-  tick claims, never below the configured floor
+  tick claims of the claim's minute (N*k of a minute split k ways), never below the configured
+  floor
   (`claim_max_items`); a claim that took longer than its tick's second halves the next budget
   (the claimer's `CLAIM_TIME_SEC`: a quiet tenant's claim waits for the tick). While every lane
   is empty the workers are waiting, so the claim doubles from the last one

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Protocol
 
 import boto3
@@ -12,16 +11,14 @@ import boto3
 from takt.aws import AwsClients, ClientObserver
 from takt.clock import Clock
 from takt.config import Settings
-from takt.dispatch.claimer import Claimer, ClaimerSettings, ClaimResult, claim_horizon
+from takt.dispatch.claimer import Claimer, ClaimerSettings, claim_horizon
 from takt.dispatch.driver import Driver
 from takt.dispatch.rest import Rest
-from takt.dispatch.ticker import Fanout, InlineFanout, LambdaFanout, Ticker
+from takt.dispatch.ticker import ClaimCall, Fanout, InlineFanout, LambdaFanout, Ticker
 from takt.models.regions import Fence
 from takt.store.due import DueStore
 from takt.wiring.claimer import build_claimer
 from takt.wiring.stores import due_store
-
-ClaimCall = Callable[[datetime, int, datetime], ClaimResult]
 
 
 class Instrument(ClientObserver, Protocol):

@@ -42,7 +42,7 @@ class CountingDue(FakeDue):
 def _draining_claim(due: FakeDue, claimed: list[tuple[str, int]]) -> Any:
     """A claim that takes (deletes) everything due in its partition, recording what it took."""
 
-    def claim(minute: datetime, shard: int, now: datetime) -> ClaimResult:
+    def claim(minute: datetime, shard: int, now: datetime, _ways: int | None) -> ClaimResult:
         read = due.read_due(minute, shard, now)
         for item in read.items:
             due.delete_raw(item.bucket, item.due_key)
@@ -225,7 +225,7 @@ def test_the_watermark_passes_a_split_minute_only_once_every_partition_is_empty(
         if key != leftover:
             del due.items[key]
     due.advance_watermark(old)
-    ticker = Ticker(due, InlineFanout(lambda m, s, n: ClaimResult(), 2), 10, timedelta(0))
+    ticker = Ticker(due, InlineFanout(lambda m, s, n, w: ClaimResult(), 2), 10, timedelta(0))
     for second in range(1, 5):
         ticker.tick(NOON + timedelta(seconds=second))
     assert due.watermark() == old, (
