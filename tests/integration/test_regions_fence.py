@@ -252,14 +252,17 @@ def test_a_take_over_on_the_lease_table_fences_the_old_holder(clients: AwsClient
         for me in (EAST, WEST)
     )
     acting = [(east.step(), west.step())]
+    clock.advance(5)
+    acting.append((east.step(), west.step()))
     for _ in range(5):
         clock.advance(5)
         acting.append((False, west.step()))
     clock.advance(5)
     acting.append((east.step(), west.step()))
 
-    assert acting == [(True, False)] + [(False, False)] * 4 + [(False, True)] * 2, (
-        "a standby takes over after lease + margin of silence, and the old holder's renewal, "
+    assert acting == [(True, False)] * 2 + [(False, False)] * 4 + [(False, True)] * 2, (
+        "a standby takes over after lease + margin of silence from the holder's last renewal "
+        "(its first, so the lease is not at 0 renewals), and the old holder's renewal, "
         "conditional on holder and epoch, fails: it stops at once"
     )
 

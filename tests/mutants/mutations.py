@@ -1138,8 +1138,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="region-standby-wait-shortened",
         breaks="issue 27: a standby takes over only after lease + margin unchanged",
         path=REGION_LEASE,
-        old="    if may_take_over and waited >= times.wait_sec:",
-        new="    if may_take_over and waited >= times.trust_sec:",
+        old="    if may_take_over and waited >= patience:",
+        new="    if may_take_over and waited >= patience - 2 * times.margin_sec:",
         tests=(
             REGION_POLICY
             + "test_the_lease_policy_renews_waits_or_takes_over_by_the_lease_and_the_margin",
@@ -1155,6 +1155,19 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             REGION_FENCE
             + "test_a_promoted_region_waits_lease_plus_margin_and_the_old_holder_stops",
+            REGION_POLICY
+            + "test_the_lease_policy_renews_waits_or_takes_over_by_the_lease_and_the_margin",
+        ),
+    ),
+    Mutation(
+        name="promote-taken-back-after-one-wait",
+        breaks="issue 27: a lease at 0 renewals is left to its promoted holder for twice the wait",
+        path=REGION_LEASE,
+        old="    patience = times.idle_wait_sec if lease.renewals == 0 else times.wait_sec",
+        new="    patience = times.wait_sec",
+        tests=(
+            REGION_FENCE
+            + "test_a_promote_is_not_taken_back_by_the_demoted_region_that_saw_it_first",
             REGION_POLICY
             + "test_the_lease_policy_renews_waits_or_takes_over_by_the_lease_and_the_margin",
         ),
@@ -1272,8 +1285,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="region-standby-never-takes-over",
         breaks="issue 27: a standby takes over a lease unchanged for lease + margin",
         path=REGION_LEASE,
-        old="    if may_take_over and waited >= times.wait_sec:",
-        new="    if may_take_over and waited >= times.wait_sec and lease.epoch < 0:",
+        old="    if may_take_over and waited >= patience:",
+        new="    if may_take_over and waited >= patience and lease.epoch < 0:",
         tests=(REGIONS_CHAOS + "a_the_active_region_killed_fails_over_within_60s_losing_nothing",),
     ),
     Mutation(
@@ -1296,7 +1309,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="region-standby-takes-over-at-once",
         breaks="issue 27: a standby never takes over a lease its holder renews",
         path=REGION_LEASE,
-        old="    if may_take_over and waited >= times.wait_sec:",
+        old="    if may_take_over and waited >= patience:",
         new="    if may_take_over:",
         tests=(
             REGIONS_CHAOS + "d_an_edit_in_the_standby_region_converges_while_the_holder_dispatches",

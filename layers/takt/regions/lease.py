@@ -20,6 +20,12 @@ itself the holder at 0 renewals was promoted by hand: the old holder may still t
 proof, so the new one renews (and acts) only once it has seen that state unchanged for
 `lease_sec + margin_sec`; a renewal count above 0 says one of its processes has waited already.
 The region that takes over renews at once, so its other processes need not wait.
+
+Another region leaves a lease at 0 renewals alone for twice that wait (`idle_wait_sec`): the
+promoted region is waiting out the same `lease_sec + margin_sec`, and a watcher counting to the
+same bound would race it (the demoted region, which saw the promote first, taking the lease
+straight back: the promote undone). Only a promoted region that never renews, dead or cut off,
+is taken over, a full wait after it could have begun.
 """
 
 from __future__ import annotations
@@ -48,6 +54,12 @@ class LeaseTimes:
         """How long a state must stay unchanged before another region takes the lease over, or
         before a promoted region acts."""
         return self.lease_sec + self.margin_sec
+
+    @property
+    def idle_wait_sec(self) -> float:
+        """How long a lease at 0 renewals (a promote, a first lease) must stay unchanged before
+        another region takes it over: the promoted region's own wait, then as long again."""
+        return 2 * self.wait_sec
 
 
 @dataclass(frozen=True)
@@ -136,6 +148,7 @@ def decide(
         if lease.renewals > 0 or waited >= times.wait_sec:
             return Renew(lease.epoch)
         return Wait(f"promoted at epoch {lease.epoch}: the old holder's proof may still hold")
-    if may_take_over and waited >= times.wait_sec:
+    patience = times.idle_wait_sec if lease.renewals == 0 else times.wait_sec
+    if may_take_over and waited >= patience:
         return TakeOver(lease)
     return Wait(f"{lease.holder} holds the region lease at epoch {lease.epoch}")

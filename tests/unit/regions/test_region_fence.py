@@ -70,6 +70,8 @@ def test_a_standby_takes_over_only_after_lease_plus_margin_unchanged() -> None:
     east = _fence(EAST, Reachable(leases), east_ticks)
     west = _fence(WEST, Reachable(leases), west_ticks)
     east.step()
+    east_ticks.real = 5.0
+    east.step()
     steps = []
     for second in range(1, 27):
         west_ticks.real = float(second)
@@ -77,7 +79,7 @@ def test_a_standby_takes_over_only_after_lease_plus_margin_unchanged() -> None:
 
     assert (steps.index(True), leases.lease) == (25, RegionLease(WEST, 2, 1, 20_000)), (
         "a standby's driver, reading every renew period from 1 s, takes over (and renews at "
-        "once) at 26 s: lease + margin after it first saw the silent holder's lease"
+        "once) at 26 s: lease + margin after it first saw the silent holder's renewed lease"
     )
     east_ticks.real = 26.0
     with pytest.raises(Fenced):
@@ -115,6 +117,29 @@ def test_a_promoted_region_waits_lease_plus_margin_and_the_old_holder_stops() ->
     assert (steps[4], steps.index((False, True)), west.epoch()) == ((False, False), 25, 2), (
         "the old holder's next renewal fails and it stops; the promoted region acts only "
         "lease + margin after it first saw itself promoted"
+    )
+
+
+def test_a_promote_is_not_taken_back_by_the_demoted_region_that_saw_it_first() -> None:
+    leases = FakeRegionLeases()
+    east_ticks, west_ticks = Ticks(), Ticks()
+    east = _fence(EAST, Reachable(leases), east_ticks)
+    west = _fence(WEST, Reachable(leases), west_ticks)
+    east.step()
+    east_ticks.real = 5.0
+    east.step()
+    leases.promote(WEST)
+    # The demoted east reads the promote at 10 s; west's driver, its seconds offset, at 10.5 s.
+    steps = []
+    for second in range(10, 60, 5):
+        east_ticks.real, west_ticks.real = float(second), second + 0.5
+        steps.append((east.step(), west.step()))
+
+    west_acts = next((i for i, step in enumerate(steps) if step == (False, True)), None)
+    assert (west_acts, leases.lease.holder, leases.lease.epoch) == (5, WEST, 2), (
+        "a lease at 0 renewals (a promote) is left to the promoted region for twice lease + "
+        "margin: the demoted region, which saw the promote half a second first, does not take it "
+        "back at lease + margin, just before the promoted region's own wait ends"
     )
 
 

@@ -72,6 +72,21 @@ def test_a_region_acts_only_while_its_proof_is_younger_than_lease_minus_margin(
             Wait("us-east-1 holds the region lease at epoch 3"),
         ),
         (Sighting(_lease(EAST), 10.0), 35.0, WEST, True, TakeOver(_lease(EAST))),
+        # A lease at 0 renewals (promoted, or just created) is the holder's for twice as long.
+        (
+            Sighting(_lease(EAST, renewals=0), 10.0),
+            59.999,
+            WEST,
+            True,
+            Wait("us-east-1 holds the region lease at epoch 3"),
+        ),
+        (
+            Sighting(_lease(EAST, renewals=0), 10.0),
+            60.0,
+            WEST,
+            True,
+            TakeOver(_lease(EAST, renewals=0)),
+        ),
         # Only a driver takes over, however long the holder has been silent.
         (
             Sighting(_lease(EAST), 10.0),
