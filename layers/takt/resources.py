@@ -131,6 +131,9 @@ DUE = TableSpec(
     setting="due_table",
     partition=Key("bucket"),
     sort=Key("due_key"),
+    # Only a minute's sampled count carries it, from when the watermark passes the minute
+    # (takt.store.due.EXPIRES); due items, watch lists and the meta item are deleted by takt.
+    ttl_attribute="expires_at",
 )
 OPEN_INDEX = "open"
 ATTENTION_INDEX = "attention"

@@ -11,7 +11,8 @@ from aws_cdk.assertions import Match, Template
 from constructs import IConstruct
 
 from infra.stateful import StatefulStack
-from takt.resources import QUEUES, TABLES, QueueSpec, TableSpec
+from takt.resources import DUE, QUEUES, TABLES, QueueSpec, TableSpec
+from takt.store.due import EXPIRES
 from tests.infra.conftest import LogicalId
 
 Find = Callable[[IConstruct], dict[str, Any]]
@@ -59,6 +60,17 @@ def test_table_ttl_follows_the_spec(spec: TableSpec, stateful: StatefulStack, fi
         }
     else:
         assert "TimeToLiveSpecification" not in properties
+
+
+def test_the_due_table_expires_the_minutes_counts_on_the_attribute_their_expiry_writes(
+    stateful: StatefulStack, find: Find
+) -> None:
+    properties = find(stateful.tables.table(DUE))["Properties"]
+
+    assert properties["TimeToLiveSpecification"] == {"AttributeName": EXPIRES, "Enabled": True}, (
+        "the hot minute split: a minute's count item is deleted by the due table's time to live "
+        "once the watermark passed it (takt.store.due.expire_count), not kept for ever"
+    )
 
 
 @pytest.mark.parametrize("spec", TABLES, ids=lambda spec: spec.logical_id)

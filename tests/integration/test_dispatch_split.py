@@ -11,9 +11,9 @@ from takt.clock import ManualClock
 from takt.dispatch.ahead import DueForecaster
 from takt.dispatch.claimer import Claimer, ClaimerSettings, ClaimResult
 from takt.dispatch.rest import Rest
-from takt.dispatch.ticker import SPLIT_SWEEP_EVERY_SEC, InlineFanout, Ticker
-from takt.models.ids import execution_id, new_job_id
-from takt.store.due import bucket_name, sampled
+from takt.dispatch.ticker import SPLIT_SWEEP_EVERY_SEC, WATERMARK_LAG, InlineFanout, Ticker
+from takt.models.ids import execution_id, new_job_id, to_ms
+from takt.store.due import COUNT_KEEP_SEC, COUNT_PREFIX, EXPIRES, bucket_name, sampled
 from takt.store.watches import PREFIX
 from takt.wiring import Services
 from tests.support.env import ServicesFactory
@@ -131,4 +131,51 @@ def test_the_scale_ahead_forecast_counts_every_partition_of_a_split_minute(
 
     assert dict(forecast.minutes)[TOP] == len(jobs), (
         "readers enumerate N*k(m): the forecast counts the split minute's sub-partitions too"
+    )
+
+
+def test_a_minutes_count_expires_a_day_after_the_watermark_passes_it_and_not_before(
+    make_svc: ServicesFactory, clock: ManualClock
+) -> None:
+    svc = make_svc(due_shards=2, due_split_items=5, due_split_max=4)
+    table = svc.settings.due_table
+    for job_id in _hot_jobs()[:2]:
+        # The two writes that count the minute (to its cap), their items claimed since.
+        svc.due.put(TENANT, job_id, TOP, TOP - timedelta(minutes=2))
+    for item in svc.clients.dynamodb.scan(TableName=table)["Items"]:
+        if item["bucket"]["S"].startswith(bucket_name(TOP) + "#"):
+            key = {"bucket": item["bucket"], "due_key": item["due_key"]}
+            svc.clients.dynamodb.delete_item(TableName=table, Key=key)
+    count = {"bucket": {"S": f"{COUNT_PREFIX}{bucket_name(TOP)}"}, "due_key": {"S": "-"}}
+    ticker = Ticker(svc.due, InlineFanout(lambda m, s, n, w: ClaimResult(), 1), 5, timedelta(0))
+    svc.due.advance_watermark(TOP)
+    ticker.tick(TOP + timedelta(seconds=30))
+    held = svc.clients.dynamodb.get_item(TableName=table, Key=count)["Item"]
+    assert svc.due.partitions(TOP) == 8 and EXPIRES not in held, (
+        "the hot minute split: a minute's count is read until the watermark passes the minute, "
+        "so it carries no expiry before"
+    )
+
+    # From the first second the watermark may pass TOP (TOP is then WATERMARK_LAG old), until
+    # it passed TOP and the quiet minute after it.
+    now = TOP + WATERMARK_LAG + timedelta(minutes=1)
+    passed: list[datetime] = []
+    while len(passed) < 2 and now < TOP + timedelta(minutes=5):
+        if ticker.tick(now).watermark == TOP + timedelta(minutes=len(passed) + 1):
+            passed.append(now)
+        now += timedelta(seconds=1)
+
+    held = svc.clients.dynamodb.get_item(TableName=table, Key=count)["Item"]
+    assert (
+        int(held.get(EXPIRES, {"N": "0"})["N"])
+        == to_ms(passed[0]) // 1000 + COUNT_KEEP_SEC
+        == (to_ms(passed[0]) // 1000 + 86400)
+    ), "the hot minute split: a minute's count expires a day after the watermark passed it"
+    counts = [
+        item["bucket"]["S"]
+        for item in svc.clients.dynamodb.scan(TableName=table)["Items"]
+        if item["bucket"]["S"].startswith(COUNT_PREFIX)
+    ]
+    assert (len(passed), counts) == (2, [count["bucket"]["S"]]), (
+        "a minute nobody counted gets no count item when the watermark passes it"
     )

@@ -1329,6 +1329,17 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="split-minute-count-never-expires",
+        breaks="issue 26: a minute's count item expires once the watermark passed the minute",
+        path="layers/takt/dispatch/ticker.py",
+        old="        self._due.expire_count(watermark, now)\n",
+        new="",
+        tests=(
+            "tests/integration/test_dispatch_split.py::"
+            "test_a_minutes_count_expires_a_day_after_the_watermark_passes_it_and_not_before",
+        ),
+    ),
+    Mutation(
         name="split-minute-budget-divided-by-n",
         breaks=(
             "issue 26: a backlog's share of the lanes' room is divided between the N*k "

@@ -224,7 +224,7 @@ class Ticker:
         self._behind = {(m, s) for m, s in busy if m < recent}
         self._early = {(m, s) for m, s in busy if m > current}
         self._busy_minutes = {m for m, _ in busy}
-        self._advance_watermark(watermark, oldest, result)
+        self._advance_watermark(watermark, oldest, now, result)
         return result
 
     def _tasks(self, partitions: set[tuple[datetime, int]], now: datetime) -> list[ClaimTask]:
@@ -244,10 +244,13 @@ class Ticker:
             tasks.extend(family.family() if sweep else [family])
         return tasks
 
-    def _advance_watermark(self, watermark: datetime, oldest: datetime, result: TickResult) -> None:
+    def _advance_watermark(
+        self, watermark: datetime, oldest: datetime, now: datetime, result: TickResult
+    ) -> None:
         """Move the watermark on by a minute once its bucket, older than `oldest`, is empty in
         every partition: its N base shards on one tick, then, read from its count, the
-        sub-partitions of a split minute, N a tick from where the last tick stopped."""
+        sub-partitions of a split minute, N a tick from where the last tick stopped. The minute
+        passed, its count is no longer read and is set to expire (takt.store.due)."""
         if watermark >= oldest or not all(
             self._due.bucket_empty(watermark, s) for s in range(self._due.shards)
         ):
@@ -265,6 +268,7 @@ class Ticker:
         self._emptied = None
         self._due.advance_watermark(watermark + timedelta(minutes=1))
         result.watermark = watermark + timedelta(minutes=1)
+        self._due.expire_count(watermark, now)
 
     def _minutes(self, now: datetime, current: datetime, watermark: datetime) -> set[datetime]:
         """The minute buckets this tick sweeps in every shard."""

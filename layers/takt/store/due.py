@@ -33,6 +33,22 @@ refreshed at most every `COUNT_CACHE_SEC` and only for a minute it writes severa
 1), so every item of a minute is in a shard below N*k as
 a later consistent read of the count gives it: readers that enumerate `range(partitions(m))`
 miss nothing, and an item written with a smaller, stale k is simply in one of the lower shards.
+
+A minute's count item expires through the table's time-to-live attribute (`EXPIRES`), set when
+the watermark passes the minute (`expire_count`), not when the count is written. Its readers are
+the writers of the minute (until it ends: an item is written to its minute or a later one), the
+scale-ahead forecaster (this minute and later), and the ticker and a resting driver, which read
+every minute from the watermark on: the ticker's sweeps, its sweep of old minutes every
+`BACKLOG_EVERY_SEC` and its watermark check, which reads the split of the watermark's minute
+until every one of its partitions is empty. So the longest time after its minute that anything
+reads a count is how long the watermark stays at or before it: two minutes
+(`WATERMARK_LAG`) when the minute drains as it falls due, and as long as an outage or a backlog
+keeps items in it otherwise, with no bound. A time-to-live counted from the minute would have a
+split minute left behind by a longer outage read as unsplit, and its items in the other
+partitions never claimed; counted from the watermark's pass it can be short, because no reader
+looks behind the watermark (each tick reads it in its claim of the second, and the last one to
+hold the old value is the tick that moved it): `COUNT_KEEP_SEC`, a day, covers that tick and any
+difference between this clock and DynamoDB's many times over.
 """
 
 from __future__ import annotations
@@ -73,6 +89,10 @@ COUNT_CACHE_SEC = 5.0
 READ_AFTER_WRITES = 4
 # Minutes a writer's cache holds before it starts over (each entry is a few dozen bytes).
 COUNT_CACHE_MINUTES = 4096
+# The due table's time-to-live attribute (takt.resources.DUE): only a count item carries it.
+EXPIRES = "expires_at"
+# How long a minute's count item outlives the watermark's pass (module docstring).
+COUNT_KEEP_SEC = 24 * 3600
 
 
 def minute_of(instant: datetime) -> datetime:
@@ -100,6 +120,12 @@ def sampled(tenant_id: str, job_id: str, bucket: str, every: int = SAMPLE) -> bo
     """Whether the writer of this job's item in `bucket` adds to the bucket's count: one in
     `every`, fixed by the key so a rewrite of the same item samples the same way."""
     return zlib.crc32(f"{tenant_id}#{job_id}#{bucket}".encode()) % every == 0
+
+
+def count_expiry(now: datetime) -> int:
+    """When a count item the watermark passed at `now` expires, in epoch seconds (the unit
+    DynamoDB's time to live reads)."""
+    return to_ms(now) // 1000 + COUNT_KEEP_SEC
 
 
 def count_key(minute: datetime) -> dict[str, dict[str, str]]:
@@ -256,6 +282,10 @@ class DueStore:
         )
         # The claims' watch lists share the table, in partitions of their own.
         self.watches = WatchStore(client, table, shards)
+        # Whether each minute whose split `splits` read last had a count item: the ticker reads
+        # the watermark's split just before it passes the minute, so `expire_count` knows an
+        # uncounted minute without a write (most minutes of a quiet deployment are).
+        self._counted: dict[datetime, bool] = {}
 
     def put(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> None:
         """Index a job at `due`; idempotent (same key, same item)."""
@@ -310,6 +340,9 @@ class DueStore:
         if self.split_max <= 1 or not wanted:
             return dict.fromkeys(wanted, 1)
         counts = self._read_counts(wanted, consistent=True)
+        if len(self._counted) >= COUNT_CACHE_MINUTES:
+            self._counted.clear()
+        self._counted.update((minute, count > 0) for minute, count in counts.items())
         return {minute: self._split(count) for minute, count in counts.items()}
 
     def partitions(self, minute: datetime) -> int:
@@ -505,6 +538,30 @@ class DueStore:
         except ClientError as exc:
             if not is_condition_failure(exc):
                 raise
+
+    def expire_count(self, minute: datetime, now: datetime) -> None:
+        """Have the minute's count item, if it has one, expire COUNT_KEEP_SEC after `now`: the
+        watermark has just passed the minute, and no reader looks behind it (module docstring).
+
+        Best effort: a write that fails leaves the item without an expiry, which costs its few
+        bytes of storage and nothing else, so the tick that moved the watermark goes on."""
+        if self._counted.get(minute) is False:
+            return  # Read with no count item just before: nothing to expire, no write.
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key=count_key(minute),
+                UpdateExpression="SET #e = :e",
+                # Only a counted minute has an item: an update would create one otherwise.
+                ConditionExpression="attribute_exists(#n)",
+                ExpressionAttributeNames={"#e": EXPIRES, "#n": _COUNT},
+                ExpressionAttributeValues={":e": {"N": str(count_expiry(now))}},
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                logger.warning("due count expiry not written", error=str(exc))
+        except BotoCoreError as exc:
+            logger.warning("due count expiry not written", error=str(exc))
 
     def claim_second(self, second: datetime) -> SecondClaim:
         """Claim the whole second `second` falls in for one driver's tick: exactly one claim of

@@ -310,6 +310,10 @@ class SweptDue(Protocol):
         """Move the watermark forward only."""
         ...
 
+    def expire_count(self, minute: datetime, now: datetime) -> None:
+        """Have the count of a minute the watermark just passed expire (takt.store.due)."""
+        ...
+
 
 class WatchdogDue(Protocol):
     """What the watchdog needs of the due table: only the claims' watch lists."""

@@ -11,7 +11,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from takt.models.ids import from_ms, to_ms
-from takt.store.due import SplitWriter, bucket_name, minute_of, shard_of, split_of
+from takt.store.due import SplitWriter, bucket_name, count_expiry, minute_of, shard_of, split_of
 from takt.store.ports import DueItem, ExecutionRef, FairRead, UnreadableDue, Watch
 from takt.store.watches import PREFIX, READ_LIMIT, watch_partitions
 
@@ -67,6 +67,8 @@ class FakeDue:
         self.split_max = split_max
         self.items: dict[tuple[str, str], Item] = {}
         self.counts: dict[str, int] = {}
+        # When each counted minute's count item expires (epoch seconds), by bucket name.
+        self.expiries: dict[str, int] = {}
         self.watches = FakeWatches(shards)
         self.writer = SplitWriter(self._split, split_max, self._add, self._read, monotonic)
         self.minute_watermark: datetime | None = None
@@ -106,6 +108,11 @@ class FakeDue:
     def advance_watermark(self, to_minute: datetime) -> None:
         if self.minute_watermark is None or to_minute > self.minute_watermark:
             self.minute_watermark = to_minute
+
+    def expire_count(self, minute: datetime, now: datetime) -> None:
+        bucket = bucket_name(minute)
+        if bucket in self.counts:
+            self.expiries[bucket] = count_expiry(now)
 
     def put(self, tenant_id: str, job_id: str, due: datetime, now: datetime) -> None:
         if job_id in self.refused:
