@@ -92,6 +92,11 @@ FAIRNESS_KEYS: dict[str, str] = {
 # Secrets Manager's characters for a secret name; an ARN is not a name.
 _SECRET_NAME = re.compile(r"^[A-Za-z0-9/_+=.@-]{1,512}$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+# How the Fargate worker's tasks reach HTTP targets and the AWS APIs (`fargateEgress`): a public
+# IPv4 address each, in public subnets ($0.005 an hour a task), or through a NAT gateway from
+# private subnets ($0.045 an hour and per GB, for teams whose policy forbids public addresses).
+PUBLIC_IP, NAT_GATEWAY = "publicIp", "natGateway"
+FARGATE_EGRESS = (PUBLIC_IP, NAT_GATEWAY)
 
 
 # The profiles (docs/DEPLOY.md, "Profiles"): each is the whole context a deployment reads, in one
@@ -251,6 +256,8 @@ class FargateWorkerConfig:
     # the mean run time it sizes for (takt.dispatch.ahead).
     scale_ahead_minutes: int = 5
     job_sec: float = 10.0
+    # `fargateEgress`: PUBLIC_IP or NAT_GATEWAY (docs/DEPLOY.md, "Fargate worker").
+    egress: str = PUBLIC_IP
 
 
 @dataclass(frozen=True)
@@ -766,6 +773,11 @@ def _fargate(node: ContextSource) -> FargateWorkerConfig:
     vpc_id = _optional_str(node, "fargateVpcId")
     if vpc_id is not None and not _VPC_ID.match(vpc_id):
         raise ContextError(f"context 'fargateVpcId' must be a VPC id (vpc-...), not {vpc_id!r}")
+    egress = str(_required(node, "fargateEgress"))
+    if egress not in FARGATE_EGRESS:
+        raise ContextError(
+            f"context 'fargateEgress' must be one of {FARGATE_EGRESS}, not {egress!r}"
+        )
     return FargateWorkerConfig(
         cpu=cpu,
         memory_mib=memory_mib,
@@ -778,6 +790,7 @@ def _fargate(node: ContextSource) -> FargateWorkerConfig:
             node, "fargateScaleAheadMinutes", minimum=0, maximum=MAX_SCALE_AHEAD_MINUTES
         ),
         job_sec=_number(node, "fargateJobSec", minimum=0.1),
+        egress=egress,
     )
 
 

@@ -24,7 +24,14 @@ from cdk_nag import NagPackSuppression, NagSuppressions, RegexAppliesTo
 from constructs import Construct
 
 from infra import metric_names
-from infra.context import DeployConfig, FargateWorkerConfig, settings_env_var
+from infra.context import (
+    NAT_GATEWAY,
+    PUBLIC_IP,
+    ContextError,
+    DeployConfig,
+    FargateWorkerConfig,
+    settings_env_var,
+)
 from infra.functions import LOG_RETENTION, WORKER, grant_data_access, target_secrets_suppression
 from infra.lanes import Lanes
 from infra.layer import PROJECT_ROOT
@@ -52,6 +59,17 @@ SCALE_IN_COOLDOWN_MINUTES = 5
 # The tag the service's scalable target carries, its value the service's resource id: the
 # watchdog may register (change) only the scalable target tagged with its own service.
 SCALED_SERVICE_TAG = "takt:scaled-service"
+# The subnet group the tasks run in, in the VPC the app builds: public with `fargateEgress`
+# publicIp, private behind the NAT gateway with natGateway. The same name and size either way,
+# so the subnets keep their addresses when a deployment switches (an update in place, not a
+# replacement whose new subnets would overlap the old ones).
+TASK_SUBNETS = "Workers"
+# The type of the subnets the tasks run in, by `fargateEgress`: the app's `TASK_SUBNETS` group,
+# or those of a given VPC (`fargateVpcId`).
+TASK_SUBNET_TYPE = {
+    PUBLIC_IP: ec2.SubnetType.PUBLIC,
+    NAT_GATEWAY: ec2.SubnetType.PRIVATE_WITH_EGRESS,
+}
 
 
 def image_exclude() -> list[str]:
@@ -113,8 +131,24 @@ def lane_messages(
     )
 
 
+def task_subnets(vpc: ec2.IVpc, worker: FargateWorkerConfig) -> ec2.SubnetSelection:
+    """Where the tasks run: the app's own VPC's `TASK_SUBNETS` group; in a given VPC, its
+    public subnets with `fargateEgress` publicIp and its private subnets with egress with
+    natGateway (`TASK_SUBNET_TYPE`). A given VPC without public subnets fails the synth in one
+    line naming the knob, not with the tasks unable to start."""
+    if worker.vpc_id is None:
+        return ec2.SubnetSelection(subnet_group_name=TASK_SUBNETS)
+    if worker.egress == PUBLIC_IP and not vpc.public_subnets:
+        raise ContextError(
+            f"context 'fargateEgress' is {PUBLIC_IP!r} but VPC {worker.vpc_id} has no public "
+            f"subnets: pass -c fargateEgress={NAT_GATEWAY} to run the tasks in its private ones"
+        )
+    return ec2.SubnetSelection(subnet_type=TASK_SUBNET_TYPE[worker.egress])
+
+
 class FargateWorker(Construct):
-    """A Container Insights cluster and an arm64 Fargate service in private subnets.
+    """A Container Insights cluster and an arm64 Fargate service, with a public IPv4 address a
+    task or behind a NAT gateway (`fargateEgress`), never reachable from outside.
 
     Scaling follows the served lanes: a task is added for each minute a message waits, and one is
     removed only after the lanes held nothing, waiting or in flight, and no task had a busy slot
@@ -195,6 +229,8 @@ class FargateWorker(Construct):
             # An init process as PID 1 hands SIGTERM to the worker and reaps what it leaves.
             linux_parameters=ecs.LinuxParameters(self, "Linux", init_process_enabled=True),
         )
+        # No inbound rule, whatever the egress: nothing connects to a task, with or without a
+        # public address; the tasks only call out (the lanes, the tables, the targets).
         security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -211,9 +247,9 @@ class FargateWorker(Construct):
             desired_count=worker.min_tasks if worker.min_tasks == worker.max_tasks else None,
             min_healthy_percent=100,
             max_healthy_percent=200,
-            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+            vpc_subnets=task_subnets(vpc, worker),
             security_groups=[security_group],
-            assign_public_ip=False,
+            assign_public_ip=worker.egress == PUBLIC_IP,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
         )
         if worker.max_tasks > worker.min_tasks:
@@ -223,12 +259,17 @@ class FargateWorker(Construct):
         self._suppress_findings(task, reads_secret=bool(secrets))
 
     def _vpc(self, vpc_id: str | None) -> ec2.IVpc:
-        """The given VPC (looked up at synth), or two AZs with one NAT gateway and flow logs.
+        """The given VPC (looked up at synth), or two AZs with flow logs and free gateway
+        endpoints for DynamoDB and S3 (image layers).
 
-        One NAT gateway, not one per AZ: the worker needs egress for HTTP targets and AWS APIs,
-        and a second gateway would double the largest fixed cost for availability the lanes
-        already give (a message waits while a task restarts). DynamoDB and S3 (image layers)
-        go through free gateway endpoints rather than the NAT gateway.
+        With `fargateEgress` publicIp (the profiles' default) the tasks' subnets are public and
+        there is no NAT gateway: a task reaches HTTP targets and the AWS APIs through its own
+        public IPv4 address ($0.005 an hour) instead of a gateway's $0.045 an hour and per GB.
+        With natGateway they are private behind one NAT gateway, not one per AZ: a second would
+        double the largest fixed cost for availability the lanes already give (a message waits
+        while a task restarts). Either way the `Public` group is there (it holds the NAT gateway
+        when there is one) and the tasks' group keeps its name and size, so switching is an
+        update in place.
         """
         if vpc_id is not None:
             return ec2.Vpc.from_lookup(self, "Vpc", vpc_id=vpc_id)
@@ -237,13 +278,15 @@ class FargateWorker(Construct):
             self,
             "Vpc",
             max_azs=2,
-            nat_gateways=1,
+            nat_gateways=1 if self.worker.egress == NAT_GATEWAY else 0,
             subnet_configuration=[
                 ec2.SubnetConfiguration(
                     name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
                 ),
                 ec2.SubnetConfiguration(
-                    name="Workers", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20
+                    name=TASK_SUBNETS,
+                    subnet_type=TASK_SUBNET_TYPE[self.worker.egress],
+                    cidr_mask=20,
                 ),
             ],
             gateway_endpoints={

@@ -42,7 +42,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "jwtIssuer": "https://issuer.example/",
         "jwtAudience": "takt",
     },
-    "fargate": {"fargateWorker": "true", "fargateLanes": "low"},
+    # The Fargate worker behind a NAT gateway, for a policy that forbids public IPs on tasks
+    # (the profiles give each task one: the shipped context, `default`).
+    "fargate": {"fargateWorker": "true", "fargateLanes": "low", "fargateEgress": "natGateway"},
     "fairness": {
         "fairness": json.dumps(
             {

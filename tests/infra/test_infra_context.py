@@ -62,6 +62,9 @@ def test_shipped_context_tunes_the_runtime_for_the_cloud(
     # step sets for its busiest minute (docs/CAPACITY.md, "Profiles as shipped").
     assert config.fargate is not None
     assert (config.fargate.lanes, config.fargate.max_tasks) == (("default", "low"), 1130)
+    assert config.fargate.egress == "publicIp", (
+        "no NAT gateway by default: each task reaches its targets through its own public IPv4"
+    )
     assert config.claimer_concurrency == 384
 
 
@@ -167,6 +170,7 @@ def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
         ({"fargateWorker": True, "fargateSlots": 300}, "fargateSlots"),
         ({"fargateWorker": True, "fargateScaleAheadMinutes": 16}, "fargateScaleAheadMinutes"),
         ({"fargateWorker": True, "fargateJobSec": 0}, "fargateJobSec"),
+        ({"fargateWorker": True, "fargateEgress": "public"}, "fargateEgress"),
     ],
 )
 def test_bad_knob_fails_with_its_name(

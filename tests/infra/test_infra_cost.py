@@ -4,6 +4,7 @@ templates, and the read units it counts are the library's own calls."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,39 @@ def test_deploy_doc_lists_the_prices_the_estimate_uses() -> None:
 def test_one_price_table_the_idle_cost_reads_the_tooling_s_prices() -> None:
     assert all(price is LIST_PRICES[name] for name, price in PRICES.items()), (
         "one-price-table: each price of the idle cost is the table's (takt_cli.capacity.prices)"
+    )
+
+
+def test_with_public_ips_the_fargate_worker_pays_an_address_a_task_and_no_nat_gateway(
+    fargate_template: Template,
+) -> None:
+    """Rule: the idle cost prices what the template deploys. `fargateEgress` publicIp: one
+    public IPv4 address for each task at the minimum, all month, and no NAT gateway's hours or
+    bytes."""
+    lines = {line.item: line.usd for line in fargate_lines(fargate_template.to_json())}
+
+    assert lines["the tasks' public IPv4 addresses (one a task, 1 at minimum)"] == (
+        pytest.approx(1 * 730 * 0.005)
+    ), "idle cost: a public IPv4 address a task at $0.005 an hour"
+    assert not [item for item in lines if "NAT" in item], "idle cost: no NAT gateway deployed"
+
+
+def test_with_a_nat_gateway_the_fargate_worker_pays_its_hours_address_and_bytes(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    """Rule: the idle cost prices what the template deploys. `fargateEgress` natGateway (the
+    `fargate` variant): the gateway's hours, its Elastic IP and the receives it carries; no
+    address on the tasks."""
+    (path,) = cli_assemblies("fargate").glob("TaktStateless*.template.json")
+    lines = {line.item: line.usd for line in fargate_lines(json.loads(path.read_text()))}
+
+    assert (lines["NAT gateway"], lines["its public IPv4 address"]) == (
+        pytest.approx(730 * 0.045),
+        pytest.approx(730 * 0.005),
+    ), "idle cost: the NAT gateway's hours and its Elastic IP"
+    assert lines["those receives through the NAT gateway"] > 0
+    assert not [item for item in lines if "tasks' public IPv4" in item], (
+        "idle cost: no public IP on the tasks behind a NAT gateway"
     )
 
 

@@ -1,6 +1,7 @@
-"""The optional Fargate worker: off by default; on, `takt worker` runs on Graviton in private
-subnets with the worker function's environment and grants, scales with its lanes' depth, and is
-the only consumer of the lanes it serves."""
+"""The optional Fargate worker: off by default; on, `takt worker` runs on Graviton with a public
+IPv4 address a task and no NAT gateway (or in private subnets behind one, `fargateEgress`),
+unreachable from outside, with the worker function's environment and grants, scales with its
+lanes' depth, and is the only consumer of the lanes it serves."""
 
 from __future__ import annotations
 
@@ -12,14 +13,16 @@ from typing import Any
 
 import pytest
 from aws_cdk import App, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
 from constructs import IConstruct
 
 from infra.app import build
+from infra.context import ContextError, FargateWorkerConfig
 from infra.functions import WORKER
 from infra.stateful import StatefulStack
 from infra.stateless import StatelessStack
-from infra.worker_service import DOCKERFILE, IMAGE_DIR, image_exclude
+from infra.worker_service import DOCKERFILE, IMAGE_DIR, image_exclude, task_subnets
 from takt.resources import DUE
 
 LogicalId = Callable[[Stack, IConstruct], str]
@@ -29,6 +32,7 @@ ACCOUNT, REGION, VPC_ID = "123456789012", "us-east-1", "vpc-0123456789abcdef0"
 # cdk.json's `fargateLanes`: `high` stays on the worker function (docs/CAPACITY.md).
 SERVED_AS_SHIPPED = ("default", "low")
 PRIVATE_SUBNETS = ["subnet-0aaaaaaaaaaaaaaa1", "subnet-0aaaaaaaaaaaaaaa2"]
+PUBLIC_SUBNETS = ["subnet-0bbbbbbbbbbbbbbb1", "subnet-0bbbbbbbbbbbbbbb2"]
 
 
 def _of_type(template: Template, resource_type: str) -> dict[str, dict[str, Any]]:
@@ -226,20 +230,62 @@ def test_worker_logs_go_to_a_log_group_with_a_retention(fargate_template: Templa
     assert group["RetentionInDays"] == 30
 
 
-def test_service_runs_in_private_subnets_and_rolls_back_a_failed_deployment(
-    fargate_template: Template,
-) -> None:
-    service = _one(fargate_template, "AWS::ECS::Service")
-    network = service["NetworkConfiguration"]["AwsvpcConfiguration"]
-    private = {
+def _subnets(template: Template, group: str) -> set[str]:
+    """The logical ids of the app's VPC's subnets in a subnet group (`Workers`, `Public`)."""
+    return {
         logical_id
-        for logical_id, subnet in _of_type(fargate_template, "AWS::EC2::Subnet").items()
-        if subnet["Properties"]["MapPublicIpOnLaunch"] is False
+        for logical_id in _of_type(template, "AWS::EC2::Subnet")
+        if logical_id.startswith(f"FargateWorkerVpc{group}Subnet")
     }
 
-    assert network["AssignPublicIp"] == "DISABLED"
-    assert {subnet["Ref"] for subnet in network["Subnets"]} == private
-    assert len(private) == 2
+
+def _task_network(template: Template) -> dict[str, Any]:
+    service = _one(template, "AWS::ECS::Service")
+    network: dict[str, Any] = service["NetworkConfiguration"]["AwsvpcConfiguration"]
+    return network
+
+
+def test_by_default_tasks_run_in_public_subnets_with_a_public_ip_and_no_nat_gateway(
+    fargate_template: Template,
+) -> None:
+    """`fargateEgress` publicIp, the profiles' default: each task reaches its targets and the
+    AWS APIs through its own public IPv4 address, so the VPC has no NAT gateway to pay for."""
+    network = _task_network(fargate_template)
+    workers = _subnets(fargate_template, "Workers")
+    subnets = _of_type(fargate_template, "AWS::EC2::Subnet")
+
+    assert network["AssignPublicIp"] == "ENABLED", "publicIp egress: each task gets a public IP"
+    assert {subnet["Ref"] for subnet in network["Subnets"]} == workers
+    assert len(workers) == 2 and all(
+        subnets[s]["Properties"]["MapPublicIpOnLaunch"] is True
+        and subnets[s]["Properties"]["CidrBlock"].endswith("/20")
+        for s in workers
+    ), "publicIp egress: the tasks' subnets are public, /20 as the private ones were"
+    assert not _of_type(fargate_template, "AWS::EC2::NatGateway"), "publicIp egress: no NAT"
+    assert not _of_type(fargate_template, "AWS::EC2::EIP"), "publicIp egress: no NAT's address"
+
+
+def test_the_tasks_security_group_lets_nothing_in(fargate_template: Template) -> None:
+    """With a public IP on every task, the security group is what keeps them unreachable: it
+    has no inbound rule, inline or as a resource of its own, and only allows out."""
+    group = _one(fargate_template, "AWS::EC2::SecurityGroup")
+
+    assert "SecurityGroupIngress" not in group, "no inbound rule on the tasks' security group"
+    assert not _of_type(fargate_template, "AWS::EC2::SecurityGroupIngress"), (
+        "no inbound rule on the tasks' security group"
+    )
+    assert group["SecurityGroupEgress"] == [
+        {
+            "CidrIp": "0.0.0.0/0",
+            "Description": "Allow all outbound traffic by default",
+            "IpProtocol": "-1",
+        }
+    ]
+
+
+def test_the_service_rolls_back_a_failed_deployment(fargate_template: Template) -> None:
+    service = _one(fargate_template, "AWS::ECS::Service")
+
     assert service["DeploymentConfiguration"]["DeploymentCircuitBreaker"] == {
         "Enable": True,
         "Rollback": True,
@@ -248,17 +294,37 @@ def test_service_runs_in_private_subnets_and_rolls_back_a_failed_deployment(
     assert "DesiredCount" not in service
 
 
-def test_vpc_has_one_nat_gateway_flow_logs_and_free_gateway_endpoints(
-    fargate_template: Template,
-) -> None:
+def test_vpc_has_flow_logs_and_free_gateway_endpoints(fargate_template: Template) -> None:
     endpoints = _of_type(fargate_template, "AWS::EC2::VPCEndpoint").values()
     services = {json.dumps(e["Properties"]["ServiceName"]) for e in endpoints}
 
-    assert len(_of_type(fargate_template, "AWS::EC2::NatGateway")) == 1
     assert _one(fargate_template, "AWS::EC2::FlowLog")["TrafficType"] == "ALL"
     assert {e["Properties"]["VpcEndpointType"] for e in endpoints} == {"Gateway"}
     assert any(".dynamodb" in name for name in services)
     assert any(".s3" in name for name in services)
+
+
+def test_with_nat_gateway_egress_tasks_run_in_private_subnets_behind_one_nat_gateway(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    """`-c fargateEgress=natGateway` (the `fargate` variant, synthesized as the CLI does): the
+    shape from before the public IPs, for a policy that forbids them on tasks; the tasks'
+    subnets keep their addresses, so switching either way updates them in place."""
+    (path,) = cli_assemblies("fargate").glob("TaktStateless*.template.json")
+    template = Template.from_json(json.loads(path.read_text()))
+    network = _task_network(template)
+    workers = _subnets(template, "Workers")
+    subnets = _of_type(template, "AWS::EC2::Subnet")
+
+    assert network["AssignPublicIp"] == "DISABLED", "natGateway egress: no public IP on a task"
+    assert {subnet["Ref"] for subnet in network["Subnets"]} == workers
+    assert len(workers) == 2 and all(
+        subnets[s]["Properties"]["MapPublicIpOnLaunch"] is False
+        and subnets[s]["Properties"]["CidrBlock"].endswith("/20")
+        for s in workers
+    ), "natGateway egress: the tasks' subnets are private"
+    assert len(_of_type(template, "AWS::EC2::NatGateway")) == 1, "natGateway egress: one NAT"
+    assert "SecurityGroupIngress" not in _one(template, "AWS::EC2::SecurityGroup")
 
 
 def test_cluster_has_container_insights(fargate_template: Template) -> None:
@@ -529,7 +595,8 @@ def test_dockerfile_copies_only_what_its_ignore_file_lets_in() -> None:
 def variant(
     synth_context: Callable[..., dict[str, Any]],
 ) -> Iterator[tuple[StatefulStack, StatelessStack, Template]]:
-    """Fargate on one lane only, at a fixed size, in an existing VPC.
+    """Fargate on one lane only, at a fixed size, in an existing VPC with public and private
+    subnets, behind its NAT gateway (`fargateEgress` natGateway).
 
     The VPC lookup is answered as `cdk.context.json` answers it after a real `cdk synth`.
     """
@@ -537,28 +604,35 @@ def variant(
         f"vpc-provider:account={ACCOUNT}:filter.vpc-id={VPC_ID}:region={REGION}"
         ":returnAsymmetricSubnets=true"
     )
-    subnets = [
-        {
-            "subnetId": subnet,
-            "cidr": f"10.1.{16 * i}.0/20",
-            "availabilityZone": f"{REGION}{'ab'[i]}",
-            "routeTableId": f"rtb-0aaaaaaaaaaaaaaa{i}",
-        }
-        for i, subnet in enumerate(PRIVATE_SUBNETS)
-    ]
+    subnets = {
+        kind: [
+            {
+                "subnetId": subnet,
+                "cidr": f"10.1.{16 * i + offset}.0/20",
+                "availabilityZone": f"{REGION}{'ab'[i]}",
+                "routeTableId": f"rtb-0{kind[:2].lower()}aaaaaaaaaaaaa{i}",
+            }
+            for i, subnet in enumerate(ids)
+        ]
+        for kind, ids, offset in (("Private", PRIVATE_SUBNETS, 0), ("Public", PUBLIC_SUBNETS, 128))
+    }
     context = synth_context(
         fargateWorker=True,
         fargateLanes="low",
         fargateMinTasks=2,
         fargateMaxTasks=2,
         fargateVpcId=VPC_ID,
+        fargateEgress="natGateway",
         **{
             lookup: {
                 "vpcId": VPC_ID,
                 "vpcCidrBlock": "10.1.0.0/16",
                 "ownerAccountId": ACCOUNT,
                 "availabilityZones": [],
-                "subnetGroups": [{"name": "Private", "type": "Private", "subnets": subnets}],
+                "subnetGroups": [
+                    {"name": kind, "type": kind, "subnets": found}
+                    for kind, found in subnets.items()
+                ],
             }
         },
     )
@@ -610,5 +684,44 @@ def test_an_existing_vpc_is_used_as_found(
 
     assert not _of_type(template, "AWS::EC2::VPC")
     assert not _of_type(template, "AWS::EC2::NatGateway")
-    assert network["Subnets"] == PRIVATE_SUBNETS
+    assert network["Subnets"] == PRIVATE_SUBNETS, "natGateway egress: the given VPC's private"
+    assert network["AssignPublicIp"] == "DISABLED"
     assert _one(template, "AWS::EC2::SecurityGroup")["VpcId"] == VPC_ID
+
+
+def _given_vpc(public: list[str]) -> tuple[ec2.IVpc, FargateWorkerConfig]:
+    vpc = ec2.Vpc.from_vpc_attributes(
+        Stack(App(), "Given"),
+        "Vpc",
+        vpc_id=VPC_ID,
+        availability_zones=[f"{REGION}a", f"{REGION}b"],
+        public_subnet_ids=public or None,
+        private_subnet_ids=PRIVATE_SUBNETS,
+    )
+    worker = FargateWorkerConfig(
+        cpu=512, memory_mib=1024, min_tasks=1, max_tasks=2, lanes=("low",), vpc_id=VPC_ID
+    )
+    return vpc, worker
+
+
+def test_in_a_given_vpc_public_ip_egress_runs_the_tasks_in_its_public_subnets() -> None:
+    """`fargateVpcId` with the default `fargateEgress` publicIp: the VPC's public subnets (its
+    internet gateway's), never its private ones; natGateway picks those (the fixture above)."""
+    vpc, worker = _given_vpc(PUBLIC_SUBNETS)
+
+    selection = task_subnets(vpc, worker)
+    chosen = vpc.select_subnets(subnet_type=selection.subnet_type).subnet_ids
+
+    assert chosen == PUBLIC_SUBNETS, "publicIp egress in a given VPC: its public subnets"
+
+
+def test_a_given_vpc_without_public_subnets_is_refused_in_one_line_naming_the_knob() -> None:
+    vpc, worker = _given_vpc([])
+
+    with pytest.raises(ContextError) as refused:
+        task_subnets(vpc, worker)
+
+    assert str(refused.value).splitlines() == [
+        f"context 'fargateEgress' is 'publicIp' but VPC {VPC_ID} has no public subnets: "
+        "pass -c fargateEgress=natGateway to run the tasks in its private ones"
+    ], "bad input: one line that names the knob and the way out"

@@ -241,6 +241,11 @@ def test_each_profiles_template_carries_what_the_simulator_simulates(
             fleet.max_tasks,
         ), name
         assert int(task["Cpu"]) / 1024 == design.fargate_vcpu, name
+        network = services[0]["Properties"]["NetworkConfiguration"]["AwsvpcConfiguration"]
+        nat_gateways = [r for r in resources if r["Type"] == "AWS::EC2::NatGateway"]
+        assert (bool(nat_gateways), network["AssignPublicIp"]) == (
+            (True, "DISABLED") if design.fargate_nat_gateway else (False, "ENABLED")
+        ), f"{name}: the simulator prices the egress (fargateEgress) the template deploys"
     on_demand = profile.table_billing == "onDemand"
     assert tables and all(
         (t.get("BillingMode") == "PAY_PER_REQUEST") == on_demand for t in tables

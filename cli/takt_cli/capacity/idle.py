@@ -459,25 +459,14 @@ def fargate_lines(stateless: Template) -> list[CostLine]:
     # for IDLE_WAIT_SEC (takt/worker/process.py).
     per_minute = (lanes + 1) * 60 // IDLE_WAIT_SEC
     receives = tasks * per_minute * MINUTES_PER_MONTH
-    nat_gb = receives * BYTES_PER_RECEIVE / 1e9
-    return [
+    nat_gateways = len(_resources(stateless, "AWS::EC2::NatGateway"))
+    lines = [
         CostLine(
             f"Fargate tasks ({tasks} at minimum, {vcpu:g} vCPU, {memory_gb:g} GB, arm64)",
             f"{tasks} x ({vcpu:g} x {vcpu_hour} + {memory_gb:g} x {gb_hour}) x {HOURS_PER_MONTH} h",
             tasks * task_hour * HOURS_PER_MONTH,
         ),
-        _count(
-            "NAT gateway",
-            len(_resources(stateless, "AWS::EC2::NatGateway")) * HOURS_PER_MONTH,
-            " h",
-            "nat_gateway_hour",
-        ),
-        _count(
-            "its public IPv4 address",
-            len(_resources(stateless, "AWS::EC2::EIP")) * HOURS_PER_MONTH,
-            " h",
-            "public_ipv4_hour",
-        ),
+        *_egress_lines(stateless, service, tasks, nat_gateways),
         _count(
             "Container Insights",
             CONTAINER_INSIGHTS_METRICS,
@@ -496,13 +485,47 @@ def fargate_lines(stateless: Template) -> list[CostLine]:
             f" M ({tasks} x ({lanes} lanes + 1) x {60 // IDLE_WAIT_SEC}/min)",
             "sqs_request_per_million",
         ),
-        _count(
-            "those receives through the NAT gateway",
-            nat_gb,
-            f" GB (~{BYTES_PER_RECEIVE:,} B each)",
-            "nat_gateway_per_gb",
-        ),
     ]
+    if nat_gateways:
+        lines.append(
+            _count(
+                "those receives through the NAT gateway",
+                receives * BYTES_PER_RECEIVE / 1e9,
+                f" GB (~{BYTES_PER_RECEIVE:,} B each)",
+                "nat_gateway_per_gb",
+            )
+        )
+    return lines
+
+
+def _egress_lines(
+    stateless: Template, service: Template, tasks: int, nat_gateways: int
+) -> list[CostLine]:
+    """How the tasks reach the internet, as the template deploys it (`fargateEgress`): each
+    task's own public IPv4 address, or the NAT gateways and their Elastic IPs (none in a given
+    VPC, whose gateway is already paid for); nothing of a NAT gateway where none is built."""
+    network = service["Properties"]["NetworkConfiguration"]["AwsvpcConfiguration"]
+    lines = []
+    if network.get("AssignPublicIp") == "ENABLED":
+        lines.append(
+            _count(
+                f"the tasks' public IPv4 addresses (one a task, {tasks} at minimum)",
+                tasks * HOURS_PER_MONTH,
+                " h",
+                "public_ipv4_hour",
+            )
+        )
+    if nat_gateways:
+        lines += [
+            _count("NAT gateway", nat_gateways * HOURS_PER_MONTH, " h", "nat_gateway_hour"),
+            _count(
+                "its public IPv4 address",
+                len(_resources(stateless, "AWS::EC2::EIP")) * HOURS_PER_MONTH,
+                " h",
+                "public_ipv4_hour",
+            ),
+        ]
+    return lines
 
 
 def shard_count_table(shard_counts: tuple[int, ...]) -> str:

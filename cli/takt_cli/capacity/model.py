@@ -98,6 +98,10 @@ class Design:
     fargate_slots: int = 200
     fargate_vcpu: float = 0.5
     fargate_memory_gb: float = 1.0
+    # How the tasks reach targets and the AWS APIs (the profile's `fargateEgress`): each its own
+    # public IPv4 address (False, the profiles' default), or one NAT gateway (True), billed by the
+    # hour and by the GB it carries.
+    fargate_nat_gateway: bool = False
     # `takt worker` deletes a lane message once it holds the execution's lease, so the message
     # counts against the queue's in-flight limit only from its receive to the lease; False
     # models the worker that deleted it after the call.

@@ -29,6 +29,8 @@ DEFAULT_BATCH_SIZE = 10
 CLAIMER_MEMORY_MB = 1769
 # The worker function's own sizing (infra/functions.py, WORKER).
 WORKER_MEMORY_MB = 1024
+# `fargateEgress`: a public IPv4 address a task, or a NAT gateway (infra.context's two values).
+PUBLIC_IP, NAT_GATEWAY = "publicIp", "natGateway"
 # Fargate's CPU units and MiB per vCPU and GB.
 CPU_UNITS_PER_VCPU = 1024
 MIB_PER_GB = 1024
@@ -116,6 +118,7 @@ class Profile:
             fargate_slots=_int(self.context, "fargateSlots"),
             fargate_vcpu=_int(self.context, "fargateCpu") / CPU_UNITS_PER_VCPU,
             fargate_memory_gb=_int(self.context, "fargateMemoryMiB") / MIB_PER_GB,
+            fargate_nat_gateway=_egress(self.context) == NAT_GATEWAY,
         )
 
     def fargate(self) -> FargateFleet | None:
@@ -205,6 +208,13 @@ def _int(context: Mapping[str, Any], key: str) -> int:
         return int(str(context[key]))
     except ValueError:
         raise ProfileError(f"-c {key}: must be an integer, not {context[key]!r}") from None
+
+
+def _egress(context: Mapping[str, Any]) -> str:
+    value = str(context["fargateEgress"])
+    if value not in (PUBLIC_IP, NAT_GATEWAY):
+        raise ProfileError(f"-c fargateEgress: must be {PUBLIC_IP} or {NAT_GATEWAY}, not {value!r}")
+    return value
 
 
 def _bool(context: Mapping[str, Any], key: str) -> bool:

@@ -487,10 +487,15 @@ def all_in_cost(
             f"Fargate workers ({task_hours:.0f} task-hours an hour, "
             f"{design.fargate_vcpu:g} vCPU {design.fargate_memory_gb:g} GB)"
         ] = task_hours * hour_usd * per_million
-        lines["NAT gateway (its hours and 4 KB an execution)"] = (
-            US_EAST_1.nat_gateway_hour * per_million
-            + NAT_BYTES_PER_EXECUTION * 1e6 / 1e9 * US_EAST_1.nat_gateway_per_gb
-        )
+        if design.fargate_nat_gateway:
+            lines["NAT gateway (its hours and 4 KB an execution)"] = (
+                US_EAST_1.nat_gateway_hour * per_million
+                + NAT_BYTES_PER_EXECUTION * 1e6 / 1e9 * US_EAST_1.nat_gateway_per_gb
+            )
+        else:
+            lines["public IPv4 addresses (one a task-hour)"] = (
+                task_hours * US_EAST_1.public_ipv4_hour * per_million
+            )
         usd, detail = logs.fargate_usd_per_million(task_hours * per_million)
         # The metered SQS line is the Lambda path's (its event source's receives and deletes):
         # on Fargate it is what `takt worker` itself sends, and the claim's sends.
