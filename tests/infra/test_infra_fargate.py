@@ -267,9 +267,11 @@ def test_by_default_tasks_run_in_public_subnets_with_a_public_ip_and_no_nat_gate
 
 def test_the_tasks_security_group_lets_nothing_in(fargate_template: Template) -> None:
     """With a public IP on every task, the security group is what keeps them unreachable: it
-    has no inbound rule, inline or as a resource of its own, and only allows out."""
+    has no inbound rule, inline or as a resource of its own, and only allows out; nor does the
+    task map a port anything could connect to."""
     group = _one(fargate_template, "AWS::EC2::SecurityGroup")
 
+    assert not _container(fargate_template).get("PortMappings"), "the task maps no port"
     assert "SecurityGroupIngress" not in group, "no inbound rule on the tasks' security group"
     assert not _of_type(fargate_template, "AWS::EC2::SecurityGroupIngress"), (
         "no inbound rule on the tasks' security group"
