@@ -6,6 +6,7 @@ synthesize."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -265,3 +266,36 @@ def test_deploy_doc_gives_the_tenx_profiles_idle_cost_with_its_fargate_worker(
     # The total as the two figures beside it add up.
     for usd in (round(stacks, 2) + round(worker, 2), stacks, worker):
         assert f"${usd:,.2f}" in text, f"DEPLOY.md must give the tenx profile's ${usd:,.2f}"
+
+
+def _shipped_text(value: object) -> str:
+    """A profile value as the settings table writes it: `true`, `default,low`, 1130 (the table's
+    thousands separators taken out)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def test_the_settings_table_gives_the_seed_profiles_fargate_values() -> None:
+    """docs/DEPLOY.md, "Settings": the `shipped` column of each Fargate worker row is the seed
+    profile's value (it said `false` and 4 tasks at most while the seed shipped the worker with
+    1,130)."""
+    rows = [
+        [cell.strip() for cell in line.split("|")[1:3]]
+        for line in DEPLOY_DOC.read_text().splitlines()
+        if line.startswith("| `fargate")
+    ]
+    shown = {
+        key: re.sub(r"(?<=\d),(?=\d{3})", "", value.strip("`"))
+        for keys, values in rows
+        for key, value in zip(re.findall(r"`(\w+)`", keys), values.split(", "), strict=False)
+        if key in PROFILES["seed"]
+    }
+
+    assert shown == {
+        key: _shipped_text(value)
+        for key, value in PROFILES["seed"].items()
+        if key.startswith("fargate")
+    }, "DEPLOY.md's settings table must give the seed profile's Fargate values"
