@@ -24,7 +24,6 @@ from infra.context import PROFILE_QUOTAS, ContextSource, DeployConfig, FargateWo
 from infra.driver import driver_concurrency
 from infra.functions import WATCHDOG
 from infra.tables import TableBilling, capacity_names
-from takt.config import Settings
 from takt.worker.deletes import FLUSH_SEC as DELETE_FLUSH_SEC
 
 if TYPE_CHECKING:
@@ -42,13 +41,13 @@ PLANNED_PARTITION_SHARE = 3
 # A standard SQS queue hands out at most this many messages in flight (received, not yet deleted);
 # beyond it, receives come back empty until some are deleted. The limit is fixed, not a quota.
 SQS_IN_FLIGHT_LIMIT = 120_000
-# The longest a `takt worker` slot holds a message, until its delete after the lease (issue 26):
-# a message claimed ahead is held until its time, at most `dispatch_ahead_sec` + 1 s
-# (takt.worker.runner), then the lease is written and its delete waits at most the batch's
-# flush interval (takt.worker.deletes). The deployment leaves the setting at its default.
-HELD_BEFORE_LEASE_SEC = (
-    float(Settings.model_fields["dispatch_ahead_sec"].default) + 1.0 + DELETE_FLUSH_SEC
-)
+# The longest a `takt worker` slot holds a message (issue 26): from its receive to its release,
+# which comes before the hold of a message claimed ahead of its time and otherwise at the lease
+# (takt.worker.runner): the admission's reads and the lease's write, a few DynamoDB round trips
+# (ADMISSION_SEC, their p99 under load with a retry), then the delete waits at most the batch's
+# flush interval (takt.worker.deletes).
+ADMISSION_SEC = 0.5
+HELD_BEFORE_RELEASE_SEC = ADMISSION_SEC + DELETE_FLUSH_SEC
 # The API's requests take about this long (p50 of the handler), so its peak concurrency is the
 # stage's burst times this.
 API_REQUEST_SEC = 0.05
@@ -145,10 +144,11 @@ def plan(context: ContextSource) -> Plan:
 
 def fargate_in_flight(worker: FargateWorkerConfig) -> int:
     """The messages a Fargate lane's slots hold at once, every slot busy with calls of
-    `fargateJobSec`: a slot holds its message only from the receive to the lease (at most
-    HELD_BEFORE_LEASE_SEC), not for the call, so at most that share of the slots hold one."""
+    `fargateJobSec`: a slot holds its message only from the receive to its release (at most
+    HELD_BEFORE_RELEASE_SEC), not for a claimed-ahead message's hold nor for the call, so at
+    most that share of the slots hold one."""
     slots = worker.max_tasks * worker.slots
-    share = HELD_BEFORE_LEASE_SEC / (HELD_BEFORE_LEASE_SEC + worker.job_sec)
+    share = HELD_BEFORE_RELEASE_SEC / (HELD_BEFORE_RELEASE_SEC + worker.job_sec)
     return math.ceil(slots * share)
 
 

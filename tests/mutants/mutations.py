@@ -171,8 +171,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         breaks="1. nothing due is lost (issue 26: a message is deleted only once it is leased)",
         path=WORKER_PROCESS,
         old="""        try:
-            outcome = self._runner.process(message, host=self._host, on_lease=leased)""",
-        new="""        leased()
+            outcome = self._runner.process(message, host=self._host, on_release=released)""",
+        new="""        released()
         try:
             outcome = self._runner.process(message, host=self._host)""",
         tests=(
@@ -181,10 +181,32 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="claimed-ahead-message-held-in-flight",
+        breaks="issue 26: a message claimed ahead holds no in-flight message while it waits",
+        path=RUNNER,
+        old="            release()\n            self._sleep(",
+        new="            self._sleep(",
+        tests=(
+            AT_LEASE
+            + "test_a_message_claimed_ahead_is_deleted_before_its_hold_and_run_at_its_time",
+        ),
+    ),
+    Mutation(
+        name="message-released-twice",
+        breaks="issue 26: a message is released once, before its hold or at its lease",
+        path=RUNNER,
+        old="        action, self._action = self._action, None\n",
+        new="        action = self._action\n",
+        tests=(
+            AT_LEASE
+            + "test_a_message_claimed_ahead_is_deleted_before_its_hold_and_run_at_its_time",
+        ),
+    ),
+    Mutation(
         name="worker-holds-its-message-for-the-whole-call",
         breaks="issue 26: a run holds no in-flight message once its lease is taken",
         path=WORKER_PROCESS,
-        old="outcome = self._runner.process(message, host=self._host, on_lease=leased)",
+        old="outcome = self._runner.process(message, host=self._host, on_release=released)",
         new="outcome = self._runner.process(message, host=self._host)",
         tests=(
             AT_LEASE + "test_a_runs_message_is_deleted_once_its_lease_is_taken_and_before_its_call",
@@ -1236,8 +1258,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="region-worker-leases-when-fenced",
         breaks="issue 27: a fenced region's worker gives the message back without a write",
         path=RUNNER,
-        old="        self._fence.epoch()\n        refused = self._admit(message, host)",
-        new="        refused = self._admit(message, host)",
+        old="        self._fence.epoch()\n        refused = self._admit(message, host, release)",
+        new="        refused = self._admit(message, host, release)",
         also=(
             (
                 "            # Again after the hold and the gate, which may have taken a few "

@@ -102,9 +102,10 @@ class Design:
     # public IPv4 address (False, the profiles' default), or one NAT gateway (True), billed by the
     # hour and by the GB it carries.
     fargate_nat_gateway: bool = False
-    # `takt worker` deletes a lane message once it holds the execution's lease, so the message
-    # counts against the queue's in-flight limit only from its receive to the lease; False
-    # models the worker that deleted it after the call.
+    # `takt worker` deletes a lane message once it holds the execution's lease (or before the
+    # hold of a message claimed ahead of its time), so the message counts against the queue's
+    # in-flight limit only from its receive to then; False models the worker that deleted it
+    # after the call.
     fargate_deletes_at_lease: bool = True
 
     def partitions_of(self, count: float) -> int:

@@ -616,7 +616,8 @@ class _Fleet:
     call (a long call holds one slot, not a whole batch's invocation), and messages started no
     faster than the tasks' vCPU runs their lease and completion. A received message stays in
     flight until the worker deletes it, at the lease (`fargate_deletes_at_lease`) or after the
-    call, and the queue hands out none beyond its in-flight limit."""
+    call (a message claimed ahead is released before its hold), and the queue hands out none
+    beyond its in-flight limit."""
 
     def __init__(self, design: Design, calls: CallProfile, limits: Limits) -> None:
         self.slots = float(design.fargate_tasks * design.fargate_slots)
@@ -636,6 +637,7 @@ class _Fleet:
             + cpu_sec / design.fargate_vcpu
         )
         self._after_call = (calls.worker_calls_per_message * calls.dynamodb_latency_ms / 1000) / 2
+        self._receive = calls.sqs_latency_ms / 1000
         self._groups = calls.job.groups()
         self._during = calls.duration_write_units_by_table
         self._calls = calls
@@ -674,7 +676,11 @@ class _Fleet:
             begin = max(now + wait + self._before_call, entry[0])
             start_lag.add(begin - entry[0], part)
             if self._deletes is not None:
-                key = max(step + 1, math.ceil(begin / STEP))
+                # Released at the lease, or before the hold of a message claimed ahead of its
+                # time (takt.worker.runner): then just after its receive.
+                ready = now + wait + self._before_call
+                released = begin if begin <= ready else now + self._receive
+                key = max(step + 1, math.ceil(released / STEP))
                 self._deletes[key] = self._deletes.get(key, 0.0) + part
             for duration, share in self._groups:
                 end = begin + duration + self._after_call

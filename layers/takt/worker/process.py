@@ -18,8 +18,10 @@ meet the lease's condition and be dropped, and if the worker dies, the watchdog 
 execution at its `check_at`, takes the expired lease back and sends the next attempt
 (docs/RELIABILITY.md). So a run holds none of a lane's in-flight messages while it calls (SQS hands
 out at most 120,000 a queue: at the top of the hour, ~167,000 ten-second calls run at once), and a
-long run pays no visibility extensions. Before the lease nothing is long (a claimed-ahead message's
-hold, the gate, a read and the lease write), so a message is received with a visibility of twice
+long run pays no visibility extensions. A message claimed ahead of its time is released before its
+hold the same way (its pending execution's `check_at` is its way back: the runner's `process`), so
+the second or two it waits holds no in-flight message either. Otherwise nothing before the lease is
+long (the gate, a read and the lease write), so a message is received with a visibility of twice
 the lease and never extended; if the worker dies before the lease, it comes back then. A message
 that took no lease (a duplicate or stale copy, a skipped or missing execution, one sent back for
 another worker) is deleted after the runner returns: every such outcome is recorded on the
@@ -229,16 +231,16 @@ class WorkerProcess:
             return
         deleted = threading.Event()
 
-        def leased() -> None:
+        def released() -> None:
             deleted.set()
             self.deletes.add(lane, receipt, message.execution_id)
 
         try:
-            outcome = self._runner.process(message, host=self._host, on_lease=leased)
+            outcome = self._runner.process(message, host=self._host, on_release=released)
         except Exception:  # noqa: BLE001 - one message's infrastructure error must not end the slot
             logger.exception("execution not processed", execution_id=message.execution_id)
             if not deleted.is_set():
-                # Before the lease: the message is the execution's way back.
+                # Not yet released: the message is the execution's way back.
                 self._change_visibility(lane, receipt, INFRA_RETRY_SEC)
             return
         log_outcome(outcome, execution_id=message.execution_id, attempt=message.attempt)

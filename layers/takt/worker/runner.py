@@ -104,6 +104,19 @@ class RunOutcome:
     lag_ms: int | None = None
 
 
+class _Once:
+    """`action` the first time this is called, nothing after (nothing at all when None): a
+    message is released before its hold or at its lease, never twice."""
+
+    def __init__(self, action: Callable[[], None] | None) -> None:
+        self._action = action
+
+    def __call__(self) -> None:
+        action, self._action = self._action, None
+        if action is not None:
+            action()
+
+
 @dataclass(frozen=True)
 class RunnerSettings:
     """The settings the runner reads (`of` cuts them from `Settings`)."""
@@ -162,22 +175,32 @@ class ExecutionRunner:
         message: LaneMessage,
         *,
         host: HostDeadline | None = None,
-        on_lease: Callable[[], None] | None = None,
+        on_release: Callable[[], None] | None = None,
     ) -> RunOutcome:
         """Handle one lane message; infrastructure errors raise so the message is retried.
 
-        `host` is when the process running this must be done. `on_lease` is called once, when
-        the lease is written and before the call starts (never for a message that took no
-        lease): from then on the execution is `running` under this worker's lease, durable in
-        the table, and a copy of its message could only meet the lease's condition and be
-        dropped, so its recovery rests on the lease and the watchdog (which takes an expired
-        lease back), not on the message. A `takt worker` deletes the message there, so a run
-        holds none of SQS's in-flight messages while it calls. It must not raise.
+        `host` is when the process running this must be done. `on_release` is called at most
+        once, when the message stops being the execution's way back, and never for a message
+        that took no lease and held nothing:
+        - at the lease, before the call starts: from then on the execution is `running` under
+          this worker's lease, durable in the table, and a copy of its message could only meet
+          the lease's condition and be dropped, so its recovery rests on the lease and the
+          watchdog (which takes an expired lease back);
+        - before the hold of a message claimed ahead of its time (up to `dispatch_ahead_sec`
+          and a second): its execution is `pending` with a `check_at` at most
+          `pending_resend_after_sec` after the message could first be taken, where the
+          watchdog finds it and sends it again if this worker dies or fails before the lease
+          (sooner than the message's visibility of twice the lease would bring it back), so the
+          hold need not keep the message in flight either.
+        A `takt worker` deletes the message there, so neither a run's call nor the second
+        before its time holds one of SQS's in-flight messages (120,000 a queue). It must not
+        raise.
         """
         host = host or HostDeadline()
+        release = _Once(on_release)
         # Before any write: a fenced region gives the message back untouched (Fenced raises).
         self._fence.epoch()
-        refused = self._admit(message, host)
+        refused = self._admit(message, host, release)
         if refused is not None:
             return refused
         verdict = Verdict()
@@ -210,17 +233,22 @@ class ExecutionRunner:
             return RunOutcome(
                 message.execution_id, current.state.value, "duplicate or stale message"
             )
-        if on_lease is not None:
-            on_lease()
+        release()
         outcome = self._supervise(leased, leased_at, host)
         if outcome.state not in LEASE_GONE:
             self._free(leased.tenant_id, leased.execution_id)
         return outcome
 
-    def _admit(self, message: LaneMessage, host: HostDeadline) -> RunOutcome | None:
+    def _admit(
+        self,
+        message: LaneMessage,
+        host: HostDeadline,
+        release: Callable[[], None],
+    ) -> RunOutcome | None:
         """The message sent back when this worker does not run it now (another worker's
         handler or tenant, the host's time up, the tenant or host over its limits), or None
-        to run it, once its scheduled time has come."""
+        to run it, once its scheduled time has come (a message claimed ahead is released
+        before its hold: `process`)."""
         if message.handler is not None and not self._targets.serves(message.handler):
             return self._unserved(message, message.handler)
         tenant = self._settings.worker_tenant
@@ -230,7 +258,9 @@ class ExecutionRunner:
             return self._requeue(message, self._unserved_delay_sec, "unserved")
         early = (message.scheduled_time - self._clock.now()).total_seconds()
         if early > 0:
-            # Claimed ahead of its time (dispatch_ahead_sec): start it on the dot.
+            # Claimed ahead of its time (dispatch_ahead_sec): start it on the dot, holding no
+            # in-flight message meanwhile (the watchdog's check_at is its way back).
+            release()
             self._sleep(min(early, self._settings.dispatch_ahead_sec + 1))
         if host.passed():
             return self._requeue(message, 0, "given_back")

@@ -63,7 +63,7 @@ def test_heartbeats_extend_the_lease_while_the_handler_runs_and_the_lease_is_tol
     at_lease: list[ExecState] = []
     thread, outcomes = in_thread(
         lambda: runner_for(svc).process(
-            message, on_lease=lambda: at_lease.append(stored(svc, record).state)
+            message, on_release=lambda: at_lease.append(stored(svc, record).state)
         )
     )
 

@@ -327,3 +327,24 @@ def test_a_queue_hands_out_no_more_than_its_in_flight_limit_and_a_lease_frees_it
     assert at_lease.peak_sqs_in_flight <= 100
     assert at_lease.start_lag["max"] < 3.0, "deleted at the lease: the limit holds no call back"
     assert at_lease.unstarted == after_call.unstarted == pytest.approx(0, abs=1e-6)
+
+
+def test_a_message_claimed_ahead_holds_no_in_flight_message_while_it_waits_for_its_time() -> None:
+    """Rule: `takt worker` releases a message claimed ahead of its time before its hold, so
+    its wait counts against no in-flight limit. 1,000 calls due at 30 s, claimed ahead, each
+    visible a second before its time; a queue of 100 in flight: all are received in that
+    second, 100 a step, and start on their time. Held until their time, 100 would start on
+    time and the other 900 only as each 100 left, over most of a second."""
+    load = Load(steady_per_sec=0, duration_sec=31, burst=1000, burst_at=30, burst_at_zero=1.0)
+    ten_seconds = replace(FLAT, target_latency_ms=10_000)
+    narrow = Limits(sqs_in_flight_per_queue=100)
+    fleet = _fleet(10, 200, claim_parallelism=10_000, dispatch_ahead_sec=1.0, burst_ahead_sec=5)
+
+    result = Simulator(load, fleet, narrow, calls=ten_seconds, warm_rate=1000).run()
+
+    assert result.peak_sqs_in_flight <= 100
+    assert result.start_lag["max"] < 0.2, (
+        "issue 26: released before its hold, a message claimed ahead waits for its time out of "
+        f"the queue's in-flight count: the last started {result.start_lag['max']} s late"
+    )
+    assert result.unstarted == pytest.approx(0, abs=1e-6)

@@ -1,4 +1,5 @@
-"""`takt worker` holds a lane message only until its execution's lease is taken (issue 26).
+"""`takt worker` holds a lane message only until its execution's lease is taken, or until the
+hold of a message claimed ahead of its time begins (issue 26).
 
 Each test runs the worker's loop (`WorkerProcess.run`) over a fake SQS and the real runner on
 in-memory tables (tests/support/fakes), and checks what the worker asked of SQS: the message of a
@@ -109,6 +110,9 @@ class World:
         # The worker's metric values, and its loop while one runs (a target may sample it).
         self.emitted: list[tuple[str, float]] = []
         self.process: WorkerProcess | None = None
+        # Each hold of a message claimed ahead: its length, and SQS's requests and the queued
+        # deletes as it began.
+        self.holds: list[tuple[float, list[tuple[str, str, int | None]]]] = []
         self.runner = ExecutionRunner(
             RunnerSettings.of(self.settings),
             self.jobs,
@@ -117,14 +121,22 @@ class World:
             self.targets,
             self.clock,
             worker_id="w1",
+            sleep=self.hold,
             monotonic=self.clock.monotonic,
         )
 
-    def message(self) -> LaneMessage:
-        """A pending execution of a job due at noon, claimed at noon, and its lane message."""
-        job = self.jobs.put(make_job(now=NOON, next_run_time=NOON))
+    def hold(self, seconds: float) -> None:
+        """The runner's sleep: noted with what SQS was asked so far, then the clock moves."""
+        assert self.targets.sqs is not None and self.targets.deletes is not None
+        queued = [("delete", receipt, None) for receipt in self.targets.deletes.waiting()]
+        self.holds.append((seconds, [*self.targets.sqs.requests, *queued]))
+        self.clock.advance(seconds)
+
+    def message(self, at: datetime = NOON) -> LaneMessage:
+        """A pending execution of a job due `at`, claimed at noon, and its lane message."""
+        job = self.jobs.put(make_job(now=NOON, next_run_time=at))
         record = ExecutionRecord.for_job(
-            job, execution_id(job.job_id, NOON), NOON, ExecState.PENDING, NOON
+            job, execution_id(job.job_id, at), at, ExecState.PENDING, NOON
         )
         assert self.executions.create(record, check_at_ms=self.lifecycle.check_at(NOON))
         return Outgoing.of(record).message
@@ -182,6 +194,49 @@ def test_a_runs_message_is_deleted_once_its_lease_is_taken_and_before_its_call()
     )
     assert sqs.requests == [("delete", RECEIPT, None)], "deleted once, and never extended"
     assert world.execution(message).state == ExecState.SUCCEEDED
+
+
+def test_a_message_claimed_ahead_is_deleted_before_its_hold_and_run_at_its_time() -> None:
+    world = World(answering)
+    message = world.message(at=NOON + timedelta(seconds=1))
+
+    sqs = world.work(message)
+
+    assert world.holds == [(1.0, [("delete", RECEIPT, None)])], (
+        "issue 26: a message claimed ahead is released before its hold, so the second before "
+        "its time holds no in-flight message"
+    )
+    assert sqs.requests == [("delete", RECEIPT, None)], "released once, not again at the lease"
+    after = world.execution(message)
+    assert (after.state, after.started_at) == (ExecState.SUCCEEDED, NOON + timedelta(seconds=1)), (
+        "invariant 5: released early, it still starts on its time"
+    )
+
+
+def test_a_claimed_ahead_execution_failing_after_its_hold_is_sent_again_at_its_check() -> None:
+    world = World(answering)
+    message = world.message(at=NOON + timedelta(seconds=1))
+    world.executions.before_transition = refuse_the_write(1)
+
+    sqs = world.work(message)
+    world.executions.before_transition = None
+    watchdog = Watchdog(
+        WatchdogSettings.of(world.settings), world.jobs, FakeDue(), world.executions, world.lanes
+    )
+    # The watchdog acts on a check_at once it is past by the clock margin.
+    check = world.settings.pending_resend_after_sec + MARGIN_SEC
+    early = watchdog.sweep(NOON + timedelta(seconds=check - 1))
+    swept = watchdog.sweep(NOON + timedelta(seconds=check + 1))
+
+    assert sqs.requests == [("delete", RECEIPT, None)], (
+        "issue 26: released before its hold, the message is not asked back by the error"
+    )
+    assert world.execution(message).state == ExecState.PENDING
+    assert (early.resent, swept.resent) == (0, 1), (
+        "invariant 1: the pending execution's check_at, at most the resend wait after its "
+        "message could first be taken, is its way back: the watchdog sends it again there"
+    )
+    assert [o.message.execution_id for o in world.lanes.sent] == [message.execution_id]
 
 
 def test_a_duplicate_message_of_a_leased_execution_is_deleted_without_a_call() -> None:
