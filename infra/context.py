@@ -97,6 +97,14 @@ _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 # private subnets ($0.045 an hour and per GB, for teams whose policy forbids public addresses).
 PUBLIC_IP, NAT_GATEWAY = "publicIp", "natGateway"
 FARGATE_EGRESS = (PUBLIC_IP, NAT_GATEWAY)
+# The prefix lengths of the tasks' two subnets in the VPC the app builds: /20, or /18 when
+# `fargateMaxTasks` needs more. Each subnet holds `fargateMaxTasks` addresses (AWS keeps five of
+# every subnet): a task takes one, the service spreads its tasks over the two zones, and a
+# deployment starts the new tasks before it stops the old ones (200 %). Two sizes only, whose
+# ranges in the VPC never overlap, so a change of size replaces the subnets without a conflict.
+TASK_SUBNET_MASKS = (20, 18)
+SUBNET_RESERVED_ADDRESSES = 5
+MAX_TASKS_IN_OWN_VPC = 2 ** (32 - TASK_SUBNET_MASKS[-1]) - SUBNET_RESERVED_ADDRESSES
 
 
 # The profiles (docs/DEPLOY.md, "Profiles"): each is the whole context a deployment reads, in one
@@ -773,6 +781,12 @@ def _fargate(node: ContextSource) -> FargateWorkerConfig:
     vpc_id = _optional_str(node, "fargateVpcId")
     if vpc_id is not None and not _VPC_ID.match(vpc_id):
         raise ContextError(f"context 'fargateVpcId' must be a VPC id (vpc-...), not {vpc_id!r}")
+    if vpc_id is None and max_tasks > MAX_TASKS_IN_OWN_VPC:
+        raise ContextError(
+            f"context 'fargateMaxTasks' must be at most {MAX_TASKS_IN_OWN_VPC} (what each of the "
+            f"VPC's two /{TASK_SUBNET_MASKS[-1]} task subnets holds), not {max_tasks}, "
+            "or give a larger VPC with fargateVpcId"
+        )
     egress = str(_required(node, "fargateEgress"))
     if egress not in FARGATE_EGRESS:
         raise ContextError(

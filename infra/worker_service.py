@@ -27,6 +27,8 @@ from infra import metric_names
 from infra.context import (
     NAT_GATEWAY,
     PUBLIC_IP,
+    SUBNET_RESERVED_ADDRESSES,
+    TASK_SUBNET_MASKS,
     ContextError,
     DeployConfig,
     FargateWorkerConfig,
@@ -60,9 +62,9 @@ SCALE_IN_COOLDOWN_MINUTES = 5
 # watchdog may register (change) only the scalable target tagged with its own service.
 SCALED_SERVICE_TAG = "takt:scaled-service"
 # The subnet group the tasks run in, in the VPC the app builds: public with `fargateEgress`
-# publicIp, private behind the NAT gateway with natGateway. The same name and size either way,
-# so the subnets keep their addresses when a deployment switches (an update in place, not a
-# replacement whose new subnets would overlap the old ones).
+# publicIp, private behind the NAT gateway with natGateway. The same name and size either way
+# (`task_subnet_mask`), so the subnets keep their addresses when a deployment switches (an
+# update in place, not a replacement whose new subnets would overlap the old ones).
 TASK_SUBNETS = "Workers"
 # The type of the subnets the tasks run in, by `fargateEgress`: the app's `TASK_SUBNETS` group,
 # or those of a given VPC (`fargateVpcId`).
@@ -128,6 +130,20 @@ def lane_messages(
         using_metrics=counts,
         period=MINUTE,
         label="Messages and slots busy" if include_in_flight else "Messages waiting",
+    )
+
+
+def task_subnet_mask(max_tasks: int) -> int:
+    """The tasks' subnets' prefix length in the VPC the app builds: the smallest of
+    `TASK_SUBNET_MASKS` whose subnet holds `max_tasks` addresses (infra.context refuses a
+    `fargateMaxTasks` the largest cannot hold)."""
+    return next(
+        (
+            mask
+            for mask in TASK_SUBNET_MASKS
+            if 2 ** (32 - mask) - SUBNET_RESERVED_ADDRESSES >= max_tasks
+        ),
+        TASK_SUBNET_MASKS[-1],
     )
 
 
@@ -286,7 +302,7 @@ class FargateWorker(Construct):
                 ec2.SubnetConfiguration(
                     name=TASK_SUBNETS,
                     subnet_type=TASK_SUBNET_TYPE[self.worker.egress],
-                    cidr_mask=20,
+                    cidr_mask=task_subnet_mask(self.worker.max_tasks),
                 ),
             ],
             gateway_endpoints={

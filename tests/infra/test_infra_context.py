@@ -171,6 +171,7 @@ def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
         ({"fargateWorker": True, "fargateScaleAheadMinutes": 16}, "fargateScaleAheadMinutes"),
         ({"fargateWorker": True, "fargateJobSec": 0}, "fargateJobSec"),
         ({"fargateWorker": True, "fargateEgress": "public"}, "fargateEgress"),
+        ({"fargateWorker": True, "fargateMaxTasks": 16_380}, "fargateMaxTasks"),
     ],
 )
 def test_bad_knob_fails_with_its_name(
@@ -178,6 +179,22 @@ def test_bad_knob_fails_with_its_name(
 ) -> None:
     with pytest.raises(ContextError, match=knob):
         _config(cdk_json_context, **overrides)
+
+
+def test_a_given_vpc_takes_more_tasks_than_the_apps_own_subnets_hold(
+    cdk_json_context: dict[str, Any],
+) -> None:
+    """The app's own VPC holds at most 16,379 tasks a subnet (/18); a given VPC's subnets are
+    the user's to size."""
+    config = _config(
+        cdk_json_context,
+        fargateWorker=True,
+        fargateMaxTasks=16_380,
+        fargateVpcId="vpc-0123456789abcdef0",
+    )
+
+    assert config.fargate is not None
+    assert config.fargate.max_tasks == 16_380
 
 
 def test_missing_knob_fails_with_its_name(

@@ -5,6 +5,7 @@ synthesize."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from collections.abc import Callable
@@ -251,6 +252,30 @@ def test_each_profiles_template_carries_what_the_simulator_simulates(
     assert tables and all(
         (t.get("BillingMode") == "PAY_PER_REQUEST") == on_demand for t in tables
     ), f"{name}: tables billed {profile.table_billing}"
+
+
+@pytest.mark.parametrize("name", ["seed", "tenx"])
+def test_each_profiles_task_subnets_hold_its_most_tasks(
+    name: str, cli_assemblies: Callable[[str], Path]
+) -> None:
+    """Each task takes an address of its subnet, and a deployment runs old and new tasks at
+    once (200 %), so each of the two zones' task subnets holds `fargateMaxTasks` addresses (AWS
+    keeps five); no subnet overlaps another. tenx's 11,292 tasks had two /20s, 4,091 each."""
+    fleet = load_profile(name).fargate()
+    assert fleet is not None
+    _, stateless = _templates(cli_assemblies(PROFILE_VARIANTS[name]))
+    subnets = {
+        logical_id: ipaddress.ip_network(resource["Properties"]["CidrBlock"])
+        for logical_id, resource in stateless["Resources"].items()
+        if resource["Type"] == "AWS::EC2::Subnet"
+    }
+    workers = [net for logical_id, net in subnets.items() if "VpcWorkersSubnet" in logical_id]
+
+    assert len(workers) == 2 and all(net.num_addresses - 5 >= fleet.max_tasks for net in workers), (
+        f"{name}: each task subnet must hold fargateMaxTasks ({fleet.max_tasks}) addresses"
+    )
+    nets = list(subnets.values())
+    assert not [a for i, a in enumerate(nets) for b in nets[i + 1 :] if a.overlaps(b)]
 
 
 def test_deploy_doc_gives_the_tenx_profiles_idle_cost_with_its_fargate_worker(
