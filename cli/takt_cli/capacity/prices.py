@@ -94,9 +94,9 @@ LIST_PRICES: dict[str, Price] = {
     # The Fargate worker's VPC has one NAT gateway: by the hour and by the GB it carries.
     "nat_gateway_hour": Price(0.045, "NAT gateway, per hour"),
     "nat_gateway_per_gb": Price(0.045, "NAT gateway, per GB processed"),
-    # Every public IPv4 address, in use or idle, a task's auto-assigned one as a NAT gateway's
-    # Elastic IP, since 2024-02-01 (Amazon VPC pricing, "Public IPv4 Address"): the Fargate
-    # worker's tasks each have one with `fargateEgress` publicIp.
+    # Every public IPv4 address, in use or idle, since 2024-02-01 (Amazon VPC pricing, "Public
+    # IPv4 Address"): a task's auto-assigned one as much as a NAT gateway's Elastic IP. The
+    # Fargate worker's tasks each have one with `fargateEgress` publicIp.
     "public_ipv4_hour": Price(0.005, "public IPv4 address, per hour"),
     # Fargate, Linux on arm64 (Graviton), what the worker service runs on.
     "fargate_vcpu_hour": Price(0.03238, "Fargate Linux/ARM, per vCPU-hour"),
