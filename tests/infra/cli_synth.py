@@ -28,7 +28,7 @@ CLI_ENV = {"CDK_DEFAULT_REGION": "us-east-1", "CDK_DEFAULT_ACCOUNT": "1234567890
 SEED_TABLE_CAPACITY = (
     '{"executions": {"write": [8000, 40000], "read": [1000, 40000]}, '
     '"jobs": {"write": [2400, 40000], "read": [6000, 40000]}, '
-    '"due": {"write": [3900, 40000], "read": [1900, 40000]}, "tenants": {"read": [100, 40000]}}'
+    '"due": {"write": [4000, 40000], "read": [1900, 40000]}, "tenants": {"read": [100, 40000]}}'
 )
 
 # The deployment across regions docs/DEPLOY.md gives as its example.

@@ -191,7 +191,7 @@ def test_provisioned_tables_are_raised_ahead_by_the_watchdog_on_their_own_target
     assert json.loads(env["TAKT_TABLE_WRITE_FLOORS"]) == {
         "executions": 8000,
         "jobs": 2400,
-        "due": 3900,
+        "due": 4000,
     }, "each table falls back to its profile's write minimum"
     assert (env["TAKT_SCALE_AHEAD_MINUTES"], env["TAKT_TABLE_TARGET_UTILIZATION"]) == ("5", "70")
     tagged = [

@@ -1362,6 +1362,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="minute-counts-not-priced",
+        breaks="issue 26: the cost model prices the hot minute split's count writes",
+        path="cli/takt_cli/capacity/model.py",
+        old="        return self.count_write_units_per_due_write * self.minute_count_share",
+        new="        return 0.0",
+        tests=(
+            "tests/unit/capacity/test_capacity_minute_counts.py::"
+            "test_each_scenario_prices_its_hours_count_writes_as_a_line_of_its_own",
+        ),
+    ),
+    Mutation(
+        name="minute-count-sample-never-thins",
+        breaks="issue 26: the cost model thins a minute's count sample as the minute splits",
+        path="cli/takt_cli/capacity/model.py",
+        old="        total += (min(items, bound) - written) / k",
+        new="        total += min(items, bound) - written",
+        tests=(
+            "tests/unit/capacity/test_capacity_minute_counts.py::"
+            "test_a_minutes_count_writes_thin_as_it_splits_as_the_shipped_hashing_counts_them",
+        ),
+    ),
+    Mutation(
         name="split-minute-budget-divided-by-n",
         breaks=(
             "issue 26: a backlog's share of the lanes' room is divided between the N*k "

@@ -123,6 +123,18 @@ class Design:
         return -(-self.batch_size // max(1, self.batch_concurrency))
 
 
+# The minutes' count writes a due write makes at split 1 (`CallProfile`), measured on
+# 2026-12-05 18:59-19:00 UTC at 867a2d1 (load average 7-8; units do not depend on it) by
+#     .venv/bin/takt bench local --stored 0 --recurring 100 --every 5 --for 30
+# (600 executions, history ok) from its metered units per execution: the claimer's due
+# UpdateItem, 0.05 (the count writes, 30: the claimer writes nothing else to the due table
+# with UpdateItem), over its due BatchWriteItem, 0.8333 (each fired job's next due item, one
+# unit each: 500). The design's rate is one in 16 (0.0625); 30 of 500 is within the sample's
+# error of it (tests/unit/capacity/test_capacity_minute_counts.py).
+COUNT_DUE_WRITES = 500
+COUNT_WRITE_UNITS_PER_DUE_WRITE = 30 / COUNT_DUE_WRITES
+
+
 @dataclass(frozen=True)
 class CallProfile:
     """One execution's calls and units, per function, and the latencies to price them in time.
@@ -174,6 +186,15 @@ class CallProfile:
     # lists; docs/CAPACITY.md, "Step 2"), which is taken.
     watch_due_write_units_per_execution: float = 0.1
     watch_executions_read_units_per_execution: float = 0.5
+    # The minutes' sampled counts (takt.store.due, the hot minute split), which the due units
+    # above, measured before the split, leave out: while its minute is at split 1, a due write
+    # whose key falls in the sample (one in 16) also adds to the minute's count item, a 1-unit
+    # UpdateItem. COUNT_MEASURE below says what measured it and how.
+    count_write_units_per_due_write: float = COUNT_WRITE_UNITS_PER_DUE_WRITE
+    # How much of that rate an execution pays over the hour priced: 1 when every minute stays
+    # at split 1 (one due write an execution, the steady hour); less when minutes split and
+    # their sample thins (`with_minute_counts` sets it for a scenario: `hour_count_share`).
+    minute_count_share: float = 1.0
     # What a call that outlives its first heartbeat adds (takt.worker.runner,
     # takt.watchdog.sweeper). The worker renews its lease every `heartbeat_sec` from the moment
     # the call starts while it has not answered: one UpdateItem on the execution (under 1 KB)
@@ -292,7 +313,13 @@ class CallProfile:
             "due": self.due_write_units_per_item,
         }
         watch = {"due": self.watch_due_write_units_per_execution}
-        return _summed(measured, watch, self.duration_write_units_by_table)
+        counts = {"due": self.count_write_units_per_execution}
+        return _summed(measured, watch, counts, self.duration_write_units_by_table)
+
+    @property
+    def count_write_units_per_execution(self) -> float:
+        """The minutes' count writes an execution pays over the hour priced."""
+        return self.count_write_units_per_due_write * self.minute_count_share
 
     @property
     def read_units_by_table(self) -> dict[str, float]:
@@ -318,6 +345,7 @@ class CallProfile:
             "recheck_read_units_per_execution": rechecks * self.recheck_read_units,
             "watch_write_units_per_execution": self.watch_due_write_units_per_execution,
             "watch_read_units_per_execution": self.watch_executions_read_units_per_execution,
+            "count_write_units_per_execution": self.count_write_units_per_execution,
             "write_units_per_execution": sum(self.write_units_by_table.values()),
             "read_units_per_execution": sum(self.read_units_by_table.values()),
         }
@@ -439,10 +467,53 @@ def profile_from_report(report: Mapping[str, Any]) -> CallProfile:
         table_write_units_per_execution=units_of("executions", index=False),
         measured_read_units_by_table=units_by_table(metered["dynamodb_read_units"]),
         # The run's units hold its watch lists' already (the claim's put among the due
-        # table's, the watchdog's delete and reads as `watch-check`).
+        # table's, the watchdog's delete and reads as `watch-check`), and its minutes' count
+        # writes (the claimer's due UpdateItem), at the run's split of 1.
         watch_due_write_units_per_execution=0.0,
         watch_executions_read_units_per_execution=0.0,
+        count_write_units_per_due_write=0.0,
     )
+
+
+def minute_count_writes(items: float, design: Design) -> float:
+    """The count writes of a minute whose `items` are written one after another, as a number
+    of due writes at split 1's rate (takt.store.due): each item at split 1, a k-th of one at
+    split k (its writer samples one item in 16k and adds 16k), none once the split is at its
+    cap (the writers stop counting). The split is k while the count is above N*I*k/2 and at
+    most N*I*k (N `due_shards`, I `due_split_items`): `bench/due_split.py`, the shipped
+    hashing over a minute's items, counts 19,804 writes for the seed's million at N = 64,
+    where this gives 317,000 due writes' worth, 19,812 at one in 16."""
+    total = 0.0
+    written = 0.0
+    k = 1
+    while k < design.due_split_max and written < items:
+        bound = float(design.due_shards * design.due_split_items * k)
+        total += (min(items, bound) - written) / k
+        written = bound
+        k *= 2
+    return total
+
+
+def hour_count_share(design: Design, executions_per_hour: float, burst: float) -> float:
+    """What share of split 1's count rate an hour's executions pay: `burst` of them due in its
+    first minute, the rest spread evenly over its 60 minutes (each execution indexes its next
+    occurrence in the minute it is due, a recurring job's: the seed's), every minute's count
+    thinning as it splits (`minute_count_writes`). A model of the thinning, not a bound: it
+    assumes a minute's items are written one after another, as the previous hour's claims
+    write them."""
+    per_minute = (executions_per_hour - burst) / 60
+    writes = minute_count_writes(per_minute + burst, design)
+    writes += 59 * minute_count_writes(per_minute, design)
+    return writes / executions_per_hour
+
+
+def with_minute_counts(
+    calls: CallProfile, design: Design, executions_per_hour: float, burst: float
+) -> CallProfile:
+    """`calls` with its minutes' count writes priced for an hour of `executions_per_hour`,
+    `burst` of them in its first minute, on `design` (`hour_count_share`)."""
+    share = hour_count_share(design, executions_per_hour, burst)
+    return replace(calls, minute_count_share=share)
 
 
 def _summed(*parts: Mapping[str, float]) -> dict[str, float]:

@@ -29,7 +29,7 @@ from takt_cli.capacity.cost import (
     fargate_task_hour_usd,
     worker_wait_usd_per_million,
 )
-from takt_cli.capacity.model import CallProfile, Design, Limits
+from takt_cli.capacity.model import CallProfile, Design, Limits, with_minute_counts
 from takt_cli.capacity.prices import US_EAST_1
 from takt_cli.capacity.profiles import Profile, load_profile
 from takt_cli.capacity.sim import Load, SimResult, Simulator
@@ -177,8 +177,11 @@ def plan(
     smallest design that meets its target; then both on Fargate workers scaled ahead of the
     due index instead of the worker function. `metered` is the cost per million by component a
     local run measured (50 ms target)."""
-    calls = calls or CallProfile()
     profile = profile or load_profile(None)
+    load = scenario.load
+    calls = with_minute_counts(
+        calls or CallProfile(), profile.design(), scenario.executions_per_hour, load.burst
+    )
     components = dict(metered or profile_components(calls))
     design_shipped = shipped_design(scenario, profile, calls)
     limits_shipped = profile.quotas.limits()
@@ -565,15 +568,18 @@ def profile_components(calls: CallProfile) -> dict[str, float]:
 
 
 def duration_lines(calls: CallProfile) -> dict[str, float]:
-    """What the call's duration and the claims' watch lists add to DynamoDB on demand, each as
-    its own line of the cost breakdown: the lease's heartbeats, the watchdog's rechecks of runs
-    longer than the resend wait, the watch items' writes and reads. A call that answers at once
-    adds only the watch lists'."""
+    """What the call's duration, the claims' watch lists and the minutes' counts add to
+    DynamoDB on demand, each as its own line of the cost breakdown: the lease's heartbeats, the
+    watchdog's rechecks of runs longer than the resend wait, the watch items' writes and reads,
+    and the count writes of the hot minute split (`CallProfile.count_write_units_per_due_write`
+    over the scenario's hour, `hour_count_share`). A call that answers at once adds only the
+    watch lists' and the counts'."""
     units = calls.units_per_execution()
     write = US_EAST_1.dynamodb_write_unit_per_million
     read = US_EAST_1.dynamodb_read_unit_per_million
     heartbeats = units["heartbeats_per_execution"]
     rechecks = units["rechecks_per_execution"]
+    counts = units["count_write_units_per_execution"]
     lines = {
         f"DynamoDB writes: heartbeats ({heartbeats:.3f} an execution)": (
             units["heartbeat_write_units_per_execution"] * write
@@ -586,6 +592,7 @@ def duration_lines(calls: CallProfile) -> dict[str, float]:
         ),
         "DynamoDB writes: watch items": units["watch_write_units_per_execution"] * write,
         "DynamoDB reads: watch items": units["watch_read_units_per_execution"] * read,
+        f"DynamoDB writes: the minutes' counts ({counts:.4f} an execution)": counts * write,
     }
     return {name: usd for name, usd in lines.items() if usd}
 

@@ -67,9 +67,9 @@ def test_the_seeds_steady_hour_is_cheaper_provisioned_and_its_burst_hour_on_dema
     assert steady["cheaper"] == "provisioned"
     assert burst["cheaper"] == "on demand"
     on_demand = steady["on_demand"]["usd_per_million_executions"]  # type: ignore[index]
-    # 6.0 measured write units and the watch lists' 0.1 at $0.625/M; 3.96 measured read units
-    # and the watch check's 0.5 at $0.125/M.
-    assert on_demand == pytest.approx(6.1 * 0.625 + 4.46 * 0.125, abs=0.001)
+    # 6.0 measured write units, the watch lists' 0.1 and the minutes' counts 0.06 at $0.625/M;
+    # 3.96 measured read units and the watch check's 0.5 at $0.125/M.
+    assert on_demand == pytest.approx(6.16 * 0.625 + 4.46 * 0.125, abs=0.001)
 
 
 def test_a_bench_reports_units_are_summed_by_table_and_index() -> None:

@@ -174,7 +174,7 @@ class _DynamoDb:
 TABLES = (
     ScaledTable("executions", "t-executions", 8000),
     ScaledTable("jobs", "t-jobs", 2400),
-    ScaledTable("due", "t-due", 3900),
+    ScaledTable("due", "t-due", 4000),
 )
 LOAD = TableLoad(job_sec=10, heartbeat_sec=10, target_utilization=70)
 
@@ -219,7 +219,7 @@ def test_the_step_lets_a_minimum_fall_back_to_the_floor_only_an_hour_after_the_l
     assert {r["ResourceId"]: r["MinCapacity"] for r in autoscaling.registered} == {
         "table/t-executions": 8000,
         "table/t-jobs": 2400,
-        "table/t-due": 3900,
+        "table/t-due": 4000,
     }, "the steady 1,400/s wants less than each profile's floor: back to the floors"
 
 
