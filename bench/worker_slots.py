@@ -24,7 +24,10 @@ It reports, for each N:
   completion (`turnover_gap_sec`: a slot's completion write, the delete, the receive and the next
   lease), and each run's start against the turn the slots would give it with no overhead at all
   (the k-th run starts after floor(k / N) calls: `start_lag_beyond_its_turn_sec`);
-- the rate against N / call-sec, and the load average before and after.
+- the rate against N / call-sec, moto's share of a core beside the worker's, and the load
+  average before and after. A freed slot waits on moto's answers (the completion, the receive,
+  the lease): when moto's share is at what the machine leaves it and the worker's is not, the
+  gaps and the rate are moto's, not the worker's.
 
 Every figure depends on this machine's load (2 cores shared with moto and other work): read them
 with the load average printed beside them.
@@ -51,7 +54,6 @@ sys.path[:0] = [str(ROOT / "layers"), str(ROOT), str(ROOT / "bench")]
 from bench.workers import count_succeeded, cpu_sec, start_workers, succeeded  # noqa: E402
 from takt.api.jobs import JobService  # noqa: E402
 from takt.api.models import JobCreate  # noqa: E402
-from takt.models.records import ExecutionRecord  # noqa: E402
 from takt.wiring import Services  # noqa: E402
 from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port  # noqa: E402
 
@@ -124,6 +126,16 @@ def proc_status(pid: int) -> dict[str, int]:
     return out
 
 
+def moto_pid() -> int:
+    """moto's server process: this process's child that multiprocessing spawned (the runtime's
+    `moto_process`), so its CPU can be read beside the worker's."""
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return int(child)
+    raise RuntimeError("moto's server process was not found")
+
+
 def quantiles(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
@@ -136,12 +148,16 @@ def quantiles(values: list[float]) -> dict[str, float] | None:
 
 
 def timings(
-    done: list[ExecutionRecord], slots: int, call_sec: float, ready: datetime
+    starts: list[datetime], ends: list[datetime], slots: int, call_sec: float, ready: datetime
 ) -> dict[str, Any]:
-    """Turnover gaps and each run's lag beyond its turn, from the stored start and finish
-    times (the lease write and the completion write)."""
-    starts = sorted(r.started_at for r in done if r.started_at is not None)
-    ends = sorted(r.finished_at for r in done if r.finished_at is not None)
+    """Turnover gaps and each run's lag beyond its turn, from the runs' stored start and finish
+    times (the lease write and the completion write), each list in any order.
+
+    With a backlog, the k-th start after the first wave (start N + k) takes the slot the k-th
+    completion freed, so their difference is what a slot spends between two runs; and with no
+    overhead at all the k-th start would come floor(k / N) calls after the worker was ready.
+    """
+    starts, ends = sorted(starts), sorted(ends)
     gaps = [(starts[slots + k] - ends[k]).total_seconds() for k in range(len(starts) - slots)]
     beyond = [
         (start - ready).total_seconds() - (k // slots) * call_sec for k, start in enumerate(starts)
@@ -153,7 +169,7 @@ def timings(
         "turnover_gap_sec": quantiles(gaps),
         "start_lag_beyond_its_turn_sec": quantiles(beyond),
         "worker_start_to_last_completion_sec": round(span, 2),
-        "executions_per_sec": round(len(done) / span, 1) if span > 0 else None,
+        "executions_per_sec": round(len(ends) / span, 1) if span > 0 else None,
         "executions_per_sec_with_no_overhead": round(slots / call_sec, 1),
     }
 
@@ -186,7 +202,8 @@ def run_slots(args: argparse.Namespace, slots: int, target: str) -> dict[str, An
         (worker,) = start_workers(runtime, 1, slots)
         try:
             ready = datetime.now(UTC)
-            cpu_before = cpu_sec(worker.pid)
+            moto = moto_pid()
+            cpu_before, moto_before = cpu_sec(worker.pid), cpu_sec(moto)
             threads = 0
             deadline = time.monotonic() + args.timeout
             while time.monotonic() < deadline:
@@ -194,7 +211,7 @@ def run_slots(args: argparse.Namespace, slots: int, target: str) -> dict[str, An
                 threads = max(threads, proc_status(worker.pid)["Threads"])
                 if lane_backlog(svc) == 0 and count_succeeded(svc) >= due:
                     break
-            cpu = cpu_sec(worker.pid) - cpu_before
+            cpu, moto_cpu = cpu_sec(worker.pid) - cpu_before, cpu_sec(moto) - moto_before
             wall = (datetime.now(UTC) - ready).total_seconds()
             memory = proc_status(worker.pid)
         finally:
@@ -211,9 +228,16 @@ def run_slots(args: argparse.Namespace, slots: int, target: str) -> dict[str, An
         "executions": executions,
         "worker_cpu_ms_per_execution": round(1000 * cpu / executions, 2) if executions else None,
         "worker_cpu_share_of_one_core": round(cpu / wall, 3) if wall > 0 else None,
+        "moto_cpu_share_of_one_core": round(moto_cpu / wall, 3) if wall > 0 else None,
         "worker_peak_rss_mib": round(memory["VmHWM"] / 1024, 1),
         "worker_peak_threads": threads,
-        **timings(done, slots, args.call_sec, ready),
+        **timings(
+            [r.started_at for r in done if r.started_at is not None],
+            [r.finished_at for r in done if r.finished_at is not None],
+            slots,
+            args.call_sec,
+            ready,
+        ),
         "attempts": {str(n): sum(len(r.attempts) == n for r in done) for n in (1, 2, 3)},
         "heartbeats": sum(r.heartbeat_seq for r in done),
         "lease_sec": settings.lease_sec,
