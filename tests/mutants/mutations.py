@@ -1384,6 +1384,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="split-minute-shards-even",
+        breaks=(
+            "issue 26: the simulator keeps in a split minute's base shards what was written "
+            "before it split"
+        ),
+        path="cli/takt_cli/capacity/model.py",
+        old="        if count <= 0 or parts == self.due_shards:",
+        new="        if count <= 0 or parts > 0:",
+        tests=(
+            "tests/unit/capacity/test_capacity_sim.py::"
+            "test_a_split_minutes_base_shard_keeps_what_was_written_before_it_split",
+        ),
+    ),
+    Mutation(
         name="split-minute-budget-divided-by-n",
         breaks=(
             "issue 26: a backlog's share of the lanes' room is divided between the N*k "

@@ -117,6 +117,34 @@ class Design:
             math.ceil(count), self.due_shards, self.due_split_items, self.due_split_max
         )
 
+    def partition_shares(self, count: float) -> list[float]:
+        """The share of a minute's `count` items each of its `partitions_of(count)` partitions
+        holds, the minute's items written one after another (takt.store.due): the items written
+        while its split was k are spread over its first N*k partitions, and k only grows, so the
+        base shards keep what was written before the minute split and the last sub-partitions
+        hold only what came after. The seed's million at N = 64: 4,953 items in each base shard
+        and 953 in each of the last 256, where `bench/due_split.py` (the shipped hashing and its
+        stale splits) gives 915 to 5,000; evenly, 1,953 each."""
+        parts = self.partitions_of(count)
+        if count <= 0 or parts == self.due_shards:
+            return [1.0 / parts] * parts
+        per_part = [0.0] * parts
+        written = 0.0
+        k = 1
+        while written < count:
+            # The last split takes the rest (at the cap, everything beyond its bound).
+            bound = count if self.due_shards * k >= parts else self.boundary(k)
+            spread = (min(count, bound) - written) / (self.due_shards * k)
+            for part in range(self.due_shards * k):
+                per_part[part] += spread
+            written = min(count, bound)
+            k *= 2
+        return [items / count for items in per_part]
+
+    def boundary(self, split: int) -> float:
+        """The most items a minute holds while its split is `split` (`split_of`)."""
+        return float(self.due_shards * self.due_split_items * split)
+
     @property
     def batch_waves(self) -> int:
         """How many rounds of calls a full batch takes: one when its messages run at once."""

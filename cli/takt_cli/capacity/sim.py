@@ -233,8 +233,10 @@ class SimResult:
 @dataclass
 class _Minute:
     """One minute bucket of the due index: its cohorts in due order, which each of its
-    partitions holds an even share of (a job's partition is a hash of its id), and how far each
-    partition is claimed (the index of its first cohort not yet taken)."""
+    partitions holds a share of (a job's partition is a hash of its id: even over a minute's N
+    shards, uneven over a split minute's N*k, whose base shards keep what was written before it
+    split, `Design.partition_shares`), and how far each partition is claimed (the index of its
+    first cohort not yet taken)."""
 
     start: float
     dues: list[float]
@@ -242,6 +244,8 @@ class _Minute:
     parts: int
     claimed: list[int]
     busy_until: list[float]
+    # The share of every cohort each partition holds.
+    shares: list[float]
     # Partitions the last sweep for the minute's first second found something in (the ticker's
     # `_early`): swept again on every tick until empty.
     early: set[int] = field(default_factory=set)
@@ -251,8 +255,10 @@ class _Minute:
         prefix = [0.0]
         for _, count in cohorts:
             prefix.append(prefix[-1] + count)
-        parts = design.partitions_of(prefix[-1])
-        return cls(start, [due for due, _ in cohorts], prefix, parts, [0] * parts, [0.0] * parts)
+        shares = design.partition_shares(prefix[-1])
+        parts = len(shares)
+        dues = [due for due, _ in cohorts]
+        return cls(start, dues, prefix, parts, [0] * parts, [0.0] * parts, shares)
 
     def busy(self, until: float, among: Iterable[int] | None = None) -> list[int]:
         """The partitions holding something due by `until`, among `among` (all by default)."""
@@ -266,16 +272,19 @@ class _Minute:
         self.claimed[part] = max(first, end)
         return first, end
 
-    def items(self, first: int, end: int) -> float:
-        """One partition's share of the cohorts `first` to `end`."""
-        return (self.prefix[end] - self.prefix[first]) / self.parts
+    def items(self, part: int, first: int, end: int) -> float:
+        """Partition `part`'s share of the cohorts `first` to `end`."""
+        return (self.prefix[end] - self.prefix[first]) * self.shares[part]
 
-    def share(self, index: int) -> float:
-        return (self.prefix[index + 1] - self.prefix[index]) / self.parts
+    def share(self, part: int, index: int) -> float:
+        return (self.prefix[index + 1] - self.prefix[index]) * self.shares[part]
 
     def left(self) -> float:
         total = self.prefix[-1]
-        return sum(total - self.prefix[i] for i in self.claimed) / self.parts
+        return sum(
+            (total - self.prefix[i]) * share
+            for i, share in zip(self.claimed, self.shares, strict=True)
+        )
 
     def holds(self, due: float) -> bool:
         """Whether some partition has not yet claimed its share of the cohort due at `due`."""
@@ -453,7 +462,7 @@ class Simulator:
                     ):
                         continue
                     first, end = minute.take(shard, until)
-                    items = minute.items(first, end)
+                    items = minute.items(shard, first, end)
                     cold = 0.0
                     if len(claims_running) + 1 > warm_claims:
                         cold = lim.cold_start_ms / 1000
@@ -479,7 +488,7 @@ class Simulator:
                     sends = calls.send_seconds(math.ceil(items), d)
                     dispatched.add(sent_at - sends, sent_at, items)
                     for i in range(first, end):
-                        due, count = minute.dues[i], minute.share(i)
+                        due, count = minute.dues[i], minute.share(shard, i)
                         arrives = sent_at + calls.delivery_ms / 1000
                         if due - sent_at >= 1:
                             # Claimed for the minute's first second: SQS delays the message by

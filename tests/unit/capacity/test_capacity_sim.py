@@ -288,8 +288,9 @@ def test_a_hot_minute_is_split_into_the_fewest_powers_of_two_its_count_needs() -
 def test_a_split_minutes_partitions_are_claimed_at_once_each_by_its_own_claimer() -> None:
     """Rule: each sub-partition of a split minute is claimed by a claimer of its own,
     concurrently, and writes its own partition's 1,000 units a second. The 5,000 items at the
-    minute's first instant (claimed at it) over 4 partitions of 1,250 take about 1.25 s, not
-    the 5 s one partition takes; with a claimer reserved concurrency of 1 they are claimed
+    minute's first instant (claimed at it) over 4 partitions (2,500, 1,250, 625 and 625:
+    `test_a_split_minutes_base_shard_keeps_what_was_written_before_it_split`) take about 1.5 s,
+    not the 5 s one partition takes; with a claimer reserved concurrency of 1 they are claimed
     one partition after another."""
     at_its_second = replace(ONE_SHARD, burst_ahead_sec=0, due_split_items=1250, due_split_max=4)
 
@@ -304,6 +305,28 @@ def test_a_split_minutes_partitions_are_claimed_at_once_each_by_its_own_claimer(
     assert one_at_a_time.peak_concurrency["claimer"] == 1, "the reservation caps the claims"
     assert one_at_a_time.burst_dispatched_within_sec is not None
     assert one_at_a_time.burst_dispatched_within_sec >= 3.0
+
+
+def test_a_split_minutes_base_shard_keeps_what_was_written_before_it_split() -> None:
+    """Rule (takt.store.due: k only grows, an item goes to crc32 mod N*k of the k its writer
+    saw): the items written before a minute split stay in its first partitions. 5,000 items
+    over one shard, split at 1,250 and 2,500 items to 4 partitions: 1,250 in partition 0, the
+    next 1,250 over two (625 each), the last 2,500 over four (625 each). The burst is then
+    dispatched when partition 0's 2,500 writes are through (one second of the partition's
+    1,000 units a second, and one of burst), not the even 1,250's."""
+    at_its_second = replace(ONE_SHARD, burst_ahead_sec=0, due_split_items=1250, due_split_max=4)
+    seed = Design(due_shards=64)
+
+    assert at_its_second.partition_shares(5000) == [0.5, 0.25, 0.125, 0.125], (
+        "the hot minute split: a minute's base shards keep what was written before it split"
+    )
+    shares = seed.partition_shares(1_000_000)
+    # bench/due_split.py, the shipped hashing and its writers' stale splits: 915 to 5,000.
+    assert (round(shares[0] * 1e6), round(shares[-1] * 1e6)) == (4953, 953)
+    split = Simulator(MINUTE_ZERO, at_its_second, calls=FLAT, warm_rate=5000).run()
+    assert split.burst_dispatched_within_sec == pytest.approx(1.5), (
+        "the hot minute split: a split minute is dispatched when its busiest partition is"
+    )
 
 
 def test_a_queue_hands_out_no_more_than_its_in_flight_limit_and_a_lease_frees_it() -> None:
