@@ -207,6 +207,15 @@ def test_a_split_minutes_busy_base_shard_has_its_sub_partitions_claimed_without_
     assert sorted(shard for minute, shard in client.invoked if minute == MINUTE) == list(
         range(N * 4)
     ), "a sweep tick probes and claims every partition of the split minute"
+    told = {
+        n
+        for (minute, _), n in zip(client.invoked, client.partitions, strict=True)
+        if minute == MINUTE
+    }
+    assert told == {N * 4}, (
+        "docs/FAIRNESS.md: each claimer's event names the N*k partitions its tick claims of "
+        "a split minute, which its share of the lanes' room is divided by"
+    )
     due.probes.clear()
     client.invoked.clear()
     ticker.tick(SWEEP + timedelta(seconds=1))
@@ -251,15 +260,18 @@ def test_a_split_item_lands_in_the_shard_of_its_hash_mod_n_times_the_split() -> 
 
 
 class _NoLambda:
-    """Records the claims a LambdaFanout starts, as (minute, shard)."""
+    """Records the claims a LambdaFanout starts, as (minute, shard), and the partitions each
+    event says its tick claims of the minute."""
 
     def __init__(self) -> None:
         self.invoked: list[tuple[datetime, int]] = []
+        self.partitions: list[int | None] = []
 
     def invoke(self, **kwargs: Any) -> dict[str, Any]:
         event = json.loads(kwargs["Payload"])
         minute = datetime.fromisoformat(event["minute"].replace("Z", "+00:00"))
         self.invoked.append((minute, int(event["shard"])))
+        self.partitions.append(event.get("partitions"))
         return {"StatusCode": 202}
 
 
