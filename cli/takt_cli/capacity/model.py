@@ -51,6 +51,12 @@ def _shipped(setting: str) -> float:
     return float(Settings.model_fields[setting].default)
 
 
+def watchdog_found_after(interval_sec: float) -> float:
+    """How long after a running execution's `check_at` the watchdog finds it, on average: the
+    clock margin it waits past the time, then half a sweep interval."""
+    return _shipped("clock_margin_sec") + interval_sec / 2
+
+
 @dataclass(frozen=True)
 class Design:
     """takt's knobs that the simulation varies (defaults: the seed profile's, which
@@ -231,13 +237,13 @@ class CallProfile:
     # a sweep interval later; it reads the execution consistently and moves `check_at` to the
     # lease's expiry (the execution and a delete and a put in the `open` index), and is found
     # again there, once a lease period. A call never runs past its job's timeout (300 s, the
-    # API's default).
+    # API's default). These default to the runtime's settings (`takt local`); a profile's own
+    # (`leaseSec`, `heartbeatSec`, `watchdogIntervalSec`) replace them when the simulator runs
+    # that profile (`takt_cli.capacity.profiles.Profile.timed`).
     heartbeat_sec: float = _shipped("heartbeat_sec")
     lease_sec: float = _shipped("lease_sec")
     pending_resend_after_sec: float = _shipped("pending_resend_after_sec")
-    watchdog_found_after_sec: float = (
-        _shipped("clock_margin_sec") + _shipped("watchdog_interval_sec") / 2
-    )
+    watchdog_found_after_sec: float = watchdog_found_after(_shipped("watchdog_interval_sec"))
     job_timeout_sec: float = 300.0
     heartbeat_write_units: float = 1.0
     recheck_read_units: float = 1.0

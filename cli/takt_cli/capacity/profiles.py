@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from typing import Any
 
-from takt_cli.capacity.model import Design, Limits
+from takt_cli.capacity.model import CallProfile, Design, Limits, watchdog_found_after
 
 DEFAULT_PROFILE = "seed"
 # The lane the seed's scenarios run in (a job's default).
@@ -121,6 +121,20 @@ class Profile:
             fargate_nat_gateway=_egress(self.context) == NAT_GATEWAY,
         )
 
+    def timed(self, calls: CallProfile) -> CallProfile:
+        """`calls` with the lease the profile deploys: its `leaseSec` and `heartbeatSec` say
+        which running calls renew their lease and how often, and with `watchdogIntervalSec`
+        when the watchdog rechecks them, so the heartbeats and rechecks priced are the ones
+        this profile's workers and watchdog make, not the runtime's defaults."""
+        return replace(
+            calls,
+            lease_sec=_float(self.context, "leaseSec"),
+            heartbeat_sec=_float(self.context, "heartbeatSec"),
+            watchdog_found_after_sec=watchdog_found_after(
+                _float(self.context, "watchdogIntervalSec")
+            ),
+        )
+
     def fargate(self) -> FargateFleet | None:
         """The Fargate worker's task bounds, if the profile turns it on for the simulated lane."""
         if not _bool(self.context, "fargateWorker"):
@@ -215,6 +229,13 @@ def _egress(context: Mapping[str, Any]) -> str:
     if value not in (PUBLIC_IP, NAT_GATEWAY):
         raise ProfileError(f"-c fargateEgress: must be {PUBLIC_IP} or {NAT_GATEWAY}, not {value!r}")
     return value
+
+
+def _float(context: Mapping[str, Any], key: str) -> float:
+    try:
+        return float(str(context[key]))
+    except ValueError:
+        raise ProfileError(f"-c {key}: must be a number, not {context[key]!r}") from None
 
 
 def _bool(context: Mapping[str, Any], key: str) -> bool:

@@ -173,14 +173,17 @@ def plan(
     metered: Mapping[str, float] | None = None,
     profile: Profile | None = None,
 ) -> dict[str, Any]:
-    """Run `scenario` as `profile` ships it (the seed's by default), then search for the
-    smallest design that meets its target; then both on Fargate workers scaled ahead of the
-    due index instead of the worker function. `metered` is the cost per million by component a
-    local run measured (50 ms target)."""
+    """Run `scenario` as `profile` ships it (the seed's by default, with its lease and
+    heartbeats: `Profile.timed`), then search for the smallest design that meets its target;
+    then both on Fargate workers scaled ahead of the due index instead of the worker function.
+    `metered` is the cost per million by component a local run measured (50 ms target)."""
     profile = profile or load_profile(None)
     load = scenario.load
     calls = with_minute_counts(
-        calls or CallProfile(), profile.design(), scenario.executions_per_hour, load.burst
+        profile.timed(calls or CallProfile()),
+        profile.design(),
+        scenario.executions_per_hour,
+        load.burst,
     )
     components = dict(metered or profile_components(calls))
     design_shipped = shipped_design(scenario, profile, calls)

@@ -307,6 +307,7 @@ def simulate(
         # Read every knob the simulator uses now, so a bad override fails before any run.
         deployed.design()
         deployed.fargate()
+        deployed.timed(CallProfile())
     except ProfileError as exc:
         raise CliError(str(exc)) from None
     calls = CallProfile()

@@ -165,3 +165,25 @@ def test_a_profile_that_meets_the_target_is_its_own_plan() -> None:
     assert report["planned"]["claim_parallelism"] == Design().claim_parallelism == 32, (
         "a profile that meets the target must be the plan, not the search's first candidate"
     )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "heartbeats"),
+    [(["leaseSec=30", "heartbeatSec=10"], 1.0), (["leaseSec=60", "heartbeatSec=20"], 0.0)],
+)
+def test_the_simulator_prices_the_heartbeats_of_the_profiles_own_lease(
+    overrides: list[str], heartbeats: float
+) -> None:
+    """Rule: `takt bench simulate` prices the lease the profile deploys (`leaseSec`,
+    `heartbeatSec`), not the runtime's defaults: a 10 s call renews a 30 s lease once and a 60 s
+    lease not at all."""
+    report = plan(TINY, TEN_SECOND_CALLS, profile=load_profile("seed", overrides))
+
+    units = report["dynamodb_units_per_execution"]
+    assert units["heartbeats_per_execution"] == heartbeats, (
+        f"with -c {' -c '.join(overrides)} a 10 s call must renew its lease {heartbeats:g} times"
+    )
+    priced = [name for name in report["as_shipped"]["usd_per_million_breakdown"] if "heart" in name]
+    assert priced == (
+        [f"DynamoDB writes: heartbeats ({heartbeats:.3f} an execution)"] * bool(heartbeats)
+    ), "the cost breakdown must price the heartbeats the profile's lease makes"
