@@ -97,12 +97,14 @@ def test_the_simulator_reports_the_steady_scenario_with_the_seed_s_ten_second_jo
         "logs and metrics at most $0.05/M (issue 26): a success is logged only at DEBUG"
     )
     assert shipped["usd_per_million_executions"] == pytest.approx(sum(breakdown.values()), abs=0.01)
-    # A 10 s call renews its lease once (at its tenth second) and ends before the watchdog's
-    # first look: one write unit on the executions table, its own line.
+    # A 10 s call ends before the seed's first heartbeat (a 45 s lease renewed every 15 s) and
+    # before the watchdog's first look: no write beyond the run's own, and no heartbeat line.
     units = steady["dynamodb_units_per_execution"]
-    assert units["heartbeat_write_units_per_execution"] == 1.0
+    assert units["heartbeat_write_units_per_execution"] == 0.0, (
+        "the seed profile's lease spares a 10 s call its heartbeat"
+    )
     assert units["recheck_write_units_per_execution"] == 0.0
-    assert _line(breakdown, "DynamoDB writes: heartbeats") == pytest.approx(0.625)
+    assert not [name for name in breakdown if name.startswith("DynamoDB writes: heartbeats")]
     assert steady["planned"]["quotas_and_settings"]
     assert steady["cost_per_hour_usd"]["total"] > 0
     # The same load on Fargate workers scaled ahead: no worker function, a fleet priced by

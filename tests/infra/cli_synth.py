@@ -26,9 +26,9 @@ CLI_ENV = {"CDK_DEFAULT_REGION": "us-east-1", "CDK_DEFAULT_ACCOUNT": "1234567890
 # The cost model's `tableCapacity` for the seed's steady 1,400 executions/s of 10 s jobs
 # (`takt_cli.capacity.billing.steady_capacity`).
 SEED_TABLE_CAPACITY = (
-    '{"executions": {"write": [8000, 40000], "read": [1000, 40000]}, '
+    '{"executions": {"write": [6000, 40000], "read": [1000, 40000]}, '
     '"jobs": {"write": [2400, 40000], "read": [6000, 40000]}, '
-    '"due": {"write": [4000, 40000], "read": [1900, 40000]}, "tenants": {"read": [100, 40000]}}'
+    '"due": {"write": [4000, 40000], "read": [200, 40000]}, "tenants": {"read": [100, 40000]}}'
 )
 
 # The deployment across regions docs/DEPLOY.md gives as its example.

@@ -19,6 +19,7 @@ from takt_cli.capacity.billing import TABLES as PRICED_TABLES
 from takt_cli.capacity.billing import steady_capacity, table_loads
 from takt_cli.capacity.idle import render, table_capacity_lines
 from takt_cli.capacity.model import CallProfile
+from takt_cli.capacity.profiles import load_profile
 from tests.infra.cli_synth import ROOT, SEED_TABLE_CAPACITY
 from tests.infra.conftest import cdk_context
 
@@ -84,13 +85,13 @@ def test_provisioned_tables_scale_every_table_and_index_each_way(
         t
         for t in targets
         if t["ScalableDimension"] == "dynamodb:table:WriteCapacityUnits"
-        and t["MinCapacity"] == 8000
+        and t["MinCapacity"] == 6000
     ]
     assert len(writes) == 1 and writes[0]["MaxCapacity"] == 40000
     executions = next(
         t for t in tables if any(k["AttributeName"] == "job_key" for k in t["KeySchema"])
     )
-    assert executions["ProvisionedThroughput"]["WriteCapacityUnits"] == 8000
+    assert executions["ProvisionedThroughput"]["WriteCapacityUnits"] == 6000
     # A claim's executions stay out of the `open` index: it keeps the app's default minimum.
     open_index = next(i for i in executions["GlobalSecondaryIndexes"] if i["IndexName"] == "open")
     assert open_index["ProvisionedThroughput"]["WriteCapacityUnits"] == 5
@@ -135,7 +136,8 @@ def test_a_bad_billing_setting_fails_the_synth_naming_it(
 
 
 def test_the_documented_seed_capacity_is_the_cost_models_steady_capacity() -> None:
-    calls = replace(CallProfile(), target_latency_ms=10_000)  # the seed's 10 s jobs
+    # The seed's 10 s jobs under its lease (45 s renewed every 15 s: none renews it).
+    calls = load_profile("seed").timed(replace(CallProfile(), target_latency_ms=10_000))
     tables = table_loads(calls.write_units_by_table, calls.read_units_by_table)
 
     assert json.loads(SEED_TABLE_CAPACITY) == steady_capacity(tables, 1400)
@@ -189,7 +191,7 @@ def test_provisioned_tables_are_raised_ahead_by_the_watchdog_on_their_own_target
     env = watchdog["Environment"]["Variables"]
 
     assert json.loads(env["TAKT_TABLE_WRITE_FLOORS"]) == {
-        "executions": 8000,
+        "executions": 6000,
         "jobs": 2400,
         "due": 4000,
     }, "each table falls back to its profile's write minimum"

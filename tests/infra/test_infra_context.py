@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,8 @@ from infra.context import (
     settings_env_var,
 )
 from takt.config import LANES, Settings
+
+DEPLOY_DOC = (Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md").read_text()
 
 
 def _config(context: dict[str, Any], **overrides: Any) -> DeployConfig:
@@ -52,8 +55,10 @@ def test_shipped_context_tunes_the_runtime_for_the_cloud(
         open_shards=64,
         claimer_threads=32,
         history_retention_days=7,
-        lease_sec=30,
-        heartbeat_sec=10,
+        # A lease of 45 s renewed every 15 s: the seed's 10 s calls end before their first
+        # heartbeat (docs/CAPACITY.md, "The lease of the seed's 10 s calls").
+        lease_sec=45,
+        heartbeat_sec=15,
         watchdog_interval_sec=10,
     )
     assert config.schedule_lag_alarm_ms == 5000
@@ -155,7 +160,7 @@ def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
         ({"claimerThreads": 65}, "claimerThreads"),
         ({"historyRetentionDays": "0.5"}, "historyRetentionDays"),
         ({"leaseSec": 5}, "leaseSec"),
-        ({"heartbeatSec": 11}, "heartbeatSec"),
+        ({"heartbeatSec": 16}, "heartbeatSec"),
         ({"watchdogIntervalSec": 5}, "watchdogIntervalSec"),
         ({"watchdogIntervalSec": 61}, "watchdogIntervalSec"),
         ({"scheduleLagAlarmMs": 500}, "scheduleLagAlarmMs"),
@@ -228,3 +233,17 @@ def test_a_synth_across_regions_says_nothing_of_the_clis_region() -> None:
     assert unconfigured_region_note("us-east-1", None, "us-east-1,us-east-2") is None, (
         "regions-bind-every-stack: no note about the CLI's region"
     )
+
+
+@pytest.mark.parametrize("profile", ["seed", "small"])
+def test_the_deploy_doc_states_each_profiles_recovery_bound_from_its_lease(
+    cdk_json_context: dict[str, Any], profile: str
+) -> None:
+    """Rule (DESIGN, worker failure): a dead worker's execution runs again within lease + clock
+    margin + watchdog interval; docs/DEPLOY.md states that bound with the profile's numbers."""
+    tuning = _config(cdk_json_context, profile=profile).tuning
+    margin = Settings().clock_margin_sec
+    bound = tuning.lease_sec + margin + tuning.watchdog_interval_sec
+    stated = f"{tuning.lease_sec:g} + {margin:g} + {tuning.watchdog_interval_sec:g} = {bound:g} s"
+
+    assert stated in DEPLOY_DOC, f"docs/DEPLOY.md must state the {profile} profile's {stated}"

@@ -198,18 +198,25 @@ class CallProfile:
     # executions table 3 (the claim's create, the worker's lease and completion); its `open`
     # index 0 (a claim's executions stay out of it); jobs 1.17 (the claim's advance, and the
     # worker's outcome note on a job's first run: 1 in 6 here); due 1.83 (the fired item's
-    # delete, the next item's put for 5 runs in 6) and the watch lists' 1.97 (below). Reads
-    # 4.47: jobs 3 (the claim's consistent read, the worker's lease-time check and its read
-    # after a success it does not note), due 0.93 (the claim's query, shared by the few items a
-    # small run's query finds), tenants 0.03 (the tenant's limits, cached by the worker) and the
-    # watch check's 0.5. One-off jobs (`--stored 0 --burst 20`, 23:51 UTC) write 5.4 (jobs 1,
-    # due 1 and the watch lists' 0.4) and read 4.2 (due 0.2, tenants 0.5).
+    # delete, the next item's put for 5 runs in 6) and the watch lists' 1.97 (below). One-off
+    # jobs (`--stored 0 --burst 20`, 23:51 UTC) write 5.4 (jobs 1, due 1 and the watch lists'
+    # 0.4). The reads are a run at the seed's claims, ten items a claim or more, each job's
+    # occurrence claimed ahead on its own (where the small run's claims of one or two items
+    # paid the due query's half unit alone: 0.93), measured on 2026-12-05 18:44 UTC at
+    # 79659aa (load average 6.0-9.2; units do not depend on it) by
+    #     .venv/bin/takt bench local --stored 0 --recurring 100 --every 10 --for 40 --shards 1
+    # (400 executions kept up with, 10.2/s; history ok): 3.61 read units. Jobs 3 (the claim's
+    # consistent read, the worker's lease-time check and its read after its success),
+    # due 0.084 (the claim's consistent query, 0.0825, one unit per 4 KB of items it reads, and
+    # the minutes' counts, 0.0013), tenants 10 reads in the 400 runs (the tenant's signing-key
+    # state, kept a minute by each process: takt.tenants.webhook_keys) and the watch check's 0.5.
+    # docs/CAPACITY.md, "The reads of an execution", says which guarantee each rests on.
     table_write_units_per_execution: float = 3.0
     open_index_write_units_per_execution: float = 0.0
     jobs_write_units_per_execution: float = 1.17
     due_write_units_per_item: float = 1.83
     measured_read_units_by_table: Mapping[str, float] = field(
-        default_factory=lambda: {"jobs": 3.0, "due": 0.93, "tenants": 0.03}
+        default_factory=lambda: {"jobs": 3.0, "due": 0.084, "tenants": 10 / 400}
     )
     # The claims' watch lists (takt.store.watches): a claim puts one item in the due table
     # listing its executions (about 100 bytes each) and the watchdog deletes it after reading

@@ -18,11 +18,13 @@ from takt_cli.capacity.billing import (
 )
 from takt_cli.capacity.model import CallProfile, profile_from_report
 from takt_cli.capacity.prices import US_EAST_1
+from takt_cli.capacity.profiles import load_profile
 from takt_cli.capacity.scenarios import SEED, dynamodb_billing
 
 DEPLOY_DOC = Path(__file__).resolve().parents[3] / "docs" / "DEPLOY.md"
-# The seed's calls: 10 s each, so each renews its lease once.
-SEED_CALLS = replace(CallProfile(), target_latency_ms=10_000)
+# The seed's calls, 10 s each, under the seed profile's lease (45 s renewed every 15 s): none
+# renews it.
+SEED_CALLS = load_profile("seed").timed(replace(CallProfile(), target_latency_ms=10_000))
 
 
 def test_a_steady_table_holds_its_load_over_the_target_utilization() -> None:
@@ -68,8 +70,8 @@ def test_the_seeds_steady_hour_is_cheaper_provisioned_and_its_burst_hour_on_dema
     assert burst["cheaper"] == "on demand"
     on_demand = steady["on_demand"]["usd_per_million_executions"]  # type: ignore[index]
     # 6.0 measured write units, the watch lists' 0.1 and the minutes' counts 0.06 at $0.625/M;
-    # 3.96 measured read units and the watch check's 0.5 at $0.125/M.
-    assert on_demand == pytest.approx(6.16 * 0.625 + 4.46 * 0.125, abs=0.001)
+    # 3.109 measured read units and the watch check's 0.5 at $0.125/M.
+    assert on_demand == pytest.approx(6.16 * 0.625 + 3.609 * 0.125, abs=0.001)
 
 
 def test_a_bench_reports_units_are_summed_by_table_and_index() -> None:
@@ -156,11 +158,11 @@ def test_deploy_docs_figures_are_the_models() -> None:
 def test_capacity_docs_table_rows_are_the_models_steady_hour() -> None:
     """docs/CAPACITY.md, "DynamoDB on demand or provisioned": each loaded table's row, priced
     from the call profile with the seed's 10 s calls."""
-    calls = replace(CallProfile(), target_latency_ms=10_000)
+    calls = SEED_CALLS
     doc = " ".join((DEPLOY_DOC.parent / "CAPACITY.md").read_text().split())
     assert (
         "measured executions 3, `open` 0, jobs 1.17, due 1.83 write units and the watch lists' "
-        "0.1; jobs 3, due 0.93, tenants 0.03 read units and the watch check's 0.5"
+        "0.1; jobs 3, due 0.084, tenants 0.025 read units and the watch check's 0.5"
     ) in doc
     report = billing_report(
         table_loads(calls.write_units_by_table, calls.read_units_by_table), HourlyLoad(1400)

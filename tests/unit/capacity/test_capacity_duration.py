@@ -16,6 +16,7 @@ import pytest
 
 from takt_cli.capacity.billing import HourlyLoad, billing_report, table_loads
 from takt_cli.capacity.model import CallProfile, Design
+from takt_cli.capacity.profiles import load_profile
 from takt_cli.capacity.scenarios import (
     SEED,
     all_in_cost,
@@ -257,8 +258,9 @@ def test_a_write_path_of_3_units_brings_the_seeds_steady_hour_under_2_usd_a_mill
     due-item writes, no watch list, a lease long enough that a 10 s call renews nothing), and
     then to the history's 2 alone, and to none, each on the cheapest design, the claimer priced
     from its claims (`CallProfile.claimer_usd_per_million`) and the Fargate tasks reaching their
-    targets through a public IPv4 address each, with no NAT gateway (`fargateEgress`)."""
-    shipped = _calls(10)
+    targets through a public IPv4 address each, with no NAT gateway (`fargateEgress`), under the
+    seed profile's lease (a 10 s call renews none) and the reads measured at the seed's claims."""
+    shipped = load_profile("seed").timed(_calls(10))
     three = replace(
         shipped,
         table_write_units_per_execution=2.0,
@@ -272,17 +274,17 @@ def test_a_write_path_of_3_units_brings_the_seeds_steady_hour_under_2_usd_a_mill
     two = replace(three, jobs_write_units_per_execution=0.0)
     none = replace(two, table_write_units_per_execution=0.0)
 
-    assert sum(shipped.write_units_by_table.values()) == pytest.approx(7.16)
+    assert sum(shipped.write_units_by_table.values()) == pytest.approx(6.16)
     assert sum(three.write_units_by_table.values()) == pytest.approx(3.0)
     assert sum(two.write_units_by_table.values()) == pytest.approx(2.0)
-    assert _cheapest_all_in(shipped) == pytest.approx(2.98, abs=0.005)
-    assert _cheapest_all_in(three) == pytest.approx(1.91, abs=0.005), (
+    assert _cheapest_all_in(shipped) == pytest.approx(2.68, abs=0.005)
+    assert _cheapest_all_in(three) == pytest.approx(1.86, abs=0.005), (
         "the 3-unit write path comes under $2/M"
     )
-    assert _cheapest_all_in(two) == pytest.approx(1.65, abs=0.005), (
+    assert _cheapest_all_in(two) == pytest.approx(1.60, abs=0.005), (
         "the history's 2 units alone come under $2/M"
     )
-    assert _cheapest_all_in(none) == pytest.approx(1.13, abs=0.005)
+    assert _cheapest_all_in(none) == pytest.approx(1.09, abs=0.005)
     scenario = SEED[0]
     lines = all_in_cost(
         scenario, scaled_ahead(scenario, Design(), two), two, profile_components(two)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from takt.executions.rules import lease_moves_check_at
 from takt_cli.capacity.model import CallProfile, Design, Limits
 from takt_cli.capacity.profiles import ProfileError, load_profile, profile_names
 from takt_cli.capacity.scenarios import SEED, Scenario, busiest_minute_tasks, plan, shipped_design
@@ -187,3 +188,26 @@ def test_the_simulator_prices_the_heartbeats_of_the_profiles_own_lease(
     assert priced == (
         [f"DynamoDB writes: heartbeats ({heartbeats:.3f} an execution)"] * bool(heartbeats)
     ), "the cost breakdown must price the heartbeats the profile's lease makes"
+
+
+@pytest.mark.parametrize("name", ["seed", "tenx"])
+def test_the_seed_scale_profiles_spare_their_10_s_calls_the_heartbeat_keeping_the_lease_rules(
+    name: str,
+) -> None:
+    """Rule (docs/CAPACITY.md, "The lease of the seed's 10 s calls"): a call of the profile's
+    `fargateJobSec` ends before its first heartbeat, while the lease still lasts three
+    heartbeats (infra.context.HEARTBEATS_PER_LEASE: two lost heartbeats never cost a run) and
+    is at least the resend wait, so neither the lease nor a heartbeat moves `check_at`
+    (`takt.executions.rules.lease_moves_check_at`)."""
+    profile = load_profile(name)
+    calls = profile.timed(
+        replace(CallProfile(), target_latency_ms=float(profile.context["fargateJobSec"]) * 1000)
+    )
+
+    assert calls.heartbeats_per_execution == 0, (
+        f"the {name} profile's {profile.context['fargateJobSec']} s calls must renew no lease"
+    )
+    assert calls.heartbeat_sec * 3 <= calls.lease_sec, "a lease must outlive two lost heartbeats"
+    assert not lease_moves_check_at(calls.lease_sec, calls.pending_resend_after_sec), (
+        "the lease must not move check_at (the open index's two units a heartbeat)"
+    )
