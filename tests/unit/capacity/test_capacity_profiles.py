@@ -211,3 +211,17 @@ def test_the_seed_scale_profiles_spare_their_10_s_calls_the_heartbeat_keeping_th
     assert not lease_moves_check_at(calls.lease_sec, calls.pending_resend_after_sec), (
         "the lease must not move check_at (the open index's two units a heartbeat)"
     )
+
+
+def test_a_bad_lease_override_is_one_line_and_a_non_zero_exit_before_any_run(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Rule: bad input gets one line and a non-zero exit: the lease the simulator now prices
+    (`Profile.timed`) is read before any run, as the design's knobs are."""
+    out = tmp_path / "sim.json"
+    args = ["bench", "simulate", "--scenario", "steady", "-c", "leaseSec=soon", "--out", str(out)]
+
+    assert main(args) != 0
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "leaseSec" in line and "number" in line, "the refusal must name the bad knob"
+    assert not out.exists(), "a refused override simulates nothing"
