@@ -1338,6 +1338,28 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="ticker-claims-lowest-partition-first",
+        breaks="issue 26: a tick starts its claims shuffled by its second, not lowest first",
+        path="layers/takt/dispatch/ticker.py",
+        old="    return claim_order(claims, _second(claims)) if claims else claims\n",
+        new="    return claims\n",
+        tests=(
+            "tests/unit/dispatch/test_due_split.py::"
+            "test_a_tick_starts_its_claims_in_an_order_shuffled_by_its_second",
+        ),
+    ),
+    Mutation(
+        name="simulator-claims-lowest-partition-first",
+        breaks="issue 26: the simulator starts a tick's claims in the ticker's order",
+        path="cli/takt_cli/capacity/sim.py",
+        old="                busy = claim_order(swept, step // ticks_every)\n",
+        new="                busy = swept\n",
+        tests=(
+            "tests/unit/capacity/test_capacity_sim.py::"
+            "test_a_ticks_claims_start_shuffled_so_no_partition_waits_last_for_a_free_claimer",
+        ),
+    ),
+    Mutation(
         name="split-minute-read-as-n-shards",
         breaks="1. nothing due is lost (issue 26: readers enumerate N*k(m) of a split minute)",
         path="layers/takt/dispatch/ticker.py",

@@ -34,7 +34,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from takt.dispatch.ticker import BURST_EVERY_SEC, SPLIT_SWEEP_EVERY_SEC
+from takt.dispatch.ticker import BURST_EVERY_SEC, SPLIT_SWEEP_EVERY_SEC, claim_order
 from takt_cli.capacity.model import CallProfile, Design, Limits
 
 STEP = 0.05
@@ -446,7 +446,10 @@ class Simulator:
                 heapq.heappop(claims_running)
             running -= batches.pop(step, 0.0)
             if step % ticks_every == 0:
-                probed, busy = index.sweep(now)
+                probed, swept = index.sweep(now)
+                # Started in the ticker's order: shuffled each tick, so no partition is always
+                # last to a free claimer.
+                busy = claim_order(swept, step // ticks_every)
                 # The busy partitions' claimers invoked after every probe, both by the ticker's
                 # thread pool.
                 fanout_at = now + math.ceil(probed / threads) * calls.dynamodb_latency_ms / 1000

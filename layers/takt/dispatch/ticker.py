@@ -20,6 +20,8 @@ and on every SPLIT_SWEEP_EVERY_SEC tick, which probes each sub-partition of ever
 on its own, so items a sub-partition holds while its base shard is empty (the stragglers of a
 minute whose burst is over) are claimed within that period. A tick's work stays bounded: N probes
 a minute, at most N*k claims of a busy split minute, and N*k probes once every few seconds.
+A tick starts its claims in an order shuffled by its second (`claim_order`), so when more
+partitions are busy than claimers are free, no partition is always the last to get one.
 
 Claims are disjoint by construction: there is no leader, and two tickers that overlap only
 duplicate work that the claimer's conditional writes make harmless. The deployed drivers
@@ -30,11 +32,12 @@ between them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from takt.dispatch.claimer import ClaimResult
 from takt.models.ids import format_time
@@ -43,6 +46,8 @@ from takt.store.ports import SweptDue
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
+
+T = TypeVar("T")
 
 WATERMARK_LAG = timedelta(minutes=2)
 BACKLOG_EVERY_SEC = 10
@@ -82,10 +87,31 @@ class ClaimTask:
         ]
 
 
+def claim_order(claims: Sequence[T], second: int) -> list[T]:
+    """The order a tick starts its claims in: shuffled, the same way for the same `second`.
+
+    A split top of the hour has more busy partitions than the claimer's reserved concurrency
+    runs at once (the seed: 1,024 against 384), and the claims a tick starts first take the
+    claimers that are free. In a fixed order the lowest partitions would take them on every
+    tick, and the last sub-partitions, which the base shards' longer claims keep waiting, would
+    be claimed only once the base shards are drained; shuffled each tick, every busy partition
+    has the same chance at a free claimer (docs/CAPACITY.md, "The hot minute split"). The
+    capacity simulator starts its claims in this order too."""
+    order = list(claims)
+    random.Random(second).shuffle(order)  # noqa: S311 - an order, not a secret
+    return order
+
+
 def _claims(tasks: list[ClaimTask]) -> list[ClaimTask]:
     """The claims of `tasks`' families, each partition once (a sweep may list a sibling on its
-    own too: two claims of it would only repeat one another's work)."""
-    return list(dict.fromkeys(claim for task in tasks for claim in task.family()))
+    own too: two claims of it would only repeat one another's work), in `claim_order`."""
+    claims = list(dict.fromkeys(claim for task in tasks for claim in task.family()))
+    return claim_order(claims, _second(claims)) if claims else claims
+
+
+def _second(claims: list[ClaimTask]) -> int:
+    """The tick's second, in epoch seconds: what shuffles its claims."""
+    return int(claims[0].now.timestamp())
 
 
 class Fanout(Protocol):

@@ -6,6 +6,8 @@ from dataclasses import replace
 
 import pytest
 
+from takt.dispatch.ticker import claim_order
+from takt_cli.capacity import sim
 from takt_cli.capacity.model import CallProfile, Design, Limits
 from takt_cli.capacity.scenarios import SEED, quotas_asked
 from takt_cli.capacity.sim import Load, SimResult, Simulator
@@ -241,6 +243,9 @@ def test_the_runs_heartbeats_use_the_tables_write_capacity() -> None:
 
 
 # 5,000 items due in the first second of the minute starting at t=30, all at its first instant.
+# Claimers that start with no cold start: the tick's shuffled order (takt.dispatch.ticker's
+# `claim_order`) would otherwise decide which partition's claim pays one.
+WARM = Limits(cold_start_ms=0)
 MINUTE_ZERO = Load(steady_per_sec=0, duration_sec=31, burst=5000, burst_at=30, burst_at_zero=1.0)
 # One due shard whose claims write as fast as the partition lets them (1,000 units a second),
 # claiming each second at that second (no second ahead).
@@ -294,9 +299,9 @@ def test_a_split_minutes_partitions_are_claimed_at_once_each_by_its_own_claimer(
     one partition after another."""
     at_its_second = replace(ONE_SHARD, burst_ahead_sec=0, due_split_items=1250, due_split_max=4)
 
-    split = Simulator(MINUTE_ZERO, at_its_second, calls=FLAT, warm_rate=5000).run()
+    split = Simulator(MINUTE_ZERO, at_its_second, WARM, calls=FLAT, warm_rate=5000).run()
     one_at_a_time = Simulator(
-        MINUTE_ZERO, replace(at_its_second, claimer_concurrency=1), calls=FLAT, warm_rate=5000
+        MINUTE_ZERO, replace(at_its_second, claimer_concurrency=1), WARM, FLAT, warm_rate=5000
     ).run()
 
     assert split.peak_concurrency["claimer"] == 4, "one claimer per sub-partition, at once"
@@ -323,7 +328,7 @@ def test_a_split_minutes_base_shard_keeps_what_was_written_before_it_split() -> 
     shares = seed.partition_shares(1_000_000)
     # bench/due_split.py, the shipped hashing and its writers' stale splits: 915 to 5,000.
     assert (round(shares[0] * 1e6), round(shares[-1] * 1e6)) == (4953, 953)
-    split = Simulator(MINUTE_ZERO, at_its_second, calls=FLAT, warm_rate=5000).run()
+    split = Simulator(MINUTE_ZERO, at_its_second, WARM, calls=FLAT, warm_rate=5000).run()
     assert split.burst_dispatched_within_sec == pytest.approx(1.5), (
         "the hot minute split: a split minute is dispatched when its busiest partition is"
     )
@@ -371,3 +376,36 @@ def test_a_message_claimed_ahead_holds_no_in_flight_message_while_it_waits_for_i
         f"the queue's in-flight count: the last started {result.start_lag['max']} s late"
     )
     assert result.unstarted == pytest.approx(0, abs=1e-6)
+
+
+def test_a_ticks_claims_start_shuffled_so_no_partition_waits_last_for_a_free_claimer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rule (takt.dispatch.ticker `claim_order`): a tick starts its claims in an order shuffled
+    by its second. 64,000 due over a minute split into 32 partitions, the base shards holding
+    more, and 16 claimers: in a fixed order the lowest partitions, busy again every tick, take
+    the free claimers every time, and the last sub-partitions wait until the minute is over;
+    shuffled, every busy partition has the same chance each tick."""
+    load = Load(steady_per_sec=0, duration_sec=70, burst=64_000, burst_at=10, burst_at_zero=0.2)
+    design = replace(
+        ONE_SHARD,
+        due_shards=8,
+        due_split_items=500,
+        due_split_max=4,
+        burst_ahead_sec=0,
+        claimer_concurrency=16,
+    )
+
+    shuffled = Simulator(load, design, WARM, calls=FLAT, warm_rate=5000).run()
+    monkeypatch.setattr(sim, "claim_order", lambda claims, second: list(claims))
+    fixed = Simulator(load, design, WARM, calls=FLAT, warm_rate=5000).run()
+
+    assert fixed.dispatch_lag["p99"] > 60.0, "in a fixed order the last partitions starve"
+    assert shuffled.dispatch_lag["p99"] < 15.0, (
+        "issue 26: shuffled each tick, no partition waits for the others' whole minute "
+        f"(dispatch lag p99 {shuffled.dispatch_lag['p99']} s, {fixed.dispatch_lag['p99']} s "
+        "in a fixed order)"
+    )
+    assert [claim_order(range(32), 7)] * 2 == [claim_order(range(32), 7) for _ in range(2)], (
+        "the same second shuffles the same way: a tick redone claims in the same order"
+    )

@@ -279,3 +279,31 @@ def _fanout(client: _NoLambda, due: FakeDue) -> LambdaFanout:
     """A LambdaFanout whose probes read the fake table and whose invocations `client` records."""
     probe = lambda task: due.has_due(task.minute, task.shard, task.now)  # noqa: E731
     return LambdaFanout(client, "claimer", probe, 4)  # type: ignore[arg-type]
+
+
+def test_a_tick_starts_its_claims_in_an_order_shuffled_by_its_second() -> None:
+    """Rule (`claim_order`): more partitions may be busy than claimers are free, and the claims
+    a tick starts first take them; the order is shuffled each second so the lowest partitions
+    do not take them on every tick, and the same second orders the same way."""
+    due = FakeDue(shards=N, split_items=5, split_max=4)
+    _fill(due, 200)
+    due.advance_watermark(MINUTE)
+    started: list[int] = []
+
+    def claim(minute: datetime, shard: int, now: datetime, ways: int | None) -> ClaimResult:
+        started.append(shard)
+        return ClaimResult()
+
+    orders = []
+    for second in (SWEEP, SWEEP + timedelta(seconds=SPLIT_SWEEP_EVERY_SEC)) * 2:
+        started.clear()
+        Ticker(due, InlineFanout(claim, 1), 5, timedelta(0)).tick(second)
+        orders.append(list(started))
+
+    assert sorted(orders[0]) == sorted(orders[1]) == list(range(N * 4)), (
+        "every partition of the split minute, on each sweep tick"
+    )
+    assert orders[0] != orders[1], (
+        "issue 26: a tick's claims start in an order shuffled by its second, not lowest first"
+    )
+    assert orders[2:] == orders[:2], "the same second starts its claims in the same order"
