@@ -5,10 +5,11 @@ claimer over the in-memory tables, with the lanes' measure fixed."""
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 from takt.config import Settings
-from takt.dispatch.claimer import Claimer, ClaimerSettings
+from takt.dispatch.claimer import FAIR_READ_PAGE, Claimer, ClaimerSettings
 from takt.dispatch.ticker import SPLIT_SWEEP_EVERY_SEC, ClaimTask, InlineFanout, Ticker
 from takt.fairness.adaptive import LaneGauge, LaneState
 from tests.support.fakes import FakeDue, FakeExecutions, FakeJobs, FakeLanes
@@ -19,6 +20,11 @@ MINUTE = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 SWEEP = MINUTE + timedelta(seconds=SPLIT_SWEEP_EVERY_SEC)
 N = 2
 SPLIT = 4
+# Jobs a partition holds on average (random ids, so their partitions vary, and the base shards
+# keep what was written before the minute split): a partition holding fewer than a read's page
+# (`FAIR_READ_PAGE`) would find its flood quiet and send all of it. At 80 a partition, one in
+# several dozen runs had a sub-partition of 49 (140 sent for a room of 104, in CI on 6cd484f).
+JOBS_PER_PARTITION = 160
 # The lanes' room a claim's tick shares: what each lane drains in a second and half a second of
 # it queued ahead (fair_queue_sec 0.5), less what is queued there. The fast lane `default`
 # drains 22 a second with one message queued, the overflow lane `low` 48 with none.
@@ -54,11 +60,16 @@ def test_a_backlog_in_a_minute_split_k_ways_is_sent_its_share_of_the_lanes_room_
     )
     jobs, due, lanes = FakeJobs(), FakeDue(N, split_items=5, split_max=SPLIT), FakeLanes()
     created = MINUTE - timedelta(hours=1)
-    for _ in range(80 * N * SPLIT):
+    for _ in range(JOBS_PER_PARTITION * N * SPLIT):
         job = make_job(now=created, next_run_time=MINUTE, tenant_id="flood", schedule="* * * * *")
         due.put(job.tenant_id, job.job_id, MINUTE, created)
         jobs.put(job)
     assert due.partitions(MINUTE) == N * SPLIT, "the flood's minute is split k ways"
+    held = Counter(bucket for bucket, _ in due.items)
+    assert min(held.values()) > FAIR_READ_PAGE, (
+        f"the premise: every partition holds more than a read's page, so its claim finds the "
+        f"flood backlogged ({sorted(held.values())})"
+    )
     claimer = Claimer(
         ClaimerSettings.of(settings), jobs, due, FakeExecutions(), lanes, gauge=FixedGauge()
     )
