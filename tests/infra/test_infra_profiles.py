@@ -303,6 +303,37 @@ def _shipped_text(value: object) -> str:
     return str(value)
 
 
+def test_the_settings_table_gives_the_seed_profiles_values() -> None:
+    """docs/DEPLOY.md, "Settings": the `shipped` column of each row is the seed profile's value
+    for every setting the profile sets (it said `false` and 4 tasks at most for the Fargate
+    worker while the seed shipped it with 1,130, and a claimer concurrency of 128 while the seed
+    ships 384)."""
+    lines = DEPLOY_DOC.read_text().splitlines()
+    start = lines.index("| context | shipped | meaning |")
+    table = lines[start + 2 : lines.index("", start)]
+    shown = {
+        key: re.sub(r"(?<=\d),(?=\d{3})", "", value.strip("`"))
+        for keys, values in ([cell.strip() for cell in row.split("|")[1:3]] for row in table)
+        for key, value in zip(re.findall(r"`(\w+)`", keys), values.split(", "), strict=False)
+        if key in PROFILES["seed"] and not isinstance(PROFILES["seed"][key], dict)
+    }
+
+    assert len(shown) > 20, f"the settings table's rows were not found: {sorted(shown)}"
+    assert shown == {key: _shipped_text(PROFILES["seed"][key]) for key in shown}, (
+        "DEPLOY.md's settings table must give the seed profile's values"
+    )
+
+
+def _shipped_text(value: object) -> str:
+    """A profile value as the settings table writes it: `true`, `default,low`, 1130 (the table's
+    thousands separators taken out)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ",".join(map(str, value))
+    return str(value)
+
+
 def test_the_settings_table_gives_the_seed_profiles_fargate_values() -> None:
     """docs/DEPLOY.md, "Settings": the `shipped` column of each Fargate worker row is the seed
     profile's value (it said `false` and 4 tasks at most while the seed shipped the worker with
