@@ -150,8 +150,9 @@ def quantiles(values: list[float]) -> dict[str, float] | None:
 def timings(
     starts: list[datetime], ends: list[datetime], slots: int, call_sec: float, ready: datetime
 ) -> dict[str, Any]:
-    """Turnover gaps and each run's lag beyond its turn, from the runs' stored start and finish
-    times (the lease write and the completion write), each list in any order.
+    """Turnover gaps, each run's lag beyond its turn and the most runs at once (whether every
+    slot was ever busy), from the runs' stored start and finish times (the lease write and the
+    completion write), each list in any order.
 
     With a backlog, the k-th start after the first wave (start N + k) takes the slot the k-th
     completion freed, so their difference is what a slot spends between two runs; and with no
@@ -164,7 +165,13 @@ def timings(
     ]
     span = (ends[-1] - ready).total_seconds() if ends else 0.0
     first_wave = (starts[slots - 1] - ready).total_seconds() if len(starts) >= slots else None
+    events = sorted([(t, 1) for t in starts] + [(t, -1) for t in ends])
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
     return {
+        "peak_runs_at_once": peak,
         "first_wave_filled_sec": None if first_wave is None else round(first_wave, 2),
         "turnover_gap_sec": quantiles(gaps),
         "start_lag_beyond_its_turn_sec": quantiles(beyond),

@@ -43,3 +43,13 @@ def test_a_runs_lag_beyond_its_turn_leaves_out_the_calls_its_slot_ran_before_it(
         "a run's lag beyond its turn is its start less floor(k / N) calls"
     )
     assert out["executions_per_sec_with_no_overhead"] == 0.2
+
+
+def test_the_most_runs_at_once_tells_whether_every_slot_was_busy() -> None:
+    # Two slots; the second run starts after the first ended: never both busy.
+    one_at_a_time = timings(_at(0.0, 10.5), _at(10.0, 20.5), 2, 10.0, READY)
+    both = timings(_at(0.0, 1.0), _at(10.0, 11.0), 2, 10.0, READY)
+
+    assert (one_at_a_time["peak_runs_at_once"], both["peak_runs_at_once"]) == (1, 2), (
+        "the most runs at once counts runs between their start and their finish"
+    )
