@@ -31,7 +31,7 @@ from infra.tables import (
     capacity_names,
 )
 from infra.target_grants import ContainerPlacement, TargetGrantError, TargetGrants
-from takt.config import LANES, RateLimit, Settings
+from takt.config import LANES, MAX_WORKER_SLOTS, RateLimit, Settings
 from takt.models.egress import AllowList
 from takt.models.targets import target_host
 
@@ -58,9 +58,8 @@ MIN_WATCHDOG_INTERVAL_SEC = 10
 MAX_WATCHDOG_INTERVAL_SEC = 60
 # A lease lasts at least three heartbeats, so two lost heartbeats never cost a running execution.
 HEARTBEATS_PER_LEASE = 3
-# `takt worker --concurrency` accepts at most this many slots; the due index is counted at most
-# this many minutes ahead (`takt.config.Settings.scale_ahead_minutes`).
-MAX_WORKER_SLOTS = 256
+# The due index is counted at most this many minutes ahead
+# (`takt.config.Settings.scale_ahead_minutes`).
 MAX_SCALE_AHEAD_MINUTES = 15
 # Fargate's task sizes: CPU units -> the memory (MiB) each allows.
 FARGATE_MEMORY_MIB: dict[int, tuple[int, ...]] = {

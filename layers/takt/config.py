@@ -27,6 +27,11 @@ from takt.models.egress import AllowList
 from takt.models.notify import NotifyPolicy
 
 LANES: tuple[str, ...] = ("high", "default", "low")
+# The most slots (`takt worker --concurrency`, the profiles' `fargateSlots`) one worker process
+# runs: the most bench/worker_slots.py measured holding its CPU per execution and its memory
+# (docs/WORKERS.md, "How many slots a worker carries"). How many a task's vCPU carries is less:
+# docs/DEPLOY.md, `fargateSlots`.
+MAX_WORKER_SLOTS = 400
 # What a caller may do (docs/SECURITY.md): admin everything, for any tenant; write and read its
 # own tenant's jobs; worker no job API, only leasing its tenant's executions.
 Role = Literal["admin", "write", "read", "worker"]

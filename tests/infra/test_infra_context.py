@@ -21,7 +21,7 @@ from infra.context import (
     RuntimeTuning,
     settings_env_var,
 )
-from takt.config import LANES, Settings
+from takt.config import LANES, MAX_WORKER_SLOTS, Settings
 
 DEPLOY_DOC = (Path(__file__).resolve().parents[2] / "docs" / "DEPLOY.md").read_text()
 
@@ -66,7 +66,7 @@ def test_shipped_context_tunes_the_runtime_for_the_cloud(
     # The top of the hour's calls run on the Fargate worker, as many tasks as the scale-ahead
     # step sets for its busiest minute (docs/CAPACITY.md, "Profiles as shipped").
     assert config.fargate is not None
-    assert (config.fargate.lanes, config.fargate.max_tasks) == (("default", "low"), 1130)
+    assert (config.fargate.lanes, config.fargate.max_tasks) == (("default", "low"), 706)
     assert config.fargate.egress == "publicIp", (
         "no NAT gateway by default: each task reaches its targets through its own public IPv4"
     )
@@ -119,7 +119,7 @@ def test_command_line_strings_are_accepted(cdk_json_context: dict[str, Any]) -> 
         max_tasks=4,
         lanes=("low",),
         vpc_id=None,
-        slots=200,
+        slots=320,
         scale_ahead_minutes=5,
         job_sec=10.0,
     )
@@ -172,7 +172,7 @@ def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
         ({"fargateWorker": True, "fargateLanes": "urgent"}, "fargateLanes"),
         ({"fargateWorker": True, "fargateLanes": "low,low"}, "fargateLanes"),
         ({"fargateWorker": True, "fargateVpcId": "my-vpc"}, "fargateVpcId"),
-        ({"fargateWorker": True, "fargateSlots": 300}, "fargateSlots"),
+        ({"fargateWorker": True, "fargateSlots": MAX_WORKER_SLOTS + 1}, "fargateSlots"),
         ({"fargateWorker": True, "fargateScaleAheadMinutes": 16}, "fargateScaleAheadMinutes"),
         ({"fargateWorker": True, "fargateJobSec": 0}, "fargateJobSec"),
         ({"fargateWorker": True, "fargateEgress": "public"}, "fargateEgress"),

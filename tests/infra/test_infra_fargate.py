@@ -94,7 +94,7 @@ def test_service_runs_takt_worker_on_graviton_with_the_context_size(
         "--lanes",
         "default,low",
         "--concurrency",
-        "200",
+        "320",
         "--grace-sec",
         "100",
         "--log-level",
@@ -446,7 +446,7 @@ def test_the_watchdog_sizes_the_service_ahead_of_the_due_index(
         "TAKT_SCALE_AHEAD_MINUTES": "5",
         "TAKT_SCALE_AHEAD_JOB_SEC": "10.0",
     }
-    assert (variables["TAKT_FARGATE_SLOTS"], variables["TAKT_FARGATE_MAX_TASKS"]) == ("200", "4")
+    assert (variables["TAKT_FARGATE_SLOTS"], variables["TAKT_FARGATE_MAX_TASKS"]) == ("320", "4")
     assert ("dynamodb:Query", due_table) in granted
     assert ("application-autoscaling:DescribeScalableTargets", '"*"') in granted
     assert ("ecs:UpdateService", service_arn) in granted

@@ -70,7 +70,7 @@ def test_the_shipped_context_on_a_default_account_fits(dynamodb: Any) -> None:
     levels = ["ok", "ok", "throttle", "ok", "ok", "throttle", "ask", "ask"]
     assert [f.level for f in findings] == levels
     assert "64 shards" in findings[2].message
-    assert "at most 12793 (default)" in findings[3].message
+    assert "at most 12788 (default)" in findings[3].message
     assert "seed profile" in findings[4].message
     assert "to 90333" in findings[5].message
 
@@ -196,7 +196,7 @@ def test_the_tenx_profile_names_every_quota_it_is_sized_with(dynamodb: Any) -> N
     warm = [m for m in by_level["ask"] if "warm throughput" in m]
     assert warm and "WriteUnitsPerSecond=903333" in warm[0], "the warm throughput must be named"
     fargate = [m for m in by_level["ask"] if "Fargate On-Demand vCPU" in m]
-    assert fargate and "5646" in fargate[0] and "Tasks per service" in fargate[0], (
+    assert fargate and "3529" in fargate[0] and "Tasks per service" in fargate[0], (
         "the Fargate fleet's vCPU and tasks per service must be named"
     )
     assert any("in flight" in m and "default" in m for m in by_level["throttle"]), (
@@ -214,7 +214,7 @@ def test_the_seed_profile_asks_for_its_top_of_the_hours_warm_table_and_fargate_v
     asks = [f.message for f in findings if f.level == "ask"]
     assert len(asks) == 2, "the seed's warm throughput and Fargate vCPU must be asked for"
     assert "WriteUnitsPerSecond=90333" in asks[0]
-    assert "at least 565" in asks[1]
+    assert "at least 353" in asks[1]
 
 
 def test_provisioned_tables_are_checked_against_dynamodbs_capacity_quotas(dynamodb: Any) -> None:

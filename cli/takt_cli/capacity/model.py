@@ -101,7 +101,7 @@ class Design:
     # of the due index, takt.dispatch.ahead); each runs `fargate_slots` calls at once and shares
     # `fargate_vcpu` between their CPU.
     fargate_tasks: int = 0
-    fargate_slots: int = 200
+    fargate_slots: int = 320
     fargate_vcpu: float = 0.5
     fargate_memory_gb: float = 1.0
     # How the tasks reach targets and the AWS APIs (the profile's `fargateEgress`): each its own
@@ -189,6 +189,14 @@ class CallProfile:
     claimer_overhead_calls: float = 2.0
     worker_calls_per_message: float = 3.0
     worker_cpu_ms_per_message: float = 9.6
+    # The Fargate worker's CPU per execution: all of a `takt worker` process's (lease, the
+    # call's thread, heartbeats, completion, receives and deletes) with 10 s calls to an HTTP
+    # target, the most of the slot counts measured side by side (it does not grow with them;
+    # docs/WORKERS.md, "How many slots a worker carries") by
+    #     .venv/bin/python bench/worker_slots.py --slots 256,400,600,800 --call-sec 10
+    # on 2026-12-05 19:13-19:37 UTC (load average 6.7-13.9): 9.49, 8.54, 9.04 and 9.53 ms, and
+    # `--slots 320,400` at 19:38-19:46 UTC (4.6-18.0): 8.94 and 7.49 ms.
+    fargate_cpu_ms_per_execution: float = 9.5
     # What one execution writes and reads by table and index with a target that answers at
     # once (no heartbeat, no watchdog recheck). THE place these numbers live: replace them when
     # the write path changes. Measured on main at 93444bb (the claim's watch lists) on

@@ -639,7 +639,7 @@ class _Fleet:
         self.held = 0.0
         self._deletes: dict[int, float] | None = {} if design.fargate_deletes_at_lease else None
         self._in_flight_limit = float(limits.sqs_in_flight_per_queue)
-        cpu_sec = calls.worker_cpu_ms_per_message / 1000
+        cpu_sec = calls.fargate_cpu_ms_per_execution / 1000
         cpu_bound = design.fargate_tasks * design.fargate_vcpu / cpu_sec if cpu_sec else math.inf
         self._starts_per_step = cpu_bound * STEP
         # Receive, lease (its DynamoDB calls) and the CPU before the call starts.

@@ -19,7 +19,7 @@ from types import FrameType
 import click
 
 from takt.aws import make_cloudwatch_client
-from takt.config import LANES, get_settings
+from takt.config import LANES, MAX_WORKER_SLOTS, get_settings
 from takt.handlers import load_modules
 from takt.wiring import build_services
 from takt.worker.metrics import FLUSH_INTERVAL_SEC, MetricPublisher
@@ -46,7 +46,7 @@ from takt_cli.commands.context import CliError
     "--concurrency",
     default=4,
     show_default=True,
-    type=click.IntRange(1, 256),
+    type=click.IntRange(1, MAX_WORKER_SLOTS),
     help="Executions run at once.",
 )
 @click.option(

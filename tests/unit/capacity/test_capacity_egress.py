@@ -38,7 +38,7 @@ def _steady_lines(*overrides: str) -> tuple[dict[str, float], int, float]:
 def test_public_ip_egress_prices_an_ipv4_address_a_task_hour_and_no_nat_gateway() -> None:
     lines, tasks, per_hour = _steady_lines()
 
-    assert tasks == 88
+    assert tasks == 55
     assert lines[IPV4_LINE] == pytest.approx(tasks * PUBLIC_IPV4_HOUR * 1e6 / per_hour, abs=5e-4), (
         "publicIp egress: $0.005 an hour for each task's public IPv4 address"
     )

@@ -24,6 +24,7 @@ FLAT = CallProfile(
     claimer_overhead_calls=0,
     worker_calls_per_message=0,
     worker_cpu_ms_per_message=0,
+    fargate_cpu_ms_per_execution=0,
     dynamodb_latency_ms=0.1,
     sqs_latency_ms=0.1,
     target_latency_ms=100,
@@ -408,4 +409,28 @@ def test_a_ticks_claims_start_shuffled_so_no_partition_waits_last_for_a_free_cla
     )
     assert [claim_order(range(32), 7)] * 2 == [claim_order(range(32), 7) for _ in range(2)], (
         "the same second shuffles the same way: a tick redone claims in the same order"
+    )
+
+
+def test_a_fargate_task_starts_no_more_runs_a_second_than_its_vcpu_carries() -> None:
+    """Rule: a task starts runs no faster than its vCPU runs them at the Fargate worker's own
+    measured CPU per execution (bench/worker_slots.py), not the worker function's: one task
+    of 0.5 vCPU at 10 ms a run starts 50 a second, so 100/s for 10 s leaves about 500 waiting
+    (the last starts about 10 s late) however many slots it has free."""
+    ten_seconds = replace(FLAT, target_latency_ms=10_000)
+    design = replace(_fleet(1, 1000), fargate_vcpu=0.5)
+    load = Load(steady_per_sec=100, duration_sec=10)
+
+    bound = Simulator(
+        load, design, calls=replace(ten_seconds, fargate_cpu_ms_per_execution=10), warm_rate=0
+    ).run()
+    lambda_cpu_only = Simulator(
+        load, design, calls=replace(ten_seconds, worker_cpu_ms_per_message=10), warm_rate=0
+    ).run()
+
+    assert 8.0 <= bound.start_lag["max"] <= 12.0, (
+        "a 0.5 vCPU task at 10 ms a run starts at most 50 runs a second"
+    )
+    assert lambda_cpu_only.start_lag["max"] < 1.5, (
+        "the worker function's CPU figure does not bound the Fargate task's starts"
     )

@@ -34,17 +34,17 @@ def test_the_fargate_sqs_line_is_the_workers_own_requests_recomputed_by_hand() -
     # 1,400/s over 64 due partitions: 21.875 a partition-second, sent in 3 batches of 7.29.
     clump = 21.875 / 3
     sends = 3 / 21.875
-    # 200 slots at 80 % busy leave 40 free: a receive takes the clump; one round in three
+    # 320 slots at 80 % busy leave 64 free: a receive takes the clump; one round in three
     # (the `low` lane's pick, weights 2:1) polls the empty `low` lane first.
     receives = (1 + 1 / 3) / clump
-    # 14,000 calls at once on 160 busy slots a task: 88 tasks, 15.9 runs a task-second, so a
-    # delete batch holds the receive's clump and 1.59 more leased within its 0.1 s.
-    tasks = math.ceil(14_000 / 160)
+    # 14,000 calls at once on 256 busy slots a task: 55 tasks, 25.5 runs a task-second, so a
+    # delete batch holds the receive's clump and 2.55 more leased within its 0.1 s.
+    tasks = math.ceil(14_000 / 256)
     deletes = 1 / (clump + 1400 / tasks * 0.1)
-    # An idle round a task-second (two short polls, one long poll), 88 task-hours an hour.
+    # An idle round a task-second (two short polls, one long poll), 55 task-hours an hour.
     idle = tasks * 3 * 3600 / 5_000_000
     requests = sends + receives + deletes + idle
-    assert (tasks, round(requests, 3)) == (88, 0.623)
+    assert (tasks, round(requests, 3)) == (55, 0.540)
     assert lines[f"SQS requests: the Fargate worker's ({requests:.3f} an execution)"] == (
         pytest.approx(requests * SQS_PER_MILLION, abs=0.0005)
     ), "the Fargate design's SQS line prices the worker's own sends, receives and deletes"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from takt.config import Settings
+from takt.config import MAX_WORKER_SLOTS, Settings
 from takt_cli.commands.main import main
 
 
@@ -48,3 +48,20 @@ def test_the_help_names_the_options_a_fargate_task_sets(
     help_text = capsys.readouterr().out
     for option in ("--module", "--lanes", "--concurrency", "--grace-sec"):
         assert option in help_text
+
+
+def test_the_worker_takes_as_many_slots_as_a_profile_may_ship_and_refuses_one_more(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Rule: `takt worker --concurrency` and the profiles' `fargateSlots` share one bound,
+    MAX_WORKER_SLOTS, the most slots bench/worker_slots.py measured holding (docs/WORKERS.md)."""
+    at_bound = _error(capsys, "--concurrency", str(MAX_WORKER_SLOTS), "--lanes", "urgent")
+    code = main(["worker", "--concurrency", str(MAX_WORKER_SLOTS + 1)])
+    [beyond] = capsys.readouterr().err.splitlines()
+
+    assert at_bound.startswith("takt: error: unknown lanes"), (
+        f"{MAX_WORKER_SLOTS} slots, what a profile may ship, must pass the worker's own check"
+    )
+    assert code != 0 and f"{MAX_WORKER_SLOTS + 1} is not in the range" in beyond, (
+        "one slot beyond MAX_WORKER_SLOTS is refused in one line"
+    )
