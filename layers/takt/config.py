@@ -215,6 +215,11 @@ class Settings(BaseModel):
     # How many of a batch's messages the worker Lambda runs at once (takt.worker.batch): a run
     # mostly waits on its target, so a batch runs side by side rather than one after another.
     worker_batch_concurrency: int = Field(default=10, ge=1, le=100)
+    # Connections an HTTP target's host keeps pooled (takt.targets.http): at least the calls a
+    # process makes to one host at once, or each call beyond them opens a connection of its own
+    # (over HTTPS, a TLS handshake's CPU too) and drops it after. `takt worker` raises it to its
+    # `--concurrency`, whose slots may all call one host.
+    http_pool_size: int = Field(default=32, ge=1, le=MAX_WORKER_SLOTS)
 
     # Scale ahead of the due index (takt.dispatch.ahead): once a minute the watchdog counts what
     # is due in this minute and the next `scale_ahead_minutes` (0 turns the count off), at most

@@ -1338,6 +1338,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
     ),
     Mutation(
+        name="worker-pools-fewer-connections-than-slots",
+        breaks="issue 26: a worker keeps a pooled connection to a host for each of its slots",
+        path="cli/takt_cli/commands/worker.py",
+        old=(
+            '    update: dict[str, object] = {"http_pool_size": '
+            "max(settings.http_pool_size, concurrency)}\n"
+        ),
+        new="    update: dict[str, object] = {}\n",
+        tests=(
+            "tests/integration/worker/test_http_pool.py::"
+            "test_a_worker_keeps_a_pooled_connection_to_a_host_for_each_of_its_slots",
+        ),
+    ),
+    Mutation(
         name="ticker-claims-lowest-partition-first",
         breaks="issue 26: a tick starts its claims shuffled by its second, not lowest first",
         path="layers/takt/dispatch/ticker.py",

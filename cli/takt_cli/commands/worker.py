@@ -19,12 +19,23 @@ from types import FrameType
 import click
 
 from takt.aws import make_cloudwatch_client
-from takt.config import LANES, MAX_WORKER_SLOTS, get_settings
+from takt.config import LANES, MAX_WORKER_SLOTS, Settings, get_settings
 from takt.handlers import load_modules
 from takt.wiring import build_services
 from takt.worker.metrics import FLUSH_INTERVAL_SEC, MetricPublisher
 from takt.worker.process import WorkerOptions, WorkerProcess
 from takt_cli.commands.context import CliError
+
+
+def worker_settings(settings: Settings, concurrency: int, tenant: str | None) -> Settings:
+    """The deployment's settings as a worker of `concurrency` slots runs them: an HTTP target's
+    host keeps a pooled connection for each slot (all of them may call one host at once; with
+    fewer, each call beyond the pool would open and drop a connection), and with `tenant` only
+    that tenant's executions are leased."""
+    update: dict[str, object] = {"http_pool_size": max(settings.http_pool_size, concurrency)}
+    if tenant is not None:
+        update["worker_tenant"] = tenant
+    return settings.model_copy(update=update)
 
 
 @click.command()
@@ -92,9 +103,7 @@ def worker(
     here = str(Path.cwd())
     if here not in sys.path:
         sys.path.insert(0, here)
-    settings = get_settings()
-    if tenant is not None:
-        settings = settings.model_copy(update={"worker_tenant": tenant})
+    settings = worker_settings(get_settings(), concurrency, tenant)
     try:
         handlers = load_modules([*settings.handler_module_names, *modules])
     except ImportError as exc:

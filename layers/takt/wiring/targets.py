@@ -63,6 +63,7 @@ def http_target(
         SecretsManagerSource(lambda: make_secrets_client(settings), settings.secret_cache_sec),
         tenant_keys=lambda tenant_id: keys.signing_keys(tenant_id, clock.now()),
         secret_prefix=settings.secret_prefix,
+        pool_size=settings.http_pool_size,
         credentials=credential_source(settings),
         tokens=oidc,
     )
