@@ -322,36 +322,3 @@ def test_the_settings_table_gives_the_seed_profiles_values() -> None:
     assert shown == {key: _shipped_text(PROFILES["seed"][key]) for key in shown}, (
         "DEPLOY.md's settings table must give the seed profile's values"
     )
-
-
-def _shipped_text(value: object) -> str:
-    """A profile value as the settings table writes it: `true`, `default,low`, 1130 (the table's
-    thousands separators taken out)."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, list):
-        return ",".join(map(str, value))
-    return str(value)
-
-
-def test_the_settings_table_gives_the_seed_profiles_fargate_values() -> None:
-    """docs/DEPLOY.md, "Settings": the `shipped` column of each Fargate worker row is the seed
-    profile's value (it said `false` and 4 tasks at most while the seed shipped the worker with
-    1,130)."""
-    rows = [
-        [cell.strip() for cell in line.split("|")[1:3]]
-        for line in DEPLOY_DOC.read_text().splitlines()
-        if line.startswith("| `fargate")
-    ]
-    shown = {
-        key: re.sub(r"(?<=\d),(?=\d{3})", "", value.strip("`"))
-        for keys, values in rows
-        for key, value in zip(re.findall(r"`(\w+)`", keys), values.split(", "), strict=False)
-        if key in PROFILES["seed"]
-    }
-
-    assert shown == {
-        key: _shipped_text(value)
-        for key, value in PROFILES["seed"].items()
-        if key.startswith("fargate")
-    }, "DEPLOY.md's settings table must give the seed profile's Fargate values"

@@ -27,6 +27,21 @@ def _fence(me: str, store: Reachable, ticks: Ticks) -> RegionFence:
     return region_fence(me, store, ticks)
 
 
+def _east_renewed_once() -> tuple[
+    FakeRegionLeases, tuple[RegionFence, Ticks], tuple[RegionFence, Ticks]
+]:
+    """The lease written by east and renewed once (so not at 0 renewals), and each region's
+    fence on a clock of its own."""
+    leases = FakeRegionLeases()
+    east_ticks, west_ticks = Ticks(), Ticks()
+    east = _fence(EAST, Reachable(leases), east_ticks)
+    west = _fence(WEST, Reachable(leases), west_ticks)
+    east.step()
+    east_ticks.real = 5.0
+    east.step()
+    return leases, (east, east_ticks), (west, west_ticks)
+
+
 def test_the_first_region_writes_the_lease_and_acts_at_epoch_1() -> None:
     leases = FakeRegionLeases()
     fence = _fence(EAST, Reachable(leases), Ticks())
@@ -65,13 +80,7 @@ def test_a_region_whose_proof_is_older_than_lease_minus_margin_refuses_to_act() 
 
 
 def test_a_standby_takes_over_only_after_lease_plus_margin_unchanged() -> None:
-    leases = FakeRegionLeases()
-    east_ticks, west_ticks = Ticks(), Ticks()
-    east = _fence(EAST, Reachable(leases), east_ticks)
-    west = _fence(WEST, Reachable(leases), west_ticks)
-    east.step()
-    east_ticks.real = 5.0
-    east.step()
+    leases, (east, east_ticks), (west, west_ticks) = _east_renewed_once()
     steps = []
     for second in range(1, 27):
         west_ticks.real = float(second)
@@ -121,13 +130,7 @@ def test_a_promoted_region_waits_lease_plus_margin_and_the_old_holder_stops() ->
 
 
 def test_a_promote_is_not_taken_back_by_the_demoted_region_that_saw_it_first() -> None:
-    leases = FakeRegionLeases()
-    east_ticks, west_ticks = Ticks(), Ticks()
-    east = _fence(EAST, Reachable(leases), east_ticks)
-    west = _fence(WEST, Reachable(leases), west_ticks)
-    east.step()
-    east_ticks.real = 5.0
-    east.step()
+    leases, (east, east_ticks), (west, west_ticks) = _east_renewed_once()
     leases.promote(WEST)
     # The demoted east reads the promote at 10 s; west's driver, its seconds offset, at 10.5 s.
     steps = []
@@ -136,7 +139,9 @@ def test_a_promote_is_not_taken_back_by_the_demoted_region_that_saw_it_first() -
         steps.append((east.step(), west.step()))
 
     west_acts = next((i for i, step in enumerate(steps) if step == (False, True)), None)
-    assert (west_acts, leases.lease.holder, leases.lease.epoch) == (5, WEST, 2), (
+    lease = leases.lease
+    assert lease is not None
+    assert (west_acts, lease.holder, lease.epoch) == (5, WEST, 2), (
         "a lease at 0 renewals (a promote) is left to the promoted region for twice lease + "
         "margin: the demoted region, which saw the promote half a second first, does not take it "
         "back at lease + margin, just before the promoted region's own wait ends"
