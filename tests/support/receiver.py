@@ -9,6 +9,7 @@ a delay, or a gate the test opens when it chooses.
 
 from __future__ import annotations
 
+import socket
 import ssl
 import threading
 import time
@@ -44,6 +45,19 @@ class ReceivedCall:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # Many callers may connect at once (a worker's slots): a listen backlog of 5 refuses some.
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self.accepted = 0
+        self._accepting = threading.Lock()
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        accepted = super().get_request()
+        with self._accepting:
+            self.accepted += 1
+        return accepted
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that timed out closes its socket while we still answer: expected, not noise.
@@ -77,6 +91,13 @@ class Receiver:
     @property
     def port(self) -> int:
         return int(self._server.server_address[1])
+
+    @property
+    def connections(self) -> int:
+        """How many connections the receiver has accepted: calls over one kept-alive
+        connection count once."""
+        with self._server._accepting:
+            return self._server.accepted
 
     @property
     def calls(self) -> list[ReceivedCall]:
