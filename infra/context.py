@@ -23,9 +23,9 @@ from pydantic import TypeAdapter, ValidationError
 from infra.driver import DRIVERS
 from infra.regions import RegionPlan, RegionPlanError
 from infra.tables import (
-    MAX_TABLE_CAPACITY,
     MAX_TARGET_UTILIZATION,
     MIN_TARGET_UTILIZATION,
+    MOST_TABLE_CAPACITY,
     Capacity,
     TableBilling,
     capacity_names,
@@ -325,6 +325,7 @@ class DeployConfig:
             raise ContextError(
                 f"context 'profile' must be one of {tuple(PROFILES)}, not {profile!r}"
             )
+        given = node
         node = ProfiledContext(node, PROFILES[profile])
         auth = _required(node, "auth")
         if auth not in ("iam", "jwt"):
@@ -374,23 +375,26 @@ class DeployConfig:
             dashboard=_optional_bool(node, "dashboard", default=True),
             tracing=_optional_bool(node, "tracing", default=True),
             driver_rest=_optional_bool(node, "driverRest", default=False),
-            table_billing=_table_billing(node),
-            regions=_regions(node),
+            # A deployment across regions bills its global tables on demand: a profile's
+            # `provisioned` gives way to it, a `-c tableBilling=provisioned` is refused there.
+            table_billing=None if _string_list(node, "regions") else _table_billing(node),
+            regions=_regions(node, given),
         )
 
 
 TABLE_BILLING = ("onDemand", "provisioned")
 
 
-def _regions(node: ContextSource) -> RegionPlan | None:
-    """`regions` and `witnessRegion`, checked against the lease table's MRSC rules."""
+def _regions(node: ContextSource, given: ContextSource) -> RegionPlan | None:
+    """`regions` and `witnessRegion`, checked against the lease table's MRSC rules, and against
+    a `tableBilling=provisioned` the deployment `given` sets itself (not its profile's)."""
     regions = _string_list(node, "regions")
     witness = _optional_str(node, "witnessRegion")
     if not regions:
         if witness is not None:
             raise ContextError("context 'witnessRegion' needs 'regions'")
         return None
-    if _raw(node, "tableBilling") == "provisioned":
+    if _raw(given, "tableBilling") == "provisioned":
         raise ContextError(
             "context 'tableBilling=provisioned' is for one region: a deployment across "
             "'regions' bills its global tables on demand"
@@ -446,14 +450,14 @@ def _table_billing(node: ContextSource) -> TableBilling | None:
 
 
 def _capacity_range(value: object, what: str) -> tuple[int, int]:
-    """`[min, max]` capacity units (1 to the per-table quota, min at most max)."""
+    """`[min, max]` capacity units (1 to MOST_TABLE_CAPACITY, min at most max)."""
     if value is None:
         default = Capacity()
         return default.min_write, default.max_write
     if not isinstance(value, list) or len(value) != 2:
         raise ContextError(f"context {what!r} must be [min, max], not {value!r}")
-    low = _bounded_int(value[0], f"{what}[0]", minimum=1, maximum=MAX_TABLE_CAPACITY)
-    high = _bounded_int(value[1], f"{what}[1]", minimum=low, maximum=MAX_TABLE_CAPACITY)
+    low = _bounded_int(value[0], f"{what}[0]", minimum=1, maximum=MOST_TABLE_CAPACITY)
+    high = _bounded_int(value[1], f"{what}[1]", minimum=low, maximum=MOST_TABLE_CAPACITY)
     return low, high
 
 

@@ -317,12 +317,18 @@ def _profile_quotas(plan: Plan, lambda_quota: int, table_max: int) -> list[Findi
         else Finding("ok", f"table write quota {table_max} covers the {plan.profile} profile's")
     )
     warm = plan.quotas["tableWarmWriteUnitsPerSec"]
+    new_table = (
+        "a new provisioned table's partitions hold what it starts with, and the watchdog's raise "
+        "past them waits for partitions to split, which may take longer than its minutes ahead"
+        if plan.provisioned is not None
+        else f"a new on-demand table serves {NEW_TABLE_WRITE_UNITS}"
+    )
     if warm > NEW_TABLE_WRITE_UNITS:
         findings.append(
             Finding(
                 "ask",
                 f"{sized} an executions table ready for {warm} write units/s at its first burst "
-                f"(a new on-demand table serves {NEW_TABLE_WRITE_UNITS}): after the first "
+                f"({new_table}): after the first "
                 "deploy, set its warm throughput (aws dynamodb update-table --warm-throughput "
                 f"WriteUnitsPerSecond={warm}); the app does not set it",
             )

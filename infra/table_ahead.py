@@ -1,15 +1,16 @@
 """The watchdog raises the provisioned tables' write capacity ahead of the due index
 (`takt.dispatch.ahead.TableScaleAhead`), with `tableBilling=provisioned` in one region.
 
-It may change exactly three scalable targets: the executions, jobs and due tables' write
+It may change exactly six scalable targets: the executions, jobs and due tables' write and read
 capacity. RegisterScalableTarget accepts the scalable-target resource type, whose ARN ends in an
 id Application Auto Scaling assigns at registration (CloudFormation returns no ARN), and the
-keys aws:ResourceTag, service-namespace and scalable-dimension; so each of the three targets is
+keys aws:ResourceTag, service-namespace and scalable-dimension; so each of the six targets is
 tagged with its resource id (`table/<name>`) in the stateful stack, and the watchdog's grant is
-conditional on that tag, the DynamoDB namespace and the table write dimension, as the Fargate
-service's is (infra/worker_service.py). What Application Auto Scaling checks on the caller's
-behalf when it registers a DynamoDB target (DescribeTable, UpdateTable), and the decrease budget
-the step reads (DescribeTable), are granted on those three tables alone.
+conditional on that tag, the DynamoDB namespace and the table write and read dimensions, as the
+Fargate service's is (infra/worker_service.py). What Application Auto Scaling checks on the
+caller's behalf when it registers a DynamoDB target (DescribeTable, UpdateTable), the budget the
+step reads (DescribeTable) and its lowering of a table's capacity after a burst (UpdateTable)
+are granted on those three tables alone.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from constructs import Construct
 
 from infra.context import DeployConfig, settings_env_var
 from infra.tables import SCALED_TABLE_TAG, TableBilling, Tables
-from takt.dispatch.ahead import DYNAMODB_NAMESPACE, TABLE_WRITE_CAPACITY
+from takt.dispatch.ahead import DYNAMODB_NAMESPACE, TABLE_READ_CAPACITY, TABLE_WRITE_CAPACITY
 from takt.resources import DUE, EXECUTIONS, JOBS
 
 # The tables the step raises, by the kind `takt.dispatch.ahead.WRITE_UNITS_PER_EXECUTION` keys.
@@ -47,12 +48,11 @@ def scale_tables_ahead(
     # One forecast serves both steps: the Fargate service's horizon when it has one (its
     # construct sets the same value), else the tables' own.
     minutes = fargate.scale_ahead_minutes if fargate and ahead_on_fargate else None
-    floors = {
-        kind: billing.of(spec.logical_id.lower()).min_write for kind, spec in SCALED_TABLES.items()
-    }
+    capacity = {kind: billing.of(spec.logical_id.lower()) for kind, spec in SCALED_TABLES.items()}
     values = {
         "scale_ahead_minutes": str(minutes or TABLE_SCALE_AHEAD_MINUTES),
-        "table_write_floors": json.dumps(floors),
+        "table_write_floors": json.dumps({kind: c.min_write for kind, c in capacity.items()}),
+        "table_read_floors": json.dumps({kind: c.min_read for kind, c in capacity.items()}),
         "table_target_utilization": str(billing.target_utilization),
     }
     if fargate is not None:
@@ -76,7 +76,10 @@ def scale_tables_ahead(
                         f"table/{table.table_name}" for table in scaled
                     ],
                     "application-autoscaling:service-namespace": DYNAMODB_NAMESPACE,
-                    "application-autoscaling:scalable-dimension": TABLE_WRITE_CAPACITY,
+                    "application-autoscaling:scalable-dimension": [
+                        TABLE_WRITE_CAPACITY,
+                        TABLE_READ_CAPACITY,
+                    ],
                 }
             },
         )
@@ -105,8 +108,8 @@ def _suppress_findings(watchdog: lambda_.Function) -> None:
                 reason=(
                     "Application Auto Scaling's DescribeScalableTargets accepts no "
                     "resource-level permission; RegisterScalableTarget is limited to the three "
-                    "tables' write targets, tagged with their resource ids, whose ARNs' ids are "
-                    "assigned at registration."
+                    "tables' write and read targets, tagged with their resource ids, whose ARNs' "
+                    "ids are assigned at registration."
                 ),
                 applies_to=[
                     "Resource::*",

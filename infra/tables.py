@@ -28,6 +28,9 @@ MIN_TARGET_UTILIZATION = 20
 MAX_TARGET_UTILIZATION = 90
 # DynamoDB's default per-table quota on provisioned capacity, each way (a Service Quotas value).
 MAX_TABLE_CAPACITY = 40000
+# The most a `tableCapacity` range may name: the quota can be raised (Service Quotas), and
+# `takt deploy check` names a range above the account's.
+MOST_TABLE_CAPACITY = 1_000_000
 # The tag a table's write scalable target carries: its resource id (`table/<name>`).
 SCALED_TABLE_TAG = "takt:scaled-table"
 
@@ -218,12 +221,13 @@ def _auto_scale(table: dynamodb.Table, spec: TableSpec, billing: TableBilling) -
     own = billing.of(name)
     writes = table.auto_scale_write_capacity(min_capacity=own.min_write, max_capacity=own.max_write)
     writes.scale_on_utilization(target_utilization_percent=target)
-    # The watchdog raises the write minimum ahead of the due index (infra/table_ahead.py): its
-    # grant names the targets by this tag, as no ARN of theirs is known before registration.
-    Tags.of(cast(Construct, writes)).add(SCALED_TABLE_TAG, f"table/{table.table_name}")
-    table.auto_scale_read_capacity(
-        min_capacity=own.min_read, max_capacity=own.max_read
-    ).scale_on_utilization(target_utilization_percent=target)
+    reads = table.auto_scale_read_capacity(min_capacity=own.min_read, max_capacity=own.max_read)
+    reads.scale_on_utilization(target_utilization_percent=target)
+    # The watchdog raises the write and read minimums ahead of the due index
+    # (infra/table_ahead.py): its grant names the targets by this tag, as no ARN of theirs is
+    # known before registration.
+    for scalable in (writes, reads):
+        Tags.of(cast(Construct, scalable)).add(SCALED_TABLE_TAG, f"table/{table.table_name}")
     for index in spec.indexes:
         capacity = billing.of(f"{name}/{index.name}")
         table.auto_scale_global_secondary_index_write_capacity(

@@ -76,13 +76,16 @@ def _scale_ahead(ahead: ScaleAhead, clock: Clock) -> None:
     add_metric("DueAhead", MetricUnit.Count, result.forecast.peak)
     add_metric("WorkerTasksAhead", MetricUnit.Count, result.tasks)
     for table in result.tables:
-        if table.minimum != table.previous_min:
+        if table.minimum != table.previous:
             logger.info(
-                "table write minimum set ahead of the due index",
+                "table minimums set ahead of the due index",
                 table=table.table,
                 due_peak_minute=result.forecast.peak,
-                minimum=table.minimum,
-                previous=table.previous_min,
+                write_minimum=table.minimum.write,
+                read_minimum=table.minimum.read,
+                previous_write=table.previous.write,
+                previous_read=table.previous.read,
+                capacity_lowered=table.lowered,
             )
     if result.previous_min is not None and result.previous_min != result.tasks:
         logger.info(

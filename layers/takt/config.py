@@ -241,6 +241,10 @@ class Settings(BaseModel):
     table_write_floors: dict[Literal["executions", "jobs", "due"], Annotated[int, Field(ge=1)]] = (
         Field(default_factory=dict)
     )
+    # ... and the read minimum each returns to (1 for a table not named).
+    table_read_floors: dict[Literal["executions", "jobs", "due"], Annotated[int, Field(ge=1)]] = (
+        Field(default_factory=dict)
+    )
     table_target_utilization: int = Field(default=70, ge=20, le=90)
 
     # The master secret each tenant's Standard Webhooks signing key is derived from

@@ -23,14 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # What `cdk synth` passes with credentials for this (made-up) account in us-east-1.
 CLI_ENV = {"CDK_DEFAULT_REGION": "us-east-1", "CDK_DEFAULT_ACCOUNT": "123456789012"}
 
-# The cost model's `tableCapacity` for the seed's steady 1,400 executions/s of 10 s jobs
-# (`takt_cli.capacity.billing.steady_capacity`).
-SEED_TABLE_CAPACITY = (
-    '{"executions": {"write": [6000, 40000], "read": [1000, 40000]}, '
-    '"jobs": {"write": [2400, 40000], "read": [6000, 40000]}, '
-    '"due": {"write": [4000, 40000], "read": [200, 40000]}, "tenants": {"read": [100, 40000]}}'
-)
-
 # The deployment across regions docs/DEPLOY.md gives as its example.
 REGIONS_CONTEXT = {"regions": "us-east-1,us-east-2", "witnessRegion": "us-west-2"}
 
@@ -78,13 +70,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     "small": {"profile": "small"},
     "tenx": {"profile": "tenx"},
-    # Provisioned tables with auto scaling at the seed's steady load, as docs/DEPLOY.md gives
-    # the command ("Table billing"; tests/infra/test_infra_billing.py keeps the three equal).
-    "provisioned": {
-        "tableBilling": "provisioned",
-        "tableTargetUtilization": "70",
-        "tableCapacity": SEED_TABLE_CAPACITY,
-    },
+    # The seed's tables on demand rather than provisioned (docs/DEPLOY.md, "Table billing").
+    "on-demand": {"tableBilling": "onDemand"},
     # Two regions and the lease table's witness in a third (docs/DEPLOY.md, "Regions"): a stack
     # pair per region, each bound to its own region whatever the CLI's is.
     "regions": REGIONS_CONTEXT,

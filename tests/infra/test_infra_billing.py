@@ -1,12 +1,12 @@
-"""`-c tableBilling=provisioned`: every table and index provisioned with target tracking, as the
-CDK CLI synthesizes it (a concrete account and region); on demand stays the default."""
+"""The seed's provisioned tables: every table and index provisioned with target tracking, as the
+CDK CLI synthesizes it (a concrete account and region), with room for the seed's burst where
+the watchdog raises it; `-c tableBilling=onDemand` (and the other profiles) on demand."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +16,8 @@ from infra.context import ContextError, DeployConfig
 from infra.tables import Capacity, capacity_names
 from takt.resources import TABLES
 from takt_cli.capacity.billing import TABLES as PRICED_TABLES
-from takt_cli.capacity.billing import steady_capacity, table_loads
 from takt_cli.capacity.idle import render, table_capacity_lines
-from takt_cli.capacity.model import CallProfile
-from takt_cli.capacity.profiles import load_profile
-from tests.infra.cli_synth import ROOT, SEED_TABLE_CAPACITY
+from tests.infra.cli_synth import ROOT
 from tests.infra.conftest import cdk_context
 
 DEPLOY_DOC = ROOT / "docs" / "DEPLOY.md"
@@ -48,20 +45,30 @@ def _config(**overrides: Any) -> DeployConfig:
     return DeployConfig.from_context(_Node(cdk_context(**overrides)))
 
 
-def test_the_shipped_tables_are_on_demand(cli_assemblies: Callable[[str], Path]) -> None:
-    tables = _of_type(_stateful(cli_assemblies("default")), "AWS::DynamoDB::Table")
+def test_the_on_demand_setting_has_no_capacity_to_scale(
+    cli_assemblies: Callable[[str], Path],
+) -> None:
+    resources = _stateful(cli_assemblies("on-demand"))
+    tables = _of_type(resources, "AWS::DynamoDB::Table")
 
     assert len(tables) == len(TABLES)
     assert {t["BillingMode"] for t in tables} == {"PAY_PER_REQUEST"}
-    assert not _of_type(
-        _stateful(cli_assemblies("default")), "AWS::ApplicationAutoScaling::ScalableTarget"
-    )
+    assert not _of_type(resources, "AWS::ApplicationAutoScaling::ScalableTarget")
 
 
-def test_provisioned_tables_scale_every_table_and_index_each_way(
+# What the seed profile lets auto scaling and the watchdog's step reach where the burst needs
+# more than the per-table quota's 40,000 (cli/takt_cli/profiles.json, `tableCapacity`).
+SEED_BURST_MAXIMUMS = {
+    ("executions", "dynamodb:table:WriteCapacityUnits"): 80000,
+    ("jobs", "dynamodb:table:ReadCapacityUnits"): 80000,
+    ("due", "dynamodb:table:WriteCapacityUnits"): 60000,
+}
+
+
+def test_the_shipped_tables_are_provisioned_each_way_with_room_for_the_seeds_burst(
     cli_assemblies: Callable[[str], Path],
 ) -> None:
-    resources = _stateful(cli_assemblies("provisioned"))
+    resources = _stateful(cli_assemblies("default"))
     tables = _of_type(resources, "AWS::DynamoDB::Table")
     targets = _of_type(resources, "AWS::ApplicationAutoScaling::ScalableTarget")
     policies = _of_type(resources, "AWS::ApplicationAutoScaling::ScalingPolicy")
@@ -80,21 +87,20 @@ def test_provisioned_tables_scale_every_table_and_index_each_way(
         "dynamodb:index:ReadCapacityUnits",
     }
     assert {p["TargetTrackingScalingPolicyConfiguration"]["TargetValue"] for p in policies} == {70}
-    # The executions table's writes start at the seed's steady capacity from tableCapacity.
-    writes = [
-        t
-        for t in targets
-        if t["ScalableDimension"] == "dynamodb:table:WriteCapacityUnits"
-        and t["MinCapacity"] == 6000
-    ]
-    assert len(writes) == 1 and writes[0]["MaxCapacity"] == 40000
-    executions = next(
-        t for t in tables if any(k["AttributeName"] == "job_key" for k in t["KeySchema"])
+    # Every table and index starts at the app's minimum: the watchdog raises what a minute needs.
+    assert {t["MinCapacity"] for t in targets} == {5}
+    assert sorted(t["MaxCapacity"] for t in targets) == sorted(
+        [40000] * (len(targets) - len(SEED_BURST_MAXIMUMS)) + list(SEED_BURST_MAXIMUMS.values())
     )
-    assert executions["ProvisionedThroughput"]["WriteCapacityUnits"] == 6000
-    # A claim's executions stay out of the `open` index: it keeps the app's default minimum.
-    open_index = next(i for i in executions["GlobalSecondaryIndexes"] if i["IndexName"] == "open")
-    assert open_index["ProvisionedThroughput"]["WriteCapacityUnits"] == 5
+    by_table = {
+        (spec.logical_id.lower(), t["ScalableDimension"]): t["MaxCapacity"]
+        for t in targets
+        for spec in TABLES
+        if f"Tables{spec.logical_id}" in json.dumps(t["ResourceId"])
+        and t["ScalableDimension"].startswith("dynamodb:table:")
+    }
+    for key, most in SEED_BURST_MAXIMUMS.items():
+        assert by_table[key] == most, f"{key} may reach the seed's burst"
 
 
 def test_the_cost_model_prices_every_table_and_index_the_app_creates() -> None:
@@ -135,20 +141,11 @@ def test_a_bad_billing_setting_fails_the_synth_naming_it(
         _config(**overrides)
 
 
-def test_the_documented_seed_capacity_is_the_cost_models_steady_capacity() -> None:
-    # The seed's 10 s jobs under its lease (45 s renewed every 15 s: none renews it).
-    calls = load_profile("seed").timed(replace(CallProfile(), target_latency_ms=10_000))
-    tables = table_loads(calls.write_units_by_table, calls.read_units_by_table)
-
-    assert json.loads(SEED_TABLE_CAPACITY) == steady_capacity(tables, 1400)
-    assert f"-c tableCapacity='{SEED_TABLE_CAPACITY}'" in DEPLOY_DOC.read_text()
-
-
 def test_the_deploy_doc_shows_what_the_seed_capacity_holds_every_hour(
     cli_assemblies: Callable[[str], Path],
 ) -> None:
-    provisioned = {"Resources": _stateful(cli_assemblies("provisioned"))}
-    on_demand = {"Resources": _stateful(cli_assemblies("default"))}
+    provisioned = {"Resources": _stateful(cli_assemblies("default"))}
+    on_demand = {"Resources": _stateful(cli_assemblies("on-demand"))}
 
     assert table_capacity_lines(on_demand) == []
     assert render(table_capacity_lines(provisioned)) in DEPLOY_DOC.read_text()
@@ -183,27 +180,28 @@ def _statements(resources: dict[str, Any], role_arn: dict[str, Any]) -> list[dic
 def test_provisioned_tables_are_raised_ahead_by_the_watchdog_on_their_own_targets_only(
     cli_assemblies: Callable[[str], Path],
 ) -> None:
-    """The watchdog's table step (takt.dispatch.ahead.TableScaleAhead) gets each table's floor
-    and may register only the three tables' write targets, tagged with their resource ids."""
-    stateful = _stateful(cli_assemblies("provisioned"))
-    stateless = _stateless(cli_assemblies("provisioned"))
+    """The watchdog's table step (takt.dispatch.ahead.TableScaleAhead) gets each table's floors
+    and may register only the three tables' write and read targets, tagged with their resource
+    ids, and lower only those three tables' capacity."""
+    stateful = _stateful(cli_assemblies("default"))
+    stateless = _stateless(cli_assemblies("default"))
     _, watchdog = _watchdog(stateless)
     env = watchdog["Environment"]["Variables"]
 
-    assert json.loads(env["TAKT_TABLE_WRITE_FLOORS"]) == {
-        "executions": 6000,
-        "jobs": 2400,
-        "due": 4000,
-    }, "each table falls back to its profile's write minimum"
+    floors = {"executions": 5, "jobs": 5, "due": 5}
+    assert json.loads(env["TAKT_TABLE_WRITE_FLOORS"]) == floors, (
+        "each table falls back to its profile's write minimum"
+    )
+    assert json.loads(env["TAKT_TABLE_READ_FLOORS"]) == floors, "... and to its read minimum"
     assert (env["TAKT_SCALE_AHEAD_MINUTES"], env["TAKT_TABLE_TARGET_UTILIZATION"]) == ("5", "70")
     tagged = [
         t
         for t in _of_type(stateful, "AWS::ApplicationAutoScaling::ScalableTarget")
-        if t["ScalableDimension"] == "dynamodb:table:WriteCapacityUnits"
+        if t["ScalableDimension"].startswith("dynamodb:table:")
     ]
-    assert all(
+    assert len(tagged) == 2 * len(TABLES) and all(
         any(tag["Key"] == "takt:scaled-table" for tag in t.get("Tags", [])) for t in tagged
-    ), "every table's write target carries the tag the watchdog's grant is conditional on"
+    ), "every table's write and read target carries the tag the watchdog's grant is conditional on"
     statements = _statements(stateless, watchdog["Role"])
     # The seed ships the Fargate worker too: its service's target has a statement of its own.
     (register,) = [
@@ -214,19 +212,20 @@ def test_provisioned_tables_are_raised_ahead_by_the_watchdog_on_their_own_target
         == "dynamodb"
     ]
     condition = register["Condition"]["StringEquals"]
-    assert condition["application-autoscaling:scalable-dimension"] == (
-        "dynamodb:table:WriteCapacityUnits"
-    )
+    assert sorted(condition["application-autoscaling:scalable-dimension"]) == [
+        "dynamodb:table:ReadCapacityUnits",
+        "dynamodb:table:WriteCapacityUnits",
+    ]
     assert len(condition["aws:ResourceTag/takt:scaled-table"]) == 3, (
-        "only the executions, jobs and due tables' write targets"
+        "only the executions, jobs and due tables' targets"
     )
-    (describe,) = [s for s in statements if "dynamodb:UpdateTable" in s["Action"]]
-    assert len(describe["Resource"]) == 3
+    (update,) = [s for s in statements if "dynamodb:UpdateTable" in s["Action"]]
+    assert len(update["Resource"]) == 3, "the step lowers only the three tables it raised"
 
 
 def test_on_demand_tables_give_the_watchdog_no_table_step(
     cli_assemblies: Callable[[str], Path],
 ) -> None:
-    _, watchdog = _watchdog(_stateless(cli_assemblies("default")))
+    _, watchdog = _watchdog(_stateless(cli_assemblies("on-demand")))
 
     assert "TAKT_TABLE_WRITE_FLOORS" not in watchdog["Environment"]["Variables"]

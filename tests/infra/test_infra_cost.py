@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pytest
 from aws_cdk.assertions import Template
 
+from infra.context import PROFILES
 from takt_cli.capacity.idle import (
     PRICES,
     SHARD_COUNTS,
@@ -162,3 +164,23 @@ def test_takt_cost_idle_without_templates_says_so_in_one_line(
     assert err.splitlines() == [
         f"takt: error: no TaktStateful.template.json in {tmp_path}: run `make synth` first"
     ], "bad input gets one line naming what is missing"
+
+
+def test_the_seeds_provisioned_minimums_carry_its_idle_loops_at_the_target_utilization() -> None:
+    """Rule: the seed's provisioned tables serve the scheduler's probes and the watchdog's sweeps
+    out of their minimum capacity (so `takt cost idle` prices those requests in it, and the
+    watchdog's lowering after a burst never leaves the probes throttled): the due table's read
+    and write minimums and the `open` index's read minimum hold an idle minute's units (every
+    sweep's read counted on both) at the profile's target utilization."""
+    context = PROFILES["seed"]
+    units = idle_units(cast(int, context["dueShards"]), cast(int, context["openShards"]))
+    utilization = cast(int, context.get("tableTargetUtilization", 70)) / 100
+    capacity = cast(dict[str, dict[str, list[int]]], context["tableCapacity"])
+
+    def floor(name: str, way: str) -> int:
+        return capacity.get(name, {}).get(way, [5])[0]
+
+    reads = (units.scheduler_reads + units.watchdog_reads) / 60 / utilization
+    assert floor("due", "read") >= reads, f"the due table's reads: {reads:.1f} units"
+    assert floor("due", "write") >= units.scheduler_writes / 60 / utilization
+    assert floor("executions/open", "read") >= units.watchdog_reads / 60 / utilization

@@ -322,3 +322,9 @@ def test_the_settings_table_gives_the_seed_profiles_values() -> None:
     assert shown == {key: _shipped_text(PROFILES["seed"][key]) for key in shown}, (
         "DEPLOY.md's settings table must give the seed profile's values"
     )
+    (capacity,) = [
+        row.split("|")[2].strip() for row in table if row.startswith("| `tableCapacity`")
+    ]
+    assert json.loads(capacity.strip("`")) == PROFILES["seed"]["tableCapacity"], (
+        "the seed's table capacity ranges, as the profile gives them"
+    )

@@ -74,7 +74,14 @@ def _environments(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _config(context: dict[str, Any], **overrides: Any) -> DeployConfig:
-    return DeployConfig.from_context(App(context=context | overrides).node)
+    """The context as cdk.json and `-c` give it: the profile's own billing is not the user's
+    (`-c tableBilling=provisioned` with `regions` is refused; the seed's is set aside)."""
+    given = {k: v for k, v in context.items() if k not in PROFILE_BILLING} | overrides
+    return DeployConfig.from_context(App(context=given).node)
+
+
+# The seed profile's table billing, which a deployment across regions sets aside.
+PROFILE_BILLING = ("tableBilling", "tableCapacity")
 
 
 def _single_region_tables(stateful: StatefulStack) -> dict[str, dict[str, Any]]:
@@ -165,8 +172,14 @@ def test_regions_make_every_data_table_an_mrec_global_table_with_what_one_region
         ), f"every replica of {name} keeps point-in-time recovery and deletion protection"
         assert table["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
         assert table["SSESpecification"] == {"SSEEnabled": True, "SSEType": "KMS"}
-        for kept in ("TimeToLiveSpecification", "KeySchema", "GlobalSecondaryIndexes"):
+        for kept in ("TimeToLiveSpecification", "KeySchema"):
             assert table.get(kept) == original.get(kept), f"{name} keeps one region's {kept}"
+        # The seed's one region is provisioned; global tables are on demand, the rest the same.
+        indexes = [
+            {k: v for k, v in index.items() if k != "ProvisionedThroughput"}
+            for index in original.get("GlobalSecondaryIndexes", [])
+        ]
+        assert table.get("GlobalSecondaryIndexes", []) == indexes, f"{name} keeps its indexes"
 
 
 def test_regions_hold_the_lease_in_an_mrsc_table_with_its_witness(assembly: Path) -> None:
@@ -348,6 +361,15 @@ def test_regions_the_lease_table_cannot_span_are_refused_by_name(
 def test_regions_bill_on_demand_only(cdk_json_context: dict[str, Any]) -> None:
     with pytest.raises(ContextError, match="tableBilling=provisioned' is for one region"):
         _config(cdk_json_context, tableBilling="provisioned", **REGIONS_CONTEXT)
+
+
+def test_the_seed_profiles_provisioned_tables_give_way_to_regions(
+    cdk_json_context: dict[str, Any],
+) -> None:
+    assert _config(cdk_json_context).table_billing is not None, "one region: the seed's billing"
+    assert _config(cdk_json_context, **REGIONS_CONTEXT).table_billing is None, (
+        "across regions the seed profile's provisioned tables give way to global tables' on demand"
+    )
 
 
 @pytest.mark.parametrize(

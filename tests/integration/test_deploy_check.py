@@ -66,13 +66,17 @@ def test_the_shipped_context_on_a_default_account_fits(dynamodb: Any) -> None:
 
     # moto answers DescribeLimits with a table quota of 10,000 write units/s, an older default
     # (the seed profile is sized with 90,333 for its top of the hour): both table checks
-    # throttle, and the seed's warm throughput and Fargate vCPU are asked for.
-    levels = ["ok", "ok", "throttle", "ok", "ok", "throttle", "ask", "ask"]
+    # throttle, and the seed's warm throughput and Fargate vCPU are asked for; its provisioned
+    # tables may be raised past the account's 20,000 units each way and the tables' 10,000.
+    levels = ["ok", "ok", "throttle", "ok", "ok", "throttle", "ask", "ask", "throttle", "throttle"]
     assert [f.level for f in findings] == levels
     assert "64 shards" in findings[2].message
     assert "at most 12788 (default)" in findings[3].message
     assert "seed profile" in findings[4].message
     assert "to 90333" in findings[5].message
+    assert "provisioned table's partitions" in findings[6].message
+    assert "380000 write units" in findings[8].message and "executions" in findings[8].message
+    assert "360000 read units" in findings[9].message and "jobs" in findings[9].message
 
 
 def test_lanes_beyond_the_quota_would_throttle(dynamodb: Any) -> None:
@@ -237,6 +241,6 @@ def test_provisioned_tables_are_checked_against_dynamodbs_capacity_quotas(dynamo
     )
     assert not [
         f
-        for f in check(plan(_context()), _lambda_with_quota(1000), dynamodb)
+        for f in check(plan(_context(tableBilling="onDemand")), _lambda_with_quota(1000), dynamodb)
         if "provisioned" in f.message or "auto scaling" in f.message
     ], "on-demand tables have no provisioned capacity to check"

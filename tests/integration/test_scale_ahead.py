@@ -17,6 +17,7 @@ from takt.aws import make_autoscaling_client
 from takt.clock import ManualClock
 from takt.dispatch.ahead import (
     ECS_DESIRED_COUNT,
+    TABLE_READ_CAPACITY,
     TABLE_WRITE_CAPACITY,
     DueForecaster,
     FleetPlan,
@@ -177,19 +178,31 @@ def test_the_watchdog_raises_a_provisioned_tables_write_minimum_before_the_busy_
     """The table step on moto (DescribeScalableTargets, DescribeTable, RegisterScalableTarget):
     120 runs of 10 s due at 12:04 write 4 units each on the executions table, 8 a second, at
     70 %: a minimum of 12 raised from 5; the due table's stays at its floor of 60 (1.9 units
-    want 6: a table is raised only above its floor)."""
-    svc = make_svc(scale_ahead_minutes=5, table_write_floors={"executions": 5, "due": 60})
+    want 6: a table is raised only above its floor). Reads: the jobs table's 3 units a run, 6 a
+    second, want 9 at 70 %, raised from its floor of 5; the others' want less than theirs."""
+    floors = {"executions": 5, "jobs": 5, "due": 60}
+    svc = make_svc(
+        scale_ahead_minutes=5,
+        table_write_floors=floors,
+        table_read_floors={"executions": 5, "jobs": 5, "due": 5},
+    )
     autoscaling = boto3.client(
         "application-autoscaling", region_name="us-east-1", endpoint_url=moto_endpoint
     )
-    for name in (svc.settings.executions_table, svc.settings.due_table):
-        autoscaling.register_scalable_target(
-            ServiceNamespace="dynamodb",
-            ResourceId=f"table/{name}",
-            ScalableDimension=TABLE_WRITE_CAPACITY,
-            MinCapacity=5 if name == svc.settings.executions_table else 60,
-            MaxCapacity=1000,
-        )
+    names = {
+        "executions": svc.settings.executions_table,
+        "jobs": svc.settings.jobs_table,
+        "due": svc.settings.due_table,
+    }
+    for kind, name in names.items():
+        for dimension, low in ((TABLE_WRITE_CAPACITY, floors[kind]), (TABLE_READ_CAPACITY, 5)):
+            autoscaling.register_scalable_target(
+                ServiceNamespace="dynamodb",
+                ResourceId=f"table/{name}",
+                ScalableDimension=dimension,
+                MinCapacity=low,
+                MaxCapacity=1000,
+            )
     _index(svc, 120, NOON + timedelta(minutes=4))
     clock.set(NOON + timedelta(seconds=2))
     install(svc)
@@ -199,12 +212,16 @@ def test_the_watchdog_raises_a_provisioned_tables_write_minimum_before_the_busy_
         install(None)
 
     minimums = {
-        t["ResourceId"]: t["MinCapacity"]
-        for t in autoscaling.describe_scalable_targets(
-            ServiceNamespace="dynamodb", ScalableDimension=TABLE_WRITE_CAPACITY
-        )["ScalableTargets"]
+        (t["ResourceId"], t["ScalableDimension"]): t["MinCapacity"]
+        for t in autoscaling.describe_scalable_targets(ServiceNamespace="dynamodb")[
+            "ScalableTargets"
+        ]
     }
-    assert minimums[f"table/{svc.settings.executions_table}"] == 12, (
+    assert minimums[(f"table/{names['executions']}", TABLE_WRITE_CAPACITY)] == 12, (
         "raised ahead: 120 in the minute x 4 units / 60 s at 70 %"
     )
-    assert minimums[f"table/{svc.settings.due_table}"] == 60
+    assert minimums[(f"table/{names['due']}", TABLE_WRITE_CAPACITY)] == 60
+    assert minimums[(f"table/{names['jobs']}", TABLE_READ_CAPACITY)] == 9, (
+        "the reads raised ahead too: 120 in the minute x 3 units / 60 s at 70 %"
+    )
+    assert minimums[(f"table/{names['executions']}", TABLE_READ_CAPACITY)] == 5

@@ -38,6 +38,9 @@ SLOTS = (
 CATCHUP = "tests/integration/test_dispatch_catchup.py::"
 CLAIMS = "tests/integration/test_dispatch_claimer.py::"
 ROBFIG = "cli/takt_cli/migrate/robfig.py"
+# Issue 26's provisioned tables, raised ahead of a burst and lowered after it.
+AHEAD = "layers/takt/dispatch/ahead.py"
+TABLE_STEP = "tests/unit/dispatch/test_table_scale_ahead.py::"
 RULES = "layers/takt/executions/rules.py"
 JOBS = "layers/takt/store/jobs.py"
 # Issue 27's region fence: the policy, its tables and the paths it guards.
@@ -1445,6 +1448,51 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(
             "tests/unit/fairness/test_fairness_split_minute.py::"
             "test_a_backlog_in_a_minute_split_k_ways_is_sent_its_share_of_the_lanes_room_once",
+        ),
+    ),
+    Mutation(
+        name="table-lowered-within-the-burst",
+        breaks=(
+            "issue 26: a table raised ahead of a burst keeps its capacity through the burst's "
+            "minute and its tail (docs/DEPLOY.md, Table billing)"
+        ),
+        path=AHEAD,
+        old=(
+            "        if self.last_increase is not None and now - self.last_increase < hold:\n"
+            "            return False\n"
+        ),
+        new="",
+        tests=(
+            TABLE_STEP + "test_a_capacity_is_not_lowered_within_the_hold_after_its_last_increase",
+            TABLE_STEP + "test_the_step_keeps_a_burst_raised_within_the_hold_after_its_increase",
+        ),
+    ),
+    Mutation(
+        name="table-capacity-left-to-target-tracking",
+        breaks=(
+            "issue 26: the step lowers a table's capacity with its minimums, one decrease for "
+            "both ways, rather than holding the burst's for target tracking's 15 minutes"
+        ),
+        path=AHEAD,
+        old="            lowered = minimum.below(held) and self._lower(",
+        new="            lowered = False and self._lower(",
+        tests=(
+            TABLE_STEP
+            + "test_the_step_lowers_minimums_and_capacity_together_an_hour_after_a_decrease",
+            "tests/integration/test_table_scale_ahead_aws.py::"
+            "test_a_passed_burst_lowers_each_tables_minimums_and_capacity_to_its_floors",
+        ),
+    ),
+    Mutation(
+        name="table-reads-not-raised-ahead",
+        breaks="issue 26: a burst's reads are raised ahead with its writes",
+        path=AHEAD,
+        old="        return Units(max(wanted.write, held.write), max(wanted.read, held.read))",
+        new="        return Units(max(wanted.write, held.write), held.read)",
+        tests=(
+            TABLE_STEP + "test_the_step_raises_each_tables_minimums_to_the_busiest_minutes_units",
+            "tests/integration/test_table_scale_ahead_aws.py::"
+            "test_a_burst_ahead_raises_both_minimums_of_each_table",
         ),
     ),
     Mutation(

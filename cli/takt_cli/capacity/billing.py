@@ -8,14 +8,14 @@ so a burst inside one minute (the seed's top of the hour) is not followed. A tab
 such a burst needs its capacity held at the busiest minute's rate the whole hour, or it
 throttles: that is what `provisioned` prices for a load with a burst. `provisioned_raised_ahead`
 prices what the app does instead (`takt.dispatch.ahead.TableScaleAhead`): the watchdog raises
-the minimum to the burst's rate ahead of it and lets it fall once the minute has passed, once an
-hour (DynamoDB allows one decrease an hour after the day's first four), so the burst's capacity
-is held `RAISED_AHEAD_MINUTES` of the hour and the steady load's the rest; it assumes the
-increase completes in time, which for a table's first large increase (new partitions) it may
-not. `as_billed` prices a cost breakdown's DynamoDB lines the way a profile bills them. Tables
-and indexes with no per-execution load are priced at their minimum capacity (one unit each
-way), the floor a provisioned table always pays; on demand they cost nothing idle, which is why
-a small deployment is cheaper on demand.
+the minimums to the burst's rates ahead of it and lowers them and the capacity together once the
+minute and its tail have passed, once an hour (DynamoDB allows one decrease an hour after the
+day's first four), so the burst's capacity is held `RAISED_AHEAD_MINUTES` of the hour and the
+steady load's the rest; it assumes the increase completes in time, which for a table's first
+large increase (new partitions) it may not. `as_billed` prices a cost breakdown's DynamoDB lines
+the way a profile bills them. Tables and indexes with no per-execution load are priced at their
+minimum capacity (one unit each way), the floor a provisioned table always pays; on demand they
+cost nothing idle, which is why a small deployment is cheaper on demand.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from takt.dispatch.ahead import hold_after_increase
 from takt_cli.capacity.prices import US_EAST_1, Prices
 
 # Tables and indexes takt creates (takt.resources.TABLES), named as the meter names them.
@@ -40,9 +41,10 @@ TARGET_UTILIZATION = 0.70
 MIN_CAPACITY_UNITS = 1.0
 SECONDS_PER_HOUR = 3600
 # A capacity raised for the busiest minute: 5 minutes ahead (the watchdog's forecast, as for the
-# Fargate workers: `fargateScaleAheadMinutes`), the minute itself, then target tracking's
-# scale-in once the minimum has fallen: its low alarm wants 15 one-minute points below target.
-RAISED_AHEAD_MINUTES = 5 + 1 + 15
+# Fargate workers: `fargateScaleAheadMinutes`), the minute itself and the one after it (its
+# tail: `takt.dispatch.ahead.hold_after_increase`), and up to a minute more until the watchdog's
+# next minute step lowers it.
+RAISED_AHEAD_MINUTES = int(hold_after_increase(5).total_seconds()) // 60 + 1
 
 
 @dataclass(frozen=True)
@@ -204,34 +206,9 @@ def billing_report(
             "usd_per_hour": round(mixed, 2),
             "usd_per_million_executions": round(mixed * per_million, 3),
         },
-        "cheaper": "provisioned" if provisioned < on_demand else "on demand",
+        # Provisioned as the app holds it: raised ahead of a burst and lowered after it.
+        "cheaper": "provisioned" if ahead < on_demand else "on demand",
     }
-
-
-# DynamoDB's default per-table quota on provisioned capacity, each way.
-MAX_TABLE_CAPACITY = 40000
-
-
-def steady_capacity(
-    tables: tuple[TableLoad, ...],
-    per_sec: float,
-    *,
-    target_utilization: float = TARGET_UTILIZATION,
-) -> dict[str, dict[str, list[int]]]:
-    """The CDK context's `tableCapacity` for a steady `per_sec`: each loaded table's and
-    index's minimum at the capacity auto scaling would settle on (rounded up to a hundred), so
-    a new deployment starts there rather than climbing from a few units; the maximum at the
-    per-table quota. Tables without load keep the app's default range."""
-    out: dict[str, dict[str, list[int]]] = {}
-    for table in tables:
-        ranges = {
-            way: [-(-round(per_sec * units / target_utilization) // 100) * 100, MAX_TABLE_CAPACITY]
-            for way, units in (("write", table.write_units), ("read", table.read_units))
-            if units > 0
-        }
-        if ranges:
-            out[table.name] = ranges
-    return out
 
 
 DYNAMODB_THROUGHPUT_LINES = ("DynamoDB writes", "DynamoDB reads")

@@ -332,6 +332,32 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
         if "StartingPosition" not in mapping["Properties"]
     )
     receives = mappings * ESM_RECEIVES_PER_MINUTE * MINUTES_PER_MONTH
+    requests = [
+        _reads(f"scheduler's probes of the due index (N = {due_shards})", units.scheduler_reads),
+        _reads(
+            f"watchdog's sweeps of the open index ({open_shards} shards) and the watch lists "
+            f"({watch_partitions(due_shards)} partitions)",
+            units.watchdog_reads,
+        ),
+        _count(
+            "drivers' claims of each second and start, watermark writes",
+            units.scheduler_writes * MINUTES_PER_MONTH / 1e6,
+            f" M ({units.scheduler_writes:g} WRU/min)",
+            "dynamodb_write_unit_per_million",
+        ),
+    ]
+    if table_capacity_lines(stateful):
+        # Provisioned tables serve the loops out of their minimum capacity (priced apart:
+        # `table_capacity_lines`), which the seed profile sizes for them.
+        per_minute = (
+            f"{units.scheduler_reads:,g} read units/min",
+            f"{units.watchdog_reads:,g} read units/min",
+            f"{units.scheduler_writes:g} write units/min",
+        )
+        requests = [
+            CostLine(line.item, f"{units}, within the tables' provisioned minimum (below)", 0.0)
+            for line, units in zip(requests, per_minute, strict=True)
+        ]
     return [
         _loop_compute(
             "scheduler",
@@ -349,18 +375,7 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
             f" M (2 x {MINUTES_PER_MONTH:,})",
             "lambda_request_per_million",
         ),
-        _reads(f"scheduler's probes of the due index (N = {due_shards})", units.scheduler_reads),
-        _reads(
-            f"watchdog's sweeps of the open index ({open_shards} shards) and the watch lists "
-            f"({watch_partitions(due_shards)} partitions)",
-            units.watchdog_reads,
-        ),
-        _count(
-            "drivers' claims of each second and start, watermark writes",
-            units.scheduler_writes * MINUTES_PER_MONTH / 1e6,
-            f" M ({units.scheduler_writes:g} WRU/min)",
-            "dynamodb_write_unit_per_million",
-        ),
+        *requests,
         _count(
             f"CloudWatch alarms ({len(alarms)})",
             sum(_alarm_metrics(alarm) for alarm in alarms),

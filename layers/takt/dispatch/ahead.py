@@ -18,17 +18,21 @@ Raising the minimum rather than setting the desired count keeps one owner of the
 Application Auto Scaling: a desired count set beside it would be undone by its next decision.
 
 Provisioned tables (`tableBilling=provisioned`) are raised the same way (`TableScaleAhead`): the
-executions, jobs and due tables' write `MinCapacity` is set to what the busiest minute ahead
-writes (each execution's units, `TableLoad`, times the minute's count over 60 s, at the target
-tracking's utilization), so the capacity is there when the burst falls due rather than two
-minutes of throttling later, when target tracking would follow it. Raising is free; lowering is
-not: DynamoDB lets a table's capacity fall only 27 times a UTC day (four at any time, then one
-an hour with no decrease in it), and target tracking spends the same budget. So the minimum
-falls back only as `planned_minimum` allows (a pure function of the clock and of what
-DescribeTable says of the table's decreases): at most once an hour, only when the forecast has
-fallen well below it, never past the day's budget. Lowering the minimum is not itself a
-decrease: target tracking lowers the capacity after its own low-utilization alarm, which also
-keeps the burst's tail (completions, heartbeats) on the raised capacity.
+executions, jobs and due tables' write and read `MinCapacity` is set to what the busiest minute
+ahead writes and reads (each execution's units, `TableLoad`, times the minute's count over 60 s,
+at the target tracking's utilization), so the capacity is there when the burst falls due rather
+than two minutes of throttling later, when target tracking would follow it. Raising is free;
+lowering is not: DynamoDB lets a table's capacity fall only 27 times a UTC day (four at any
+time, then one an hour with no decrease in it), one UpdateTable lowering its reads, its writes
+or both counting once, and target tracking spends the same budget. So the minimums fall back
+only as `planned_minimum` allows (a pure function of the clock and of what DescribeTable says of
+the table's increases and decreases): at most once an hour, only when the forecast has fallen
+well below them, never past the day's budget, and never sooner than `hold` after the table's
+last increase (the minutes ahead, the burst's minute, and its tail: runs started in its last
+seconds and their completions). When they fall, the step lowers the table's capacity to them
+in the same UpdateTable (one decrease for both ways), rather than leaving it to target
+tracking, whose low alarm wants 15 minutes below target: the burst's capacity is held minutes,
+not a quarter of the hour.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from takt.observability import logger
 from takt.store.due import DueStore, minute_of
 
 # The share of a task's slots the fleet is sized to keep busy: the rest absorbs the minute's
@@ -50,19 +57,33 @@ SECONDS_PER_MINUTE = 60
 COUNT_THREADS = 8
 # The scalable target the step changes; the CDK app grants the watchdog exactly this one.
 ECS_NAMESPACE, ECS_DESIRED_COUNT = "ecs", "ecs:service:DesiredCount"
-# The provisioned tables' write capacity, the table step's scalable targets (`table/<name>`).
+# The provisioned tables' write and read capacity, the table step's scalable targets
+# (`table/<name>`).
 DYNAMODB_NAMESPACE, TABLE_WRITE_CAPACITY = "dynamodb", "dynamodb:table:WriteCapacityUnits"
+TABLE_READ_CAPACITY = "dynamodb:table:ReadCapacityUnits"
 # What one execution writes to each table (docs/CAPACITY.md, "Where the write path stands";
 # tests/unit/capacity holds them to the cost model's measured units): the executions table its
 # create, lease and completion, plus a heartbeat each `heartbeat_sec` its call runs; the jobs
 # table the claim's advance and the outcomes noted; the due table the fired item's delete, the
 # next occurrence's put, the claim's watch list and the minute's sampled count (one put in 16).
 WRITE_UNITS_PER_EXECUTION = {"executions": 3.0, "jobs": 1.2, "due": 2.0}
+# What one execution reads from each (the same tests hold them to the cost model's measured
+# reads): the executions table the watchdog's read of its claim's watch list; the jobs table
+# the claim's consistent read of the job, the worker's lease-time check and its read after a
+# success; the due table the claim's query and the minutes' counts.
+READ_UNITS_PER_EXECUTION = {"executions": 0.5, "jobs": 3.0, "due": 0.1}
 # DynamoDB's rule for a table's decreases: four at any time of a UTC day, then one more in each
 # hour with no decrease before it, 27 a day at most (the DynamoDB developer guide, "Service,
 # account, and table quotas": decreasing provisioned throughput).
 DECREASE_SPACING = timedelta(hours=1)
 MAX_DECREASES_A_DAY = 27
+ANY_TIME_DECREASES = 4
+# Of those four, what the step leaves to target tracking's own decreases.
+SPARE_DECREASES = 2
+# After the minutes ahead, the burst's own minute and one more for its tail (runs claimed in its
+# last seconds and their completions) hold the raised capacity: a table is lowered no sooner
+# than `hold_after_increase` after its last increase.
+BURST_MINUTES = 2
 # The minimum falls back only once the forecast wants less than this share of it: a steady
 # load's small swings never spend a decrease, the hour after a burst does.
 LOWER_BELOW = 0.5
@@ -197,21 +218,30 @@ class ScaleAhead:
 
 @dataclass(frozen=True)
 class Decreases:
-    """What DescribeTable says of a table's capacity decreases (`ProvisionedThroughput`):
-    how many today (UTC; DynamoDB resets the count at midnight) and when the last was."""
+    """What DescribeTable says of a table's capacity changes (`ProvisionedThroughput`): how
+    many decreases today (UTC; DynamoDB resets the count at midnight), when the last was, when
+    the last increase was, and the capacity it holds now (each way)."""
 
     today: int
     last: datetime | None
+    last_increase: datetime | None = None
+    capacity: Units | None = None
 
-    def allow_one(self, now: datetime) -> bool:
-        """Whether a decrease at `now` keeps within DynamoDB's rule without spending the four
-        that any hour allows: the last decrease an hour ago or more, and the day's 27 not
-        reached. Target tracking's own decreases count here too, since DynamoDB counts them."""
-        if self.last is not None and now - self.last < DECREASE_SPACING:
+    def allow_one(self, now: datetime, hold: timedelta = timedelta(0)) -> bool:
+        """Whether a decrease at `now` keeps within DynamoDB's rule: the last decrease an hour
+        ago or more and the day's 27 not reached, or, within the hour, one of the four any
+        hour allows while `SPARE_DECREASES` of them are left for target tracking's own (which
+        DynamoDB counts too): a lowering delayed one hour (its table busy updating) comes back
+        to the burst's time the next hour rather than dragging every later one behind it. And
+        not within `hold` of the last increase: a burst raised ahead keeps its capacity through
+        its minute and its tail."""
+        if self.last_increase is not None and now - self.last_increase < hold:
             return False
         # botocore gives DescribeTable's times in the machine's zone; DynamoDB's day is UTC's.
         same_day = self.last is not None and _utc_day(self.last) == _utc_day(now)
         today = self.today if same_day else 0
+        if self.last is not None and now - self.last < DECREASE_SPACING:
+            return today < ANY_TIME_DECREASES - SPARE_DECREASES
         return today < MAX_DECREASES_A_DAY
 
 
@@ -219,18 +249,42 @@ def _utc_day(at: datetime) -> date:
     return at.astimezone(UTC).date()
 
 
+def hold_after_increase(minutes_ahead: int) -> timedelta:
+    """How long a table keeps a capacity raised `minutes_ahead` of a burst: through the
+    burst's minute and its tail (`BURST_MINUTES`)."""
+    return timedelta(minutes=minutes_ahead + BURST_MINUTES)
+
+
+@dataclass(frozen=True)
+class Units:
+    """A table's capacity units, each way."""
+
+    write: int
+    read: int
+
+    def below(self, other: Units) -> bool:
+        """Whether either way is less than `other`'s."""
+        return self.write < other.write or self.read < other.read
+
+
 def planned_minimum(
-    wanted: int, held: int, decreases: Callable[[], Decreases], now: datetime
-) -> int:
-    """The write minimum a table should hold: `wanted` (the forecast's, already at least the
-    profile's floor) when it is more than `held` (raising is free and never waits); `held`
-    while the forecast stays above half of it; `wanted` again only when DynamoDB's budget allows
-    a decrease now (`Decreases.allow_one`, asked only then: it costs a DescribeTable). A
-    forecast that flaps between busy and quiet minutes therefore spends at most one decrease an
-    hour, and a burst every hour gets one each hour."""
-    if wanted > held:
-        return wanted
-    if wanted >= held * LOWER_BELOW or not decreases().allow_one(now):
+    wanted: Units,
+    held: Units,
+    decreases: Callable[[], Decreases],
+    now: datetime,
+    hold: timedelta = timedelta(0),
+) -> Units:
+    """The minimums a table should hold: each way raised to `wanted` (the forecast's, already
+    at least the profile's floor) when it wants more than `held` (raising is free and never
+    waits); `held` while the forecast stays above half of it both ways; `wanted` again only
+    when DynamoDB's budget allows a decrease now, `hold` after the last increase
+    (`Decreases.allow_one`, asked only then: it costs a DescribeTable). A forecast that flaps
+    between busy and quiet minutes therefore spends at most one decrease an hour, and a burst
+    every hour gets one each hour."""
+    if wanted.write > held.write or wanted.read > held.read:
+        return Units(max(wanted.write, held.write), max(wanted.read, held.read))
+    falls = wanted.write < held.write * LOWER_BELOW or wanted.read < held.read * LOWER_BELOW
+    if not falls or not decreases().allow_one(now, hold):
         return held
     return wanted
 
@@ -238,11 +292,12 @@ def planned_minimum(
 @dataclass(frozen=True)
 class ScaledTable:
     """A provisioned table the step raises: its kind (a key of `WRITE_UNITS_PER_EXECUTION`),
-    its name and the write minimum its profile gives it (the floor the step returns to)."""
+    its name and the minimums its profile gives it (the floors the step returns to)."""
 
     kind: str
     name: str
     floor: int
+    read_floor: int = 1
 
     @property
     def resource_id(self) -> str:
@@ -251,9 +306,10 @@ class ScaledTable:
 
 @dataclass(frozen=True)
 class TableLoad:
-    """How a minute's executions load a table's writes: each writes `WRITE_UNITS_PER_EXECUTION`
-    units (the executions table one more a heartbeat, every `heartbeat_sec` of a `job_sec`
-    call), and target tracking holds the capacity at `target_utilization` percent."""
+    """How a minute's executions load a table: each writes `WRITE_UNITS_PER_EXECUTION` units
+    (the executions table one more a heartbeat, every `heartbeat_sec` of a `job_sec` call) and
+    reads `READ_UNITS_PER_EXECUTION`, and target tracking holds the capacity at
+    `target_utilization` percent."""
 
     job_sec: float
     heartbeat_sec: float
@@ -265,63 +321,124 @@ class TableLoad:
             units += math.floor(self.job_sec / self.heartbeat_sec)
         return units
 
-    def capacity_for(self, table: ScaledTable, forecast: Forecast) -> int:
-        """The busiest minute's write rate, at the target utilization; at least the floor."""
-        per_sec = forecast.peak / SECONDS_PER_MINUTE * self.units_per_execution(table.kind)
-        return max(table.floor, math.ceil(per_sec * 100 / self.target_utilization))
+    def capacity_for(self, table: ScaledTable, forecast: Forecast) -> Units:
+        """The busiest minute's write and read rates, at the target utilization; at least the
+        floors."""
+        per_sec = forecast.peak / SECONDS_PER_MINUTE
+        write = per_sec * self.units_per_execution(table.kind)
+        read = per_sec * READ_UNITS_PER_EXECUTION[table.kind]
+        return Units(
+            max(table.floor, math.ceil(write * 100 / self.target_utilization)),
+            max(table.read_floor, math.ceil(read * 100 / self.target_utilization)),
+        )
 
 
 @dataclass(frozen=True)
 class TableStep:
-    """One table's minute: the minimum it held, the one it holds now."""
+    """One table's minute: the minimums it held, the ones it holds now, and whether its
+    capacity was lowered to them."""
 
     table: str
-    previous_min: int
-    minimum: int
+    previous: Units
+    minimum: Units
+    lowered: bool = False
 
 
 class TableScaleAhead:
-    """The tables' part of the minute step: each table's write minimum set by
-    `planned_minimum` from the forecast."""
+    """The tables' part of the minute step: each table's write and read minimums set by
+    `planned_minimum` from the forecast, and its capacity lowered with them."""
 
     def __init__(
-        self, tables: tuple[ScaledTable, ...], load: TableLoad, autoscaling: Any, dynamodb: Any
+        self,
+        tables: tuple[ScaledTable, ...],
+        load: TableLoad,
+        autoscaling: Any,
+        dynamodb: Any,
+        hold: timedelta = timedelta(0),
     ) -> None:
         self._tables = tables
         self._load = load
         self._autoscaling = autoscaling
         self._dynamodb = dynamodb
+        self._hold = hold
 
     def step(self, forecast: Forecast, now: datetime) -> list[TableStep]:
         resp = self._autoscaling.describe_scalable_targets(
             ServiceNamespace=DYNAMODB_NAMESPACE,
             ResourceIds=[table.resource_id for table in self._tables],
-            ScalableDimension=TABLE_WRITE_CAPACITY,
         )
-        targets = {t["ResourceId"]: t for t in resp.get("ScalableTargets", [])}
+        targets = {
+            (t["ResourceId"], t["ScalableDimension"]): t for t in resp.get("ScalableTargets", [])
+        }
         steps = []
         for table in self._tables:
-            target = targets.get(table.resource_id)
-            if target is None:
+            writes = targets.get((table.resource_id, TABLE_WRITE_CAPACITY))
+            reads = targets.get((table.resource_id, TABLE_READ_CAPACITY))
+            if writes is None or reads is None:
                 continue
-            held = int(target["MinCapacity"])
-            wanted = min(int(target["MaxCapacity"]), self._load.capacity_for(table, forecast))
-            minimum = planned_minimum(wanted, held, partial(self._decreases, table), now)
-            if minimum != held:
-                self._autoscaling.register_scalable_target(
-                    ServiceNamespace=DYNAMODB_NAMESPACE,
-                    ResourceId=table.resource_id,
-                    ScalableDimension=TABLE_WRITE_CAPACITY,
-                    MinCapacity=minimum,
-                )
-            steps.append(TableStep(table.name, held, minimum))
+            held = Units(int(writes["MinCapacity"]), int(reads["MinCapacity"]))
+            planned = self._load.capacity_for(table, forecast)
+            wanted = Units(
+                min(int(writes["MaxCapacity"]), planned.write),
+                min(int(reads["MaxCapacity"]), planned.read),
+            )
+            seen: list[Decreases] = []
+            minimum = planned_minimum(
+                wanted, held, partial(self._decreases, table, seen), now, self._hold
+            )
+            for dimension, before, after in (
+                (TABLE_WRITE_CAPACITY, held.write, minimum.write),
+                (TABLE_READ_CAPACITY, held.read, minimum.read),
+            ):
+                if after != before:
+                    self._autoscaling.register_scalable_target(
+                        ServiceNamespace=DYNAMODB_NAMESPACE,
+                        ResourceId=table.resource_id,
+                        ScalableDimension=dimension,
+                        MinCapacity=after,
+                    )
+            lowered = minimum.below(held) and self._lower(table, minimum, seen[-1].capacity)
+            steps.append(TableStep(table.name, held, minimum, lowered))
         return steps
 
-    def _decreases(self, table: ScaledTable) -> Decreases:
+    def _lower(self, table: ScaledTable, minimum: Units, capacity: Units | None) -> bool:
+        """Bring the table's capacity down to its lowered minimums in one UpdateTable, one
+        decrease for both ways. A refusal (the table busy updating, the budget spent after all)
+        leaves it to target tracking, which lowers it after its own alarm."""
+        if capacity is None:
+            return False
+        lowered = Units(min(capacity.write, minimum.write), min(capacity.read, minimum.read))
+        if not lowered.below(capacity):
+            return False
+        try:
+            self._dynamodb.update_table(
+                TableName=table.name,
+                ProvisionedThroughput={
+                    "ReadCapacityUnits": lowered.read,
+                    "WriteCapacityUnits": lowered.write,
+                },
+            )
+        except (ClientError, BotoCoreError) as exc:
+            logger.warning(
+                "table capacity not lowered: target tracking will", table=table.name, error=str(exc)
+            )
+            return False
+        return True
+
+    def _decreases(self, table: ScaledTable, seen: list[Decreases]) -> Decreases:
         throughput = self._dynamodb.describe_table(TableName=table.name)["Table"].get(
             "ProvisionedThroughput", {}
         )
-        return Decreases(
+        capacity = (
+            Units(int(throughput["WriteCapacityUnits"]), int(throughput["ReadCapacityUnits"]))
+            if "WriteCapacityUnits" in throughput and "ReadCapacityUnits" in throughput
+            else None
+        )
+        decreases = Decreases(
             today=int(throughput.get("NumberOfDecreasesToday", 0)),
             last=throughput.get("LastDecreaseDateTime"),
+            last_increase=throughput.get("LastIncreaseDateTime"),
+            capacity=capacity,
         )
+        seen.append(decreases)
+        return decreases

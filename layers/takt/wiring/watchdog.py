@@ -15,6 +15,7 @@ from takt.dispatch.ahead import (
     ScaledTable,
     TableLoad,
     TableScaleAhead,
+    hold_after_increase,
 )
 from takt.dispatch.reconciler import Reconciler
 from takt.models.regions import Fence
@@ -98,7 +99,8 @@ def scale_ahead(settings: Settings, clients: AwsClients) -> ScaleAhead | None:
 
 
 def scaled_tables(settings: Settings, autoscaling: Any, clients: AwsClients) -> TableScaleAhead:
-    """The provisioned tables whose write minimum the step raises ahead of the forecast."""
+    """The provisioned tables whose write and read minimums the step raises ahead of the
+    forecast, held through the burst (`hold_after_increase`)."""
     names = {
         "executions": settings.executions_table,
         "jobs": settings.jobs_table,
@@ -106,7 +108,7 @@ def scaled_tables(settings: Settings, autoscaling: Any, clients: AwsClients) -> 
     }
     return TableScaleAhead(
         tuple(
-            ScaledTable(kind, names[kind], floor)
+            ScaledTable(kind, names[kind], floor, settings.table_read_floors.get(kind, 1))
             for kind, floor in sorted(settings.table_write_floors.items())
         ),
         TableLoad(
@@ -116,6 +118,7 @@ def scaled_tables(settings: Settings, autoscaling: Any, clients: AwsClients) -> 
         ),
         autoscaling,
         clients.dynamodb,
+        hold_after_increase(settings.scale_ahead_minutes),
     )
 
 

@@ -5,9 +5,11 @@ busiest minute's for the minutes it raises it ahead: `takt_cli.capacity.billing.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
+from takt.dispatch.ahead import hold_after_increase
 from takt_cli.capacity.billing import (
     RAISED_AHEAD_MINUTES,
     HourlyLoad,
@@ -60,7 +62,9 @@ def test_a_burst_is_held_at_its_minutes_rate_only_for_the_minutes_the_watchdog_r
     steady = bill_table(TABLE[0], HourlyLoad(1400)).provisioned_usd_per_hour
     expected = bill.provisioned_usd_per_hour * raised + steady * (1 - raised)
     assert usd == pytest.approx(expected * 1e6 / load.executions)
-    assert RAISED_AHEAD_MINUTES == 21, "5 minutes ahead, the minute, 15 of target tracking's"
+    assert RAISED_AHEAD_MINUTES == hold_after_increase(5) // timedelta(minutes=1) + 1 == 8, (
+        "5 minutes ahead, the minute, its tail, and the minute step's wait until it lowers"
+    )
 
 
 def test_as_shipped_is_priced_as_the_profile_bills_its_tables() -> None:
@@ -68,14 +72,14 @@ def test_as_shipped_is_priced_as_the_profile_bills_its_tables() -> None:
     scenario = SEED[0]
     cost = {"usd_per_million_executions": 5.65, "usd_per_million_breakdown": LINES}
 
-    on_demand = billed_as_shipped(cost, scenario, calls, load_profile("seed"))
-    provisioned = billed_as_shipped(
-        cost, scenario, calls, load_profile("seed", ["tableBilling=provisioned"])
+    on_demand = billed_as_shipped(
+        cost, scenario, calls, load_profile("seed", ["tableBilling=onDemand"])
     )
+    provisioned = billed_as_shipped(cost, scenario, calls, load_profile("seed"))
 
     assert on_demand["usd_per_million_breakdown"] == LINES
     loads = table_loads(calls.write_units_by_table, calls.read_units_by_table)
     held = sum(bill_table(t, HourlyLoad(1400)).provisioned_usd_per_hour for t in loads)
     assert provisioned["usd_per_million_executions"] == pytest.approx(
         0.55 + held * 1e6 / HourlyLoad(1400).executions, abs=0.01
-    ), "a profile with tableBilling=provisioned is priced provisioned as shipped"
+    ), "the seed, whose tableBilling is provisioned, is priced provisioned as shipped"

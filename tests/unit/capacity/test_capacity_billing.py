@@ -43,11 +43,11 @@ def test_a_burst_in_one_minute_holds_the_busiest_minutes_rate_all_hour() -> None
 
     assert load.executions == 100 * 3600 + 60_000
     assert bill.write_capacity == pytest.approx((100 + 1000) / 0.5)
-    # Raised only around the burst: the busiest minute's capacity for 21 minutes (5 ahead, the
-    # minute, 15 of target tracking's scale-in), the steady capacity for the other 39.
+    # Raised only around the burst: the busiest minute's capacity for 8 minutes (5 ahead, the
+    # minute, its tail, the minute step's wait to lower it), the steady capacity for the other 52.
     steady = 200 * 0.00065 + 0.00013
     assert bill.provisioned_raised_ahead_usd_per_hour == pytest.approx(
-        bill.provisioned_usd_per_hour * 21 / 60 + steady * 39 / 60
+        bill.provisioned_usd_per_hour * 8 / 60 + steady * 52 / 60
     )
 
 
@@ -59,7 +59,9 @@ def test_an_idle_table_is_cheaper_on_demand() -> None:
     assert bill.cheaper == "on demand"
 
 
-def test_the_seeds_steady_hour_is_cheaper_provisioned_and_its_burst_hour_on_demand() -> None:
+def test_the_seeds_steady_hour_and_its_burst_hour_are_cheaper_provisioned_as_the_app_holds_it() -> (
+    None
+):
     calls = CallProfile()
     tables = table_loads(calls.write_units_by_table, calls.read_units_by_table)
     steady = billing_report(tables, HourlyLoad(1400))
@@ -67,7 +69,11 @@ def test_the_seeds_steady_hour_is_cheaper_provisioned_and_its_burst_hour_on_dema
 
     assert [t.name for t in tables] == list(TABLES)
     assert steady["cheaper"] == "provisioned"
-    assert burst["cheaper"] == "on demand"
+    assert burst["cheaper"] == "provisioned", "raised ahead of the burst and lowered after it"
+    held_all_hour = burst["provisioned"]["usd_per_hour"]  # type: ignore[index]
+    assert held_all_hour > burst["on_demand"]["usd_per_hour"], (  # type: ignore[index]
+        "a burst's capacity held all hour would cost more than on demand"
+    )
     on_demand = steady["on_demand"]["usd_per_million_executions"]  # type: ignore[index]
     # 6.0 measured write units, the watch lists' 0.1 and the minutes' counts 0.06 at $0.625/M;
     # 3.109 measured read units and the watch check's 0.5 at $0.125/M.

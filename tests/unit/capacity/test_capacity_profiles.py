@@ -170,7 +170,11 @@ def test_a_profile_that_meets_the_target_is_its_own_plan() -> None:
 
 @pytest.mark.parametrize(
     ("overrides", "heartbeats"),
-    [(["leaseSec=30", "heartbeatSec=10"], 1.0), (["leaseSec=60", "heartbeatSec=20"], 0.0)],
+    # On demand, where the breakdown prices the heartbeats' writes on a line of their own.
+    [
+        (["leaseSec=30", "heartbeatSec=10", "tableBilling=onDemand"], 1.0),
+        (["leaseSec=60", "heartbeatSec=20", "tableBilling=onDemand"], 0.0),
+    ],
 )
 def test_the_simulator_prices_the_heartbeats_of_the_profiles_own_lease(
     overrides: list[str], heartbeats: float

@@ -1,0 +1,45 @@
+"""docs/CAPACITY.md, "Profiles as shipped": the seed's rows are what `takt bench simulate` gives
+for the profile as it ships, run as a user runs it (the CLI, its report file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from takt_cli.commands.main import main
+
+CAPACITY = Path(__file__).resolve().parents[3] / "docs" / "CAPACITY.md"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "row"),
+    [
+        ("steady", "| `seed`, steady 1,400/s |"),
+        ("top-of-hour", "| `seed`, top of the hour (1,000,000 in the first minute) |"),
+    ],
+)
+def test_the_seeds_rows_are_the_simulators_as_shipped(
+    tmp_path: Path, scenario: str, row: str
+) -> None:
+    out = tmp_path / "sim.json"
+    assert (
+        main(
+            ["bench", "simulate", "--scenario", scenario, "--job-seconds", "10", "--out", str(out)]
+        )
+        == 0
+    )
+    shipped = json.loads(out.read_text())["scenarios"][0]["as_shipped"]
+    lines = CAPACITY.read_text().splitlines()
+    (at,) = [i for i, line in enumerate(lines) if line.startswith(row)]
+    cells = [cell.strip().strip("*") for cell in lines[at + 1].split("|")[1:-1]]
+
+    within = shipped.get("burst_dispatched_within_sec")
+    assert cells[1] == "after"
+    assert cells[2] == (f"{within:g} s" if within is not None else "-")
+    assert cells[3] == f"{shipped['start_lag_sec']['p99']:g} s"
+    assert cells[5] == str(shipped["not_started"])
+    assert cells[6] == f"{shipped['usd_per_million_executions']:.2f}", (
+        "the seed's $/M as shipped, as the simulator prices the profile's billing"
+    )
