@@ -56,8 +56,9 @@ MAX_CLAIMER_CONCURRENCY = 10_000
 # interval below 10 s leaves the rest of each minute unswept; above 60 s it sweeps once a minute.
 MIN_WATCHDOG_INTERVAL_SEC = 10
 MAX_WATCHDOG_INTERVAL_SEC = 60
-# A lease lasts at least three heartbeats, so two lost heartbeats never cost a running execution.
-HEARTBEATS_PER_LEASE = 3
+# A lease lasts at least four heartbeats (DESIGN: a heartbeat at most every quarter of the lease),
+# so three lost heartbeats never cost a running execution.
+HEARTBEATS_PER_LEASE = 4
 # The due index is counted at most this many minutes ahead
 # (`takt.config.Settings.scale_ahead_minutes`).
 MAX_SCALE_AHEAD_MINUTES = 15
@@ -742,8 +743,8 @@ def _tuning(node: ContextSource) -> RuntimeTuning:
     heartbeat_sec = _number(node, "heartbeatSec", minimum=1)
     if heartbeat_sec * HEARTBEATS_PER_LEASE > lease_sec:
         raise ContextError(
-            f"context 'heartbeatSec' ({heartbeat_sec:g}) must be at most a third of 'leaseSec' "
-            f"({lease_sec:g}), so a lease outlives two lost heartbeats"
+            f"context 'heartbeatSec' ({heartbeat_sec:g}) must be at most a quarter of 'leaseSec' "
+            f"({lease_sec:g}), so a lease outlives three lost heartbeats"
         )
     return RuntimeTuning(
         due_shards=_integer(

@@ -182,8 +182,10 @@ class Settings(BaseModel):
     # (takt.worker.recheck). 0 claims the burst like any other second.
     burst_ahead_sec: float = Field(default=30.0, ge=0.0, le=50.0)
 
+    # A running execution's lease, renewed every quarter of it at most (DESIGN: leases without a
+    # shared clock), so three lost heartbeats never cost a run.
     lease_sec: float = 30.0
-    heartbeat_sec: float = 10.0
+    heartbeat_sec: float = 7.5
     # Wall clocks of two functions may disagree: a lease counts as expired only this long after
     # its recorded expiry (DESIGN invariant 5).
     clock_margin_sec: float = 2.0

@@ -57,7 +57,7 @@ def test_shipped_context_tunes_the_runtime_for_the_cloud(
         history_retention_days=7,
         # A lease of 45 s renewed every 15 s: the seed's 10 s calls end before their first
         # heartbeat (docs/CAPACITY.md, "The lease of the seed's 10 s calls").
-        lease_sec=45,
+        lease_sec=60,
         heartbeat_sec=15,
         watchdog_interval_sec=10,
     )
@@ -161,6 +161,8 @@ def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
         ({"historyRetentionDays": "0.5"}, "historyRetentionDays"),
         ({"leaseSec": 5}, "leaseSec"),
         ({"heartbeatSec": 16}, "heartbeatSec"),
+        # DESIGN: a heartbeat at most every quarter of the lease; a third is refused.
+        ({"leaseSec": 45, "heartbeatSec": 15}, "heartbeatSec"),
         ({"watchdogIntervalSec": 5}, "watchdogIntervalSec"),
         ({"watchdogIntervalSec": 61}, "watchdogIntervalSec"),
         ({"scheduleLagAlarmMs": 500}, "scheduleLagAlarmMs"),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.context import HEARTBEATS_PER_LEASE
 from takt.executions.rules import lease_moves_check_at
 from takt_cli.capacity.model import CallProfile, Design, Limits
 from takt_cli.capacity.profiles import ProfileError, load_profile, profile_names
@@ -172,16 +173,16 @@ def test_a_profile_that_meets_the_target_is_its_own_plan() -> None:
     ("overrides", "heartbeats"),
     # On demand, where the breakdown prices the heartbeats' writes on a line of their own.
     [
-        (["leaseSec=30", "heartbeatSec=10", "tableBilling=onDemand"], 1.0),
-        (["leaseSec=60", "heartbeatSec=20", "tableBilling=onDemand"], 0.0),
+        (["leaseSec=40", "heartbeatSec=10", "tableBilling=onDemand"], 1.0),
+        (["leaseSec=80", "heartbeatSec=20", "tableBilling=onDemand"], 0.0),
     ],
 )
 def test_the_simulator_prices_the_heartbeats_of_the_profiles_own_lease(
     overrides: list[str], heartbeats: float
 ) -> None:
     """Rule: `takt bench simulate` prices the lease the profile deploys (`leaseSec`,
-    `heartbeatSec`), not the runtime's defaults: a 10 s call renews a 30 s lease once and a 60 s
-    lease not at all."""
+    `heartbeatSec`), not the runtime's defaults: a 10 s call renews a 40 s lease (every 10 s)
+    once and an 80 s lease (every 20 s) not at all."""
     report = plan(TINY, TEN_SECOND_CALLS, profile=load_profile("seed", overrides))
 
     units = report["dynamodb_units_per_execution"]
@@ -199,8 +200,8 @@ def test_the_seed_scale_profiles_spare_their_10_s_calls_the_heartbeat_keeping_th
     name: str,
 ) -> None:
     """Rule (docs/CAPACITY.md, "The lease of the seed's 10 s calls"): a call of the profile's
-    `fargateJobSec` ends before its first heartbeat, while the lease still lasts three
-    heartbeats (infra.context.HEARTBEATS_PER_LEASE: two lost heartbeats never cost a run) and
+    `fargateJobSec` ends before its first heartbeat, while the lease still lasts four
+    heartbeats (infra.context.HEARTBEATS_PER_LEASE: three lost heartbeats never cost a run) and
     is at least the resend wait, so neither the lease nor a heartbeat moves `check_at`
     (`takt.executions.rules.lease_moves_check_at`)."""
     profile = load_profile(name)
@@ -211,7 +212,9 @@ def test_the_seed_scale_profiles_spare_their_10_s_calls_the_heartbeat_keeping_th
     assert calls.heartbeats_per_execution == 0, (
         f"the {name} profile's {profile.context['fargateJobSec']} s calls must renew no lease"
     )
-    assert calls.heartbeat_sec * 3 <= calls.lease_sec, "a lease must outlive two lost heartbeats"
+    assert calls.heartbeat_sec * HEARTBEATS_PER_LEASE <= calls.lease_sec, (
+        "a lease must outlive three lost heartbeats (DESIGN: a heartbeat every quarter at most)"
+    )
     assert not lease_moves_check_at(calls.lease_sec, calls.pending_resend_after_sec), (
         "the lease must not move check_at (the open index's two units a heartbeat)"
     )
