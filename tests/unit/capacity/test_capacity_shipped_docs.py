@@ -43,3 +43,21 @@ def test_the_seeds_rows_are_the_simulators_as_shipped(
     assert cells[6] == f"{shipped['usd_per_million_executions']:.2f}", (
         "the seed's $/M as shipped, as the simulator prices the profile's billing"
     )
+
+
+def test_the_deploy_doc_prices_the_on_demand_choice_from_the_simulator(tmp_path: Path) -> None:
+    """docs/DEPLOY.md, "Table billing": what `-c tableBilling=onDemand` costs the seed's steady
+    hour beside the provisioned tables it ships."""
+    priced = {}
+    for billing in ("provisioned", "onDemand"):
+        out = tmp_path / f"{billing}.json"
+        args = ["bench", "simulate", "--scenario", "steady", "--job-seconds", "10"]
+        assert main([*args, "-c", f"tableBilling={billing}", "--out", str(out)]) == 0
+        scenario = json.loads(out.read_text())["scenarios"][0]
+        priced[billing] = scenario["as_shipped"]["usd_per_million_executions"]
+
+    deploy = " ".join((CAPACITY.parent / "DEPLOY.md").read_text().split())
+    assert (
+        f"at the steady hour's ${priced['onDemand']:.2f}/M instead of "
+        f"${priced['provisioned']:.2f}/M"
+    ) in deploy
