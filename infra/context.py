@@ -341,6 +341,8 @@ class DeployConfig:
         log_level = str(_required(node, "logLevel")).upper()
         if log_level not in LOG_LEVELS:
             raise ContextError(f"context 'logLevel' must be one of {LOG_LEVELS}")
+        # Checked whatever the regions: a bad `tableBilling` or `tableCapacity` is refused by name.
+        table_billing = _table_billing(node)
         signing_secret_name = _optional_str(node, "signingSecretName")
         if signing_secret_name is not None and not _SECRET_NAME.match(signing_secret_name):
             raise ContextError(
@@ -378,7 +380,7 @@ class DeployConfig:
             driver_rest=_optional_bool(node, "driverRest", default=False),
             # A deployment across regions bills its global tables on demand: a profile's
             # `provisioned` gives way to it, a `-c tableBilling=provisioned` is refused there.
-            table_billing=None if _string_list(node, "regions") else _table_billing(node),
+            table_billing=None if _string_list(node, "regions") else table_billing,
             regions=_regions(node, given),
         )
 

@@ -363,6 +363,25 @@ def test_regions_bill_on_demand_only(cdk_json_context: dict[str, Any]) -> None:
         _config(cdk_json_context, tableBilling="provisioned", **REGIONS_CONTEXT)
 
 
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        ({"tableBilling": "reserved"}, "tableBilling"),
+        (
+            {"tableBilling": "provisioned", "tableCapacity": '{"history": {}}'},
+            "tableCapacity.history",
+        ),
+    ],
+)
+def test_a_bad_billing_setting_across_regions_is_refused_by_name(
+    cdk_json_context: dict[str, Any], overrides: dict[str, str], named: str
+) -> None:
+    """Bad input is refused whatever the regions: the profile's billing giving way to them must
+    not skip the check of what the user set."""
+    with pytest.raises(ContextError, match=f"'{named}'"):
+        _config(cdk_json_context, **overrides, **REGIONS_CONTEXT)
+
+
 def test_the_seed_profiles_provisioned_tables_give_way_to_regions(
     cdk_json_context: dict[str, Any],
 ) -> None:
