@@ -3,7 +3,7 @@ soon a freed slot takes the next run, at each slot count side by side, with call
 real HTTP target on 127.0.0.1.
 
     .venv/bin/python bench/worker_slots.py --slots 256,400,600 --call-sec 10 --turns 3
-    .venv/bin/python bench/worker_slots.py --slots 320 --lease-sec 45 --heartbeat-sec 15
+    .venv/bin/python bench/worker_slots.py --slots 320 --lease-sec 60 --heartbeat-sec 15
 
 For each slot count N, in turn and in one invocation: a fresh local runtime with no worker of its
 own (`pollers=0`: API service, scheduler, watchdog; moto's server in its own process, so its CPU
@@ -261,8 +261,8 @@ def main() -> int:
     parser.add_argument("--call-sec", type=float, default=10.0, help="how long a call waits")
     parser.add_argument("--turns", type=int, default=3, help="runs a slot makes, at least 3")
     parser.add_argument("--timeout", type=float, default=900, help="give up a phase after (s)")
-    parser.add_argument("--lease-sec", type=float, help="the runs' lease (the runtime's 30 s)")
-    parser.add_argument("--heartbeat-sec", type=float, help="its renewal (the runtime's 10 s)")
+    parser.add_argument("--lease-sec", type=float, help="the runs' lease (the runtime's default)")
+    parser.add_argument("--heartbeat-sec", type=float, help="its renewal (the runtime's default)")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -272,7 +272,7 @@ def main() -> int:
         parser.error("--turns must be at least 3: every slot turns over at least twice")
     os.environ["TAKT_PENDING_RESEND_AFTER_SEC"] = NO_RESEND_SEC
     # Read by the runtime's settings, and from them passed on in the worker's environment: the
-    # seed profile's `--lease-sec 45 --heartbeat-sec 15` spares a 10 s call its heartbeat.
+    # seed profile's `--lease-sec 60 --heartbeat-sec 15` spares a 10 s call its heartbeat.
     for name, value in (("LEASE_SEC", args.lease_sec), ("HEARTBEAT_SEC", args.heartbeat_sec)):
         if value:
             os.environ[f"TAKT_{name}"] = str(value)

@@ -17,7 +17,7 @@ from aws_cdk import App
 
 from infra.context import PROFILES, ContextError, DeployConfig
 from infra.driver import driver_timeout_sec
-from takt_cli.capacity.idle import base_lines, fargate_lines, render
+from takt_cli.capacity.idle import base_lines, fargate_lines, render, table_capacity_lines
 from takt_cli.capacity.profiles import load_profile
 from tests.infra.cli_synth import cli_context
 
@@ -35,8 +35,19 @@ def _templates(assembly: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return load("TaktStateful"), load("TaktStateless")
 
 
+def _parts(assembly: Path) -> dict[str, float]:
+    """`takt cost idle`'s tables for a synth: the stacks, the provisioned tables' minimum and the
+    Fargate worker (0 where the profile has none)."""
+    stateful, stateless = _templates(assembly)
+    return {
+        "stacks": sum(line.usd for line in base_lines(stateful, stateless)),
+        "tables": sum(line.usd for line in table_capacity_lines(stateful)),
+        "fargate": sum(line.usd for line in fargate_lines(stateless)),
+    }
+
+
 def _total(assembly: Path) -> float:
-    return sum(line.usd for line in base_lines(*_templates(assembly)))
+    return sum(_parts(assembly).values())
 
 
 def test_the_small_profile_idles_under_8_usd_a_month(
@@ -65,6 +76,10 @@ def test_the_prose_gives_each_profiles_idle_cost(
 
     for profile in ("small", "default"):
         assert f"${_total(cli_assemblies(profile)):.2f}" in text, profile
+    # The seed's whole idle cost and each part of it (the stacks, its provisioned tables, its
+    # Fargate worker), as `takt cost idle` prints them.
+    for part, usd in _parts(cli_assemblies("default")).items():
+        assert f"${usd:.2f}" in text, f"the seed's {part}"
 
 
 def test_the_small_profile_runs_one_small_driver_and_a_single_sweep(
