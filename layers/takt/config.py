@@ -193,6 +193,13 @@ class Settings(BaseModel):
     pending_resend_after_sec: float = 30.0
     watchdog_interval_sec: float = 10.0
 
+    # Where a claimed occurrence's execution is first written (docs/CAPACITY.md, "The record
+    # written at the lease"): False, by the claim, which records it pending; True, by the worker
+    # that leases it, one write for both, for the occurrences whose run depends on nothing at
+    # the claim (overlap `allow`, not a workflow). The claim's watch list and the watchdog's
+    # check of it keep every such occurrence found (takt.watchdog.sweeper).
+    record_at_lease: bool = False
+
     history_retention_days: float = 7.0
     idempotency_retention_days: float = 1.0
     max_payload_bytes: int = 256 * 1024

@@ -47,8 +47,8 @@ from typing import ClassVar
 
 from takt.models.calendars import Calendar, blackout
 from takt.models.ids import format_time
-from takt.models.records import ExecState, JobRecord, OverlapPolicy
-from takt.schedule import Schedule, next_after, occurrences, parse_duration
+from takt.models.records import ExecState, JobRecord, JobStatus, OverlapPolicy
+from takt.schedule import Schedule, ScheduleError, next_after, occurrences, parse_duration
 
 MAX_OCCURRENCES_PER_FIRING = 1000
 # How far one firing walks past the first MAX_OCCURRENCES_PER_FIRING missed occurrences to find
@@ -306,3 +306,25 @@ def _blackout(calendars: Sequence[Calendar], scheduled: datetime) -> str | None:
         if why is not None:
             return f"calendar {calendar.name}: {why}"
     return None
+
+
+_JUST_BEFORE = timedelta(microseconds=1)
+
+
+def fires_at(job: JobRecord, instant: datetime) -> bool:
+    """Whether the job, as it now is, has an occurrence at `instant`."""
+    if not job.recurring:
+        # A one-off the claim completed is still due at its own instant.
+        return job.run_at == instant and job.status in (JobStatus.ACTIVE, JobStatus.COMPLETED)
+    if job.status != JobStatus.ACTIVE:
+        return False
+    try:
+        found = next_after(
+            job.parsed_schedule(),
+            instant - _JUST_BEFORE,
+            start_at=job.first_allowed,
+            end_at=job.end_at,
+        )
+    except (ScheduleError, ValueError, OverflowError):
+        return False
+    return found == instant

@@ -18,7 +18,7 @@ from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.records import ExecState, JobRecord
 from takt.resources import OPEN_INDEX
 from takt.store.due import minute_of
-from takt.store.watches import PREFIX, ExecutionRef
+from takt.store.watches import PREFIX, ExecutionRef, Watched
 from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.wiring import Services
 from tests.support.faults import Crash, Throttled, crash_on
@@ -197,19 +197,21 @@ def _running_holder(svc: Services, job: JobRecord, holder_id: str) -> None:
     store_execution(svc, record, DUE)
 
 
-def test_unended_reads_in_batches_and_skips_what_is_gone_or_indexed(svc: Services) -> None:
+def test_watched_reads_in_batches_and_tells_the_unwritten_from_the_indexed(svc: Services) -> None:
     jobs = _jobs(svc, 1)
     _claimer(svc).claim(minute_of(DUE), SHARD, DUE)
     real = ExecutionRef(TENANT, execution_id(jobs[0].job_id, DUE))
     missing = [ExecutionRef(TENANT, execution_id(new_job_id(), DUE)) for _ in range(150)]
 
-    assert svc.executions.unended([*missing, real]) == [real]
+    found = svc.executions.watched([*missing, real])
+    assert found.unended == [real]
+    assert sorted(found.unwritten, key=str) == sorted(missing, key=str)
     assert svc.executions.watch_open(real, to_ms(DUE))
-    assert svc.executions.unended([real]) == []
+    assert svc.executions.watched([real]) == Watched([], [])
     assert not svc.executions.watch_open(real, to_ms(DUE))
 
 
-def test_unended_asks_again_for_the_keys_a_throttled_read_left(svc: Services) -> None:
+def test_watched_asks_again_for_the_keys_a_throttled_read_left(svc: Services) -> None:
     jobs = _jobs(svc, 4)
     _claimer(svc).claim(minute_of(DUE), SHARD, DUE)
     refs = [ExecutionRef(TENANT, execution_id(job.job_id, DUE)) for job in jobs]
@@ -217,5 +219,5 @@ def test_unended_asks_again_for_the_keys_a_throttled_read_left(svc: Services) ->
     store = copy.copy(svc.executions)
     store._db = throttled  # type: ignore[assignment]
 
-    assert sorted(store.unended(refs), key=str) == sorted(refs, key=str)
+    assert sorted(store.watched(refs).unended, key=str) == sorted(refs, key=str)
     assert throttled.batch_calls == 2

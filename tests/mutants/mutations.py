@@ -249,17 +249,13 @@ MUTATIONS: tuple[Mutation, ...] = (
         old="""        leased_at = self._monotonic()
         try:
             if verdict.skip_reason is not None:
-                return self._skip(message, verdict.skip_reason)
-            leased = self._lifecycle.lease(
-                message, self.worker_id, self._clock.now(), job=verdict.job
-            )
+                return self._skip(message, verdict.skip_reason, job)
+            leased = self._lease(message, job, verdict)
 """,
         new="""        try:
             if verdict.skip_reason is not None:
-                return self._skip(message, verdict.skip_reason)
-            leased = self._lifecycle.lease(
-                message, self.worker_id, self._clock.now(), job=verdict.job
-            )
+                return self._skip(message, verdict.skip_reason, job)
+            leased = self._lease(message, job, verdict)
             leased_at = self._monotonic()
 """,
         tests=(
@@ -656,8 +652,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="worker-skips-the-lease-time-job-check",
         breaks="8. edits decide (issue 14: the worker's lease-time job check)",
         path=RUNNER,
-        old="if claimed_ahead(message, self._settings.clock_margin_sec):",
-        new="if False:",
+        old="if not message.recorded or claimed_ahead(message, self._settings.clock_margin_sec):",
+        new="if not message.recorded:",
         tests=(
             "tests/unit/dispatch/test_claimer_decisions.py::test_an_occurrence_claimed_ahead_and_then_edited_is_recorded_skipped_by_its_worker[paused]",
             "tests/integration/test_dispatch_edits.py::test_a_claimed_one_off_edited_before_its_time_is_skipped_with_the_reason_not_run",

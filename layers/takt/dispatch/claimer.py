@@ -298,6 +298,8 @@ class ClaimerSettings:
     lease_sec: float
     pending_resend_after_sec: float
     tenants_table: str
+    # Leave an `allow` occurrence's record to the worker that leases it (module docstring).
+    record_at_lease: bool = False
 
     @classmethod
     def of(cls, settings: Settings) -> ClaimerSettings:
@@ -753,6 +755,18 @@ class Claimer:
             self._replace_holder(job, decision.replaces, now)
         outgoing: list[Outgoing] = []
         for occurrence in decision.runs:
+            if self._left_to_lease(job, occurrence.state):
+                record = ExecutionRecord.for_job(
+                    job,
+                    execution_id(job.job_id, occurrence.scheduled),
+                    occurrence.scheduled,
+                    occurrence.state,
+                    now,
+                    reason=occurrence.reason,
+                )
+                firing.run_ids.append(record.execution_id)
+                outgoing.append(Outgoing.of(record, recorded=False))
+                continue
             record = self._create(
                 job, occurrence.scheduled, now, occurrence.state, occurrence.reason, epoch
             )
@@ -761,6 +775,19 @@ class Claimer:
             else:
                 _note_created(firing, record, outgoing)
         return outgoing
+
+    def _left_to_lease(self, job: JobRecord, state: ExecState) -> bool:
+        """Whether the claim leaves this occurrence's record to its worker's lease
+        (`record_at_lease`): a run to send of a job whose run depends on nothing the claim
+        reads (overlap `allow`, not a workflow). Skipped and queued occurrences, the runs of a
+        job that holds an overlap slot (the next claim reads the record) and a workflow's runs
+        are written here as before."""
+        return (
+            self._settings.record_at_lease
+            and state == ExecState.PENDING
+            and job.tasks is None
+            and not overlap_rule(job.overlap).holds_slot
+        )
 
     def _calendars_of(self, job: JobRecord) -> list[Calendar]:
         """The job's calendars that exist. A calendar deleted since the job named it is left out

@@ -281,6 +281,66 @@ class Lifecycle:
                 return exc.current
             raise
 
+    def lease_unrecorded(
+        self, message: LaneMessage, job: JobRecord, worker_id: str, now: datetime
+    ) -> ExecutionRecord:
+        """Take the lease of an occurrence its claim did not write (`message.recorded` False,
+        `Settings.record_at_lease`): the execution is written here, running under a fresh
+        lease token, with `job`'s snapshot as it now is, in one conditional put under the
+        occurrence's deterministic id (DESIGN invariant 3). When the execution exists already
+        (another copy of the message leased it, or the watchdog wrote it pending after the
+        claim's watch list found it unstarted), the ordinary lease decides, from what is
+        stored: ConflictError for a duplicate or stale message."""
+        expires = to_ms(now + timedelta(seconds=self._settings.lease_sec))
+        claimed_at = message.claimed_at or now
+        record = ExecutionRecord.for_job(
+            job, message.execution_id, message.scheduled_time, ExecState.RUNNING, claimed_at
+        ).model_copy(
+            update={
+                "lease_token": uuid.uuid4().hex,
+                "worker_id": worker_id,
+                "lease_expires_at": expires,
+                "started_at": now,
+                "lag_ms": to_ms(now) - to_ms(message.scheduled_time),
+            }
+        )
+        check_at = expires if "check_at" in self._lease_check_at(expires) else None
+        if self._executions.create(record, check_at_ms=check_at):
+            return record
+        return self.lease(message, worker_id, now, job=job)
+
+    def record_unrecorded(self, message: LaneMessage, job: JobRecord, now: datetime) -> None:
+        """Write an occurrence its claim did not write as pending, from `job` as it now is,
+        outside the `open` index (its claim's watch list covers it), unless it exists: what a
+        worker does before it sends such a message back rather than leasing it."""
+        claimed_at = message.claimed_at or now
+        record = ExecutionRecord.for_job(
+            job, message.execution_id, message.scheduled_time, ExecState.PENDING, claimed_at
+        )
+        self._executions.create(record, check_at_ms=None)
+
+    def skip_unrecorded(
+        self, message: LaneMessage, job: JobRecord, now: datetime, *, reason: str
+    ) -> ExecutionRecord:
+        """Record an occurrence its claim did not write, and that must not run, as skipped
+        with `reason` (`skip`'s counterpart for `message.recorded` False): written from `job`
+        under its deterministic id, or, when it exists already, skipped as `skip` does."""
+        claimed_at = message.claimed_at or now
+        record = ExecutionRecord.for_job(
+            job,
+            message.execution_id,
+            message.scheduled_time,
+            ExecState.SKIPPED,
+            claimed_at,
+            reason=reason,
+        ).model_copy(update={"finished_at": now})
+        if not self._executions.create(record, check_at_ms=None):
+            return self.skip(
+                message.tenant_id, message.execution_id, message.attempt, now, reason=reason
+            )
+        self.ended(record, ExecState.SKIPPED, now)
+        return record
+
     def heartbeat(self, record: ExecutionRecord, now: datetime) -> ExecutionRecord:
         """Extend the lease by `lease_sec` from `now`; the execution as it is now (its
         `cancel_requested` tells the worker to stop). ConflictError when the lease was lost."""

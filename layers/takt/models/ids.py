@@ -71,6 +71,15 @@ def split_execution_id(exec_id: str) -> tuple[str, str]:
     return job_id, token
 
 
+def scheduled_of(exec_id: str) -> datetime:
+    """The scheduled instant in an execution id's occurrence token (20261130T120000000Z[m]);
+    ValueError when it is not one of ours."""
+    # The first 19 characters: a manual run adds `m`, a workflow task `~<task>~<generation>`.
+    token = split_execution_id(exec_id)[1][:19]
+    # %f reads "000" as milliseconds: it pads a short fraction on the right.
+    return datetime.strptime(token, "%Y%m%dT%H%M%S%fZ").replace(tzinfo=UTC)
+
+
 def task_execution_id(run_id: str, task_id: str, generation: int) -> str:
     """The deterministic id of a workflow task's execution in one generation of its run.
 

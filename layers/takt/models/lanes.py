@@ -40,6 +40,9 @@ class LaneMessage(BaseModel):
     # copies it sends carry it on, so the attempt fails once no worker has served the handler
     # for `unserved_limit_sec` instead of circling for ever. Absent until then.
     unserved_since: AwareDatetime | None = None
+    # False when the claim did not write the execution (`record_at_lease`): the worker that
+    # leases it writes it, from the job as it then is, in the lease's own write.
+    recorded: bool = True
 
 
 @dataclass(frozen=True)
@@ -53,9 +56,15 @@ class Outgoing:
 
     @classmethod
     def of(
-        cls, record: ExecutionRecord, attempt: int | None = None, delay_sec: int = 0
+        cls,
+        record: ExecutionRecord,
+        attempt: int | None = None,
+        delay_sec: int = 0,
+        *,
+        recorded: bool = True,
     ) -> Outgoing:
-        """The message that sends `record` (at `attempt`, default its current one) to its lane."""
+        """The message that sends `record` (at `attempt`, default its current one) to its lane;
+        `recorded` False for a claimed occurrence the claim left to its worker to write."""
         attempt = record.attempt if attempt is None else attempt
         # A workflow's tasks, manual runs, backfills and retries were not claimed ahead.
         claimed = record.trigger == "schedule" and record.run_id is None and attempt == 1
@@ -71,6 +80,7 @@ class Outgoing:
                 host=target_host(record.target),
                 claimed_at=record.created_at if claimed else None,
                 job_version=record.job_version if claimed else None,
+                recorded=recorded,
             ),
             delay_sec=delay_sec,
         )

@@ -16,12 +16,11 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from takt.models.ids import execution_key, parse_time, split_execution_id, to_ms
+from takt.models.ids import execution_key, parse_time, scheduled_of, to_ms
 from takt.models.records import TERMINAL_STATES, ExecState, ExecutionRecord, job_key
 from takt.observability import logger
 from takt.resources import ATTENTION_INDEX, OPEN_INDEX
@@ -35,7 +34,7 @@ from takt.store.errors import (
 from takt.store.items import execution_item, execution_record, to_attr_map
 from takt.store.jobs import ATTENTION_CURSOR, EXECUTION_CURSOR, checked_cursor
 from takt.store.quarantine import Unreadable, readable
-from takt.store.watches import ExecutionRef
+from takt.store.watches import ExecutionRef, Watched
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -219,7 +218,7 @@ class ExecutionStore:
         finished = change.set.get("finished_at")
         # Newest death first; a change that does not say when it finished sorts by its
         # occurrence, which every execution id carries.
-        at = parse_time(finished) if isinstance(finished, str) else _scheduled(execution_id)
+        at = parse_time(finished) if isinstance(finished, str) else scheduled_of(execution_id)
         shard = open_shard_of(execution_id, self.open_shards)
         return replace(
             change,
@@ -387,11 +386,12 @@ class ExecutionStore:
                 return None
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
-    def unended(self, refs: Sequence[ExecutionRef]) -> list[ExecutionRef]:
-        """Those of `refs` that have not ended and are outside the `open` index: what a watch
-        list's check puts there. Eventually consistent reads (half a unit each): checked well
-        after their creation, and the write that indexes one is conditional anyway."""
-        found: list[ExecutionRef] = []
+    def watched(self, refs: Sequence[ExecutionRef]) -> Watched:
+        """Those of `refs` that have not ended and are outside the `open` index (what a watch
+        list's check puts there), and those not written at all. Eventually consistent reads
+        (half a unit each): checked well after their creation, and the writes that follow are
+        conditional anyway."""
+        unended: list[ExecutionRef] = []
         keys: dict[tuple[str, str], ExecutionRef] = {}
         for ref in refs:
             try:
@@ -405,14 +405,15 @@ class ExecutionStore:
             ProjectionExpression="job_key, sk, #s, open_shard",
             ExpressionAttributeNames={"#s": "state"},
         )
+        unwritten = dict(keys)
         for item in items:
+            listed = unwritten.pop((item["job_key"]["S"], item["sk"]["S"]), None)
             state = item.get("state", {}).get("S")
             if "open_shard" in item or state is None or state in ENDED:
                 continue
-            listed = keys.get((item["job_key"]["S"], item["sk"]["S"]))
             if listed is not None:
-                found.append(listed)
-        return found
+                unended.append(listed)
+        return Watched(unended, list(unwritten.values()))
 
     def _key_text(self, ref: ExecutionRef) -> tuple[str, str]:
         key = self.key(ref.tenant_id, ref.execution_id)
@@ -492,14 +493,6 @@ class ExecutionStore:
             )
             for item in resp.get("Items", [])
         ]
-
-
-def _scheduled(execution_id: str) -> datetime:
-    """The scheduled instant in an execution id's occurrence token (20261130T120000000Z[m])."""
-    # The first 19 characters: a manual run adds `m`, a workflow task `~<task>~<generation>`.
-    token = split_execution_id(execution_id)[1][:19]
-    # %f reads "000" as milliseconds: it pads a short fraction on the right.
-    return datetime.strptime(token, "%Y%m%dT%H%M%S%fZ").replace(tzinfo=UTC)
 
 
 def _plain_value(value: Any) -> Any:

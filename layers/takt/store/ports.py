@@ -25,7 +25,7 @@ from takt.models.regions import RegionLease
 from takt.store.due import DueItem, FairRead, UnreadableDue
 from takt.store.executions import OpenCandidate, Transition
 from takt.store.jobs import Advance, OutcomeNote
-from takt.store.watches import ExecutionRef, Watch
+from takt.store.watches import ExecutionRef, Watch, Watched
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -57,6 +57,7 @@ __all__ = [
     "Watch",
     "WatchdogDue",
     "WatchdogExecutions",
+    "Watched",
 ]
 
 
@@ -204,8 +205,9 @@ class WatchdogExecutions(LifecycleExecutions, Protocol):
         `until_ms` (candidates: each is read again before anything is written)."""
         ...
 
-    def unended(self, refs: Sequence[ExecutionRef]) -> list[ExecutionRef]:
-        """Those of `refs` that have not ended and are outside the `open` index."""
+    def watched(self, refs: Sequence[ExecutionRef]) -> Watched:
+        """Those of `refs` that have not ended and are outside the `open` index, and those not
+        written at all."""
         ...
 
     def watch_open(self, ref: ExecutionRef, check_at_ms: int) -> bool:

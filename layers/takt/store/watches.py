@@ -52,6 +52,16 @@ class ExecutionRef:
 
 
 @dataclass(frozen=True)
+class Watched:
+    """What a watch list's check found of its executions: those that have not ended and are
+    outside the `open` index, and those not written at all (an occurrence whose claim left its
+    record to the worker's lease, `Settings.record_at_lease`, and no worker leased yet)."""
+
+    unended: list[ExecutionRef]
+    unwritten: list[ExecutionRef]
+
+
+@dataclass(frozen=True)
 class Watch:
     """One watch item: its key, when to check, and the executions it lists."""
 

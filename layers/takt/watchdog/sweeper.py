@@ -38,14 +38,16 @@ from datetime import datetime, timedelta
 
 from takt.config import Settings, settings_slice
 from takt.executions.lifecycle import Incidents, Lifecycle
-from takt.models.ids import from_ms, to_ms
+from takt.models.ids import from_ms, scheduled_of, split_execution_id, to_ms
 from takt.models.lanes import Lanes
-from takt.models.records import ExecState, ExecutionRecord
+from takt.models.records import ExecState, ExecutionRecord, JobStatus
 from takt.models.regions import Fence, Fenced, Unfenced
 from takt.observability import log_keys, logger
+from takt.occurrences import fires_at
 from takt.parallel import each_in_context
 from takt.store.errors import ConflictError, NotFoundError, is_record_fault
 from takt.store.ports import (
+    ExecutionRef,
     LifecycleJobs,
     OpenCandidate,
     Quarantine,
@@ -111,6 +113,7 @@ class Watchdog:
         self._executions = executions
         self._watches = due.watches
         self._release_slot = release_slot
+        self._jobs = jobs
         self._lifecycle = Lifecycle(settings, jobs, executions, lanes, notifier=notifier)
 
     def sweep(self, now: datetime) -> SweepResult:
@@ -157,11 +160,9 @@ class Watchdog:
         until = from_ms(cutoff)
 
         def check(watch: Watch) -> int:
-            indexed = sum(
-                1
-                for ref in self._executions.unended(watch.executions)
-                if self._executions.watch_open(ref, cutoff)
-            )
+            found = self._executions.watched(watch.executions)
+            indexed = sum(1 for ref in found.unended if self._executions.watch_open(ref, cutoff))
+            indexed += sum(1 for ref in found.unwritten if self._write_unstarted(ref, cutoff))
             self._watches.done(watch)
             return indexed
 
@@ -173,6 +174,33 @@ class Watchdog:
         for checked, indexed in each_in_context(shard_checked, shards, WATCH_THREADS, name="watch"):
             result.watches += checked
             result.watched_open += indexed
+
+    def _write_unstarted(self, ref: ExecutionRef, cutoff: int) -> bool:
+        """Write, pending and in the `open` index at `cutoff` (so this sweep sends it again), an
+        occurrence its claim left to the worker's lease (`Settings.record_at_lease`) that no
+        worker has leased by its check: its message was lost, or is still waiting in its lane
+        (then the copy this sends is a duplicate the lease absorbs). Written from the job as it
+        now is, and only while the job, active, still fires at that instant: an edit since
+        decided the occurrence, as the worker's lease-time check would have (DESIGN invariants
+        1 and 8). False when nothing was written (the job moved on, or a worker wrote it
+        meanwhile: its record is then the watch's, and a lease outlives the resend wait)."""
+        try:
+            job_id, _ = split_execution_id(ref.execution_id)
+            scheduled = scheduled_of(ref.execution_id)
+            job = self._jobs.get(ref.tenant_id, job_id)
+        except (ValueError, NotFoundError):
+            return False
+        if job.status != JobStatus.ACTIVE or not fires_at(job, scheduled):
+            return False
+        now = from_ms(cutoff)
+        record = ExecutionRecord.for_job(job, ref.execution_id, scheduled, ExecState.PENDING, now)
+        written = self._executions.create(record, check_at_ms=cutoff)
+        if written:
+            logger.warning(
+                "claimed occurrence not leased by its check: written pending to send again",
+                execution_id=ref.execution_id,
+            )
+        return written
 
     def _check(self, item: OpenCandidate, now: datetime, cutoff: int, result: SweepResult) -> None:
         """Read one candidate of the `open` index consistently, and act on it."""

@@ -30,9 +30,7 @@ from datetime import timedelta
 from takt.models.ids import format_time
 from takt.models.lanes import LaneMessage
 from takt.models.records import JobRecord, JobStatus
-from takt.schedule import ScheduleError, next_after
-
-_JUST_BEFORE = timedelta(microseconds=1)
+from takt.occurrences import fires_at
 
 
 @dataclass(frozen=True)
@@ -61,26 +59,6 @@ def judge(job: JobRecord | None, message: LaneMessage) -> Verdict:
     if job.version == message.job_version:
         return Verdict()
     edited = f"the job was edited (version {message.job_version} to {job.version})"
-    if not fires_at(job, message):
+    if not fires_at(job, message.scheduled_time):
         return Verdict(skip_reason=f"{edited} and no longer fires at {due}")
     return Verdict(job=job)
-
-
-def fires_at(job: JobRecord, message: LaneMessage) -> bool:
-    """Whether the job, as it now is, has an occurrence at the message's scheduled time."""
-    instant = message.scheduled_time
-    if not job.recurring:
-        # A one-off the claim completed is still due at its own instant.
-        return job.run_at == instant and job.status in (JobStatus.ACTIVE, JobStatus.COMPLETED)
-    if job.status != JobStatus.ACTIVE:
-        return False
-    try:
-        found = next_after(
-            job.parsed_schedule(),
-            instant - _JUST_BEFORE,
-            start_at=job.first_allowed,
-            end_at=job.end_at,
-        )
-    except (ScheduleError, ValueError, OverflowError):
-        return False
-    return found == instant

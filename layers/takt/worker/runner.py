@@ -204,9 +204,12 @@ class ExecutionRunner:
         if refused is not None:
             return refused
         verdict = Verdict()
-        if claimed_ahead(message, self._settings.clock_margin_sec):
-            # After the hold: an edit acknowledged before the due time is in this read.
-            verdict = judge(self._current_job(message), message)
+        job: JobRecord | None = None
+        if not message.recorded or claimed_ahead(message, self._settings.clock_margin_sec):
+            # After the hold: an edit acknowledged before the due time is in this read. An
+            # occurrence its claim did not write is written from it (`record_at_lease`).
+            job = self._current_job(message)
+            verdict = judge(job, message)
         try:
             # Again after the hold and the gate, which may have taken a few seconds.
             self._fence.epoch()
@@ -218,10 +221,8 @@ class ExecutionRunner:
         leased_at = self._monotonic()
         try:
             if verdict.skip_reason is not None:
-                return self._skip(message, verdict.skip_reason)
-            leased = self._lifecycle.lease(
-                message, self.worker_id, self._clock.now(), job=verdict.job
-            )
+                return self._skip(message, verdict.skip_reason, job)
+            leased = self._lease(message, job, verdict)
         except NotFoundError:
             self._free(message.tenant_id, message.execution_id)
             return RunOutcome(message.execution_id, "missing", "no such execution")
@@ -280,16 +281,42 @@ class ExecutionRunner:
         except NotFoundError:
             return None
 
-    def _skip(self, message: LaneMessage, reason: str) -> RunOutcome:
+    def _recorded(self, message: LaneMessage) -> LaneMessage:
+        """The message of an execution that is written: one its claim did not write is written
+        pending first, from the job as it now is, for the paths that update the stored
+        execution without leasing it (a copy sent back, an unserved handler's failure).
+        NotFoundError once its job is gone."""
+        if message.recorded:
+            return message
+        job = self._current_job(message)
+        if job is None:
+            raise NotFoundError(message.execution_id)
+        self._lifecycle.record_unrecorded(message, job, self._clock.now())
+        return message.model_copy(update={"recorded": True})
+
+    def _lease(
+        self, message: LaneMessage, current: JobRecord | None, verdict: Verdict
+    ) -> ExecutionRecord:
+        """The lease: of the stored execution, or, for an occurrence its claim did not write,
+        the write of the execution itself, from the job as read just before."""
+        now = self._clock.now()
+        if not message.recorded and current is not None:
+            return self._lifecycle.lease_unrecorded(message, current, self.worker_id, now)
+        return self._lifecycle.lease(message, self.worker_id, now, job=verdict.job)
+
+    def _skip(self, message: LaneMessage, reason: str, current: JobRecord | None) -> RunOutcome:
         """Record a claimed-ahead occurrence that an edit decided against as skipped, with the
-        reason, without running it. ExecutionConflictError/NotFoundError as for a lease."""
-        record = self._lifecycle.skip(
-            message.tenant_id,
-            message.execution_id,
-            message.attempt,
-            self._clock.now(),
-            reason=reason,
-        )
+        reason, without running it. ExecutionConflictError/NotFoundError as for a lease. An
+        occurrence its claim did not write is written skipped from the job; one whose job was
+        deleted is written by nobody: it has no job to record it from, and a deleted job's
+        occurrences are no longer due (DESIGN invariant 1 counts an active job's)."""
+        now = self._clock.now()
+        if not message.recorded and current is not None:
+            record = self._lifecycle.skip_unrecorded(message, current, now, reason=reason)
+        else:
+            record = self._lifecycle.skip(
+                message.tenant_id, message.execution_id, message.attempt, now, reason=reason
+            )
         logger.info("claimed occurrence skipped", execution_id=record.execution_id, reason=reason)
         self._free(record.tenant_id, record.execution_id)
         return RunOutcome(record.execution_id, ExecState.SKIPPED.value, reason)
@@ -309,7 +336,7 @@ class ExecutionRunner:
             "(TAKT_HANDLER_MODULES, takt worker --module) and re-run it"
         )
         try:
-            record = self._lifecycle.fail_unserved(message, now, error)
+            record = self._lifecycle.fail_unserved(self._recorded(message), now, error)
         except NotFoundError:
             return RunOutcome(message.execution_id, "missing", "no such execution")
         except ExecutionConflictError as exc:
@@ -329,7 +356,7 @@ class ExecutionRunner:
         """Send a not-yet-started execution back to its lane (`Lifecycle.requeue`)."""
         try:
             record = self._lifecycle.requeue(
-                message, delay_sec, self._clock.now(), unserved_since=unserved_since
+                self._recorded(message), delay_sec, self._clock.now(), unserved_since=unserved_since
             )
         except NotFoundError:
             return RunOutcome(message.execution_id, "missing", "no such execution")

@@ -13,7 +13,7 @@ from takt.models.records import ExecState, ExecutionRecord, job_key
 from takt.store.errors import ExecutionConflictError, NotFoundError
 from takt.store.executions import ENDED, open_shard_of
 from takt.store.items import execution_item, execution_record, to_attr_map
-from takt.store.ports import ExecutionRef, OpenCandidate, Transition
+from takt.store.ports import ExecutionRef, OpenCandidate, Transition, Watched
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -212,17 +212,19 @@ class FakeExecutions:
             for _, pk, sk, item in entries[:limit]
         ]
 
-    def unended(self, refs: Sequence[ExecutionRef]) -> list[ExecutionRef]:
-        found = []
+    def watched(self, refs: Sequence[ExecutionRef]) -> Watched:
+        unended, unwritten = [], []
         for ref in refs:
             try:
                 item = self.items.get(_key(ref.tenant_id, ref.execution_id))
             except NotFoundError:
                 continue  # the store logs a listed id that names no execution, and passes it
             state = None if item is None else item.get("state", {}).get("S")
-            if item is not None and "open_shard" not in item and state not in (None, *ENDED):
-                found.append(ref)
-        return found
+            if item is None:
+                unwritten.append(ref)
+            elif "open_shard" not in item and state not in (None, *ENDED):
+                unended.append(ref)
+        return Watched(unended, unwritten)
 
     def watch_open(self, ref: ExecutionRef, check_at_ms: int) -> bool:
         item = self.items.get(_key(ref.tenant_id, ref.execution_id))
