@@ -216,6 +216,9 @@ class RuntimeTuning:
     lease_sec: float
     heartbeat_sec: float
     watchdog_interval_sec: float
+    # The claim leaves an `allow` occurrence's execution to the lease that starts it (one write
+    # for both; takt.config.Settings.record_at_lease).
+    record_at_lease: bool
 
     def environment(self) -> dict[str, str]:
         """`TAKT_*` variables, as strings (`7.0` for a float: Settings parses both forms)."""
@@ -765,6 +768,7 @@ def _tuning(node: ContextSource) -> RuntimeTuning:
             minimum=MIN_WATCHDOG_INTERVAL_SEC,
             maximum=MAX_WATCHDOG_INTERVAL_SEC,
         ),
+        record_at_lease=_boolean(node, "recordAtLease"),
     )
 
 

@@ -70,7 +70,15 @@ def fault_clients(moto_endpoint: str) -> AwsClients:
 
 
 @pytest.fixture
-def settings(moto_endpoint: str, clients: AwsClients) -> Settings:
+def record_at_lease() -> bool:
+    """Whether the claim leaves an `allow` occurrence's record to its lease
+    (`Settings.record_at_lease`): the scenarios of the dispatch path, the workers and the
+    leases run both ways (their modules override this with both values)."""
+    return False
+
+
+@pytest.fixture
+def settings(moto_endpoint: str, clients: AwsClients, record_at_lease: bool) -> Settings:
     return fresh_settings(
         clients,
         moto_endpoint,
@@ -80,6 +88,7 @@ def settings(moto_endpoint: str, clients: AwsClients) -> Settings:
         heartbeat_sec=60.0,
         pending_resend_after_sec=15.0,
         due_grace_sec=5.0,
+        record_at_lease=record_at_lease,
     )
 
 

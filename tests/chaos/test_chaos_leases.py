@@ -48,6 +48,13 @@ from tests.support.faults import interleave
 from tests.support.receiver import Reply
 from tests.support.threads import in_thread, poll_until
 
+
+@pytest.fixture(params=[False, True], ids=["claim-writes", "lease-writes"])
+def record_at_lease(request: pytest.FixtureRequest) -> bool:
+    """Each scenario here both ways: the execution written by its claim, or by its lease."""
+    return bool(request.param)
+
+
 MARGIN = 2.0
 LEASE = 10.0
 

@@ -47,6 +47,13 @@ from tests.e2e.test_e2e_workers import (
 from tests.e2e.worker_handlers import read_journal
 from tests.support.history import ChaosReport, Effect, Expect, HistoryChecker, judge
 
+
+@pytest.fixture(params=[False, True], ids=["claim-writes", "lease-writes"])
+def record_at_lease(request: pytest.FixtureRequest) -> bool:
+    """Each scenario here both ways: the execution written by its claim, or by its lease."""
+    return bool(request.param)
+
+
 pytestmark = pytest.mark.e2e
 
 DONE_WITHIN_SEC = 60.0

@@ -55,12 +55,16 @@ def test_shipped_context_tunes_the_runtime_for_the_cloud(
         open_shards=64,
         claimer_threads=32,
         history_retention_days=7,
-        # A lease of 45 s renewed every 15 s: the seed's 10 s calls end before their first
+        # A lease of 60 s renewed every 15 s: the seed's 10 s calls end before their first
         # heartbeat (docs/CAPACITY.md, "The lease of the seed's 10 s calls").
         lease_sec=60,
         heartbeat_sec=15,
         watchdog_interval_sec=10,
+        # The execution written by its lease, not its claim (docs/CAPACITY.md, "The record
+        # written at the lease").
+        record_at_lease=True,
     )
+    assert config.tuning.environment()["TAKT_RECORD_AT_LEASE"] == "True"
     assert config.schedule_lag_alarm_ms == 5000
     assert config.signing_secret_name is None
     # The top of the hour's calls run on the Fargate worker, as many tasks as the scale-ahead
@@ -161,6 +165,7 @@ def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
         ({"historyRetentionDays": "0.5"}, "historyRetentionDays"),
         ({"leaseSec": 5}, "leaseSec"),
         ({"heartbeatSec": 16}, "heartbeatSec"),
+        ({"recordAtLease": "sometimes"}, "recordAtLease"),
         # DESIGN: a heartbeat at most every quarter of the lease; a third is refused.
         ({"leaseSec": 45, "heartbeatSec": 15}, "heartbeatSec"),
         ({"watchdogIntervalSec": 5}, "watchdogIntervalSec"),
