@@ -220,6 +220,19 @@ class CallProfile:
     # state, kept a minute by each process: takt.tenants.webhook_keys) and the watch check's 0.5.
     # docs/CAPACITY.md, "The reads of an execution", says which guarantee each rests on.
     table_write_units_per_execution: float = 3.0
+    # The executions table's units when the claim leaves the record to the lease that starts
+    # it (`recordAtLease`, the seed and tenx profiles; `record_at_lease` below): the lease's
+    # conditional put and the completion. Measured on 2026-12-06 00:21 UTC (load average 1.8;
+    # units do not depend on it) by
+    #     TAKT_RECORD_AT_LEASE=true .venv/bin/takt bench local --stored 0 --recurring 100 \
+    #         --every 10 --for 40 --shards 1
+    # (400 executions, 10.2/s, history ok): executions PutItem 1.0 and UpdateItem 1.0, the
+    # claim's none; the other tables and the reads (3.63) as in the run above.
+    lease_written_table_write_units_per_execution: float = 2.0
+    # Whether the claim leaves the record to the lease (the profile's `recordAtLease`,
+    # `takt_cli.capacity.profiles.Profile.timed`): the executions table's units above, and a
+    # claim whose messages go out without its create phase first (`claim_seconds`).
+    record_at_lease: bool = False
     open_index_write_units_per_execution: float = 0.0
     jobs_write_units_per_execution: float = 1.17
     due_write_units_per_item: float = 1.83
@@ -356,7 +369,7 @@ class CallProfile:
         """The write units per execution by table and index, as `takt_cli.capacity.billing`
         names them: the measured ones, the watch item's and what the call's duration adds."""
         measured = {
-            "executions": self.table_write_units_per_execution,
+            "executions": self.executions_write_units,
             "executions/open": self.open_index_write_units_per_execution,
             "jobs": self.jobs_write_units_per_execution,
             "due": self.due_write_units_per_item,
@@ -403,11 +416,19 @@ class CallProfile:
     def measured_write_units(self) -> float:
         """The write units the measuring run counted (a target that answers at once)."""
         return (
-            self.table_write_units_per_execution
+            self.executions_write_units
             + self.open_index_write_units_per_execution
             + self.jobs_write_units_per_execution
             + self.due_write_units_per_item
         )
+
+    @property
+    def executions_write_units(self) -> float:
+        """The executions table's measured units: the claim's create, the lease and the
+        completion, or, with `record_at_lease`, the lease's put and the completion."""
+        if self.record_at_lease:
+            return self.lease_written_table_write_units_per_execution
+        return self.table_write_units_per_execution
 
     @property
     def job(self) -> JobDuration:
@@ -420,7 +441,9 @@ class CallProfile:
         per_item = self.dynamodb_latency_ms / design.claim_parallelism
         cpu = items * self.claimer_cpu_ms_per_item / share
         sends = self.send_seconds(items, design) * 1000
-        sent = fixed + items * per_item + sends + cpu / 2
+        # The create phase comes before the send unless the claim leaves it to the lease.
+        created = 0.0 if self.record_at_lease else items * per_item
+        sent = fixed + created + sends + cpu / 2
         rest = items * per_item * (self.claimer_writes_per_item - 1) + cpu / 2
         return sent / 1000, (sent + rest) / 1000
 

@@ -125,9 +125,11 @@ class Profile:
         """`calls` with the lease the profile deploys: its `leaseSec` and `heartbeatSec` say
         which running calls renew their lease and how often, and with `watchdogIntervalSec`
         when the watchdog rechecks them, so the heartbeats and rechecks priced are the ones
-        this profile's workers and watchdog make, not the runtime's defaults."""
+        this profile's workers and watchdog make, not the runtime's defaults; and its
+        `recordAtLease`, who writes the execution (the claim or the lease)."""
         return replace(
             calls,
+            record_at_lease=_bool(self.context, "recordAtLease"),
             lease_sec=_float(self.context, "leaseSec"),
             heartbeat_sec=_float(self.context, "heartbeatSec"),
             watchdog_found_after_sec=watchdog_found_after(

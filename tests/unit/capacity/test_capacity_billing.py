@@ -166,9 +166,12 @@ def test_capacity_docs_table_rows_are_the_models_steady_hour() -> None:
     from the call profile with the seed's 10 s calls."""
     calls = SEED_CALLS
     doc = " ".join((DEPLOY_DOC.parent / "CAPACITY.md").read_text().split())
+    assert calls.record_at_lease and calls.executions_write_units == 2
     assert (
-        "measured executions 3, `open` 0, jobs 1.17, due 1.83 write units and the watch lists' "
-        "0.1; jobs 3, due 0.084, tenants 0.025 read units and the watch check's 0.5"
+        "measured executions 2 (the lease's put and the completion, the seed's and tenx's "
+        "`recordAtLease`; 3 when the claim writes the execution), `open` 0, jobs 1.17, due 1.83 "
+        "write units and the watch lists' 0.1; jobs 3, due 0.084, tenants 0.025 read units and "
+        "the watch check's 0.5"
     ) in doc
     report = billing_report(
         table_loads(calls.write_units_by_table, calls.read_units_by_table), HourlyLoad(1400)
