@@ -29,7 +29,7 @@ from takt.wiring import Services, build_services
 from takt.worker.runner import ExecutionRunner, RunnerSettings
 from tests.conftest import make_settings
 from tests.support.jobs import TENANT, job_id_in_shard, make_job, store_job
-from tests.support.lanes import drain
+from tests.support.lanes import RecordingLanes, drain
 from tests.support.receiver import Receiver
 
 SHARD = 0
@@ -258,3 +258,47 @@ def test_an_occurrence_of_a_job_that_holds_its_slot_is_written_by_its_claim(
 
     assert message.recorded
     assert _stored(svc)[execution_id(job.job_id, DUE)]["state"]["S"] == ExecState.PENDING.value
+
+
+def test_a_lost_message_of_a_job_paused_since_is_not_written_or_sent_again(
+    svc: Services, receiver: Receiver
+) -> None:
+    (job,) = _jobs(svc, receiver, 1)
+    assert len(_claim(svc)) == 1  # lost
+    current = svc.jobs.get(TENANT, job.job_id)
+    paused = current.model_copy(update={"status": JobStatus.PAUSED, "version": 2})
+    svc.jobs.update_definition(paused, current.version, {"status"})
+
+    result = _watchdog(svc).sweep(_after_check(svc))
+
+    assert (result.watches, result.watched_open, result.resent) == (1, 0, 0)
+    assert _stored(svc) == {}
+    assert drain(svc) == []
+
+
+def test_a_message_a_worker_sends_back_unleased_has_its_execution_written_pending_first(
+    svc: Services, receiver: Receiver
+) -> None:
+    (job,) = _jobs(svc, receiver, 1)
+    (message,) = _claim(svc)
+    lanes = RecordingLanes(svc)
+    other_tenant = ExecutionRunner(
+        RunnerSettings.of(svc.settings.model_copy(update={"worker_tenant": "someone-else"})),
+        svc.jobs,
+        svc.executions,
+        lanes,
+        svc.targets,
+        svc.clock,
+        worker_id="w-other",
+    )
+
+    outcome = other_tenant.process(message)
+
+    exec_id = execution_id(job.job_id, DUE)
+    assert outcome.state == "unserved"
+    assert _stored(svc)[exec_id]["state"]["S"] == ExecState.PENDING.value
+    (sent,) = lanes.sent  # the copy, delayed in the lane
+    copy = sent.message
+    assert (copy.execution_id, copy.recorded, sent.delay_sec > 0) == (exec_id, True, True)
+    assert _runner(svc).process(copy).state == ExecState.SUCCEEDED.value
+    assert len(receiver.calls) == 1

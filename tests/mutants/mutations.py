@@ -26,6 +26,7 @@ CLAIMER = "layers/takt/dispatch/claimer.py"
 LIFECYCLE = "layers/takt/executions/lifecycle.py"
 OCCURRENCES = "layers/takt/occurrences.py"
 WATCH = "tests/integration/test_dispatch_watch.py::"
+AT_LEASE_WRITE = "tests/integration/test_record_at_lease.py::"
 RETRY = "layers/takt/retry.py"
 BACKOFF = "tests/unit/test_retry_backoff.py::"
 WATCHDOG_CRASH = "tests/integration/test_watchdog_crash.py::"
@@ -1517,6 +1518,89 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/api/test_api_holder_writes.py::"
             "test_an_edit_through_a_standby_is_written_in_the_lease_holders_replica",
             REGIONS_CHAOS + "d_an_edit_in_the_standby_region_converges_while_the_holder_dispatches",
+        ),
+    ),
+    Mutation(
+        name="lease-write-of-an-unrecorded-run-ignores-an-existing-one",
+        breaks=(
+            "3. no double dispatch (issue 26: the lease that writes an unrecorded occurrence "
+            "runs it only when its conditional put wrote it)"
+        ),
+        path=LIFECYCLE,
+        old=(
+            "        if self._executions.create(record, check_at_ms=check_at):\n"
+            "            return record\n"
+        ),
+        new="        self._executions.create(record, check_at_ms=check_at)\n        return record\n",
+        tests=(
+            AT_LEASE_WRITE + "test_a_duplicate_of_a_message_whose_lease_wrote_the_execution_"
+            "calls_nothing",
+            AT_LEASE_WRITE + "test_a_message_still_in_its_lane_at_the_check_runs_once_beside_the_"
+            "copy_sent_again",
+        ),
+    ),
+    Mutation(
+        name="watch-check-passes-over-unwritten-occurrences",
+        breaks=(
+            "1. nothing due is lost (issue 26: an unrecorded occurrence whose message was lost "
+            "is written and sent again at its check)"
+        ),
+        path=SWEEPER,
+        old=(
+            "            indexed += sum(1 for ref in found.unwritten"
+            " if self._write_unstarted(ref, cutoff))\n"
+        ),
+        new="",
+        tests=(
+            AT_LEASE_WRITE + "test_a_lost_message_is_written_pending_by_the_watch_check_sent_"
+            "again_and_run_once",
+            "tests/chaos/test_chaos_dispatch.py::"
+            "test_s3_messages_lost_after_the_execution_is_written_are_sent_again[lease-writes]",
+        ),
+    ),
+    Mutation(
+        name="watch-check-writes-an-occurrence-its-edit-decided",
+        breaks=(
+            "8. edits decide (issue 26: the watch check writes an unrecorded occurrence only "
+            "while its job, active, still fires then)"
+        ),
+        path=SWEEPER,
+        old=(
+            "        if job.status != JobStatus.ACTIVE"
+            " or not fires_at(job, scheduled):\n"
+        ),
+        new="        if False:\n",
+        tests=(
+            AT_LEASE_WRITE + "test_a_lost_message_of_a_job_paused_since_is_not_written_or_sent_"
+            "again",
+        ),
+    ),
+    Mutation(
+        name="claim-leaves-a-slot-holders-record-to-its-lease",
+        breaks=(
+            "1. nothing due is lost (issue 26: an occurrence that holds its job's overlap slot "
+            "is written by its claim, which the next claim reads)"
+        ),
+        path=CLAIMER,
+        old="            and not overlap_rule(job.overlap).holds_slot\n",
+        new="",
+        tests=(
+            AT_LEASE_WRITE + "test_an_occurrence_of_a_job_that_holds_its_slot_is_written_by_its_"
+            "claim",
+        ),
+    ),
+    Mutation(
+        name="unrecorded-message-sent-back-unwritten",
+        breaks=(
+            "1. nothing due is lost (issue 26: a worker that sends an unrecorded occurrence back "
+            "writes it pending first)"
+        ),
+        path=RUNNER,
+        old="        if message.recorded:\n            return message\n",
+        new="        if True:\n            return message\n",
+        tests=(
+            AT_LEASE_WRITE + "test_a_message_a_worker_sends_back_unleased_has_its_execution_"
+            "written_pending_first",
         ),
     ),
 )
