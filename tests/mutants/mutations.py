@@ -1531,7 +1531,10 @@ MUTATIONS: tuple[Mutation, ...] = (
             "        if self._executions.create(record, check_at_ms=check_at):\n"
             "            return record\n"
         ),
-        new="        self._executions.create(record, check_at_ms=check_at)\n        return record\n",
+        new=(
+            "        self._executions.create(record, check_at_ms=check_at)\n"
+            "        return record\n"
+        ),
         tests=(
             AT_LEASE_WRITE + "test_a_duplicate_of_a_message_whose_lease_wrote_the_execution_"
             "calls_nothing",
@@ -1565,10 +1568,7 @@ MUTATIONS: tuple[Mutation, ...] = (
             "while its job, active, still fires then)"
         ),
         path=SWEEPER,
-        old=(
-            "        if job.status != JobStatus.ACTIVE"
-            " or not fires_at(job, scheduled):\n"
-        ),
+        old=("        if job.status != JobStatus.ACTIVE or not fires_at(job, scheduled):\n"),
         new="        if False:\n",
         tests=(
             AT_LEASE_WRITE + "test_a_lost_message_of_a_job_paused_since_is_not_written_or_sent_"
