@@ -1532,8 +1532,7 @@ MUTATIONS: tuple[Mutation, ...] = (
             "            return record\n"
         ),
         new=(
-            "        self._executions.create(record, check_at_ms=check_at)\n"
-            "        return record\n"
+            "        self._executions.create(record, check_at_ms=check_at)\n        return record\n"
         ),
         tests=(
             AT_LEASE_WRITE + "test_a_duplicate_of_a_message_whose_lease_wrote_the_execution_"
