@@ -6,7 +6,9 @@ The steps for a batch of due items, in this order, make a crash at any point har
 0. list the executions it is about to create in a watch item (`takt.store.watches`): they are
    created outside the watchdog's `open` index, and the watchdog checks the list when the index
    would have had it look, indexing those that have not ended (a message lost, a worker dead);
-1. create each occurrence's execution under its deterministic id (`attribute_not_exists`);
+1. create each occurrence's execution under its deterministic id (`attribute_not_exists`), or,
+   with `record_at_lease`, leave an `allow` run's record to the worker that leases it (its
+   message says `recorded: false`; the watch list's check writes one nobody leased);
 2. send the pending executions to their lanes (a resend after a crash is a duplicate message,
    which the worker's lease condition absorbs);
 3. index the job at its next occurrence (before the job points there, so it is never unindexed;

@@ -61,3 +61,25 @@ def test_the_deploy_doc_prices_the_on_demand_choice_from_the_simulator(tmp_path:
         f"at the steady hour's ${priced['onDemand']:.2f}/M instead of "
         f"${priced['provisioned']:.2f}/M"
     ) in deploy
+
+
+def test_the_record_at_lease_figures_are_the_simulators_each_way(tmp_path: Path) -> None:
+    """docs/CAPACITY.md, "The record written at the lease": the seed's steady hour and its top
+    of the hour priced with the claim writing the execution (`-c recordAtLease=false`) and as
+    shipped (the lease writing it), each run as a user runs it."""
+    priced: dict[tuple[str, str], float] = {}
+    for scenario in ("steady", "top-of-hour"):
+        for record_at_lease in ("false", "true"):
+            out = tmp_path / f"{scenario}-{record_at_lease}.json"
+            args = ["bench", "simulate", "--scenario", scenario, "--job-seconds", "10"]
+            context = ["-c", f"recordAtLease={record_at_lease}", "--out", str(out)]
+            assert main([*args, *context]) == 0
+            shipped = json.loads(out.read_text())["scenarios"][0]["as_shipped"]
+            priced[(scenario, record_at_lease)] = shipped["usd_per_million_executions"]
+
+    doc = " ".join(CAPACITY.read_text().split())
+    steady = (priced[("steady", "false")], priced[("steady", "true")])
+    top = (priced[("top-of-hour", "false")], priced[("top-of-hour", "true")])
+    assert f"the seed's steady hour **${steady[0]:.2f} -> ${steady[1]:.2f}/M**" in doc
+    assert f"its top of the hour ${top[0]:.2f} -> ${top[1]:.2f}/M" in doc
+    assert steady[1] < steady[0] and top[1] < top[0]
