@@ -186,6 +186,13 @@ class CallProfile:
     # 3.23/3.34 ms one-off, 3.21/3.19 recurring; 7.7 before, metered by `takt bench local`,
     # which counted its meter's own work per call (docs/CAPACITY.md, "The claimer's CPU").
     claimer_cpu_ms_per_item: float = 3.2
+    # The same with the execution left to its lease (`record_at_lease`): one write fewer an
+    # item. Side by side on 2026-12-06 00:46-00:47 UTC (load average 1.2-2.0) by
+    #     TAKT_RECORD_AT_LEASE=false|true .venv/bin/python bench/claim_cpu.py --items 300 \
+    #         --rounds 2
+    # 3.80/3.74 ms (one-off/recurring, 3.12/3.24 calls an item) against 2.50/2.50 ms (2.12/2.23
+    # calls): the ratio 0.66 applied to the figure above.
+    claimer_cpu_ms_per_item_at_lease: float = 2.1
     claimer_overhead_calls: float = 2.0
     worker_calls_per_message: float = 3.0
     worker_cpu_ms_per_message: float = 9.6
@@ -423,6 +430,13 @@ class CallProfile:
         )
 
     @property
+    def claim_cpu_ms_per_item(self) -> float:
+        """The claimer's CPU an item, with or without the create (`record_at_lease`)."""
+        if self.record_at_lease:
+            return self.claimer_cpu_ms_per_item_at_lease
+        return self.claimer_cpu_ms_per_item
+
+    @property
     def executions_write_units(self) -> float:
         """The executions table's measured units: the claim's create, the lease and the
         completion, or, with `record_at_lease`, the lease's put and the completion."""
@@ -439,7 +453,7 @@ class CallProfile:
         share = min(1.0, design.claimer_memory_mb / ONE_VCPU_MB)
         fixed = self.claimer_overhead_calls * self.dynamodb_latency_ms
         per_item = self.dynamodb_latency_ms / design.claim_parallelism
-        cpu = items * self.claimer_cpu_ms_per_item / share
+        cpu = items * self.claim_cpu_ms_per_item / share
         sends = self.send_seconds(items, design) * 1000
         # The create phase comes before the send unless the claim leaves it to the lease.
         created = 0.0 if self.record_at_lease else items * per_item
