@@ -24,11 +24,9 @@ from takt.wiring import Services
 from tests.support.faults import Crash, Throttled, crash_on
 from tests.support.jobs import (
     TENANT,
-    job_id_in_shard,
+    jobs_due_in_shard,
     make_execution,
-    make_job,
     store_execution,
-    store_job,
 )
 from tests.support.lanes import drain
 
@@ -37,20 +35,7 @@ DUE = datetime(2026, 3, 2, 12, 0, 5, tzinfo=UTC)
 
 
 def _jobs(svc: Services, count: int, **fields: Any) -> list[JobRecord]:
-    svc.due.advance_watermark(minute_of(DUE) - timedelta(minutes=1))
-    return [
-        store_job(
-            svc,
-            make_job(
-                now=DUE - timedelta(minutes=1),
-                next_run_time=DUE,
-                job_id=job_id_in_shard(TENANT, SHARD, svc.due.shards),
-                **fields,
-            ),
-            DUE - timedelta(minutes=1),
-        )
-        for _ in range(count)
-    ]
+    return jobs_due_in_shard(svc, count, DUE, SHARD, **fields)
 
 
 def _claimer(svc: Services, executions: Any = None) -> Claimer:

@@ -28,7 +28,8 @@ from takt.watchdog.sweeper import Watchdog, WatchdogSettings
 from takt.wiring import Services, build_services
 from takt.worker.runner import ExecutionRunner, RunnerSettings
 from tests.conftest import make_settings
-from tests.support.jobs import TENANT, job_id_in_shard, make_job, store_job
+from tests.integration.worker.conftest import runner_for
+from tests.support.jobs import TENANT, jobs_due_in_shard
 from tests.support.lanes import RecordingLanes, drain
 from tests.support.receiver import Receiver
 
@@ -48,23 +49,17 @@ def svc(settings: Settings, clock: ManualClock) -> Services:
 
 
 def _jobs(svc: Services, receiver: Receiver, count: int, **fields: Any) -> list[JobRecord]:
-    svc.due.advance_watermark(minute_of(DUE) - timedelta(minutes=1))
-    return [
-        store_job(
-            svc,
-            make_job(
-                now=DUE - timedelta(minutes=1),
-                next_run_time=DUE,
-                job_id=job_id_in_shard(TENANT, SHARD, svc.due.shards),
-                interval="1h",
-                anchor=DUE,
-                target=receiver.url,
-                **fields,
-            ),
-            DUE - timedelta(minutes=1),
-        )
-        for _ in range(count)
-    ]
+    """Interval jobs calling the receiver, each due at DUE in due shard SHARD."""
+    return jobs_due_in_shard(
+        svc, count, DUE, SHARD, interval="1h", anchor=DUE, target=receiver.url, **fields
+    )
+
+
+def _pause(svc: Services, job: JobRecord) -> None:
+    """Pause the job as an acknowledged edit does (its version moves on)."""
+    current = svc.jobs.get(TENANT, job.job_id)
+    paused = current.model_copy(update={"status": JobStatus.PAUSED, "version": 2})
+    svc.jobs.update_definition(paused, current.version, {"status"})
 
 
 def _claim(svc: Services) -> list[LaneMessage]:
@@ -72,18 +67,6 @@ def _claim(svc: Services) -> list[LaneMessage]:
         minute_of(DUE), SHARD, DUE
     )
     return drain(svc)
-
-
-def _runner(svc: Services, worker_id: str = "w-1") -> ExecutionRunner:
-    return ExecutionRunner(
-        RunnerSettings.of(svc.settings),
-        svc.jobs,
-        svc.executions,
-        svc.lanes,
-        svc.targets,
-        svc.clock,
-        worker_id=worker_id,
-    )
 
 
 def _watchdog(svc: Services) -> Watchdog:
@@ -119,7 +102,7 @@ def test_the_claim_sends_without_writing_and_the_lease_writes_the_execution_once
     assert {m.execution_id for m in messages} == ids
     assert not any(m.recorded for m in messages)
     assert _stored(svc) == {}  # nothing written by the claim
-    runner = _runner(svc)
+    runner = runner_for(svc)
     outcomes = [runner.process(m) for m in messages]
     assert {o.state for o in outcomes} == {ExecState.SUCCEEDED.value}
     stored = _stored(svc)
@@ -140,8 +123,8 @@ def test_a_duplicate_of_a_message_whose_lease_wrote_the_execution_calls_nothing(
     _jobs(svc, receiver, 1)
     (message,) = _claim(svc)
 
-    assert _runner(svc, "w-1").process(message).state == ExecState.SUCCEEDED.value
-    again = _runner(svc, "w-2").process(message)
+    assert runner_for(svc, "w-1").process(message).state == ExecState.SUCCEEDED.value
+    again = runner_for(svc, "w-2").process(message)
 
     assert again.state == ExecState.SUCCEEDED.value
     assert again.detail == "duplicate or stale message"
@@ -163,7 +146,7 @@ def test_a_lost_message_is_written_pending_by_the_watch_check_sent_again_and_run
     assert _stored(svc)[exec_id]["state"]["S"] == ExecState.PENDING.value
     (resent,) = drain(svc)
     assert (resent.execution_id, resent.recorded) == (exec_id, True)
-    assert _runner(svc).process(resent).state == ExecState.SUCCEEDED.value
+    assert runner_for(svc).process(resent).state == ExecState.SUCCEEDED.value
     assert len(receiver.calls) == 1
 
 
@@ -175,7 +158,7 @@ def test_a_message_still_in_its_lane_at_the_check_runs_once_beside_the_copy_sent
     _watchdog(svc).sweep(_after_check(svc))
     (copy,) = drain(svc)
 
-    runner = _runner(svc)
+    runner = runner_for(svc)
     first = runner.process(original)  # the late original: its lease finds the pending record
     second = runner.process(copy)
 
@@ -211,19 +194,14 @@ def test_an_occurrence_whose_job_was_edited_before_its_lease_is_written_skipped_
 ) -> None:
     (job,) = _jobs(svc, receiver, 1)
     (message,) = _claim(svc)
-    current = svc.jobs.get(TENANT, job.job_id)
     if edit == "paused":
-        changed, fields = (
-            current.model_copy(update={"status": JobStatus.PAUSED, "version": 2}),
-            {"status"},
-        )
+        _pause(svc, job)
     else:
-        moved = DUE + timedelta(minutes=7)
-        changed = current.model_copy(update={"anchor": moved, "version": 2})
-        fields = {"anchor"}
-    svc.jobs.update_definition(changed, current.version, fields)
+        current = svc.jobs.get(TENANT, job.job_id)
+        moved = current.model_copy(update={"anchor": DUE + timedelta(minutes=7), "version": 2})
+        svc.jobs.update_definition(moved, current.version, {"anchor"})
 
-    outcome = _runner(svc).process(message)
+    outcome = runner_for(svc).process(message)
 
     assert outcome.state == ExecState.SKIPPED.value
     item = _stored(svc)[execution_id(job.job_id, DUE)]
@@ -239,7 +217,7 @@ def test_an_occurrence_whose_job_was_deleted_is_written_by_no_one(
     (message,) = _claim(svc)
     svc.jobs.delete(TENANT, job.job_id)
 
-    assert _runner(svc).process(message).state == "missing"
+    assert runner_for(svc).process(message).state == "missing"
     result = _watchdog(svc).sweep(_after_check(svc))
 
     assert (result.watches, result.watched_open, result.resent) == (1, 0, 0)
@@ -265,9 +243,7 @@ def test_a_lost_message_of_a_job_paused_since_is_not_written_or_sent_again(
 ) -> None:
     (job,) = _jobs(svc, receiver, 1)
     assert len(_claim(svc)) == 1  # lost
-    current = svc.jobs.get(TENANT, job.job_id)
-    paused = current.model_copy(update={"status": JobStatus.PAUSED, "version": 2})
-    svc.jobs.update_definition(paused, current.version, {"status"})
+    _pause(svc, job)
 
     result = _watchdog(svc).sweep(_after_check(svc))
 
@@ -300,5 +276,5 @@ def test_a_message_a_worker_sends_back_unleased_has_its_execution_written_pendin
     (sent,) = lanes.sent  # the copy, delayed in the lane
     copy = sent.message
     assert (copy.execution_id, copy.recorded, sent.delay_sec > 0) == (exec_id, True, True)
-    assert _runner(svc).process(copy).state == ExecState.SUCCEEDED.value
+    assert runner_for(svc).process(copy).state == ExecState.SUCCEEDED.value
     assert len(receiver.calls) == 1

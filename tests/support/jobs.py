@@ -14,7 +14,7 @@ from takt.api.jobs import JobService
 from takt.api.models import JobCreate
 from takt.models.ids import execution_id, new_job_id, to_ms
 from takt.models.records import ExecState, ExecutionRecord, JobRecord, RetryPolicy
-from takt.store.due import shard_of
+from takt.store.due import minute_of, shard_of
 from takt.wiring import Services
 
 TENANT = "tenant-a"
@@ -102,3 +102,25 @@ def occurrence_history(svc: Services, job_id: str) -> list[tuple[datetime, ExecS
     """TENANT's executions of `job_id` as (scheduled time, state, reason), oldest first."""
     page, _ = svc.executions.list_for_job(TENANT, job_id, limit=200, cursor=None)
     return sorted((r.scheduled_time, r.state, r.reason) for r in page)
+
+
+def jobs_due_in_shard(
+    svc: Services, count: int, due: datetime, shard: int, **fields: Any
+) -> list[JobRecord]:
+    """`count` jobs of TENANT stored a minute before `due`, each due then in due shard `shard`,
+    the watermark at the minute before `due`'s (a claim of that partition finds them all)."""
+    svc.due.advance_watermark(minute_of(due) - timedelta(minutes=1))
+    written = due - timedelta(minutes=1)
+    return [
+        store_job(
+            svc,
+            make_job(
+                now=written,
+                next_run_time=due,
+                job_id=job_id_in_shard(TENANT, shard, svc.due.shards),
+                **fields,
+            ),
+            written,
+        )
+        for _ in range(count)
+    ]
