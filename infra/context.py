@@ -13,7 +13,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Protocol, cast
 
@@ -358,7 +358,11 @@ class DeployConfig:
             api_burst_limit=_integer(node, "apiBurstLimit", minimum=1),
             log_level=log_level,
             lanes=_lanes(node),
-            tuning=_tuning(node),
+            # Across regions the claim writes the record (`recordAtLease` gives way): the
+            # region fault scenarios run the claim's record only (docs/DEPLOY.md).
+            tuning=replace(_tuning(node), record_at_lease=False)
+            if _string_list(node, "regions")
+            else _tuning(node),
             schedule_lag_alarm_ms=_integer(node, "scheduleLagAlarmMs", minimum=1000),
             recovery_alarm_threshold=_integer(node, "recoveryAlarmThreshold", minimum=1),
             alarm_email=_optional_str(node, "alarmEmail"),
@@ -404,6 +408,11 @@ def _regions(node: ContextSource, given: ContextSource) -> RegionPlan | None:
         raise ContextError(
             "context 'tableBilling=provisioned' is for one region: a deployment across "
             "'regions' bills its global tables on demand"
+        )
+    if str(_raw(given, "recordAtLease")).lower() == "true":
+        raise ContextError(
+            "context 'recordAtLease=true' is for one region: across 'regions' the claim writes "
+            "each execution, as the region fault scenarios prove it"
         )
     try:
         return RegionPlan.parse(regions, witness)

@@ -74,14 +74,16 @@ def _environments(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _config(context: dict[str, Any], **overrides: Any) -> DeployConfig:
-    """The context as cdk.json and `-c` give it: the profile's own billing is not the user's
-    (`-c tableBilling=provisioned` with `regions` is refused; the seed's is set aside)."""
-    given = {k: v for k, v in context.items() if k not in PROFILE_BILLING} | overrides
+    """The context as cdk.json and `-c` give it: the profile's own billing and record at the
+    lease are not the user's (`-c tableBilling=provisioned` or `-c recordAtLease=true` with
+    `regions` is refused; the seed's are set aside)."""
+    given = {k: v for k, v in context.items() if k not in PROFILE_SET_ASIDE} | overrides
     return DeployConfig.from_context(App(context=given).node)
 
 
-# The seed profile's table billing, which a deployment across regions sets aside.
-PROFILE_BILLING = ("tableBilling", "tableCapacity")
+# The seed profile's table billing and record at the lease, which a deployment across regions
+# sets aside.
+PROFILE_SET_ASIDE = ("tableBilling", "tableCapacity", "recordAtLease")
 
 
 def _single_region_tables(stateful: StatefulStack) -> dict[str, dict[str, Any]]:
@@ -499,3 +501,17 @@ def test_three_regions_hold_the_lease_in_three_replicas_without_a_witness() -> N
         sorted(replica["Region"] for replica in table["Replicas"]) == sorted(plan.regions)
         for table in tables.values()
     ), "every data table has a replica in each of the three regions"
+
+
+def test_the_seed_profiles_record_at_lease_gives_way_to_regions(
+    cdk_json_context: dict[str, Any],
+) -> None:
+    """Across regions the claim writes each execution: the region fault scenarios prove that
+    path, not the lease's (docs/DEPLOY.md, `recordAtLease`)."""
+    one = _config(cdk_json_context).tuning
+    many = _config(cdk_json_context, **REGIONS_CONTEXT).tuning
+    assert one.record_at_lease and one.environment()["TAKT_RECORD_AT_LEASE"] == "True"
+    assert not many.record_at_lease
+    assert many.environment()["TAKT_RECORD_AT_LEASE"] == "False"
+    with pytest.raises(ContextError, match="'recordAtLease=true' is for one region"):
+        _config(cdk_json_context, recordAtLease="true", **REGIONS_CONTEXT)
