@@ -1602,4 +1602,18 @@ MUTATIONS: tuple[Mutation, ...] = (
             "written_pending_first",
         ),
     ),
+    Mutation(
+        name="regions-keep-the-profiles-record-at-lease",
+        breaks=(
+            "issue 26: across regions the claim writes each execution (the region fault "
+            "scenarios prove that path only)"
+        ),
+        path="infra/context.py",
+        old="            tuning=replace(_tuning(node), record_at_lease=False)\n",
+        new="            tuning=_tuning(node)\n",
+        tests=(
+            "tests/infra/test_infra_regions.py::"
+            "test_the_seed_profiles_record_at_lease_gives_way_to_regions",
+        ),
+    ),
 )
