@@ -96,8 +96,12 @@ def test_concurrent_writes_converge_to_the_last_writer_in_every_region(
 ) -> None:
     east1, east2 = regions["us-east-1"], regions["us-east-2"]
     _put(east1, "both", "first")
-    # Later, in the other region, before the first write has arrived there (within the same
-    # millisecond the region names decide, and us-east-2 orders after us-east-1).
+    # Later, in the other region, before the first write has arrived there (the replication
+    # delay is 300 ms). 50 ms later: a write's stamp is its process's wall clock in milliseconds,
+    # kept strictly increasing by adding one when a process stamps twice in a millisecond, so a
+    # write made a millisecond or two after a peer's need not stamp after it; the suite saw
+    # east1 keep "first" twice on 2026-12-06.
+    time.sleep(0.05)
     east2.update_item(
         TableName=TABLE,
         Key={"pk": {"S": "both"}},
