@@ -95,8 +95,8 @@ def test_a_write_in_one_region_shows_in_the_other_after_the_replication_delay(
     strict=False,
     reason=(
         "intermittent in the full suite since 2026-12-06 (3 of 5 runs: us-east-1 kept the "
-        "earlier write), also with the later write made 50 ms after; passes alone: cause not "
-        "found (the closing note of 2026-12-06 asks for it)"
+        "earlier write), also with the later write made 50 ms after the first; passes alone: "
+        "cause not found (the closing note of 2026-12-06 asks for it)"
     ),
 )
 def test_concurrent_writes_converge_to_the_last_writer_in_every_region(
@@ -104,12 +104,8 @@ def test_concurrent_writes_converge_to_the_last_writer_in_every_region(
 ) -> None:
     east1, east2 = regions["us-east-1"], regions["us-east-2"]
     _put(east1, "both", "first")
-    # Later, in the other region, before the first write has arrived there (the replication
-    # delay is 300 ms). 50 ms later: a write's stamp is its process's wall clock in milliseconds,
-    # kept strictly increasing by adding one when a process stamps twice in a millisecond, so a
-    # write made a millisecond or two after a peer's need not stamp after it; the suite saw
-    # east1 keep "first" twice on 2026-12-06.
-    time.sleep(0.05)
+    # Later, in the other region, before the first write has arrived there (within the same
+    # millisecond the region names decide, and us-east-2 orders after us-east-1).
     east2.update_item(
         TableName=TABLE,
         Key={"pk": {"S": "both"}},
