@@ -292,10 +292,7 @@ class Lifecycle:
         claim's watch list found it unstarted), the ordinary lease decides, from what is
         stored: ConflictError for a duplicate or stale message."""
         expires = to_ms(now + timedelta(seconds=self._settings.lease_sec))
-        claimed_at = message.claimed_at or now
-        record = ExecutionRecord.for_job(
-            job, message.execution_id, message.scheduled_time, ExecState.RUNNING, claimed_at
-        ).model_copy(
+        record = _unrecorded(message, job, ExecState.RUNNING, now).model_copy(
             update={
                 "lease_token": uuid.uuid4().hex,
                 "worker_id": worker_id,
@@ -313,11 +310,7 @@ class Lifecycle:
         """Write an occurrence its claim did not write as pending, from `job` as it now is,
         outside the `open` index (its claim's watch list covers it), unless it exists: what a
         worker does before it sends such a message back rather than leasing it."""
-        claimed_at = message.claimed_at or now
-        record = ExecutionRecord.for_job(
-            job, message.execution_id, message.scheduled_time, ExecState.PENDING, claimed_at
-        )
-        self._executions.create(record, check_at_ms=None)
+        self._executions.create(_unrecorded(message, job, ExecState.PENDING, now), check_at_ms=None)
 
     def skip_unrecorded(
         self, message: LaneMessage, job: JobRecord, now: datetime, *, reason: str
@@ -325,15 +318,9 @@ class Lifecycle:
         """Record an occurrence its claim did not write, and that must not run, as skipped
         with `reason` (`skip`'s counterpart for `message.recorded` False): written from `job`
         under its deterministic id, or, when it exists already, skipped as `skip` does."""
-        claimed_at = message.claimed_at or now
-        record = ExecutionRecord.for_job(
-            job,
-            message.execution_id,
-            message.scheduled_time,
-            ExecState.SKIPPED,
-            claimed_at,
-            reason=reason,
-        ).model_copy(update={"finished_at": now})
+        record = _unrecorded(message, job, ExecState.SKIPPED, now, reason=reason).model_copy(
+            update={"finished_at": now}
+        )
         if not self._executions.create(record, check_at_ms=None):
             return self.skip(
                 message.tenant_id, message.execution_id, message.attempt, now, reason=reason
@@ -846,3 +833,18 @@ class Lifecycle:
             # overwritten, must not open an incident (as when its note came second).
             return None
         return note
+
+
+def _unrecorded(
+    message: LaneMessage, job: JobRecord, state: ExecState, now: datetime, reason: str | None = None
+) -> ExecutionRecord:
+    """The execution of an occurrence its claim did not write, from `job` as it now is, dated
+    from its claim (the message's `claimed_at`, else `now`)."""
+    return ExecutionRecord.for_job(
+        job,
+        message.execution_id,
+        message.scheduled_time,
+        state,
+        message.claimed_at or now,
+        reason=reason,
+    )
