@@ -199,6 +199,13 @@ class Settings(BaseModel):
     # the claim (overlap `allow`, not a workflow). The claim's watch list and the watchdog's
     # check of it keep every such occurrence found (takt.watchdog.sweeper).
     record_at_lease: bool = False
+    # How a claim marks the due items it fired (docs/CAPACITY.md, "The claim cursor"): False,
+    # it deletes each; True, it moves its partition's cursor past the run of them it finished,
+    # one write a claim, and the table's time to live removes them. An item due within
+    # `due_late_margin_sec` of its writer's clock goes where no cursor passes, and is deleted
+    # as before (takt.store.due).
+    due_cursor: bool = False
+    due_late_margin_sec: float = Field(default=300.0, gt=0.0)
 
     history_retention_days: float = 7.0
     idempotency_retention_days: float = 1.0
@@ -381,6 +388,20 @@ class Settings(BaseModel):
                 f"lease_sec ({self.lease_sec:g}) must be longer than clock_margin_sec "
                 f"({self.clock_margin_sec:g}): a worker acts only while its lease has more "
                 "than the margin left"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _late_margin_outreaches_the_claims(self) -> Settings:
+        # A cursor passes keys up to a claim's horizon (its clock, plus the burst's minute
+        # start and first second at most): an item written further ahead of its writer's clock
+        # than that, and two clock margins, cannot land behind one (takt.store.due).
+        reach = max(self.dispatch_ahead_sec, self.burst_ahead_sec + 1.0)
+        if self.due_late_margin_sec <= reach + 2 * self.clock_margin_sec:
+            raise ValueError(
+                f"due_late_margin_sec ({self.due_late_margin_sec:g}) must be longer than a "
+                f"claim's reach ({reach:g}) and two clock margins "
+                f"({2 * self.clock_margin_sec:g}): a cursor passes keys that far ahead"
             )
         return self
 

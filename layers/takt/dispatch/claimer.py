@@ -14,7 +14,9 @@ The steps for a batch of due items, in this order, make a crash at any point har
 3. index the job at its next occurrence (before the job points there, so it is never unindexed;
    an unconditional put, so 25 go out in one request);
 4. advance the job, conditional on it still pointing at the fired occurrence;
-5. delete the fired due item.
+5. delete the fired due item (with a claim cursor, `Settings.due_cursor`: move the partition's
+   cursor past the run of items the claim finished, and delete only the finished items it does
+   not pass; takt.store.due).
 
 A crash before step 4 leaves the due item and the job as they were, so the next tick (one second
 later) redoes the batch and finds steps 1-3 already done (and writes another watch item, which
@@ -40,9 +42,9 @@ Each step is a phase over the whole batch, and a phase's writes go out `claimer_
 time (`Phases`): a claim of a thousand items is then bound by the slowest of a few hundred
 round trips in a row rather than by three thousand of them (docs/CAPACITY.md). The phases stay in
 order, and a phase starts only once every write of the one before succeeded, so a crash leaves
-what the sequential order leaves: some of one phase done, nothing of a later one. Steps 4 and 5
-of one item run in a row in the same task (an item's due entry is deleted only after its own job
-advanced), which is the only order they need.
+what the sequential order leaves: some of one phase done, nothing of a later one. Step 5 runs
+once every advance is done (an item's due entry is deleted, or passed, only after its own job
+advanced, which is the only order the two need).
 
 In a multi-region deployment (issue 27) a claim acts only while its region holds the region
 lease (`takt.regions.fence`): it asks the fence before anything else, and again before it sends
@@ -359,12 +361,13 @@ class Claimer:
         result = ClaimResult()
         claimed_from = self._monotonic()
         ways = _ways(partitions, self._settings.due_shards)
-        items, backlogged = self._take(minute, shard, now, ways, result)
+        read, items, backlogged = self._take(minute, shard, now, ways, result)
         if not items:
             return result
         started = self._gauge.monotonic() if self._gauge is not None else 0.0
         firings, stale = self._firings(items, now, result)
-        self._phases.each(self._delete_stale, stale, result)
+        deleted = self._phases.each(self._delete_stale, stale, result)
+        gone = [item for item, ok in zip(stale, deleted, strict=True) if ok]
         result.stale += len(stale)
 
         self._watch(firings, shard, now)
@@ -388,18 +391,28 @@ class Claimer:
             for run in firing.runs:
                 # A workflow's run is not sent: it dispatches its root tasks (takt.workflows).
                 self._lifecycle.runs.start(run, now, firing.job)
+        fired = self._move_on(firings, now, epoch, result)
+        # Step 5: what the cursor does not pass is deleted (everything, without a cursor).
+        self._phases.each(self._delete_stale, self._due.settle(read, [*gone, *fired]), result)
+        if backlogged and self._gauge is not None:
+            self._last_claim_sec = self._gauge.monotonic() - started
+        return result
+
+    def _move_on(
+        self, firings: list[_Firing], now: datetime, epoch: int | None, result: ClaimResult
+    ) -> list[DueItem]:
+        """Steps 3 and 4: the firings' next occurrences indexed, then their jobs advanced; the
+        due items of those finished with (`_advance`)."""
         recurring = [f for f in firings if f.plan.next_run is not None]
         batches = [recurring[i : i + INDEX_BATCH] for i in range(0, len(recurring), INDEX_BATCH)]
         self._phases.each(lambda batch: self._index_next(batch, now), batches, result)
         firings = _unparked(firings, result)
         self._still_holding(epoch)
-        self._phases.each(
-            self._isolated(lambda f: self._advance(f, now, epoch), None, now), firings, result
+        advanced = self._phases.each(
+            self._isolated(lambda f: self._advance(f, now, epoch), False, now), firings, result
         )
         _unparked(firings, result)
-        if backlogged and self._gauge is not None:
-            self._last_claim_sec = self._gauge.monotonic() - started
-        return result
+        return [f.item for f, ok in zip(firings, advanced, strict=True) if ok]
 
     def _still_holding(self, epoch: int | None) -> None:
         """Fenced unless this region still acts at the claim's epoch (a cached proof, no read)."""
@@ -431,10 +444,10 @@ class Claimer:
 
     def _take(
         self, minute: datetime, shard: int, now: datetime, ways: int, result: ClaimResult
-    ) -> tuple[list[DueItem], frozenset[str]]:
-        """The due items this claim takes (up to `claim_horizon`), and the backlogged tenants
-        among them: everything due, or with `claim_max_items` a bounded share of the backlog
-        (docs/FAIRNESS.md). The items that cannot be read are parked."""
+    ) -> tuple[FairRead, list[DueItem], frozenset[str]]:
+        """The read, the due items this claim takes (up to `claim_horizon`), and the backlogged
+        tenants among them: everything due, or with `claim_max_items` a bounded share of the
+        backlog (docs/FAIRNESS.md). The items that cannot be read are parked."""
         until = claim_horizon(self._settings, minute, now)
         bound = self._settings.claim_max_items
         backlogged: frozenset[str] = frozenset()
@@ -454,7 +467,7 @@ class Claimer:
             result.left += len(later)
         for unreadable in read.unreadable:
             self._park_due_item(unreadable, now, result)
-        return items, backlogged
+        return read, items, backlogged
 
     def _firings(
         self, items: list[DueItem], now: datetime, result: ClaimResult
@@ -631,8 +644,9 @@ class Claimer:
         tenant_id, job_id, due = _next_entry(firing)
         self._due.put(tenant_id, job_id, due, now)
 
-    def _advance(self, firing: _Firing, now: datetime, epoch: int | None) -> None:
-        """Steps 4 and 5 of one item, in this order.
+    def _advance(self, firing: _Firing, now: datetime, epoch: int | None) -> bool:
+        """Step 4 of one item; True when its due item is finished with (step 5 deletes it, or
+        passes it with the cursor), False when it must stay for the next claim.
 
         The advance is fenced on the job's version (`JobStore.advance`). When an edit landed
         since the claim read the job, the job as it now is decides: if it still points at the
@@ -666,15 +680,15 @@ class Claimer:
             plan = self._plan(current, firing.nominal, now)
             if plan is None:
                 # The job still points here: its due item stays, as for any unplannable job.
-                return
+                return False
             job, next_run = current, plan.next_run
             if next_run is not None:
                 self._due.put(job.tenant_id, job.job_id, job.fire_time(next_run), now)
         else:
             # Edited on every try: the job still points here, so its due item must stay for
             # the next tick, or nothing would index it.
-            return
-        self._delete_stale(firing.item)
+            return False
+        return True
 
     def _reindex(self, current: JobRecord, indexed: datetime | None, now: datetime) -> None:
         """Put the due item of the occurrence `current` points at, unless this claim already
@@ -879,5 +893,5 @@ class Claimer:
             return False
         return not holder.state.terminal
 
-    def _delete_stale(self, item: DueItem) -> None:
-        self._due.delete_if_unchanged(item)
+    def _delete_stale(self, item: DueItem) -> bool:
+        return self._due.delete_if_unchanged(item)

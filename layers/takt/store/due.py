@@ -34,6 +34,19 @@ refreshed at most every `COUNT_CACHE_SEC` and only for a minute it writes severa
 a later consistent read of the count gives it: readers that enumerate `range(partitions(m))`
 miss nothing, and an item written with a smaller, stale k is simply in one of the lower shards.
 
+With a claim cursor (`Settings.due_cursor`; docs/CAPACITY.md, "The claim cursor") a claim does
+not delete the items it fired: it moves its partition's cursor, the item `~` of the partition
+(sorting after every due key), past the run of items from the old cursor on that it read
+whole and finished (fired and advanced, or deleted as stale), in one conditional write a claim
+(`settle`), and every read of the partition starts after the cursor. The items it passed keep
+an expiry (`EXPIRES`, their minute plus `keep_sec`) and the table's time to live removes them.
+A cursor may only pass keys no writer can still add: an item due within `late_margin_sec` of
+its writer's clock is written as a late item, `~<due epoch ms>#<tenant>#<job id>`, which sorts
+after the cursor, is read from the start of its range by every claim and deleted as before.
+That rests on every due write committing within `late_margin_sec`, less a claim's reach and
+two clock margins, of its writer's clock reading (`Settings`; the due writers are functions
+whose timeouts infra/context.py holds below it).
+
 A minute's count item expires through the table's time-to-live attribute (`EXPIRES`), set when
 the watermark passes the minute (`expire_count`), not when the count is written. Its readers are
 the writers of the minute (until it ends: an item is written to its minute or a later one), the
@@ -93,6 +106,13 @@ COUNT_CACHE_MINUTES = 4096
 EXPIRES = "expires_at"
 # How long a minute's count item outlives the watermark's pass (module docstring).
 COUNT_KEEP_SEC = 24 * 3600
+# The partition's cursor item, and the prefix of its late items' keys (module docstring): both
+# sort after every `<due epoch ms>#...` key, the cursor before every late item.
+CURSOR_KEY = "~"
+LATE = "~"
+_AT = "at"
+# Above every key of a partition's items written ahead ('}' follows the digits, precedes '~').
+_AHEAD_END = "}"
 
 
 def minute_of(instant: datetime) -> datetime:
@@ -211,9 +231,14 @@ class DueItem:
     due: datetime
     written_ms: int
 
+    @property
+    def late(self) -> bool:
+        """Whether it was written close to its time, where no cursor passes (module docstring)."""
+        return self.due_key.startswith(LATE)
+
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> DueItem:
-        due_ms, tenant_id, job_id = item["due_key"]["S"].split("#", 2)
+        due_ms, tenant_id, job_id = item["due_key"]["S"].removeprefix(LATE).split("#", 2)
         return cls(
             bucket=item["bucket"]["S"],
             due_key=item["due_key"]["S"],
@@ -222,6 +247,41 @@ class DueItem:
             due=from_ms(int(due_ms)),
             written_ms=int(item.get("written_ms", {"N": "0"})["N"]),
         )
+
+
+@dataclass(frozen=True)
+class DueCursor:
+    """How a store with a claim cursor writes its items (module docstring): which are late, and
+    when the items a cursor passed expire."""
+
+    late_margin_sec: float
+    keep_sec: float
+
+    def late(self, due: datetime, now: datetime) -> bool:
+        """Whether an item due at `due` written at `now` is a late item."""
+        return due < now + timedelta(seconds=self.late_margin_sec)
+
+    def expiry(self, minute: datetime) -> int:
+        """When the items of `minute` (and its cursors) expire, in epoch seconds."""
+        return to_ms(minute) // 1000 + int(self.keep_sec)
+
+
+@dataclass(frozen=True)
+class _Page:
+    """The readable items of a query (the cursor item apart), how many it read, and the
+    cursor, when it read the cursor item."""
+
+    items: list[DueItem]
+    read: int
+    cursor: str | None = None
+
+
+@dataclass(frozen=True)
+class _FairRange:
+    items: list[DueItem]
+    backlogged: frozenset[str]
+    cursor: str | None
+    whole_through: str
 
 
 @dataclass(frozen=True)
@@ -252,6 +312,11 @@ class FairRead:
     backlogged: frozenset[str]
     # Items of the partition that cannot be read, with why: the claimer quarantines them.
     unreadable: tuple[UnreadableDue, ...] = ()
+    # With a claim cursor (`DueStore.settle`): the partition read, the cursor it read from ("":
+    # none yet) and the last key up to which it read every item written ahead.
+    partition: str | None = None
+    cursor: str = ""
+    whole_through: str = ""
 
 
 @dataclass(frozen=True)
@@ -271,8 +336,11 @@ class DueStore:
         split_items: int = 2000,
         split_max: int = 16,
         monotonic: Callable[[], float] = time.monotonic,
+        cursor: DueCursor | None = None,
     ) -> None:
         self._db = client
+        # With a claim cursor, how late items are told apart and how long passed ones stay.
+        self.cursor = cursor
         self._table = table
         self.shards = shards
         self.split_items = split_items
@@ -307,11 +375,17 @@ class DueStore:
         minute = max(minute_of(due), minute_of(now))
         split = self._writer.split(tenant_id, job_id, minute) if self.split_max > 1 else 1
         shard = shard_of(tenant_id, job_id, self.shards * split)
-        return {
+        key = f"{to_ms(due):013d}#{tenant_id}#{job_id}"
+        item = {
             "bucket": {"S": f"{bucket_name(minute)}#{shard:03d}"},
-            "due_key": {"S": f"{to_ms(due):013d}#{tenant_id}#{job_id}"},
+            "due_key": {"S": key},
             "written_ms": {"N": str(to_ms(now))},
         }
+        if self.cursor is not None:
+            if self.cursor.late(due, now):
+                item["due_key"] = {"S": LATE + key}
+            item[EXPIRES] = {"N": str(self.cursor.expiry(minute))}
+        return item
 
     def _add_count(self, minute: datetime, amount: int) -> int:
         """Add `amount` to the minute's count; the sum, as stored after this write."""
@@ -366,14 +440,38 @@ class DueStore:
 
     def read_due(self, minute: datetime, shard: int, until: datetime) -> FairRead:
         """`query_due`, with the items that cannot be read set apart rather than raised."""
+        partition = _partition(minute, shard)
         unreadable: list[UnreadableDue] = []
-        items: list[DueItem] = []
-        kwargs = self._due_by(minute, shard, until)
+        high = _until_key(until)
+        if self.cursor is None:
+            items = self._read_range(partition, None, high, unreadable).items
+            return FairRead(items, frozenset(), tuple(unreadable))
+        late = self._read_range(partition, CURSOR_KEY, LATE + high, unreadable)
+        ahead = self._read_range(partition, late.cursor, high, unreadable)
+        return FairRead(
+            sorted([*ahead.items, *late.items], key=_by_due_key),
+            frozenset(),
+            tuple(unreadable),
+            partition=partition,
+            cursor=late.cursor or "",
+            whole_through=high,
+        )
+
+    def _read_range(
+        self, partition: str, low: str | None, high: str, unreadable: list[UnreadableDue]
+    ) -> _Page:
+        """Every item of the partition from `low` (past it when it is the cursor) to `high`."""
+        kwargs = self._due_by(partition, high, low=low)
+        pages: list[_Page] = []
         while True:
             resp = self._db.query(**kwargs)
-            items.extend(_readable(resp.get("Items", []), unreadable))
+            pages.append(_page_of(resp.get("Items", []), low, unreadable))
             if "LastEvaluatedKey" not in resp:
-                return FairRead(items, frozenset(), tuple(unreadable))
+                return _Page(
+                    [item for page in pages for item in page.items],
+                    sum(page.read for page in pages),
+                    pages[0].cursor,
+                )
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
     def read_fair(
@@ -388,66 +486,86 @@ class DueStore:
         and the flood's own later ones) are reached. When the pages run out with items still
         unread, the last query reads the newest items due instead, so what fell due last (a
         quiet tenant's fresh items) is seen even behind a backlog spread over many instants.
-        The read costs at most `pages` queries whatever the backlog.
+        The read costs at most `pages` queries whatever the backlog; with a claim cursor, as
+        many again for the late items (module docstring), which are read first, with the cursor.
         """
+        partition = _partition(minute, shard)
+        unreadable: list[UnreadableDue] = []
+        high = _until_key(until)
+        if self.cursor is None:
+            fair = self._fair_range(partition, None, high, page, pages, unreadable)
+            return FairRead(fair.items, fair.backlogged, _distinct(unreadable))
+        late = self._fair_range(partition, CURSOR_KEY, LATE + high, page, pages, unreadable)
+        ahead = self._fair_range(partition, late.cursor, high, page, pages, unreadable)
+        return FairRead(
+            sorted([*ahead.items, *late.items], key=_by_due_key),
+            ahead.backlogged | late.backlogged,
+            _distinct(unreadable),
+            partition=partition,
+            cursor=late.cursor or "",
+            whole_through=ahead.whole_through,
+        )
+
+    def _fair_range(
+        self,
+        partition: str,
+        low: str | None,
+        high: str,
+        page: int,
+        pages: int,
+        unreadable: list[UnreadableDue],
+    ) -> _FairRange:
+        """`read_fair` of the partition's keys from `low` (past it when it is the cursor) to
+        `high`."""
         found: dict[str, DueItem] = {}
         backlogged: set[str] = set()
-        unreadable: list[UnreadableDue] = []
-        low: str | None = None
-        for _ in range(max(1, pages - 1)):
-            batch, read = self._page(minute, shard, until, page, low=low, unreadable=unreadable)
-            found.update((item.due_key, item) for item in batch)
-            if read < page or not batch:
+        start = low
+        cursor: str | None = None
+        whole_through = high
+        for query in range(max(1, pages - 1)):
+            batch = self._page(partition, high, page, low=start, after=low, unreadable=unreadable)
+            cursor = batch.cursor if query == 0 else cursor
+            found.update((item.due_key, item) for item in batch.items)
+            if batch.read < page or not batch.items:
                 # (A full page of unreadable items: they are parked, and the next claim reads on.)
-                return FairRead(
-                    sorted(found.values(), key=_by_due_key),
-                    frozenset(backlogged),
-                    tuple(unreadable),
+                return _FairRange(
+                    _oldest_first(found), frozenset(backlogged), cursor, whole_through
                 )
-            last = batch[-1]
+            last = batch.items[-1]
+            if query == 0:
+                whole_through = last.due_key
             backlogged.add(last.tenant_id)
             # '$' follows '#': the first key after every `<due>#<tenant>#...` of this run.
-            low = f"{to_ms(last.due):013d}#{last.tenant_id}$"
+            start = f"{LATE if last.late else ''}{to_ms(last.due):013d}#{last.tenant_id}$"
         if pages > 1:
             # The pages ran out: any tenant of the last one may have more behind it.
-            backlogged.update(item.tenant_id for item in batch)
-            newest, _ = self._page(
-                minute, shard, until, page, low=None, newest=True, unreadable=unreadable
+            backlogged.update(item.tenant_id for item in batch.items)
+            newest = self._page(
+                partition, high, page, low=low, after=low, newest=True, unreadable=unreadable
             )
-            found.update((item.due_key, item) for item in newest)
-        return FairRead(
-            sorted(found.values(), key=_by_due_key),
-            frozenset(backlogged),
-            tuple({(u.bucket, u.due_key): u for u in unreadable}.values()),
-        )
+            found.update((item.due_key, item) for item in newest.items)
+        return _FairRange(_oldest_first(found), frozenset(backlogged), cursor, whole_through)
 
     def _page(
         self,
-        minute: datetime,
-        shard: int,
-        until: datetime,
+        partition: str,
+        high: str,
         limit: int,
         *,
         low: str | None,
+        after: str | None,
         unreadable: list[UnreadableDue],
         newest: bool = False,
-    ) -> tuple[list[DueItem], int]:
-        """One page's readable items (the others added to `unreadable`), and how many it read."""
+    ) -> _Page:
+        """One page's readable items past `after` (the others added to `unreadable`)."""
         resp = self._db.query(
-            **self._due_by(minute, shard, until, low=low), Limit=limit, ScanIndexForward=not newest
+            **self._due_by(partition, high, low=low), Limit=limit, ScanIndexForward=not newest
         )
-        raw = resp.get("Items", [])
-        return _readable(raw, unreadable), len(raw)
+        return _page_of(resp.get("Items", []), after, unreadable)
 
-    def _due_by(
-        self, minute: datetime, shard: int, until: datetime, low: str | None = None
-    ) -> dict[str, Any]:
-        """The query for one partition's items due by `until` (and from `low`, when given)."""
-        values = {
-            ":b": {"S": f"{bucket_name(minute)}#{shard:03d}"},
-            # '~' sorts after every '#<tenant>#<job>' suffix of the same millisecond.
-            ":u": {"S": f"{to_ms(until):013d}~"},
-        }
+    def _due_by(self, partition: str, high: str, low: str | None = None) -> dict[str, Any]:
+        """The query for one partition's keys up to `high` (and from `low`, when given)."""
+        values = {":b": {"S": partition}, ":u": {"S": high}}
         condition = "#b = :b AND due_key <= :u"
         if low is not None:
             condition = "#b = :b AND due_key BETWEEN :l AND :u"
@@ -461,11 +579,27 @@ class DueStore:
         }
 
     def has_due(self, minute: datetime, shard: int, until: datetime) -> bool:
-        """Whether one (bucket, shard) partition holds anything due by `until` (one-item read)."""
+        """Whether one (bucket, shard) partition holds anything due by `until` (one-item read;
+        with a claim cursor, the late items and the cursor first, then one past the cursor)."""
         # A probe, eventually consistent: half a read unit (a miss is found on the next tick).
-        query = {**self._due_by(minute, shard, until), "ConsistentRead": False}
-        resp = self._db.query(**query, Limit=1, Select="COUNT")
-        return resp.get("Count", 0) > 0
+        partition = _partition(minute, shard)
+        high = _until_key(until)
+        if self.cursor is None:
+            return self._any(partition, None, high)
+        late = self._probe(partition, CURSOR_KEY, LATE + high)
+        return bool(late.items) or self._any(partition, late.cursor, high)
+
+    def _probe(self, partition: str, low: str | None, high: str) -> _Page:
+        """The first items of the partition from `low` to `high`, read eventually consistent:
+        two, so the cursor (or the item it passed last) does not hide the one after it."""
+        query = {**self._due_by(partition, high, low=low), "ConsistentRead": False}
+        return _page_of(self._db.query(**query, Limit=2).get("Items", []), low, [])
+
+    def _any(self, partition: str, after: str | None, high: str) -> bool:
+        if after is not None:
+            return bool(self._probe(partition, after, high).items)
+        query = {**self._due_by(partition, high), "ConsistentRead": False}
+        return self._db.query(**query, Limit=1, Select="COUNT").get("Count", 0) > 0
 
     def count_bucket(self, minute: datetime, shard: int, max_pages: int) -> DueCount:
         """How many items one (bucket, shard) partition holds, read with at most `max_pages`
@@ -473,13 +607,14 @@ class DueStore:
 
         A forecast, not a claim: an item written or claimed meanwhile may be miscounted, and a
         partition larger than the pages allow is reported as a lower bound (`complete` False),
-        so the cost of counting stays bounded however large the minute is.
+        so the cost of counting stays bounded however large the minute is. (With a claim cursor
+        a minute claims already started on also counts the items they passed.)
         """
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#b = :b",
             "ExpressionAttributeNames": {"#b": "bucket"},
-            "ExpressionAttributeValues": {":b": {"S": f"{bucket_name(minute)}#{shard:03d}"}},
+            "ExpressionAttributeValues": {":b": {"S": _partition(minute, shard)}},
             "Select": "COUNT",
         }
         count = 0
@@ -492,16 +627,72 @@ class DueStore:
         return DueCount(count, complete=False)
 
     def bucket_empty(self, minute: datetime, shard: int) -> bool:
-        resp = self._db.query(
-            TableName=self._table,
-            KeyConditionExpression="#b = :b",
-            ExpressionAttributeNames={"#b": "bucket"},
-            ExpressionAttributeValues={":b": {"S": f"{bucket_name(minute)}#{shard:03d}"}},
-            Limit=1,
-            ConsistentRead=True,
-            Select="COUNT",
-        )
-        return resp.get("Count", 0) == 0
+        """Whether one (bucket, shard) partition holds nothing left to claim (with a claim
+        cursor: no late item, and nothing past the cursor)."""
+        partition = _partition(minute, shard)
+        if self.cursor is None:
+            resp = self._db.query(
+                TableName=self._table,
+                KeyConditionExpression="#b = :b",
+                ExpressionAttributeNames={"#b": "bucket"},
+                ExpressionAttributeValues={":b": {"S": partition}},
+                Limit=1,
+                ConsistentRead=True,
+                Select="COUNT",
+            )
+            return resp.get("Count", 0) == 0
+        late = self._read_first(partition, CURSOR_KEY, LATE + _AHEAD_END)
+        if late.items:
+            return False
+        return not self._read_first(partition, late.cursor, _AHEAD_END).items
+
+    def _read_first(self, partition: str, low: str | None, high: str) -> _Page:
+        """The first two items of the partition from `low` to `high`, read consistently."""
+        resp = self._db.query(**self._due_by(partition, high, low=low), Limit=2)
+        return _page_of(resp.get("Items", []), low, [])
+
+    def settle(self, read: FairRead, finished: Sequence[DueItem]) -> list[DueItem]:
+        """Of the items a claim `finished` (fired and advanced, or deleted as stale), those it
+        must still delete: all of them without a claim cursor; with one, those the cursor does
+        not pass. The cursor passes the run of finished items that starts where `read` read
+        from, up to the first item left or read only in part (`whole_through`); it moves with
+        one write conditional on being where the read found it, and when another claim moved it
+        meanwhile every finished item is deleted instead (module docstring)."""
+        if read.partition is None:
+            return list(finished)
+        done = {item.due_key for item in finished}
+        passed = read.cursor
+        for item in read.items:
+            if item.late or item.due_key > read.whole_through or item.due_key not in done:
+                break
+            passed = item.due_key
+        if passed == read.cursor or not self._pass(read.partition, read.cursor, passed):
+            return list(finished)
+        return [item for item in finished if item.late or item.due_key > passed]
+
+    def _pass(self, partition: str, cursor: str, to: str) -> bool:
+        """Move the partition's cursor from `cursor` ("": none yet) to `to`; False when another
+        claim moved it first."""
+        assert self.cursor is not None
+        minute = datetime.strptime(partition.split("#", 1)[0], "%Y%m%d%H%M").replace(tzinfo=UTC)
+        condition = "attribute_not_exists(#at)" if not cursor else "#at = :c"
+        values = {":to": {"S": to}, ":e": {"N": str(self.cursor.expiry(minute))}}
+        if cursor:
+            values[":c"] = {"S": cursor}
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={"bucket": {"S": partition}, "due_key": {"S": CURSOR_KEY}},
+                UpdateExpression="SET #at = :to, #e = :e",
+                ConditionExpression=condition,
+                ExpressionAttributeNames={"#at": _AT, "#e": EXPIRES},
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if not is_condition_failure(exc):
+                raise
+            return False
+        return True
 
     def delete_if_unchanged(self, item: DueItem) -> bool:
         """Delete an item unless it was rewritten since it was read (then it is someone's new
@@ -703,6 +894,40 @@ def _readable(raw: list[dict[str, Any]], unreadable: list[UnreadableDue]) -> lis
                 )
             )
     return items
+
+
+def _page_of(
+    raw: list[dict[str, Any]], after: str | None, unreadable: list[UnreadableDue]
+) -> _Page:
+    """A query's items as a page: the cursor item read as the cursor, the item at `after` (the
+    one the cursor passed last) left out, and the rest as `_readable` reads them."""
+    cursor: str | None = None
+    rest = []
+    for item in raw:
+        key = item.get("due_key", {}).get("S")
+        if key == CURSOR_KEY:
+            cursor = item.get(_AT, {}).get("S")
+        elif after is None or key != after:
+            rest.append(item)
+    return _Page(_readable(rest, unreadable), len(raw), cursor)
+
+
+def _partition(minute: datetime, shard: int) -> str:
+    return f"{bucket_name(minute)}#{shard:03d}"
+
+
+def _until_key(until: datetime) -> str:
+    """The highest key of an item due by `until`: '~' sorts after every '#<tenant>#<job>'
+    suffix of the same millisecond."""
+    return f"{to_ms(until):013d}~"
+
+
+def _distinct(unreadable: list[UnreadableDue]) -> tuple[UnreadableDue, ...]:
+    return tuple({(u.bucket, u.due_key): u for u in unreadable}.values())
+
+
+def _oldest_first(found: Mapping[str, DueItem]) -> list[DueItem]:
+    return sorted(found.values(), key=_by_due_key)
 
 
 def _by_due_key(item: DueItem) -> str:

@@ -278,6 +278,11 @@ class ClaimerDue(Protocol):
         """Delete `item` unless it was written again since it was read."""
         ...
 
+    def settle(self, read: FairRead, finished: Sequence[DueItem]) -> list[DueItem]:
+        """Of the items a claim of `read` finished, those it must still delete (with a claim
+        cursor, those the cursor it moves does not pass; all of them without one)."""
+        ...
+
     def delete_raw(self, bucket: str, due_key: str) -> None:
         """Delete an item that cannot be read, by its key."""
         ...

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from takt.config import Settings
 from takt.store.buckets import TokenBuckets
 from takt.store.calendars import CalendarStore
-from takt.store.due import DueStore
+from takt.store.due import DueCursor, DueStore
 from takt.store.executions import ExecutionStore
 from takt.store.idempotency import IdempotencyStore
 from takt.store.jobs import JobStore
@@ -31,6 +31,11 @@ def due_store(settings: Settings, dynamodb: DynamoDBClient) -> DueStore:
         settings.due_shards,
         split_items=settings.due_split_items,
         split_max=settings.due_split_max,
+        cursor=(
+            DueCursor(settings.due_late_margin_sec, int(settings.history_retention_days * DAY))
+            if settings.due_cursor
+            else None
+        ),
     )
 
 

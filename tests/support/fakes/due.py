@@ -208,6 +208,10 @@ class FakeDue:
     def delete_raw(self, bucket: str, due_key: str) -> None:
         self.items.pop((bucket, due_key), None)
 
+    def settle(self, read: FairRead, finished: Sequence[DueItem]) -> list[DueItem]:
+        """No cursor here: every finished item is deleted (`DueStore.settle` without one)."""
+        return list(finished)
+
 
 def _readable(raw: list[Item], unreadable: list[UnreadableDue]) -> list[DueItem]:
     """The items of `raw` that read as due items; the others go to `unreadable` with why."""
