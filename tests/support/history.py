@@ -79,7 +79,8 @@ class SeenExecution:
 
 @dataclass(frozen=True)
 class SeenDue:
-    """One due item, its key `<due ms>#<tenant>#<job>` split here."""
+    """One due item, its key `<due ms>#<tenant>#<job>` split here (a late item's key starts
+    with `~`; takt.store.due)."""
 
     tenant_id: str
     job_id: str
@@ -87,7 +88,7 @@ class SeenDue:
 
     @classmethod
     def of(cls, item: dict[str, Any]) -> SeenDue:
-        due_ms, tenant_id, job_id = item["due_key"]["S"].split("#", 2)
+        due_ms, tenant_id, job_id = item["due_key"]["S"].removeprefix("~").split("#", 2)
         return cls(tenant_id, job_id, datetime.fromtimestamp(int(due_ms) / 1000, UTC))
 
 
@@ -187,21 +188,32 @@ class HistoryChecker:
         return item
 
     def due_items(self) -> list[SeenDue]:
-        """Every due item in the table (the watermark row and the claims' watch lists excluded)."""
-        items: list[SeenDue] = []
+        """Every due item in the table still to claim: the watermark row, the claims' watch
+        lists, the partitions' cursor items (key `~`) and the items at or before their
+        partition's cursor (a claim passed them: their time to live removes them) excluded."""
+        raw: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {"TableName": self._settings.due_table, "ConsistentRead": True}
         while True:
             resp = self._db.scan(**kwargs)
-            for item in resp.get("Items", []):
-                if item["bucket"]["S"].startswith(NOT_DUE_ITEMS):
-                    continue
-                try:
-                    items.append(SeenDue.of(item))
-                except (KeyError, ValueError):
-                    continue  # a bad record a scenario planted: not one of the jobs judged
+            raw.extend(
+                i for i in resp.get("Items", []) if not i["bucket"]["S"].startswith(NOT_DUE_ITEMS)
+            )
             if "LastEvaluatedKey" not in resp:
-                return items
+                break
             kwargs["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
+        cursors = {i["bucket"]["S"]: i["at"]["S"] for i in raw if i["due_key"]["S"] == "~"}
+        items: list[SeenDue] = []
+        for item in raw:
+            key = item["due_key"]["S"]
+            if key == "~" or (
+                not key.startswith("~") and key <= cursors.get(item["bucket"]["S"], "")
+            ):
+                continue
+            try:
+                items.append(SeenDue.of(item))
+            except (KeyError, ValueError):
+                continue  # a bad record a scenario planted: not one of the jobs judged
+        return items
 
     @staticmethod
     def _judge_occurrences(expect: Expect, records: list[SeenExecution], report: Report) -> None:
