@@ -78,7 +78,22 @@ def record_at_lease() -> bool:
 
 
 @pytest.fixture
-def settings(moto_endpoint: str, clients: AwsClients, record_at_lease: bool) -> Settings:
+def due_cursor() -> bool:
+    """Whether claims pass the due items they finished with the partition's cursor
+    (`Settings.due_cursor`) rather than deleting each: the dispatch scenarios run both ways."""
+    return False
+
+
+# The claim cursor's settings in the scenarios: a late margin of 6 s (burst claims off, so a
+# claim reaches 1 s ahead), inside the jobs' 5-15 s periods: most next items are written
+# ahead, where the cursor passes them, and some late.
+CURSOR = {"due_cursor": True, "due_late_margin_sec": 6.0, "burst_ahead_sec": 0.0}
+
+
+@pytest.fixture
+def settings(
+    moto_endpoint: str, clients: AwsClients, record_at_lease: bool, due_cursor: bool
+) -> Settings:
     return fresh_settings(
         clients,
         moto_endpoint,
@@ -89,6 +104,7 @@ def settings(moto_endpoint: str, clients: AwsClients, record_at_lease: bool) -> 
         pending_resend_after_sec=15.0,
         due_grace_sec=5.0,
         record_at_lease=record_at_lease,
+        **(CURSOR if due_cursor else {}),
     )
 
 

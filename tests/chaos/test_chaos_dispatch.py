@@ -24,10 +24,25 @@ from tests.support.faults import crash_randomly
 from tests.support.history import HistoryChecker, judge
 
 
-@pytest.fixture(params=[False, True], ids=["claim-writes", "lease-writes"])
-def record_at_lease(request: pytest.FixtureRequest) -> bool:
-    """Each scenario here both ways: the execution written by its claim, or by its lease."""
-    return bool(request.param)
+@pytest.fixture(
+    params=[(False, False), (True, False), (True, True)],
+    ids=["claim-writes", "lease-writes", "cursor"],
+)
+def write_path(request: pytest.FixtureRequest) -> tuple[bool, bool]:
+    """Each scenario here three ways: the execution written by its claim, or by its lease, and
+    that with the claim cursor (the seed's profile)."""
+    record, cursor = request.param
+    return bool(record), bool(cursor)
+
+
+@pytest.fixture
+def record_at_lease(write_path: tuple[bool, bool]) -> bool:
+    return write_path[0]
+
+
+@pytest.fixture
+def due_cursor(write_path: tuple[bool, bool]) -> bool:
+    return write_path[1]
 
 
 T = TypeVar("T")
@@ -36,7 +51,7 @@ CLAIM_STEPS = {
     "watches": ("add",),
     "executions": ("create",),
     "lanes": ("send",),
-    "due": ("put", "put_many", "delete_if_unchanged"),
+    "due": ("put", "put_many", "delete_if_unchanged", "settle"),
     "jobs": ("advance",),
 }
 

@@ -181,9 +181,14 @@ def test_the_cursor_stops_at_an_item_the_claim_left_and_what_it_fired_past_it_is
     assert svc.due.has_due(MINUTE, SHARD, DUE)  # the left item is still to claim
 
 
+@pytest.mark.parametrize("before", ["no-cursor-yet", "a-cursor"])
 def test_a_claim_that_finds_the_cursor_moved_meanwhile_deletes_every_item_it_finished(
-    svc: Services,
+    svc: Services, before: str
 ) -> None:
+    if before == "a-cursor":
+        jobs_due_in_shard(svc, 2, DUE - timedelta(seconds=2), SHARD)
+        _claim(svc, DUE - timedelta(seconds=2))
+        drain(svc)
     _interval_jobs(svc, 3)
     read = svc.due.read_due(MINUTE, SHARD, DUE)
     _claim(svc)  # another claim of the partition passes them first
@@ -191,6 +196,7 @@ def test_a_claim_that_finds_the_cursor_moved_meanwhile_deletes_every_item_it_fin
 
     left = svc.due.settle(read, read.items)
 
+    assert len(read.items) == 3
     assert left == read.items
     assert _partition_items(svc)["~"]["at"]["S"] == moved
 
