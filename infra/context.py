@@ -219,6 +219,10 @@ class RuntimeTuning:
     # The claim leaves an `allow` occurrence's execution to the lease that starts it (one write
     # for both; takt.config.Settings.record_at_lease).
     record_at_lease: bool
+    # A claim passes the due items it fired with its partition's cursor, one write, rather than
+    # deleting each (takt.config.Settings.due_cursor); the due writers' timeouts must allow it
+    # (infra.functions.check_due_cursor).
+    due_cursor: bool
 
     def environment(self) -> dict[str, str]:
         """`TAKT_*` variables, as strings (`7.0` for a float: Settings parses both forms)."""
@@ -358,9 +362,11 @@ class DeployConfig:
             api_burst_limit=_integer(node, "apiBurstLimit", minimum=1),
             log_level=log_level,
             lanes=_lanes(node),
-            # Across regions the claim writes the record (`recordAtLease` gives way): the
-            # region fault scenarios run the claim's record only (docs/DEPLOY.md).
-            tuning=replace(_tuning(node), record_at_lease=False)
+            # Across regions the claim writes the record (`recordAtLease` gives way) and deletes
+            # the due items it fired (`dueCursor` gives way): the region fault scenarios run the
+            # claim's record only, and the replication is not proven with the cursor
+            # (docs/DEPLOY.md).
+            tuning=replace(_tuning(node), record_at_lease=False, due_cursor=False)
             if _string_list(node, "regions")
             else _tuning(node),
             schedule_lag_alarm_ms=_integer(node, "scheduleLagAlarmMs", minimum=1000),
@@ -413,6 +419,11 @@ def _regions(node: ContextSource, given: ContextSource) -> RegionPlan | None:
         raise ContextError(
             "context 'recordAtLease=true' is for one region: across 'regions' the claim writes "
             "each execution, as the region fault scenarios prove it"
+        )
+    if str(_raw(given, "dueCursor")).lower() == "true":
+        raise ContextError(
+            "context 'dueCursor=true' is for one region: across 'regions' a claim deletes the "
+            "due items it fired, since the replication is not proven with the cursor"
         )
     try:
         return RegionPlan.parse(regions, witness)
@@ -778,6 +789,7 @@ def _tuning(node: ContextSource) -> RuntimeTuning:
             maximum=MAX_WATCHDOG_INTERVAL_SEC,
         ),
         record_at_lease=_boolean(node, "recordAtLease"),
+        due_cursor=_boolean(node, "dueCursor"),
     )
 
 

@@ -10,6 +10,7 @@ forever and no role needs `logs:CreateLogGroup`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -231,6 +232,43 @@ INDEXER = FunctionSpec(
 SPECS: tuple[FunctionSpec, ...] = (API, SCHEDULER, CLAIMER, WORKER, WATCHDOG, INDEXER)
 
 
+def timeout_sec(spec: FunctionSpec, drivers: int) -> int:
+    """The function's timeout as deployed: its spec's, or for the scheduler the life of its
+    `drivers` drivers (infra/driver.py)."""
+    return driver_timeout_sec(drivers) if spec is SCHEDULER else spec.timeout_sec
+
+
+def check_due_cursor(config: DeployConfig, specs: Iterable[FunctionSpec]) -> None:
+    """Refuse `dueCursor` unless every due write commits within the late margin.
+
+    An item due at least `due_late_margin_sec` after its writer's clock reading is written where
+    a cursor passes (takt.store.due). A cursor passes keys up to a claim's reach ahead of the
+    claim's clock, which may disagree with the writer's by two clock margins, so the write must
+    commit within the late margin less the reach and the margins, or a cursor may have passed
+    its key already and no claim ever reads it. A write commits before its function times out:
+    the longest timeout of the due writers, the functions granted writes on the due table (not
+    the API, whose jobs' items the indexer puts), must stay below that. The margins and the
+    reach are Settings' defaults, which the app leaves as they are, taken as Settings' own
+    check of them takes them.
+    """
+    if not config.tuning.due_cursor:
+        return
+    writers = [spec for spec in specs if spec.tables.get(DUE) == "read_write"]
+    writer = max(writers, key=lambda spec: timeout_sec(spec, config.drivers))
+    longest = timeout_sec(writer, config.drivers)
+    settings = Settings.model_construct()
+    reach = max(settings.dispatch_ahead_sec, settings.burst_ahead_sec + 1.0)
+    clocks = 2 * settings.clock_margin_sec
+    if longest + reach + clocks >= settings.due_late_margin_sec:
+        raise ContextError(
+            f"context 'dueCursor=true' needs every due write committed within "
+            f"due_late_margin_sec ({settings.due_late_margin_sec:g} s), but the {writer.name} "
+            f"function's timeout ({longest} s), a claim's reach ({reach:g} s) and two clock "
+            f"margins ({clocks:g} s) come to {longest + reach + clocks:g} s: shorten the "
+            "timeout or turn dueCursor off"
+        )
+
+
 def table_env_var(spec: TableSpec) -> str:
     """The variable `takt.config.Settings` reads the table's name from."""
     return settings_env_var(spec.setting)
@@ -384,6 +422,7 @@ class TaktFunctions(Construct):
                 f"context 'functionMemoryMb.{unknown[0]}' names no function; they are "
                 + ", ".join(spec.name for spec in SPECS)
             )
+        check_due_cursor(config, SPECS)
         for spec in SPECS:
             function, role = self._function(
                 spec,
@@ -471,10 +510,8 @@ class TaktFunctions(Construct):
         config: DeployConfig,
     ) -> tuple[lambda_.Function, iam.Role]:
         name = spec.name.capitalize()
-        timeout_sec, reserved = spec.timeout_sec, spec.reserved_concurrency
+        reserved = spec.reserved_concurrency
         if spec is SCHEDULER:
-            # The drivers' life is the function's timeout (infra/driver.py).
-            timeout_sec = driver_timeout_sec(config.drivers)
             reserved = driver_concurrency(config.drivers)
         elif spec is CLAIMER:
             reserved = config.claimer_concurrency
@@ -500,7 +537,7 @@ class TaktFunctions(Construct):
             role=role,
             log_group=log_group,
             memory_size=memory_mb,
-            timeout=Duration.seconds(timeout_sec),
+            timeout=Duration.seconds(timeout_sec(spec, config.drivers)),
             reserved_concurrent_executions=reserved,
             retry_attempts=spec.async_retries,
             # The shortest age Lambda allows: an invocation a minute late is covered by a newer

@@ -63,8 +63,11 @@ def test_shipped_context_tunes_the_runtime_for_the_cloud(
         # The execution written by its lease, not its claim (docs/CAPACITY.md, "The record
         # written at the lease").
         record_at_lease=True,
+        # A claim passes the due items it fired with its partition's cursor (takt.store.due).
+        due_cursor=True,
     )
     assert config.tuning.environment()["TAKT_RECORD_AT_LEASE"] == "True"
+    assert config.tuning.environment()["TAKT_DUE_CURSOR"] == "True"
     assert config.schedule_lag_alarm_ms == 5000
     assert config.signing_secret_name is None
     # The top of the hour's calls run on the Fargate worker, as many tasks as the scale-ahead
@@ -166,6 +169,7 @@ def test_fargate_knobs_are_checked_only_when_the_worker_is_on(
         ({"leaseSec": 5}, "leaseSec"),
         ({"heartbeatSec": 16}, "heartbeatSec"),
         ({"recordAtLease": "sometimes"}, "recordAtLease"),
+        ({"dueCursor": "sometimes"}, "dueCursor"),
         # DESIGN: a heartbeat at most every quarter of the lease; a third is refused.
         ({"leaseSec": 45, "heartbeatSec": 15}, "heartbeatSec"),
         ({"watchdogIntervalSec": 5}, "watchdogIntervalSec"),

@@ -74,16 +74,17 @@ def _environments(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _config(context: dict[str, Any], **overrides: Any) -> DeployConfig:
-    """The context as cdk.json and `-c` give it: the profile's own billing and record at the
-    lease are not the user's (`-c tableBilling=provisioned` or `-c recordAtLease=true` with
-    `regions` is refused; the seed's are set aside)."""
+    """The context as cdk.json and `-c` give it: the profile's own billing, record at the
+    lease and claim cursor are not the user's (`-c tableBilling=provisioned`,
+    `-c recordAtLease=true` or `-c dueCursor=true` with `regions` is refused; the seed's are set
+    aside)."""
     given = {k: v for k, v in context.items() if k not in PROFILE_SET_ASIDE} | overrides
     return DeployConfig.from_context(App(context=given).node)
 
 
-# The seed profile's table billing and record at the lease, which a deployment across regions
-# sets aside.
-PROFILE_SET_ASIDE = ("tableBilling", "tableCapacity", "recordAtLease")
+# The seed profile's table billing, record at the lease and claim cursor, which a deployment
+# across regions sets aside.
+PROFILE_SET_ASIDE = ("tableBilling", "tableCapacity", "recordAtLease", "dueCursor")
 
 
 def _single_region_tables(stateful: StatefulStack) -> dict[str, dict[str, Any]]:
@@ -515,3 +516,22 @@ def test_the_seed_profiles_record_at_lease_gives_way_to_regions(
     assert many.environment()["TAKT_RECORD_AT_LEASE"] == "False"
     with pytest.raises(ContextError, match="'recordAtLease=true' is for one region"):
         _config(cdk_json_context, recordAtLease="true", **REGIONS_CONTEXT)
+
+
+def test_the_seed_profiles_due_cursor_gives_way_to_regions(
+    cdk_json_context: dict[str, Any], assembly: Path
+) -> None:
+    """Across regions a claim deletes each due item it fired: the replication is not proven
+    with the cursor (docs/DEPLOY.md, `dueCursor`), in any region's functions."""
+    one = _config(cdk_json_context).tuning
+    many = _config(cdk_json_context, **REGIONS_CONTEXT).tuning
+    assert one.due_cursor and one.environment()["TAKT_DUE_CURSOR"] == "True"
+    assert not many.due_cursor
+    assert many.environment()["TAKT_DUE_CURSOR"] == "False"
+    with pytest.raises(ContextError, match="'dueCursor=true' is for one region"):
+        _config(cdk_json_context, dueCursor="true", **REGIONS_CONTEXT)
+    for region in (PRIMARY, SECOND):
+        environments = _environments(_template(assembly, "TaktStateless", region))
+        assert environments and all(
+            env["TAKT_DUE_CURSOR"] == "False" for env in environments.values()
+        ), f"{region}: every function deletes the due items its claims fired"

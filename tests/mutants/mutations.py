@@ -1609,8 +1609,8 @@ MUTATIONS: tuple[Mutation, ...] = (
             "scenarios prove that path only)"
         ),
         path="infra/context.py",
-        old="            tuning=replace(_tuning(node), record_at_lease=False)\n",
-        new="            tuning=_tuning(node)\n",
+        old="            tuning=replace(_tuning(node), record_at_lease=False, due_cursor=False)\n",
+        new="            tuning=replace(_tuning(node), due_cursor=False)\n",
         tests=(
             "tests/infra/test_infra_regions.py::"
             "test_the_seed_profiles_record_at_lease_gives_way_to_regions",

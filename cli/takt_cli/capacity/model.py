@@ -240,6 +240,9 @@ class CallProfile:
     # `takt_cli.capacity.profiles.Profile.timed`): the executions table's units above, and a
     # claim whose messages go out without its create phase first (`claim_seconds`).
     record_at_lease: bool = False
+    # Whether a claim passes the due items it fired with its partition's cursor rather than
+    # deleting each (the profile's `dueCursor`, `takt_cli.capacity.profiles.Profile.timed`).
+    due_cursor: bool = False
     open_index_write_units_per_execution: float = 0.0
     jobs_write_units_per_execution: float = 1.17
     due_write_units_per_item: float = 1.83

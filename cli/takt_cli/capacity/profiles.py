@@ -125,11 +125,13 @@ class Profile:
         """`calls` with the lease the profile deploys: its `leaseSec` and `heartbeatSec` say
         which running calls renew their lease and how often, and with `watchdogIntervalSec`
         when the watchdog rechecks them, so the heartbeats and rechecks priced are the ones
-        this profile's workers and watchdog make, not the runtime's defaults; and its
-        `recordAtLease`, who writes the execution (the claim or the lease)."""
+        this profile's workers and watchdog make, not the runtime's defaults; its
+        `recordAtLease`, who writes the execution (the claim or the lease); and its `dueCursor`,
+        whether a claim passes the due items it fired with a cursor or deletes each."""
         return replace(
             calls,
             record_at_lease=_bool(self.context, "recordAtLease"),
+            due_cursor=_bool(self.context, "dueCursor"),
             lease_sec=_float(self.context, "leaseSec"),
             heartbeat_sec=_float(self.context, "heartbeatSec"),
             watchdog_found_after_sec=watchdog_found_after(
