@@ -241,8 +241,35 @@ class CallProfile:
     # claim whose messages go out without its create phase first (`claim_seconds`).
     record_at_lease: bool = False
     # Whether a claim passes the due items it fired with its partition's cursor rather than
-    # deleting each (the profile's `dueCursor`, `takt_cli.capacity.profiles.Profile.timed`).
+    # deleting each (the profile's `dueCursor`, `takt_cli.capacity.profiles.Profile.timed`):
+    # the fired item's delete, one unit of `due_write_units_per_item`, is gone; the claim
+    # writes its partition's cursor instead (one unit a claim) and reads its late items with
+    # the cursor (one more consistent query a claim), both shared by the claim's items
+    # (`items_per_claim`). Measured side by side on 2026-12-06 03:21-03:24 UTC (load average
+    # 2.0-3.2; units do not depend on it) by
+    #     TAKT_RECORD_AT_LEASE=true TAKT_DUE_CURSOR=false|true TAKT_DUE_LATE_MARGIN_SEC=6 \
+    #         TAKT_BURST_AHEAD_SEC=0 .venv/bin/takt bench local --stored 0 --recurring 100 \
+    #         --every 10 --for 40 --shards 1
+    # (400 executions each, history ok; a 6 s margin so the jobs' next items, 10 s ahead, are
+    # written ahead of it): the due table's DeleteItem units 1.0 -> 0.11 an execution (what
+    # is left is the jobs' first items, written at their creation within the margin: late
+    # items), its UpdateItem 0.025 -> 0.1375 (the cursor's write, 0.1125, at this run's claims
+    # of about 9 items) and its Query read units 0.1 -> 0.195; all write units 5.225 -> 4.4475.
     due_cursor: bool = False
+    fired_delete_write_units_per_item: float = 1.0
+    cursor_write_units_per_claim: float = 1.0
+    cursor_read_units_per_claim: float = 1.0
+    # The items a claim takes, over which its cursor's write and read are shared: 1 unless a
+    # scenario sets its steady claims' (`with_claim_items`: `claim_items`).
+    items_per_claim: float = 1.0
+    # The claimer's CPU an item with the cursor as well as the record at the lease. Side by
+    # side on 2026-12-06 03:28-03:30 UTC (load average 2.6-5.1) by
+    #     TAKT_RECORD_AT_LEASE=true TAKT_DUE_CURSOR=false|true TAKT_DUE_LATE_MARGIN_SEC=35 \
+    #         TAKT_BURST_AHEAD_SEC=0 .venv/bin/python bench/claim_cpu.py --items 300 --rounds 3
+    # twice each way: 2.62/2.70 and 2.66/2.67 ms an item (one-off/recurring; 2.12/2.24 calls)
+    # against 1.47/1.62 and 1.66/1.87 ms (1.12/1.25 calls): the ratio 0.62 applied to the
+    # figure at the lease above.
+    claimer_cpu_ms_per_item_cursor: float = 1.3
     open_index_write_units_per_execution: float = 0.0
     jobs_write_units_per_execution: float = 1.17
     due_write_units_per_item: float = 1.83
@@ -382,7 +409,7 @@ class CallProfile:
             "executions": self.executions_write_units,
             "executions/open": self.open_index_write_units_per_execution,
             "jobs": self.jobs_write_units_per_execution,
-            "due": self.due_write_units_per_item,
+            "due": self.due_units_per_item,
         }
         watch = {"due": self.watch_due_write_units_per_execution}
         counts = {"due": self.count_write_units_per_execution}
@@ -398,7 +425,13 @@ class CallProfile:
         """The read units per execution by table and index: the measured ones, the watch
         item's and the rechecks'."""
         watch = {"executions": self.watch_executions_read_units_per_execution}
-        return _summed(self.measured_read_units_by_table, watch, self.duration_read_units_by_table)
+        cursor = {"due": self.cursor_read_units_per_claim / self.items_per_claim}
+        return _summed(
+            self.measured_read_units_by_table,
+            watch,
+            cursor if self.due_cursor else {},
+            self.duration_read_units_by_table,
+        )
 
     def units_per_execution(self) -> dict[str, float]:
         """Per execution: the measured units, and what the watch item and the call's duration
@@ -429,12 +462,25 @@ class CallProfile:
             self.executions_write_units
             + self.open_index_write_units_per_execution
             + self.jobs_write_units_per_execution
-            + self.due_write_units_per_item
+            + self.due_units_per_item
         )
 
     @property
+    def due_units_per_item(self) -> float:
+        """The due table's measured units an item: the fired item's delete and the next
+        item's put, or, with `due_cursor`, the put and the item's share of its claim's
+        cursor write."""
+        if not self.due_cursor:
+            return self.due_write_units_per_item
+        cursor = self.cursor_write_units_per_claim / self.items_per_claim
+        return self.due_write_units_per_item - self.fired_delete_write_units_per_item + cursor
+
+    @property
     def claim_cpu_ms_per_item(self) -> float:
-        """The claimer's CPU an item, with or without the create (`record_at_lease`)."""
+        """The claimer's CPU an item, with or without the create (`record_at_lease`), and
+        without the fired item's delete (`due_cursor`, measured with the record at the lease)."""
+        if self.record_at_lease and self.due_cursor:
+            return self.claimer_cpu_ms_per_item_cursor
         if self.record_at_lease:
             return self.claimer_cpu_ms_per_item_at_lease
         return self.claimer_cpu_ms_per_item
@@ -461,7 +507,11 @@ class CallProfile:
         # The create phase comes before the send unless the claim leaves it to the lease.
         created = 0.0 if self.record_at_lease else items * per_item
         sent = fixed + created + sends + cpu / 2
-        rest = items * per_item * (self.claimer_writes_per_item - 1) + cpu / 2
+        # After the send: the next items' puts, the advances and the fired items' deletes, or
+        # with the cursor, its one write in place of the deletes.
+        writes = self.claimer_writes_per_item - 1 - (1 if self.due_cursor else 0)
+        cursor = self.dynamodb_latency_ms if self.due_cursor else 0.0
+        rest = items * per_item * writes + cursor + cpu / 2
         return sent / 1000, (sent + rest) / 1000
 
     def claim_items(self, per_sec: float, design: Design) -> float:
@@ -594,6 +644,12 @@ def hour_count_share(design: Design, executions_per_hour: float, burst: float) -
     writes = minute_count_writes(per_minute + burst, design)
     writes += 59 * minute_count_writes(per_minute, design)
     return writes / executions_per_hour
+
+
+def with_claim_items(calls: CallProfile, per_sec: float, design: Design) -> CallProfile:
+    """`calls` with its cursor's write and read shared by the items of a claim at the steady
+    `per_sec` on `design` (`CallProfile.claim_items`)."""
+    return replace(calls, items_per_claim=calls.claim_items(per_sec, design))
 
 
 def with_minute_counts(

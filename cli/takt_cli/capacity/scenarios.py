@@ -29,7 +29,13 @@ from takt_cli.capacity.cost import (
     fargate_task_hour_usd,
     worker_wait_usd_per_million,
 )
-from takt_cli.capacity.model import CallProfile, Design, Limits, with_minute_counts
+from takt_cli.capacity.model import (
+    CallProfile,
+    Design,
+    Limits,
+    with_claim_items,
+    with_minute_counts,
+)
 from takt_cli.capacity.prices import US_EAST_1
 from takt_cli.capacity.profiles import Profile, load_profile
 from takt_cli.capacity.sim import Load, SimResult, Simulator
@@ -179,11 +185,15 @@ def plan(
     `metered` is the cost per million by component a local run measured (50 ms target)."""
     profile = profile or load_profile(None)
     load = scenario.load
-    calls = with_minute_counts(
-        profile.timed(calls or CallProfile()),
+    calls = with_claim_items(
+        with_minute_counts(
+            profile.timed(calls or CallProfile()),
+            profile.design(),
+            scenario.executions_per_hour,
+            load.burst,
+        ),
+        load.steady_per_sec,
         profile.design(),
-        scenario.executions_per_hour,
-        load.burst,
     )
     components = dict(metered or profile_components(calls))
     design_shipped = shipped_design(scenario, profile, calls)
@@ -252,6 +262,7 @@ def plan(
             scenario,
             result.design,
             sum(with_claimer(scenario, result.design, calls, components).values()),
+            due_cursor=calls.due_cursor,
         ),
         "alternatives": alternatives(job_seconds=calls.job.mean_sec),
     }
@@ -524,7 +535,7 @@ def all_in_cost(
             design.batch_size, CLAIMER_INVOCATIONS_PER_EXECUTION
         )
     lines[f"CloudWatch logs and metrics ({detail})"] = usd
-    hourly = cost_per_hour(scenario, design, base_usd)
+    hourly = cost_per_hour(scenario, design, base_usd, due_cursor=calls.due_cursor)
     fixed = hourly["ticker_probes"] + hourly["scheduler_and_watchdog"]
     lines["fixed cost spread over the executions"] = fixed / scenario.executions_per_hour * 1e6
     return {
@@ -600,13 +611,19 @@ def duration_lines(calls: CallProfile) -> dict[str, float]:
     return {name: usd for name, usd in lines.items() if usd}
 
 
-def cost_per_hour(scenario: Scenario, design: Design, usd_per_million: float) -> dict[str, float]:
+def cost_per_hour(
+    scenario: Scenario, design: Design, usd_per_million: float, *, due_cursor: bool = False
+) -> dict[str, float]:
     """Executions at the metered cost per million, plus what runs whether or not anything is
-    due: the ticker's probes (two minute buckets per shard a second, half a read unit each) and
-    the scheduler's and watchdog's minute-long loops."""
+    due: the ticker's probes (two minute buckets per shard a second, half a read unit each, and
+    with the claim cursor two queries a probe: the late items with the cursor, then past it;
+    takt.store.due `has_due`) and the scheduler's and watchdog's minute-long loops."""
     prices = US_EAST_1
     executions = scenario.executions_per_hour * usd_per_million / 1e6
-    probes = 2 * design.due_shards * 3600 * 0.5 * prices.dynamodb_read_unit_per_million / 1e6
+    queries = 2 if due_cursor else 1
+    probes = (
+        queries * 2 * design.due_shards * 3600 * 0.5 * prices.dynamodb_read_unit_per_million / 1e6
+    )
     loops = 2 * 3600 * 0.25 * prices.lambda_gb_second
     return {
         "executions": round(executions, 2),
