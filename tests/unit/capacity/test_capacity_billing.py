@@ -16,7 +16,7 @@ from takt_cli.capacity.billing import (
     table_loads,
     units_by_table,
 )
-from takt_cli.capacity.model import CallProfile, profile_from_report
+from takt_cli.capacity.model import CallProfile, profile_from_report, with_claim_items
 from takt_cli.capacity.prices import US_EAST_1
 from takt_cli.capacity.profiles import load_profile
 from takt_cli.capacity.scenarios import SEED, dynamodb_billing
@@ -24,7 +24,13 @@ from takt_cli.capacity.scenarios import SEED, dynamodb_billing
 DEPLOY_DOC = Path(__file__).resolve().parents[3] / "docs" / "DEPLOY.md"
 # The seed's calls, 10 s each, under the seed profile's lease (45 s renewed every 15 s): none
 # renews it.
-SEED_CALLS = load_profile("seed").timed(replace(CallProfile(), target_latency_ms=10_000))
+# The seed's call profile as its steady hour prices it: its lease, its write path, and its
+# cursor's write shared by the claims of 1,400 items a second (`scenarios.run_scenario`).
+SEED_CALLS = with_claim_items(
+    load_profile("seed").timed(replace(CallProfile(), target_latency_ms=10_000)),
+    1400,
+    load_profile("seed").design(),
+)
 
 
 def test_a_steady_table_holds_its_load_over_the_target_utilization() -> None:

@@ -15,7 +15,7 @@ from dataclasses import replace
 import pytest
 
 from takt_cli.capacity.billing import HourlyLoad, billing_report, table_loads
-from takt_cli.capacity.model import CallProfile, Design
+from takt_cli.capacity.model import CallProfile, Design, with_claim_items
 from takt_cli.capacity.profiles import load_profile
 from takt_cli.capacity.scenarios import (
     SEED,
@@ -265,9 +265,12 @@ def test_a_write_path_of_3_units_brings_the_seeds_steady_hour_under_2_usd_a_mill
     from its claims (`CallProfile.claimer_usd_per_million`) and the Fargate tasks reaching their
     targets through a public IPv4 address each, with no NAT gateway (`fargateEgress`), under the
     seed profile's lease (a 10 s call renews none) and the reads measured at the seed's claims."""
-    shipped = load_profile("seed").timed(_calls(10))
+    seed = load_profile("seed")
+    # As the steady hour prices it: the cursor's write shared by claims of 1,400 items a second.
+    shipped = with_claim_items(seed.timed(_calls(10)), 1400, seed.design())
+    deleting = replace(shipped, due_cursor=False)
     three = replace(
-        shipped,
+        deleting,
         lease_written_table_write_units_per_execution=2.0,
         jobs_write_units_per_execution=1.0,
         due_write_units_per_item=0.0,
@@ -276,23 +279,23 @@ def test_a_write_path_of_3_units_brings_the_seeds_steady_hour_under_2_usd_a_mill
         heartbeat_sec=20.0,
         lease_sec=60.0,
     )
-    # The fired due item left to the table's time to live, one cursor write a claim of about
-    # 20 items instead (docs/CAPACITY.md, "The record written at the lease": designed, not built).
-    kept = replace(shipped, due_write_units_per_item=shipped.due_write_units_per_item - 1.0 + 0.05)
     two = replace(three, jobs_write_units_per_execution=0.0)
     none = replace(two, lease_written_table_write_units_per_execution=0.0)
 
-    # As shipped: the execution written by its lease (`recordAtLease`), 5.16 units.
-    assert shipped.record_at_lease
-    assert sum(shipped.write_units_by_table.values()) == pytest.approx(5.16)
-    assert sum(kept.write_units_by_table.values()) == pytest.approx(4.21)
-    assert _cheapest_all_in(kept) == pytest.approx(1.94, abs=0.005), (
-        "the fired due item's delete is the unit between the shipped path and $2/M"
+    # As shipped: the execution written by its lease (`recordAtLease`) and the fired due items
+    # passed by the claim cursor (`dueCursor`), 4.21 units.
+    assert shipped.record_at_lease and shipped.due_cursor
+    assert sum(shipped.write_units_by_table.values()) == pytest.approx(4.206, abs=0.001)
+    assert _cheapest_all_in(shipped) == pytest.approx(1.93, abs=0.005), (
+        "the claim cursor brings the shipped path under $2/M"
+    )
+    assert sum(deleting.write_units_by_table.values()) == pytest.approx(5.16)
+    assert _cheapest_all_in(deleting) == pytest.approx(2.19, abs=0.005), (
+        "each fired due item deleted, one unit more"
     )
     assert sum(three.write_units_by_table.values()) == pytest.approx(3.0)
     assert sum(two.write_units_by_table.values()) == pytest.approx(2.0)
-    assert _cheapest_all_in(shipped) == pytest.approx(2.19, abs=0.005)
-    assert _cheapest_all_in(replace(shipped, record_at_lease=False)) == pytest.approx(
+    assert _cheapest_all_in(replace(deleting, record_at_lease=False)) == pytest.approx(
         2.48, abs=0.005
     ), "the claim writing the execution, one unit more"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,7 +73,9 @@ def test_the_record_at_lease_figures_are_the_simulators_each_way(tmp_path: Path)
         for record_at_lease in ("false", "true"):
             out = tmp_path / f"{scenario}-{record_at_lease}.json"
             args = ["bench", "simulate", "--scenario", scenario, "--job-seconds", "10"]
-            context = ["-c", f"recordAtLease={record_at_lease}", "--out", str(out)]
+            # Both ways before the claim cursor, as the section priced them.
+            context = ["-c", f"recordAtLease={record_at_lease}", "-c", "dueCursor=false"]
+            context += ["--out", str(out)]
             assert main([*args, *context]) == 0
             shipped = json.loads(out.read_text())["scenarios"][0]["as_shipped"]
             priced[(scenario, record_at_lease)] = shipped["usd_per_million_executions"]
@@ -83,3 +86,36 @@ def test_the_record_at_lease_figures_are_the_simulators_each_way(tmp_path: Path)
     assert f"the seed's steady hour **${steady[0]:.2f} -> ${steady[1]:.2f}/M**" in doc
     assert f"its top of the hour ${top[0]:.2f} -> ${top[1]:.2f}/M" in doc
     assert steady[1] < steady[0] and top[1] < top[0]
+
+
+def test_the_claim_cursor_figures_are_the_simulators_each_way(tmp_path: Path) -> None:
+    """docs/CAPACITY.md, "The claim cursor": the seed's steady hour and its top of the hour
+    priced with each fired due item deleted (`-c dueCursor=false`) and as shipped (the cursor),
+    each run as a user runs it."""
+    shipped: dict[tuple[str, str], dict[str, Any]] = {}
+    for scenario in ("steady", "top-of-hour"):
+        for cursor in ("false", "true"):
+            out = tmp_path / f"{scenario}-{cursor}.json"
+            args = ["bench", "simulate", "--scenario", scenario, "--job-seconds", "10"]
+            assert main([*args, "-c", f"dueCursor={cursor}", "--out", str(out)]) == 0
+            shipped[(scenario, cursor)] = json.loads(out.read_text())["scenarios"][0]["as_shipped"]
+
+    def usd(scenario: str, cursor: str) -> str:
+        return f"${shipped[(scenario, cursor)]['usd_per_million_executions']:.2f}"
+
+    def p99(scenario: str, cursor: str) -> str:
+        return f"{shipped[(scenario, cursor)]['start_lag_sec']['p99']:g}"
+
+    doc = " ".join(CAPACITY.read_text().split())
+    assert (
+        f"the seed's steady hour **{usd('steady', 'false')} -> {usd('steady', 'true')}/M** "
+        f"(p99 start lag {p99('steady', 'false')} -> {p99('steady', 'true')} s"
+    ) in doc
+    assert (
+        f"top of the hour {usd('top-of-hour', 'false')} -> {usd('top-of-hour', 'true')}/M "
+        f"(59.6 s, p99 {p99('top-of-hour', 'false')} -> {p99('top-of-hour', 'true')} s, "
+        "0 unstarted)"
+    ) in doc
+    top = shipped[("top-of-hour", "true")]
+    assert (top["burst_dispatched_within_sec"], top["not_started"]) == (59.6, 0)
+    assert shipped[("steady", "true")]["usd_per_million_executions"] <= 2.0
