@@ -27,6 +27,8 @@ LIFECYCLE = "layers/takt/executions/lifecycle.py"
 OCCURRENCES = "layers/takt/occurrences.py"
 WATCH = "tests/integration/test_dispatch_watch.py::"
 AT_LEASE_WRITE = "tests/integration/test_record_at_lease.py::"
+DUE_STORE = "layers/takt/store/due.py"
+CURSOR = "tests/integration/test_due_cursor.py::"
 RETRY = "layers/takt/retry.py"
 BACKOFF = "tests/unit/test_retry_backoff.py::"
 WATCHDOG_CRASH = "tests/integration/test_watchdog_crash.py::"
@@ -1615,5 +1617,134 @@ MUTATIONS: tuple[Mutation, ...] = (
             "tests/infra/test_infra_regions.py::"
             "test_the_seed_profiles_record_at_lease_gives_way_to_regions",
         ),
+    ),
+    Mutation(
+        name="late-item-written-where-the-cursor-passes",
+        breaks=(
+            "1. nothing due is lost (issue 26: an item due within the late margin of its "
+            "writer's clock is a late item, which no cursor passes)"
+        ),
+        path=DUE_STORE,
+        old="        return due < now + timedelta(seconds=self.late_margin_sec)\n",
+        new="        return due < now\n",
+        tests=(CURSOR + "test_an_item_due_within_the_margin_is_a_late_item_claimed_and_deleted",),
+    ),
+    Mutation(
+        name="cursor-passes-an-item-the-claim-left",
+        breaks=(
+            "1. nothing due is lost (issue 26: the cursor passes only the run of items the "
+            "claim finished)"
+        ),
+        path=DUE_STORE,
+        old=(
+            "            if item.late or item.due_key > read.whole_through or item.due_key not "
+            "in done:\n"
+        ),
+        new="            if item.late or item.due_key > read.whole_through:\n",
+        tests=(
+            CURSOR + "test_the_cursor_stops_at_an_item_the_claim_left_and_what_it_fired_past_it_is_"
+            "deleted",
+        ),
+    ),
+    Mutation(
+        name="cursor-passes-what-a-fair-read-skipped",
+        breaks=(
+            "1. nothing due is lost (issue 26: the cursor passes only what the claim's read "
+            "read whole)"
+        ),
+        path=DUE_STORE,
+        old=(
+            "            if item.late or item.due_key > read.whole_through or item.due_key not "
+            "in done:\n"
+        ),
+        new="            if item.late or item.due_key not in done:\n",
+        tests=(CURSOR + "test_a_fair_read_lets_the_cursor_pass_only_what_it_read_whole",),
+    ),
+    Mutation(
+        name="moved-cursor-leaves-the-finished-items",
+        breaks=(
+            "index bounded (issue 26: a claim whose cursor move is refused deletes what it "
+            "finished)"
+        ),
+        path=DUE_STORE,
+        old=(
+            "        if passed == read.cursor or not self._pass(read.partition, read.cursor, "
+            "passed):\n            return list(finished)\n"
+        ),
+        new=(
+            "        if passed == read.cursor or not self._pass(read.partition, read.cursor, "
+            "passed):\n            return []\n"
+        ),
+        tests=(
+            CURSOR + "test_a_claim_that_finds_the_cursor_moved_meanwhile_deletes_every_item_it_"
+            "finished",
+        ),
+    ),
+    Mutation(
+        name="cursor-moved-from-wherever-it-is",
+        breaks=(
+            "3. no double dispatch (issue 26: a claim moves the cursor only from where it read it)"
+        ),
+        path=DUE_STORE,
+        old='        condition = "attribute_not_exists(#at)" if not cursor else "#at = :c"\n',
+        new='        condition = "attribute_not_exists(#at)" if not cursor else "#at >= :c"\n',
+        tests=(
+            CURSOR + "test_a_claim_that_finds_the_cursor_moved_meanwhile_deletes_every_item_it_"
+            "finished",
+        ),
+    ),
+    Mutation(
+        name="claim-reads-from-before-the-cursor",
+        breaks="3. no double dispatch (issue 26: a claim reads only past the cursor)",
+        path=DUE_STORE,
+        old="        ahead = self._read_range(partition, late.cursor, high, unreadable)\n",
+        new="        ahead = self._read_range(partition, None, high, unreadable)\n",
+        also=(
+            (
+                "        ahead = self._fair_range(partition, late.cursor, high, page, pages, "
+                "unreadable)\n",
+                "        ahead = self._fair_range(partition, None, high, page, pages, unreadable)\n",
+            ),
+        ),
+        tests=(CURSOR + "test_a_later_claim_reads_past_the_cursor_and_fires_nothing_twice",),
+    ),
+    Mutation(
+        name="probe-sees-what-the-cursor-passed",
+        breaks="issue 26: the ticker's probe looks past the cursor (a claim a second otherwise)",
+        path=DUE_STORE,
+        old="        return bool(late.items) or self._any(partition, late.cursor, high)\n",
+        new="        return bool(late.items) or self._any(partition, None, high)\n",
+        tests=(CURSOR + "test_a_later_claim_reads_past_the_cursor_and_fires_nothing_twice",),
+    ),
+    Mutation(
+        name="passed-minute-never-empty",
+        breaks=(
+            "issue 26: a minute whose items the cursor passed is empty (the watermark moves "
+            "past it)"
+        ),
+        path=DUE_STORE,
+        old="        return not self._read_first(partition, late.cursor, _AHEAD_END).items\n",
+        new="        return not self._read_first(partition, None, _AHEAD_END).items\n",
+        tests=(
+            CURSOR
+            + "test_the_ticker_claims_through_the_cursor_and_moves_the_watermark_past_a_claimed_"
+            "minute",
+        ),
+    ),
+    Mutation(
+        name="passed-items-never-expire",
+        breaks="index bounded (issue 26: every due item written with a cursor has an expiry)",
+        path=DUE_STORE,
+        old='            item[EXPIRES] = {"N": str(self.cursor.expiry(minute))}\n',
+        new="",
+        tests=(CURSOR + "test_a_claim_passes_the_items_it_fired_with_one_write_and_deletes_none",),
+    ),
+    Mutation(
+        name="late-margin-inside-the-claims-reach",
+        breaks="1. nothing due is lost (issue 26: the late margin outreaches every claim)",
+        path="layers/takt/config.py",
+        old="        if self.due_late_margin_sec <= reach + 2 * self.clock_margin_sec:\n",
+        new="        if False:\n",
+        tests=(CURSOR + "test_a_late_margin_inside_a_claims_reach_is_refused",),
     ),
 )
