@@ -73,6 +73,45 @@ def test_a_small_local_run_completes_every_execution_once(tmp_path: Path) -> Non
     assert report["cost_per_million_recurring"]["usd_per_million_executions"] > 0
 
 
+def test_the_seeds_write_path_in_a_local_run_passes_fired_due_items_without_deleting_them(
+    tmp_path: Path,
+) -> None:
+    """The seed profile's write path run by real processes on moto (`takt bench local`): the
+    execution written by its lease, and the claim cursor, with a 6 s late margin (burst claims
+    off) so that the jobs' next items, 10 s ahead, are passed by it. The history holds, and the
+    metered calls show the due table's deletes gone but for the jobs' first items (written at
+    their creation, within the margin: late items)."""
+    out = tmp_path / "report.json"
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "TAKT_PENDING_RESEND_AFTER_SEC": "10",
+        "TAKT_WATCHDOG_INTERVAL_SEC": "1",
+        "TAKT_RECORD_AT_LEASE": "true",
+        "TAKT_DUE_CURSOR": "true",
+        "TAKT_DUE_LATE_MARGIN_SEC": "6",
+        "TAKT_BURST_AHEAD_SEC": "0",
+    }
+    args = ["--stored=0", "--recurring=20", "--every=10", "--for=30", "--shards=1"]
+    done = subprocess.run(
+        [sys.executable, "-m", "takt_cli.commands.main", "bench", "local", *args]
+        + ["--timeout=120", f"--out={out}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["history"]["ok"] is True
+    assert report["executions"] == report["history"]["expected"] >= 40
+    units = report["metered_per_execution"]["dynamodb_write_units"]
+    assert units.get("claimer: takt-due DeleteItem", 0.0) < 0.5  # 1.0 when each is deleted
+    assert units.get("claimer: takt-executions PutItem", 0.0) == 0.0  # the lease writes it
+    assert units["outside: takt-executions PutItem"] == pytest.approx(1.0)
+
+
 def test_the_simulator_reports_the_steady_scenario_with_the_seed_s_ten_second_jobs(
     tmp_path: Path,
 ) -> None:
