@@ -94,8 +94,7 @@ def test_the_seeds_write_path_in_a_local_run_passes_fired_due_items_without_dele
     }
     args = ["--stored=0", "--recurring=20", "--every=10", "--for=30", "--shards=1"]
     done = subprocess.run(
-        [sys.executable, "-m", "takt_cli.commands.main", "bench", "local", *args]
-        + ["--timeout=120", f"--out={out}"],
+        [sys.executable, "-m", "takt_cli.commands.main", "bench", "local", *args, f"--out={out}"],
         capture_output=True,
         text=True,
         timeout=300,

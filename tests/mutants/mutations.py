@@ -1703,7 +1703,8 @@ MUTATIONS: tuple[Mutation, ...] = (
             (
                 "        ahead = self._fair_range(partition, late.cursor, high, page, pages, "
                 "unreadable)\n",
-                "        ahead = self._fair_range(partition, None, high, page, pages, unreadable)\n",
+                "        ahead = self._fair_range(partition, None, high, page, pages, "
+                "unreadable)\n",
             ),
         ),
         tests=(CURSOR + "test_a_later_claim_reads_past_the_cursor_and_fires_nothing_twice",),
