@@ -119,3 +119,27 @@ def test_the_claim_cursor_figures_are_the_simulators_each_way(tmp_path: Path) ->
     top = shipped[("top-of-hour", "true")]
     assert (top["burst_dispatched_within_sec"], top["not_started"]) == (59.6, 0)
     assert shipped[("steady", "true")]["usd_per_million_executions"] <= 2.0
+
+
+def test_the_shipped_breakdown_is_the_simulators(tmp_path: Path) -> None:
+    """docs/CAPACITY.md, "Cost per million, component by component": each component of the
+    seed's steady hour as shipped, and the total, as `takt bench simulate` prices them."""
+    out = tmp_path / "steady.json"
+    args = ["bench", "simulate", "--scenario", "steady", "--job-seconds", "10", "--out", str(out)]
+    assert main(args) == 0
+    shipped = json.loads(out.read_text())["scenarios"][0]["as_shipped"]
+    lines = CAPACITY.read_text().splitlines()
+    start = lines.index("| component, as shipped | $/M |")
+    rows = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        name, usd = (cell.strip().strip("*") for cell in line.split("|")[1:-1])
+        rows[name] = usd
+    priced = shipped["usd_per_million_breakdown"]
+    assert len(rows) == len(priced) + 1
+    for component, usd in priced.items():
+        head = component.split(" (")[0].replace("70%", "70 %")
+        (row,) = [name for name in rows if name.startswith(head)]
+        assert rows[row] == f"{usd:.3f}", component
+    assert rows["total"] == f"{shipped['usd_per_million_executions']:.2f}"
