@@ -84,8 +84,10 @@ class FunctionSpec:
     # Set for the asynchronously invoked functions: the next tick (a second or a minute later)
     # is their retry, so Lambda's own retries would only add late duplicates.
     async_retries: int | None = None
-    # Memory (hence CPU) that grows with the due index's shard count N, up to one vCPU.
+    # Memory (hence CPU) that grows with the due index's shard count N, up to one vCPU; and
+    # what it grows by with the claim cursor (`dueCursor`), when that adds work per shard.
     memory_mb_per_due_shard: int = 0
+    memory_mb_per_due_shard_with_cursor: int = 0
     # Set for the functions that call HTTP targets: they sign requests with the signing secret
     # and read the secrets targets name, under TARGET_SECRET_PREFIX.
     signs_requests: bool = False
@@ -108,9 +110,13 @@ class FunctionSpec:
     # changes to existing jobs in that region's replica (granted in `TaktFunctions`).
     fenced: bool = False
 
-    def memory_for(self, due_shards: int) -> int:
-        """The function's memory for a deployment with `due_shards` shards."""
-        scaled = self.memory_mb_per_due_shard * due_shards
+    def memory_for(self, due_shards: int, *, due_cursor: bool = False) -> int:
+        """The function's memory for a deployment with `due_shards` shards (and the claim
+        cursor, `due_cursor`)."""
+        per_shard = self.memory_mb_per_due_shard
+        if due_cursor and self.memory_mb_per_due_shard_with_cursor:
+            per_shard = self.memory_mb_per_due_shard_with_cursor
+        scaled = per_shard * due_shards
         return max(self.memory_mb, min(scaled, ONE_VCPU_MEMORY_MB))
 
 
@@ -147,8 +153,12 @@ SCHEDULER = FunctionSpec(
     # each (measured, X-Ray's subsegment included). Only one of the two drivers sweeps a second,
     # so each is sized for the load once: 8 MB per shard buys about 4.5 ms of CPU per second,
     # 1.6 times an average tick's need, and the busiest ticks run over their second by a few
-    # tenths (docs/DEPLOY.md).
+    # tenths (docs/DEPLOY.md). With the claim cursor a probe is two queries (the late items
+    # and the cursor, then one item past it: takt.store.due `has_due`), twice the CPU a shard,
+    # so twice the memory: `bench/probe_cpu.py` measured 0.89 ms a probe without and 1.78 ms
+    # with it (docs/CAPACITY.md, "The claim cursor").
     memory_mb_per_due_shard=8,
+    memory_mb_per_due_shard_with_cursor=16,
 )
 CLAIMER = FunctionSpec(
     name="claimer",
@@ -428,7 +438,10 @@ class TaktFunctions(Construct):
                 spec,
                 layer,
                 environment | config.fairness.environment(spec.fairness),
-                config.function_memory_mb.get(spec.name, spec.memory_for(config.tuning.due_shards)),
+                config.function_memory_mb.get(
+                    spec.name,
+                    spec.memory_for(config.tuning.due_shards, due_cursor=config.tuning.due_cursor),
+                ),
                 config,
             )
             grant_data_access(spec, function, tables, lanes)

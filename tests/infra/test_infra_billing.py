@@ -90,7 +90,7 @@ def test_the_shipped_tables_are_provisioned_each_way_with_room_for_the_seeds_bur
     # Every table and index starts at the app's minimum, but for the due table's reads and the
     # `open` index's, which serve the idle loops (tests/infra/test_infra_cost.py): the watchdog
     # raises what a minute needs.
-    assert sorted(t["MinCapacity"] for t in targets) == sorted([5] * (len(targets) - 2) + [10, 120])
+    assert sorted(t["MinCapacity"] for t in targets) == sorted([5] * (len(targets) - 2) + [10, 220])
     assert sorted(t["MaxCapacity"] for t in targets) == sorted(
         [40000] * (len(targets) - len(SEED_BURST_MAXIMUMS)) + list(SEED_BURST_MAXIMUMS.values())
     )
@@ -193,7 +193,7 @@ def test_provisioned_tables_are_raised_ahead_by_the_watchdog_on_their_own_target
     assert json.loads(env["TAKT_TABLE_WRITE_FLOORS"]) == {"executions": 5, "jobs": 5, "due": 5}, (
         "each table falls back to its profile's write minimum"
     )
-    assert json.loads(env["TAKT_TABLE_READ_FLOORS"]) == {"executions": 5, "jobs": 5, "due": 120}, (
+    assert json.loads(env["TAKT_TABLE_READ_FLOORS"]) == {"executions": 5, "jobs": 5, "due": 220}, (
         "... and to its read minimum (the due table's serves the scheduler's probes)"
     )
     assert (env["TAKT_SCALE_AHEAD_MINUTES"], env["TAKT_TABLE_TARGET_UTILIZATION"]) == ("5", "70")

@@ -173,7 +173,11 @@ def test_the_seeds_provisioned_minimums_carry_its_idle_loops_at_the_target_utili
     and write minimums and the `open` index's read minimum hold an idle minute's units (every
     sweep's read counted on both) at the profile's target utilization."""
     context = PROFILES["seed"]
-    units = idle_units(cast(int, context["dueShards"]), cast(int, context["openShards"]))
+    units = idle_units(
+        cast(int, context["dueShards"]),
+        cast(int, context["openShards"]),
+        due_cursor=cast(bool, context["dueCursor"]),
+    )
     utilization = cast(int, context.get("tableTargetUtilization", 70)) / 100
     capacity = cast(dict[str, dict[str, list[int]]], context["tableCapacity"])
 

@@ -393,8 +393,11 @@ def test_scheduler_memory_grows_with_the_shard_count_up_to_one_vcpu(
 ) -> None:
     scheduler = _function(SCHEDULER, stateless, resources, logical_id)
 
-    assert scheduler["MemorySize"] == 512
+    # The shipped seed: 64 shards with the claim cursor, whose probes are two queries.
+    assert scheduler["MemorySize"] == 1024
     assert [SCHEDULER.memory_for(shards) for shards in (1, 32, 64, 128)] == [256, 256, 512, 1024]
+    with_cursor = [SCHEDULER.memory_for(n, due_cursor=True) for n in (1, 32, 64, 128)]
+    assert with_cursor == [256, 512, 1024, 1769]
     assert WORKER.memory_for(128) == WORKER.memory_mb
 
 

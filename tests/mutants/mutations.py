@@ -1748,4 +1748,29 @@ MUTATIONS: tuple[Mutation, ...] = (
         new="        if False:\n",
         tests=(CURSOR + "test_a_late_margin_inside_a_claims_reach_is_refused",),
     ),
+    Mutation(
+        name="scheduler-sized-for-one-query-a-probe-with-the-cursor",
+        breaks=(
+            "issue 26: either driver alone keeps up with its probes (two queries a probe with "
+            "the claim cursor, twice the memory a shard)"
+        ),
+        path="infra/functions.py",
+        old="    memory_mb_per_due_shard_with_cursor=16,\n",
+        new="    memory_mb_per_due_shard_with_cursor=8,\n",
+        tests=(
+            "tests/infra/test_infra_stateless.py::"
+            "test_scheduler_memory_grows_with_the_shard_count_up_to_one_vcpu",
+        ),
+    ),
+    Mutation(
+        name="probes-priced-at-one-query-with-the-cursor",
+        breaks="issue 26: every cost priced (the cursor's probes are two queries)",
+        path="cli/takt_cli/capacity/scenarios.py",
+        old="    queries = 2 if due_cursor else 1\n",
+        new="    queries = 1\n",
+        tests=(
+            "tests/unit/capacity/test_capacity_shipped_docs.py::"
+            "test_the_shipped_breakdown_is_the_simulators",
+        ),
+    ),
 )

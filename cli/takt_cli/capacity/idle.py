@@ -180,6 +180,7 @@ def idle_units(
     sweeps: int = WATCHDOG_SWEEPS,
     *,
     rest: bool = False,
+    due_cursor: bool = False,
 ) -> IdleUnits:
     """Drive the real drivers and watchdog through an idle minute and count what it costs.
 
@@ -187,6 +188,7 @@ def idle_units(
     state of an idle deployment: the watermark three minutes back, where the previous minute left
     it, and one driver leading. With `rest` (`driverRest`), the minute's one driver steps once
     and rests, as `takt.dispatch.rest` lets it. The watchdog's invocation is its `sweeps` sweeps.
+    With `due_cursor` (`dueCursor`) the probes read as the claim cursor has them (two queries).
     """
     tables = _IdleTables()
     # `model_construct` rather than the constructor, which would also read this shell's TAKT_*
@@ -197,6 +199,7 @@ def idle_units(
         claimer_mode="lambda",
         claimer_function="claimer",
         region="us-east-1",
+        due_cursor=due_cursor,
     )
     # Real clients for everything else: an idle minute never calls them, and building them
     # keeps this in step with whatever clients the services take.
@@ -314,8 +317,9 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
     driver_life = int(scheduler["Timeout"]) - STOP_BEFORE_END_SEC
     drivers = (driver_life - HANDOVER_SEC) // 60
     rest = scheduler["Environment"]["Variables"].get("TAKT_DRIVER_REST") == "true"
+    cursor = scheduler["Environment"]["Variables"].get("TAKT_DUE_CURSOR", "").lower() == "true"
     sweeps = _watchdog_sweeps(stateless)
-    units = idle_units(due_shards, open_shards, drivers, sweeps, rest=rest)
+    units = idle_units(due_shards, open_shards, drivers, sweeps, rest=rest, due_cursor=cursor)
     traced = scheduler.get("TracingConfig", {}).get("Mode") == "Active"
     loops = 2 * MINUTES_PER_MONTH
     alarms = [

@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from infra.driver import DRIVER_LIFE_SEC
+from infra.functions import SCHEDULER, WATCHDOG
 from takt.dispatch.ahead import FleetPlan, Forecast
 from takt_cli.capacity.billing import HourlyLoad, as_billed, billing_report, table_loads
 from takt_cli.capacity.cost import (
@@ -611,20 +613,32 @@ def duration_lines(calls: CallProfile) -> dict[str, float]:
     return {name: usd for name, usd in lines.items() if usd}
 
 
+# What of each minute the watchdog's sweeps keep it running: six sweeps 10 s apart, the last
+# ending about 50 s in (`takt cost idle`'s watchdog line, from the shipped rule's sweeps).
+WATCHDOG_BUSY_SEC = 50.0
+
+
 def cost_per_hour(
     scenario: Scenario, design: Design, usd_per_million: float, *, due_cursor: bool = False
 ) -> dict[str, float]:
     """Executions at the metered cost per million, plus what runs whether or not anything is
     due: the ticker's probes (two minute buckets per shard a second, half a read unit each, and
     with the claim cursor two queries a probe: the late items with the cursor, then past it;
-    takt.store.due `has_due`) and the scheduler's and watchdog's minute-long loops."""
+    takt.store.due `has_due`) and the scheduler's and watchdog's minute-long loops, at the memory
+    the app gives them."""
     prices = US_EAST_1
     executions = scenario.executions_per_hour * usd_per_million / 1e6
     queries = 2 if due_cursor else 1
     probes = (
         queries * 2 * design.due_shards * 3600 * 0.5 * prices.dynamodb_read_unit_per_million / 1e6
     )
-    loops = 2 * 3600 * 0.25 * prices.lambda_gb_second
+    # The scheduler's drivers at the memory the app gives them (it follows N, and doubles with
+    # the cursor's two-query probes: infra/functions.py `SCHEDULER`), each minute's driver
+    # alive DRIVER_LIFE_SEC, and the watchdog's sweeps (`takt cost idle` prices both the same).
+    scheduler_gb = SCHEDULER.memory_for(design.due_shards, due_cursor=due_cursor) / 1024
+    watchdog_gb = WATCHDOG.memory_mb / 1024
+    gb_seconds = 60 * (scheduler_gb * DRIVER_LIFE_SEC + watchdog_gb * WATCHDOG_BUSY_SEC)
+    loops = gb_seconds * prices.lambda_gb_second
     return {
         "executions": round(executions, 2),
         "ticker_probes": round(probes, 3),
