@@ -155,7 +155,7 @@ SCHEDULER = FunctionSpec(
     # 1.6 times an average tick's need, and the busiest ticks run over their second by a few
     # tenths (docs/DEPLOY.md). With the claim cursor a probe is two queries (the late items
     # and the cursor, then one item past it: takt.store.due `has_due`), twice the CPU a shard,
-    # so twice the memory: `bench/probe_cpu.py` measured 0.89 ms a probe without and 1.78 ms
+    # so twice the memory: `bench/probe_cpu.py` measured 0.80 ms a probe without and 1.68 ms
     # with it (docs/CAPACITY.md, "The claim cursor").
     memory_mb_per_due_shard=8,
     memory_mb_per_due_shard_with_cursor=16,
