@@ -11,10 +11,27 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from takt_cli.commands.main import main
+
+
+def _bench_local(out: Path, env: dict[str, str], *args: str) -> dict[str, Any]:
+    """`takt bench local ARGS` run as a user runs it (its own process); its report."""
+    command = [sys.executable, "-m", "takt_cli.commands.main", "bench", "local", *args]
+    done = subprocess.run(
+        [*command, f"--out={out}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report: dict[str, Any] = json.loads(out.read_text())
+    return report
 
 
 def test_a_small_local_run_completes_every_execution_once(tmp_path: Path) -> None:
@@ -27,30 +44,8 @@ def test_a_small_local_run_completes_every_execution_once(tmp_path: Path) -> Non
         "TAKT_PENDING_RESEND_AFTER_SEC": "10",
         "TAKT_WATCHDOG_INTERVAL_SEC": "1",
     }
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "takt_cli.commands.main",
-            "bench",
-            "local",
-            "--stored=20",
-            "--burst=20",
-            "--recurring=4",
-            "--every=2",
-            "--for=4",
-            "--shards=2",
-            "--timeout=120",
-            f"--out={out}",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(out.read_text())
+    args = ["--stored=20", "--burst=20", "--recurring=4", "--every=2", "--for=4", "--shards=2"]
+    report = _bench_local(out, env, *args, "--timeout=120")
     assert report["history"]["ok"] is True
     assert report["history"]["expected"] == 20 + 4 * 2
     assert report["executions"] == 28
@@ -93,16 +88,7 @@ def test_the_seeds_write_path_in_a_local_run_passes_fired_due_items_without_dele
         "TAKT_BURST_AHEAD_SEC": "0",
     }
     args = ["--stored=0", "--recurring=20", "--every=10", "--for=30", "--shards=1"]
-    done = subprocess.run(
-        [sys.executable, "-m", "takt_cli.commands.main", "bench", "local", *args, f"--out={out}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    report = json.loads(out.read_text())
+    report = _bench_local(out, env, *args)
     assert report["history"]["ok"] is True
     assert report["executions"] == report["history"]["expected"] >= 40
     units = report["metered_per_execution"]["dynamodb_write_units"]
