@@ -277,3 +277,25 @@ def test_the_ticker_claims_through_the_cursor_and_moves_the_watermark_past_a_cla
 def test_a_late_margin_inside_a_claims_reach_is_refused(moto_endpoint: str) -> None:
     with pytest.raises(ValidationError, match="due_late_margin_sec"):
         Settings(due_cursor=True, due_late_margin_sec=30.0, burst_ahead_sec=30.0)
+
+
+@pytest.mark.parametrize(("cursor", "deletes"), [(False, 2), (True, 1)], ids=["deletes", "cursor"])
+def test_a_claim_deletes_a_stale_item_once_and_its_fired_item_at_most_once(
+    make_svc: Callable[..., Services], clock: ManualClock, cursor: bool, deletes: int
+) -> None:
+    clock.set(DUE)
+    svc = make_svc(**{**CURSOR, "due_cursor": cursor})
+    (job,) = _interval_jobs(svc, 1)
+    # An item of the job's from before an edit moved it (written a minute ago: stale and old).
+    svc.due.put(TENANT, job.job_id, DUE - timedelta(seconds=1), DUE - timedelta(minutes=1))
+    seen: Counter[str] = Counter()
+
+    def count(model: Any, **_: Any) -> None:
+        seen[model.name] += 1
+
+    svc.clients.dynamodb.meta.events.register("before-call.dynamodb.DeleteItem", count)
+    result = _claim(svc)
+
+    assert (result.dispatched, result.stale) == (1, 1)
+    # The stale item's delete, and the fired item's unless the cursor passes it: no item twice.
+    assert seen["DeleteItem"] == deletes

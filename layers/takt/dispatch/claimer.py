@@ -393,7 +393,7 @@ class Claimer:
                 self._lifecycle.runs.start(run, now, firing.job)
         fired = self._move_on(firings, now, epoch, result)
         # Step 5: what the cursor does not pass is deleted (everything, without a cursor).
-        self._phases.each(self._delete_stale, self._due.settle(read, [*gone, *fired]), result)
+        self._phases.each(self._delete_stale, self._due.settle(read, fired, gone), result)
         if backlogged and self._gauge is not None:
             self._last_claim_sec = self._gauge.monotonic() - started
         return result

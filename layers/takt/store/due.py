@@ -84,6 +84,7 @@ from takt.store.watches import WatchStore
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+BUCKET_FORMAT = "%Y%m%d%H%M"
 _META_KEY = {"bucket": {"S": "meta#watermark"}, "due_key": {"S": "-"}}
 _WATERMARK = "minute"
 _TICK = "tick"
@@ -120,7 +121,12 @@ def minute_of(instant: datetime) -> datetime:
 
 
 def bucket_name(minute: datetime) -> str:
-    return minute.strftime("%Y%m%d%H%M")
+    return minute.strftime(BUCKET_FORMAT)
+
+
+def bucket_minute(name: str) -> datetime:
+    """The minute a bucket name (`bucket_name`, or a partition `<bucket>#<shard>`) is of."""
+    return datetime.strptime(name.split("#", 1)[0], BUCKET_FORMAT).replace(tzinfo=UTC)
 
 
 def shard_of(tenant_id: str, job_id: str, shards: int) -> int:
@@ -651,16 +657,19 @@ class DueStore:
         resp = self._db.query(**self._due_by(partition, high, low=low), Limit=2)
         return _page_of(resp.get("Items", []), low, [])
 
-    def settle(self, read: FairRead, finished: Sequence[DueItem]) -> list[DueItem]:
-        """Of the items a claim `finished` (fired and advanced, or deleted as stale), those it
-        must still delete: all of them without a claim cursor; with one, those the cursor does
-        not pass. The cursor passes the run of finished items that starts where `read` read
-        from, up to the first item left or read only in part (`whole_through`); it moves with
-        one write conditional on being where the read found it, and when another claim moved it
-        meanwhile every finished item is deleted instead (module docstring)."""
+    def settle(
+        self, read: FairRead, finished: Sequence[DueItem], deleted: Sequence[DueItem] = ()
+    ) -> list[DueItem]:
+        """Of the items a claim `finished` (fired and advanced), those it must still delete: all
+        of them without a claim cursor; with one, those the cursor does not pass. The items it
+        `deleted` (stale) count as finished for the cursor, and are never returned. The cursor
+        passes the run of finished items that starts where `read` read from, up to the first
+        item left or read only in part (`whole_through`); it moves with one write conditional on
+        being where the read found it, and when another claim moved it meanwhile every finished
+        item is deleted instead (module docstring)."""
         if read.partition is None:
             return list(finished)
-        done = {item.due_key for item in finished}
+        done = {item.due_key for item in (*finished, *deleted)}
         passed = read.cursor
         for item in read.items:
             if item.late or item.due_key > read.whole_through or item.due_key not in done:
@@ -674,7 +683,7 @@ class DueStore:
         """Move the partition's cursor from `cursor` ("": none yet) to `to`; False when another
         claim moved it first."""
         assert self.cursor is not None
-        minute = datetime.strptime(partition.split("#", 1)[0], "%Y%m%d%H%M").replace(tzinfo=UTC)
+        minute = bucket_minute(partition)
         condition = "attribute_not_exists(#at)" if not cursor else "#at = :c"
         values = {":to": {"S": to}, ":e": {"N": str(self.cursor.expiry(minute))}}
         if cursor:
@@ -876,7 +885,7 @@ class DueStore:
 def _watermark_of(item: Mapping[str, Any]) -> datetime | None:
     if _WATERMARK not in item:
         return None
-    return datetime.strptime(item[_WATERMARK]["S"], "%Y%m%d%H%M").replace(tzinfo=UTC)
+    return bucket_minute(item[_WATERMARK]["S"])
 
 
 def _readable(raw: list[dict[str, Any]], unreadable: list[UnreadableDue]) -> list[DueItem]:

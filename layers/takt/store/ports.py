@@ -278,9 +278,12 @@ class ClaimerDue(Protocol):
         """Delete `item` unless it was written again since it was read."""
         ...
 
-    def settle(self, read: FairRead, finished: Sequence[DueItem]) -> list[DueItem]:
+    def settle(
+        self, read: FairRead, finished: Sequence[DueItem], deleted: Sequence[DueItem] = ()
+    ) -> list[DueItem]:
         """Of the items a claim of `read` finished, those it must still delete (with a claim
-        cursor, those the cursor it moves does not pass; all of them without one)."""
+        cursor, those the cursor it moves does not pass; all of them without one); the items it
+        already `deleted` count as finished and are never returned."""
         ...
 
     def delete_raw(self, bucket: str, due_key: str) -> None:

@@ -208,7 +208,9 @@ class FakeDue:
     def delete_raw(self, bucket: str, due_key: str) -> None:
         self.items.pop((bucket, due_key), None)
 
-    def settle(self, read: FairRead, finished: Sequence[DueItem]) -> list[DueItem]:
+    def settle(
+        self, read: FairRead, finished: Sequence[DueItem], deleted: Sequence[DueItem] = ()
+    ) -> list[DueItem]:
         """No cursor here: every finished item is deleted (`DueStore.settle` without one)."""
         return list(finished)
 
