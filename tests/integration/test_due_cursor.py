@@ -100,9 +100,6 @@ def test_a_claim_passes_the_items_it_fired_with_one_write_and_deletes_none(
     keep = int(svc.settings.history_retention_days * 86400)
     for job in jobs:
         assert stored[_key(job)].get("expires_at") == {"N": str(int(MINUTE.timestamp()) + keep)}
-    assert {j.job_id for j in jobs} == {
-        j.job_id for j in (svc.jobs.get(TENANT, job.job_id) for job in jobs)
-    }
     assert all(
         svc.jobs.get(TENANT, j.job_id).next_run_time == DUE + timedelta(hours=1) for j in jobs
     )
@@ -126,10 +123,9 @@ def test_a_later_claim_reads_past_the_cursor_and_fires_nothing_twice(
     assert svc.due.read_fair(MINUTE, SHARD, later, 50, 4).items == []
     assert not svc.due.has_due(MINUTE, SHARD, DUE + timedelta(seconds=1))
     assert svc.due.bucket_empty(MINUTE, SHARD)
-    checker = HistoryChecker(svc)
-    assert checker.due_items() == [
-        item for item in checker.due_items() if item.due == DUE + timedelta(hours=1)
-    ]
+    # What the index still has to claim: each job's next item, not one the cursor passed.
+    remaining = HistoryChecker(svc).due_items()
+    assert sorted(item.due for item in remaining) == [DUE + timedelta(hours=1)] * 5
 
 
 def test_an_item_due_within_the_margin_is_a_late_item_claimed_and_deleted(

@@ -1773,4 +1773,21 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_the_shipped_breakdown_is_the_simulators",
         ),
     ),
+    Mutation(
+        name="claim-deletes-its-stale-items-twice",
+        breaks=(
+            "issue 26: a claim deletes each stale item once (a second, refused conditional "
+            "delete costs a write unit)"
+        ),
+        path=CLAIMER,
+        old=(
+            "        self._phases.each(self._delete_stale, self._due.settle(read, fired, gone), "
+            "result)\n"
+        ),
+        new=(
+            "        self._phases.each(self._delete_stale, self._due.settle(read, [*fired, "
+            "*gone]), result)\n"
+        ),
+        tests=(CURSOR + "test_a_claim_deletes_a_stale_item_once_and_its_fired_item_at_most_once",),
+    ),
 )
