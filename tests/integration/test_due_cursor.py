@@ -295,3 +295,47 @@ def test_a_claim_deletes_a_stale_item_once_and_its_fired_item_at_most_once(
     assert (result.dispatched, result.stale) == (1, 1)
     # The stale item's delete, and the fired item's unless the cursor passes it: no item twice.
     assert seen["DeleteItem"] == deletes
+
+
+class _EditedBeforeEachAdvance:
+    """The jobs store, with an edit that keeps the job at its occurrence (its payload changed,
+    its version moved on) landing just before each advance: every try is refused."""
+
+    def __init__(self, svc: Services) -> None:
+        self._svc = svc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._svc.jobs, name)
+
+    def advance(self, job: JobRecord, *args: Any, **kwargs: Any) -> Any:
+        current = self._svc.jobs.get(job.tenant_id, job.job_id)
+        edited = current.model_copy(
+            update={"payload": {"edit": current.version}, "version": current.version + 1}
+        )
+        self._svc.jobs.update_definition(edited, current.version, {"payload"})
+        return self._svc.jobs.advance(job, *args, **kwargs)
+
+
+@pytest.mark.parametrize("cursor", [False, True], ids=["deletes", "cursor"])
+def test_an_item_whose_advance_was_refused_on_every_try_stays_to_claim(
+    make_svc: Callable[..., Services], clock: ManualClock, cursor: bool
+) -> None:
+    clock.set(DUE)
+    svc = make_svc(**{**CURSOR, "due_cursor": cursor})
+    (job,) = _interval_jobs(svc, 1)
+    claimer = Claimer(
+        ClaimerSettings.of(svc.settings),
+        _EditedBeforeEachAdvance(svc),
+        svc.due,
+        svc.executions,
+        svc.lanes,
+    )
+
+    claimer.claim(MINUTE, SHARD, DUE)
+
+    # The job still points at the occurrence, so its item must still be there to claim: not
+    # deleted, and not behind the cursor (beside the next occurrence's, which step 3 put).
+    assert svc.jobs.get(TENANT, job.job_id).next_run_time == DUE
+    remaining = sorted(item.due for item in HistoryChecker(svc).due_items())
+    assert remaining == [DUE, DUE + timedelta(hours=1)]
+    assert svc.due.has_due(MINUTE, SHARD, DUE)

@@ -1790,4 +1790,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         ),
         tests=(CURSOR + "test_a_claim_deletes_a_stale_item_once_and_its_fired_item_at_most_once",),
     ),
+    Mutation(
+        name="claim-finishes-an-item-whose-advance-was-refused",
+        breaks=(
+            "1. nothing due is lost (a job whose advance an edit refused on every try still "
+            "points at its item: the item is neither deleted nor passed)"
+        ),
+        path=CLAIMER,
+        old="        return [f.item for f, ok in zip(firings, advanced, strict=True) if ok]\n",
+        new="        return [f.item for f, ok in zip(firings, advanced, strict=True)]\n",
+        tests=(CURSOR + "test_an_item_whose_advance_was_refused_on_every_try_stays_to_claim",),
+    ),
 )
