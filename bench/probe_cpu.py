@@ -25,11 +25,11 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "layers"), str(ROOT), str(ROOT / "cli")]
 
+from bench.claim_cpu import CallCount  # noqa: E402
 from takt.config import Settings  # noqa: E402
 from takt.store.due import DueStore, minute_of, shard_of  # noqa: E402
 from takt.wiring import build_services  # noqa: E402
@@ -66,7 +66,8 @@ def main() -> None:
             provision(build_services(settings).clients, settings, prefix=f"bench-{way}")
             due = due_store(settings, build_services(settings).clients.dynamodb)
             now = _fill(due, start, args.passed, args.ahead)
-            counted = _Count(due)
+            counted = CallCount()
+            counted.attach(due._db)
             cpu[way] = [_probe_all(due, now) * 1000 / (2 * SHARDS) for _ in range(args.rounds)]
             calls[way] = counted.calls / (args.rounds * 2 * SHARDS)
             load.append(os.getloadavg()[0])
@@ -81,17 +82,6 @@ def main() -> None:
         "load_average_1min": [round(x, 2) for x in load],
     }
     print(json.dumps(report, indent=2))
-
-
-class _Count:
-    """Counts the DynamoDB calls of the store's client from now on."""
-
-    def __init__(self, due: DueStore) -> None:
-        self.calls = 0
-        due._db.meta.events.register("after-call", self._count)
-
-    def _count(self, **_: Any) -> None:
-        self.calls += 1
 
 
 def _fill(due: DueStore, start: datetime, passed: int, ahead: int) -> datetime:
