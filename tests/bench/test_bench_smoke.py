@@ -87,7 +87,7 @@ def test_the_seeds_write_path_in_a_local_run_passes_fired_due_items_without_dele
         "TAKT_DUE_LATE_MARGIN_SEC": "6",
         "TAKT_BURST_AHEAD_SEC": "0",
     }
-    args = ["--stored=0", "--recurring=20", "--every=10", "--for=30", "--shards=1"]
+    args = ["--stored=0", "--recurring=20", "--every=10", "--for=20", "--shards=1"]
     report = _bench_local(out, env, *args)
     assert report["history"]["ok"] is True
     assert report["executions"] == report["history"]["expected"] >= 40

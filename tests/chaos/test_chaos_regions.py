@@ -182,9 +182,12 @@ def _kill_and_fail_over(scene: Scene, form: Form, name: str, delay_ms: int) -> N
 
 
 def test_regions_a_the_active_region_killed_fails_over_within_60s_losing_nothing(
-    scene: Scene, form: Form
+    form: Form, request: pytest.FixtureRequest
 ) -> None:
-    _kill_and_fail_over(scene, form, "killed", 300)
+    if not form.full:
+        # The same kill and failover as c, at a 300 ms replication delay rather than 3 s.
+        pytest.skip("make chaos runs it: the short form keeps c, its case with the longer delay")
+    _kill_and_fail_over(request.getfixturevalue("scene"), form, "killed", 300)
 
 
 def test_regions_b_a_paused_region_returning_after_its_lease_dispatches_nothing(

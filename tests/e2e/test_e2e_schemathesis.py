@@ -26,7 +26,7 @@ CONFIG = Path(__file__).with_name("schemathesis.toml")
 # Fixed, so a run is repeatable: the same seed, the same examples per operation, a time bound.
 SEED = 20261201
 MAX_EXAMPLES = 8
-MAX_TIME_SEC = 60
+MAX_TIME_SEC = 35
 
 
 def test_schemathesis_finds_no_failure(

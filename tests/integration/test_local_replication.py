@@ -7,6 +7,7 @@ boto3 in both regions; nothing here asks the replicator what it did.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import time
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from tests.e2e.harness import poll
 from tests.integration.replication_region import DELAY_MS, TABLE, serve_region
 
 REGIONS = ("us-east-1", "us-east-2")
+_SENTINELS = itertools.count()
 
 
 def _client(endpoint: str, region: str) -> Any:
@@ -72,9 +74,12 @@ def _put(client: Any, key: str, value: str) -> None:
 
 def _passed(source: Any, target: Any, key: str) -> None:
     """Wait until every write `source` made so far has reached `target`: a write made after
-    them in `source` arrives after them (each peer's writes are applied in order)."""
-    _put(source, f"{key}-sentinel", "after")
-    _shows(target, f"{key}-sentinel", "after", "sentinel replicated")
+    them in `source` arrives after them (each peer's writes are applied in order). Each call
+    has a sentinel of its own: one already in `target` (its own, or an earlier call's) would
+    show at once, before `source`'s writes arrived."""
+    sentinel = f"{key}-sentinel-{next(_SENTINELS)}"
+    _put(source, sentinel, "after")
+    _shows(target, sentinel, "after", "sentinel replicated")
 
 
 def test_a_write_in_one_region_shows_in_the_other_after_the_replication_delay(
@@ -91,14 +96,6 @@ def test_a_write_in_one_region_shows_in_the_other_after_the_replication_delay(
     )
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "intermittent in the full suite since 2026-12-06 (3 of 5 runs: us-east-1 kept the "
-        "earlier write), also with the later write made 50 ms after the first; passes alone: "
-        "cause not found (the closing note of 2026-12-06 asks for it)"
-    ),
-)
 def test_concurrent_writes_converge_to_the_last_writer_in_every_region(
     regions: dict[str, Any],
 ) -> None:

@@ -3,7 +3,9 @@ for the profile as it ships, run as a user runs it (the CLI, its report file).""
 
 from __future__ import annotations
 
+import functools
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,21 @@ from takt_cli.commands.main import main
 CAPACITY = Path(__file__).resolve().parents[3] / "docs" / "CAPACITY.md"
 
 
+@functools.cache
+def _shipped(scenario: str, *context: str) -> dict[str, Any]:
+    """`takt bench simulate --scenario SCENARIO --job-seconds 10 [-c CONTEXT ...]` run as a user
+    runs it (the CLI, its report file): the scenario's `as_shipped` figures. Each run once per
+    module: the tests below read the same runs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sim.json"
+        args = ["bench", "simulate", "--scenario", scenario, "--job-seconds", "10"]
+        for value in context:
+            args += ["-c", value]
+        assert main([*args, "--out", str(out)]) == 0
+        shipped: dict[str, Any] = json.loads(out.read_text())["scenarios"][0]["as_shipped"]
+        return shipped
+
+
 @pytest.mark.parametrize(
     ("scenario", "row"),
     [
@@ -21,17 +38,8 @@ CAPACITY = Path(__file__).resolve().parents[3] / "docs" / "CAPACITY.md"
         ("top-of-hour", "| `seed`, top of the hour (1,000,000 in the first minute) |"),
     ],
 )
-def test_the_seeds_rows_are_the_simulators_as_shipped(
-    tmp_path: Path, scenario: str, row: str
-) -> None:
-    out = tmp_path / "sim.json"
-    assert (
-        main(
-            ["bench", "simulate", "--scenario", scenario, "--job-seconds", "10", "--out", str(out)]
-        )
-        == 0
-    )
-    shipped = json.loads(out.read_text())["scenarios"][0]["as_shipped"]
+def test_the_seeds_rows_are_the_simulators_as_shipped(scenario: str, row: str) -> None:
+    shipped = _shipped(scenario)
     lines = CAPACITY.read_text().splitlines()
     (at,) = [i for i, line in enumerate(lines) if line.startswith(row)]
     cells = [cell.strip().strip("*") for cell in lines[at + 1].split("|")[1:-1]]
@@ -46,16 +54,13 @@ def test_the_seeds_rows_are_the_simulators_as_shipped(
     )
 
 
-def test_the_deploy_doc_prices_the_on_demand_choice_from_the_simulator(tmp_path: Path) -> None:
+def test_the_deploy_doc_prices_the_on_demand_choice_from_the_simulator() -> None:
     """docs/DEPLOY.md, "Table billing": what `-c tableBilling=onDemand` costs the seed's steady
     hour beside the provisioned tables it ships."""
-    priced = {}
-    for billing in ("provisioned", "onDemand"):
-        out = tmp_path / f"{billing}.json"
-        args = ["bench", "simulate", "--scenario", "steady", "--job-seconds", "10"]
-        assert main([*args, "-c", f"tableBilling={billing}", "--out", str(out)]) == 0
-        scenario = json.loads(out.read_text())["scenarios"][0]
-        priced[billing] = scenario["as_shipped"]["usd_per_million_executions"]
+    priced = {  # The seed profile ships provisioned tables.
+        "provisioned": _shipped("steady")["usd_per_million_executions"],
+        "onDemand": _shipped("steady", "tableBilling=onDemand")["usd_per_million_executions"],
+    }
 
     deploy = " ".join((CAPACITY.parent / "DEPLOY.md").read_text().split())
     assert (
@@ -64,20 +69,17 @@ def test_the_deploy_doc_prices_the_on_demand_choice_from_the_simulator(tmp_path:
     ) in deploy
 
 
-def test_the_record_at_lease_figures_are_the_simulators_each_way(tmp_path: Path) -> None:
+def test_the_record_at_lease_figures_are_the_simulators_each_way() -> None:
     """docs/CAPACITY.md, "The record written at the lease": the seed's steady hour and its top
     of the hour priced with the claim writing the execution (`-c recordAtLease=false`) and as
     shipped (the lease writing it), each run as a user runs it."""
     priced: dict[tuple[str, str], float] = {}
     for scenario in ("steady", "top-of-hour"):
         for record_at_lease in ("false", "true"):
-            out = tmp_path / f"{scenario}-{record_at_lease}.json"
-            args = ["bench", "simulate", "--scenario", scenario, "--job-seconds", "10"]
-            # Both ways before the claim cursor, as the section priced them.
-            context = ["-c", f"recordAtLease={record_at_lease}", "-c", "dueCursor=false"]
-            context += ["--out", str(out)]
-            assert main([*args, *context]) == 0
-            shipped = json.loads(out.read_text())["scenarios"][0]["as_shipped"]
+            # Both ways before the claim cursor, as the section priced them (the seed profile
+            # ships the record written at the lease).
+            lease = () if record_at_lease == "true" else ("recordAtLease=false",)
+            shipped = _shipped(scenario, *lease, "dueCursor=false")
             priced[(scenario, record_at_lease)] = shipped["usd_per_million_executions"]
 
     doc = " ".join(CAPACITY.read_text().split())
@@ -88,17 +90,16 @@ def test_the_record_at_lease_figures_are_the_simulators_each_way(tmp_path: Path)
     assert steady[1] < steady[0] and top[1] < top[0]
 
 
-def test_the_claim_cursor_figures_are_the_simulators_each_way(tmp_path: Path) -> None:
+def test_the_claim_cursor_figures_are_the_simulators_each_way() -> None:
     """docs/CAPACITY.md, "The claim cursor": the seed's steady hour and its top of the hour
     priced with each fired due item deleted (`-c dueCursor=false`) and as shipped (the cursor),
     each run as a user runs it."""
-    shipped: dict[tuple[str, str], dict[str, Any]] = {}
-    for scenario in ("steady", "top-of-hour"):
-        for cursor in ("false", "true"):
-            out = tmp_path / f"{scenario}-{cursor}.json"
-            args = ["bench", "simulate", "--scenario", scenario, "--job-seconds", "10"]
-            assert main([*args, "-c", f"dueCursor={cursor}", "--out", str(out)]) == 0
-            shipped[(scenario, cursor)] = json.loads(out.read_text())["scenarios"][0]["as_shipped"]
+    # The seed profile ships the cursor.
+    shipped = {
+        (scenario, cursor): _shipped(scenario, *(() if cursor == "true" else ("dueCursor=false",)))
+        for scenario in ("steady", "top-of-hour")
+        for cursor in ("false", "true")
+    }
 
     def usd(scenario: str, cursor: str) -> str:
         return f"${shipped[(scenario, cursor)]['usd_per_million_executions']:.2f}"
@@ -121,13 +122,10 @@ def test_the_claim_cursor_figures_are_the_simulators_each_way(tmp_path: Path) ->
     assert shipped[("steady", "true")]["usd_per_million_executions"] <= 2.0
 
 
-def test_the_shipped_breakdown_is_the_simulators(tmp_path: Path) -> None:
+def test_the_shipped_breakdown_is_the_simulators() -> None:
     """docs/CAPACITY.md, "Cost per million, component by component": each component of the
     seed's steady hour as shipped, and the total, as `takt bench simulate` prices them."""
-    out = tmp_path / "steady.json"
-    args = ["bench", "simulate", "--scenario", "steady", "--job-seconds", "10", "--out", str(out)]
-    assert main(args) == 0
-    shipped = json.loads(out.read_text())["scenarios"][0]["as_shipped"]
+    shipped = _shipped("steady")
     lines = CAPACITY.read_text().splitlines()
     start = lines.index("| component, as shipped | $/M |")
     rows = {}
