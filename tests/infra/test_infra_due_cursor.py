@@ -128,6 +128,20 @@ def test_every_profiles_due_writers_commit_within_the_late_margin(profile: str) 
     check_due_cursor(config, SPECS)
 
 
+def test_the_seed_profile_with_the_cursor_off_is_the_seed_without_it() -> None:
+    """docs/DEPLOY.md moves a running `small` deployment to `seed` with `-c dueCursor=false`:
+    the seed's shards and everything else it ships, the claims deleting what they fire."""
+    seed = DeployConfig.from_context(App(context=cli_context({"profile": "seed"})).node)
+    moved = DeployConfig.from_context(
+        App(context=cli_context({"profile": "seed", "dueCursor": "false"})).node
+    )
+
+    assert seed.tuning.due_cursor and not moved.tuning.due_cursor
+    assert moved == replace(seed, tuning=replace(seed.tuning, due_cursor=False))
+    doc = " ".join((Path(__file__).parents[2] / "docs" / "DEPLOY.md").read_text().split())
+    assert "move a running `small` deployment with `-c profile=seed -c dueCursor=false`" in doc
+
+
 def test_a_due_writer_whose_timeout_reaches_the_late_margin_is_refused() -> None:
     """The indexer's timeout raised to the late margin less a claim's reach and two clock
     margins is refused by name; a second less, or the cursor off, is not."""
