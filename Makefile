@@ -24,7 +24,7 @@ local: install-local ## run takt locally on moto: API on http://127.0.0.1:8080 (
 	.venv/bin/takt local --port $${PORT:-8080}
 
 # One pytest worker more than the cores: the end-to-end, chaos and bench tests spend much of their
-# time waiting on real timers (on two cores the suite takes about 10 minutes rather than 13).
+# time waiting on real timers, which a third worker on two cores fills.
 TEST_WORKERS ?= $(shell expr $$(nproc) + 1)
 
 test: install ## run the whole test suite
