@@ -26,6 +26,8 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,20 @@ class CallCount:
         self.calls += 1
 
 
+@contextmanager
+def moto_on_loopback() -> Iterator[str]:
+    """A moto server of its own on a free loopback port, with fake credentials: its endpoint,
+    stopped on the way out."""
+    os.environ.update(FAKE_CREDENTIALS)
+    port = free_port()
+    moto = MotoProcess("127.0.0.1", port)
+    moto.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        moto.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=300)
@@ -66,14 +82,8 @@ def main() -> None:
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     args = parser.parse_args()
 
-    os.environ.update(FAKE_CREDENTIALS)
-    port = free_port()
-    moto = MotoProcess("127.0.0.1", port)
-    moto.start()
-    try:
-        settings = Settings(
-            aws_endpoint_url=f"http://127.0.0.1:{port}", due_shards=4, claim_max_items=None
-        )
+    with moto_on_loopback() as endpoint:
+        settings = Settings(aws_endpoint_url=endpoint, due_shards=4, claim_max_items=None)
         env = provision(build_services(settings).clients, settings, prefix="bench")
         settings = settings.model_copy(update={"lane_urls": json.loads(env["TAKT_LANE_URLS"])})
         cpu: dict[str, list[float]] = {kind: [] for kind in args.kinds}
@@ -87,8 +97,6 @@ def main() -> None:
                 cpu[kind].append(spent * 1000 / args.items)
                 calls[kind].append(made / args.items)
             load.append(os.getloadavg()[0])
-    finally:
-        moto.stop()
     report = {
         "items": args.items,
         "rounds": args.rounds,

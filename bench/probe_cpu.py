@@ -29,13 +29,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "layers"), str(ROOT), str(ROOT / "cli")]
 
-from bench.claim_cpu import CallCount  # noqa: E402
+from bench.claim_cpu import CallCount, moto_on_loopback  # noqa: E402
 from takt.config import Settings  # noqa: E402
 from takt.store.due import DueStore, minute_of, shard_of  # noqa: E402
 from takt.wiring import build_services  # noqa: E402
 from takt.wiring.stores import due_store  # noqa: E402
 from takt_cli.local.provision import provision  # noqa: E402
-from takt_cli.local.runtime import FAKE_CREDENTIALS, MotoProcess, free_port  # noqa: E402
 
 SHARDS = 64
 TENANT = "bench"
@@ -48,12 +47,8 @@ def main() -> None:
     parser.add_argument("--ahead", type=int, default=5)
     args = parser.parse_args()
 
-    os.environ.update(FAKE_CREDENTIALS)
-    port = free_port()
-    moto = MotoProcess("127.0.0.1", port)
-    moto.start()
-    try:
-        base = Settings(aws_endpoint_url=f"http://127.0.0.1:{port}", due_shards=SHARDS)
+    with moto_on_loopback() as endpoint:
+        base = Settings(aws_endpoint_url=endpoint, due_shards=SHARDS)
         provision(build_services(base).clients, base, prefix="bench")
         cpu: dict[str, list[float]] = {}
         calls: dict[str, float] = {}
@@ -63,16 +58,15 @@ def main() -> None:
             settings = base.model_copy(
                 update={"due_table": f"bench-due-{way}", "due_cursor": cursor}
             )
-            provision(build_services(settings).clients, settings, prefix=f"bench-{way}")
-            due = due_store(settings, build_services(settings).clients.dynamodb)
+            clients = build_services(settings).clients
+            provision(clients, settings, prefix=f"bench-{way}")
+            due = due_store(settings, clients.dynamodb)
             now = _fill(due, start, args.passed, args.ahead)
             counted = CallCount()
             counted.attach(due._db)
             cpu[way] = [_probe_all(due, now) * 1000 / (2 * SHARDS) for _ in range(args.rounds)]
             calls[way] = counted.calls / (args.rounds * 2 * SHARDS)
             load.append(os.getloadavg()[0])
-    finally:
-        moto.stop()
     report = {
         "partitions": 2 * SHARDS,
         "rounds": args.rounds,

@@ -15,7 +15,6 @@ from infra.context import PROFILES
 from takt_cli.capacity.idle import (
     PRICES,
     SHARD_COUNTS,
-    WATCHDOG_SWEEPS,
     base_lines,
     fargate_lines,
     idle_units,
@@ -23,6 +22,7 @@ from takt_cli.capacity.idle import (
     render,
     shard_count_table,
 )
+from takt_cli.capacity.model import WATCHDOG_SWEEPS
 from takt_cli.capacity.prices import LIST_PRICES
 from takt_cli.commands.main import main
 

@@ -41,6 +41,7 @@ from takt.dispatch.rest import Rest
 from takt.store.watches import watch_partitions
 from takt.wiring import Services
 from takt.worker.process import IDLE_WAIT_SEC
+from takt_cli.capacity.model import WATCHDOG_SWEEPS, watchdog_busy_sec
 from takt_cli.capacity.prices import LIST_PRICES, amount_text
 
 if TYPE_CHECKING:
@@ -50,13 +51,10 @@ Template = Mapping[str, Any]
 
 HOURS_PER_MONTH = 730
 MINUTES_PER_MONTH = HOURS_PER_MONTH * 60
-# The watchdog function sweeps six times, `watchdogIntervalSec` apart (functions/watchdog).
-WATCHDOG_SWEEPS = 6
-# One sweep of an idle open index, with the invocation around it (an estimate).
-ONE_SWEEP_SEC = 1
+
 # A resting driver's invocation (`driverRest`): one claim, one sweep of the index's empty
 # partitions, the rest written and both looks at the index, with the invocation around it (an
-# estimate, as ONE_SWEEP_SEC).
+# estimate, as takt_cli.capacity.model.ONE_SWEEP_SEC).
 RESTING_DRIVER_SEC = 1
 # START, END and REPORT lines and one EMF document of a loop invocation (an estimate).
 LOG_BYTES_PER_LOOP_INVOCATION = 1500
@@ -371,7 +369,7 @@ def base_lines(stateful: Template, stateless: Template) -> list[CostLine]:
         _loop_compute(
             "watchdog",
             int(watchdog["MemorySize"]),
-            min(max((sweeps - 1) * interval, ONE_SWEEP_SEC), 60),
+            watchdog_busy_sec(sweeps, interval),
         ),
         _count(
             "scheduler and watchdog invocations",

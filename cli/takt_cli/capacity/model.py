@@ -51,6 +51,19 @@ def _shipped(setting: str) -> float:
     return float(Settings.model_fields[setting].default)
 
 
+# The watchdog function sweeps six times, `watchdogIntervalSec` apart (functions/watchdog).
+WATCHDOG_SWEEPS = 6
+# One sweep of an idle open index, with the invocation around it (an estimate).
+ONE_SWEEP_SEC = 1
+
+
+def watchdog_busy_sec(sweeps: int, interval_sec: float) -> float:
+    """How much of each minute the watchdog's invocation runs: its sweeps `interval_sec` apart
+    (at least one sweep's time, at most the minute). `takt cost idle` and the simulator's hourly
+    cost both price it so."""
+    return min(max((sweeps - 1) * interval_sec, ONE_SWEEP_SEC), 60)
+
+
 def watchdog_found_after(interval_sec: float) -> float:
     """How long after a running execution's `check_at` the watchdog finds it, on average: the
     clock margin it waits past the time, then half a sweep interval."""
@@ -309,7 +322,7 @@ class CallProfile:
     heartbeat_sec: float = _shipped("heartbeat_sec")
     lease_sec: float = _shipped("lease_sec")
     pending_resend_after_sec: float = _shipped("pending_resend_after_sec")
-    watchdog_found_after_sec: float = watchdog_found_after(_shipped("watchdog_interval_sec"))
+    watchdog_interval_sec: float = _shipped("watchdog_interval_sec")
     job_timeout_sec: float = 300.0
     heartbeat_write_units: float = 1.0
     recheck_read_units: float = 1.0
@@ -343,11 +356,12 @@ class CallProfile:
         if lease_moves_check_at(self.lease_sec, self.pending_resend_after_sec):
             return []
         instants = []
-        at = self.pending_resend_after_sec + self.watchdog_found_after_sec
+        found_after = watchdog_found_after(self.watchdog_interval_sec)
+        at = self.pending_resend_after_sec + found_after
         while at < self.job_timeout_sec:
             instants.append(at)
             renewed = self.heartbeat_sec * math.floor(at / self.heartbeat_sec)
-            at = renewed + self.lease_sec + self.watchdog_found_after_sec
+            at = renewed + self.lease_sec + found_after
         return instants
 
     @property

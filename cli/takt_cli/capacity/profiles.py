@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from typing import Any
 
-from takt_cli.capacity.model import CallProfile, Design, Limits, watchdog_found_after
+from takt_cli.capacity.model import CallProfile, Design, Limits
 
 DEFAULT_PROFILE = "seed"
 # The lane the seed's scenarios run in (a job's default).
@@ -134,9 +134,7 @@ class Profile:
             due_cursor=_bool(self.context, "dueCursor"),
             lease_sec=_float(self.context, "leaseSec"),
             heartbeat_sec=_float(self.context, "heartbeatSec"),
-            watchdog_found_after_sec=watchdog_found_after(
-                _float(self.context, "watchdogIntervalSec")
-            ),
+            watchdog_interval_sec=_float(self.context, "watchdogIntervalSec"),
         )
 
     def fargate(self) -> FargateFleet | None:

@@ -32,9 +32,11 @@ from takt_cli.capacity.cost import (
     worker_wait_usd_per_million,
 )
 from takt_cli.capacity.model import (
+    WATCHDOG_SWEEPS,
     CallProfile,
     Design,
     Limits,
+    watchdog_busy_sec,
     with_claim_items,
     with_minute_counts,
 )
@@ -264,7 +266,7 @@ def plan(
             scenario,
             result.design,
             sum(with_claimer(scenario, result.design, calls, components).values()),
-            due_cursor=calls.due_cursor,
+            calls,
         ),
         "alternatives": alternatives(job_seconds=calls.job.mean_sec),
     }
@@ -537,7 +539,7 @@ def all_in_cost(
             design.batch_size, CLAIMER_INVOCATIONS_PER_EXECUTION
         )
     lines[f"CloudWatch logs and metrics ({detail})"] = usd
-    hourly = cost_per_hour(scenario, design, base_usd, due_cursor=calls.due_cursor)
+    hourly = cost_per_hour(scenario, design, base_usd, calls)
     fixed = hourly["ticker_probes"] + hourly["scheduler_and_watchdog"]
     lines["fixed cost spread over the executions"] = fixed / scenario.executions_per_hour * 1e6
     return {
@@ -613,13 +615,8 @@ def duration_lines(calls: CallProfile) -> dict[str, float]:
     return {name: usd for name, usd in lines.items() if usd}
 
 
-# What of each minute the watchdog's sweeps keep it running: six sweeps 10 s apart, the last
-# ending about 50 s in (`takt cost idle`'s watchdog line, from the shipped rule's sweeps).
-WATCHDOG_BUSY_SEC = 50.0
-
-
 def cost_per_hour(
-    scenario: Scenario, design: Design, usd_per_million: float, *, due_cursor: bool = False
+    scenario: Scenario, design: Design, usd_per_million: float, calls: CallProfile
 ) -> dict[str, float]:
     """Executions at the metered cost per million, plus what runs whether or not anything is
     due: the ticker's probes (two minute buckets per shard a second, half a read unit each, and
@@ -628,16 +625,18 @@ def cost_per_hour(
     the app gives them."""
     prices = US_EAST_1
     executions = scenario.executions_per_hour * usd_per_million / 1e6
-    queries = 2 if due_cursor else 1
+    queries = 2 if calls.due_cursor else 1
     probes = (
         queries * 2 * design.due_shards * 3600 * 0.5 * prices.dynamodb_read_unit_per_million / 1e6
     )
     # The scheduler's drivers at the memory the app gives them (it follows N, and doubles with
     # the cursor's two-query probes: infra/functions.py `SCHEDULER`), each minute's driver
-    # alive DRIVER_LIFE_SEC, and the watchdog's sweeps (`takt cost idle` prices both the same).
-    scheduler_gb = SCHEDULER.memory_for(design.due_shards, due_cursor=due_cursor) / 1024
+    # alive DRIVER_LIFE_SEC, and the watchdog's sweeps at the profile's interval (`takt cost
+    # idle` prices both the same).
+    scheduler_gb = SCHEDULER.memory_for(design.due_shards, due_cursor=calls.due_cursor) / 1024
     watchdog_gb = WATCHDOG.memory_mb / 1024
-    gb_seconds = 60 * (scheduler_gb * DRIVER_LIFE_SEC + watchdog_gb * WATCHDOG_BUSY_SEC)
+    watchdog_sec = watchdog_busy_sec(WATCHDOG_SWEEPS, calls.watchdog_interval_sec)
+    gb_seconds = 60 * (scheduler_gb * DRIVER_LIFE_SEC + watchdog_gb * watchdog_sec)
     loops = gb_seconds * prices.lambda_gb_second
     return {
         "executions": round(executions, 2),

@@ -14,12 +14,15 @@ from dataclasses import replace
 
 import pytest
 
+from infra.functions import WATCHDOG
 from takt_cli.capacity.billing import HourlyLoad, billing_report, table_loads
 from takt_cli.capacity.model import CallProfile, Design, with_claim_items
+from takt_cli.capacity.prices import US_EAST_1
 from takt_cli.capacity.profiles import load_profile
 from takt_cli.capacity.scenarios import (
     SEED,
     all_in_cost,
+    cost_per_hour,
     dynamodb_billing,
     profile_components,
     scaled_ahead,
@@ -313,3 +316,20 @@ def test_a_write_path_of_3_units_brings_the_seeds_steady_hour_under_2_usd_a_mill
     # What is left for DynamoDB under $2/M once everything else is paid.
     rest = sum(usd for name, usd in lines.items() if not name.startswith("DynamoDB"))
     assert rest == pytest.approx(0.629, abs=0.002)
+
+
+def test_the_hourly_loops_price_the_watchdog_at_the_profiles_interval() -> None:
+    """The watchdog's six sweeps run 50 s of a minute 10 s apart (seed, tenx) and the whole
+    minute 60 s apart (small): the hourly figure follows the profile's `watchdogIntervalSec`, as
+    `takt cost idle` does."""
+    small = load_profile("small").timed(CallProfile())
+    seed = load_profile(None).timed(CallProfile())
+    assert (seed.watchdog_interval_sec, small.watchdog_interval_sec) == (10.0, 60.0)
+
+    def loops(calls: CallProfile) -> float:
+        return cost_per_hour(SEED[0], Design(), 1.0, calls)["scheduler_and_watchdog"]
+
+    ten_seconds_more = 60 * 10 * WATCHDOG.memory_mb / 1024 * US_EAST_1.lambda_gb_second
+    assert loops(replace(seed, watchdog_interval_sec=60.0)) - loops(seed) == pytest.approx(
+        ten_seconds_more, abs=0.001
+    )
