@@ -96,10 +96,12 @@ def test_a_claim_passes_the_items_it_fired_with_one_write_and_deletes_none(
     stored = _partition_items(svc)
     last = max(_key(job) for job in jobs)
     assert stored["~"]["at"]["S"] == last  # the cursor, past the last item fired
-    # The fired items stay, each with its expiry (its minute plus the history's retention).
-    keep = int(svc.settings.history_retention_days * 86400)
+    # The fired items stay, each with its expiry (its minute plus the history's retention), and
+    # so does the cursor item, with the same: time to live removes the whole partition.
+    keep = {"N": str(int(MINUTE.timestamp()) + int(svc.settings.history_retention_days * 86400))}
     for job in jobs:
-        assert stored[_key(job)].get("expires_at") == {"N": str(int(MINUTE.timestamp()) + keep)}
+        assert stored[_key(job)].get("expires_at") == keep
+    assert stored["~"].get("expires_at") == keep, "a cursor item without an expiry stays forever"
     assert all(
         svc.jobs.get(TENANT, j.job_id).next_run_time == DUE + timedelta(hours=1) for j in jobs
     )

@@ -1742,6 +1742,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         tests=(CURSOR + "test_a_claim_passes_the_items_it_fired_with_one_write_and_deletes_none",),
     ),
     Mutation(
+        name="cursor-item-never-expires",
+        breaks="index bounded (issue 26: a partition's cursor item expires with its items)",
+        path=DUE_STORE,
+        # A string expiry, which DynamoDB's time to live ignores.
+        old='        values = {":to": {"S": to}, ":e": {"N": str(self.cursor.expiry(minute))}}\n',
+        new='        values = {":to": {"S": to}, ":e": {"S": str(self.cursor.expiry(minute))}}\n',
+        tests=(CURSOR + "test_a_claim_passes_the_items_it_fired_with_one_write_and_deletes_none",),
+    ),
+    Mutation(
         name="late-margin-inside-the-claims-reach",
         breaks="1. nothing due is lost (issue 26: the late margin outreaches every claim)",
         path="layers/takt/config.py",
@@ -1767,7 +1776,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         name="probes-priced-at-one-query-with-the-cursor",
         breaks="issue 26: every cost priced (the cursor's probes are two queries)",
         path="cli/takt_cli/capacity/scenarios.py",
-        old="    queries = 2 if due_cursor else 1\n",
+        old="    queries = 2 if calls.due_cursor else 1\n",
         new="    queries = 1\n",
         tests=(
             "tests/unit/capacity/test_capacity_shipped_docs.py::"
