@@ -93,8 +93,13 @@ def test_the_seeds_write_path_in_a_local_run_passes_fired_due_items_without_dele
     assert report["executions"] == report["history"]["expected"] >= 40
     units = report["metered_per_execution"]["dynamodb_write_units"]
     assert units.get("claimer: takt-due DeleteItem", 0.0) < 0.5  # 1.0 when each is deleted
-    assert units.get("claimer: takt-executions PutItem", 0.0) == 0.0  # the lease writes it
-    assert units["outside: takt-executions PutItem"] == pytest.approx(1.0)
+    puts = {k: v for k, v in units.items() if k.endswith("takt-executions PutItem")}
+    assert puts.get("claimer: takt-executions PutItem", 0.0) == 0.0, puts
+    # The lease (a worker's record thread: `outside`) writes each execution; one that no worker
+    # leased within the resend wait (a loaded machine) is written by the watchdog instead.
+    leased = puts["outside: takt-executions PutItem"]
+    assert leased + puts.get("watchdog: takt-executions PutItem", 0.0) >= 1.0 - 1e-6, puts
+    assert leased >= 0.75, puts
 
 
 def test_the_simulator_reports_the_steady_scenario_with_the_seed_s_ten_second_jobs(

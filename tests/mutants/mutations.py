@@ -1811,4 +1811,18 @@ MUTATIONS: tuple[Mutation, ...] = (
         new="        return [f.item for f, ok in zip(firings, advanced, strict=True)]\n",
         tests=(CURSOR + "test_an_item_whose_advance_was_refused_on_every_try_stays_to_claim",),
     ),
+    Mutation(
+        name="local-stop-logs-on",
+        breaks=(
+            "issue 29: the line that says takt local stops is its last (an invocation the stop "
+            "cuts short logs its failed calls)"
+        ),
+        path="cli/takt_cli/commands/local.py",
+        old="    logging.disable(logging.CRITICAL)\n",
+        new="",
+        tests=(
+            "tests/unit/local/test_local_stop.py::"
+            "test_nothing_is_logged_after_the_line_that_says_it_stops",
+        ),
+    ),
 )

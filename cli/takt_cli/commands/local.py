@@ -222,7 +222,10 @@ class Stoppable(Protocol):
 def stop(runtime: Stoppable) -> None:
     """Say it stops, at once, before anything waits (the user knows the Ctrl-C was heard), then
     stop. A second Ctrl-C (or SIGTERM) during the stop is answered with a line: raised inside
-    the stop, it would cut the data's last write short and print a traceback."""
+    the stop, it would cut the data's last write short and print a traceback. Nothing is logged
+    after the line: an invocation the stop cuts short fails its calls to the stopped moto, and
+    its lines would bury the one that says so (the run comes back at the next start)."""
+    logging.disable(logging.CRITICAL)
     click.echo(STOPPING, err=True)
 
     def _again(signum: int, frame: FrameType | None) -> None:

@@ -1,13 +1,17 @@
 """A second Ctrl-C while `takt local` stops (about a second: it writes its data) is answered with
-a line, not a traceback raised inside the stop (issue 29: Ctrl-C and its messages)."""
+a line, not a traceback raised inside the stop; and the line that says it stops is the last one,
+whatever the invocations it cuts short would log (issue 29: Ctrl-C and its messages)."""
 
 from __future__ import annotations
 
+import logging
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+from takt.observability import logger
 from takt_cli.commands.local import STILL_STOPPING, STOPPING, stop
 
 
@@ -25,12 +29,14 @@ class SecondCtrlC:
 
 @pytest.fixture
 def handlers_restored() -> Iterator[None]:
+    """The signal handlers and the logging the stop changes, as they were."""
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, before[0])
         signal.signal(signal.SIGTERM, before[1])
+        logging.disable(logging.NOTSET)
 
 
 @pytest.mark.usefixtures("handlers_restored")
@@ -46,3 +52,51 @@ def test_a_second_ctrl_c_during_the_stop_is_a_line_and_the_stop_runs_on(
     assert printed == [STOPPING, STILL_STOPPING, STILL_STOPPING], (
         "Ctrl-C during the stop is answered with a line, not a traceback"
     )
+
+
+class CutShort:
+    """A runtime whose stop cuts an invocation short: the invocation logs its failed calls, as
+    takt's handlers and botocore do when moto stops under them."""
+
+    def stop(self) -> None:
+        logger.error("batch processed", extra={"Failed": 1})
+        logging.getLogger("botocore").error("connection refused")
+
+
+class Collected(logging.Handler):
+    """The messages of the records that reach the root logger (botocore's lines)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def root_lines() -> Iterator[Collected]:
+    handler = Collected()
+    logging.getLogger().addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logging.getLogger().removeHandler(handler)
+
+
+@pytest.mark.usefixtures("handlers_restored")
+def test_nothing_is_logged_after_the_line_that_says_it_stops(
+    log_lines: Callable[[], list[dict[str, Any]]],
+    root_lines: Collected,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    logger.error("before the stop")
+
+    stop(CutShort())
+    printed = capsys.readouterr().err.splitlines()
+
+    assert [line["message"] for line in log_lines()] == ["before the stop"], (
+        "rule: a stop cut short logs nothing after its line"
+    )
+    assert root_lines.messages == ["before the stop"]  # takt's line propagates; botocore's is gone
+    assert printed[-1] == STOPPING
