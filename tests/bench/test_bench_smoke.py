@@ -95,11 +95,11 @@ def test_the_seeds_write_path_in_a_local_run_passes_fired_due_items_without_dele
     assert units.get("claimer: takt-due DeleteItem", 0.0) < 0.5  # 1.0 when each is deleted
     puts = {k: v for k, v in units.items() if k.endswith("takt-executions PutItem")}
     assert puts.get("claimer: takt-executions PutItem", 0.0) == 0.0, puts
-    # The lease (a worker's record thread: `outside`) writes each execution; one that no worker
-    # leased within the resend wait (a loaded machine) is written by the watchdog instead.
-    leased = puts["outside: takt-executions PutItem"]
-    assert leased + puts.get("watchdog: takt-executions PutItem", 0.0) >= 1.0 - 1e-6, puts
-    assert leased >= 0.75, puts
+    # The lease (a worker's record thread: `outside`) writes each execution. On a loaded machine
+    # a few are written otherwise: pending by the worker that sends its message back rather than
+    # lease it, or by the watchdog when no worker leased it within the resend wait.
+    assert sum(puts.values()) >= 1.0 - 1e-6, puts
+    assert puts["outside: takt-executions PutItem"] >= 0.75, puts
 
 
 def test_the_simulator_reports_the_steady_scenario_with_the_seed_s_ten_second_jobs(
