@@ -1825,4 +1825,18 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_nothing_is_logged_after_the_line_that_says_it_stops",
         ),
     ),
+    Mutation(
+        name="local-moto-writes-race",
+        breaks=(
+            "takt local's DynamoDB serializes the writes of an item (racing conditional writes "
+            "cannot both pass: a lease, a key rotation, a token)"
+        ),
+        path="cli/takt_cli/local/moto_speedups.py",
+        old="    _serialize_writes()\n",
+        new="",
+        tests=(
+            "tests/unit/local/test_local_moto_speedups.py::"
+            "test_racing_conditional_writes_of_one_item_let_exactly_one_pass",
+        ),
+    ),
 )

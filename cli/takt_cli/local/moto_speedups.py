@@ -19,9 +19,12 @@ queue holding n messages cost O(n) per message taken; here the check reads the o
 needs. Its clock (`unix_time`, a naive-datetime round trip) is replaced by `time.time()` when it
 is asked for "now", the same instant. moto's `TransactWriteItems` deep-copies every table it
 names (O(n) in the table's items); here it checks all conditions before writing anything
-instead. Model objects are tracked weakly (`takt_cli.local.moto_retention`), so a query's copies
-are freed once answered, and standard queues serve their message groups round-robin, as SQS fair
-queues do (`takt_cli.local.moto_fairqueues`). Nothing here is shipped in the Lambda layer.
+instead. Its single-item writes check their condition and write with nothing between the two;
+here they run one at a time (DynamoDB serializes the writes of an item), so two racing
+conditional writes cannot both pass. Model objects are tracked weakly
+(`takt_cli.local.moto_retention`), so a query's copies are freed once answered, and standard
+queues serve their message groups round-robin, as SQS fair queues do
+(`takt_cli.local.moto_fairqueues`). Nothing here is shipped in the Lambda layer.
 """
 
 from __future__ import annotations
@@ -128,7 +131,32 @@ def _patch_sqs() -> None:
     sqs.SQSBackend.is_message_valid_based_on_retention_period = retained  # type: ignore[method-assign]
 
 
-_transactions = threading.Lock()
+# One lock for every DynamoDB write: moto checks a condition on the item it read, then writes,
+# with nothing between the two, so two requests on its threads could both pass one condition.
+# Re-entrant: a transaction's writes are moto's single writes.
+_writes = threading.RLock()
+
+
+def _serialize_writes() -> None:
+    """Run moto's single-item writes one at a time, as DynamoDB serializes the writes of one
+    item: a conditional write (a lease, a rotation, a token taken) decides on the item as no
+    other write can change it before it is made."""
+    from moto.dynamodb.models import DynamoDBBackend  # noqa: PLC0415 - moto's internals load only with the local runtime
+
+    for name in ("put_item", "update_item", "delete_item"):
+        write = getattr(DynamoDBBackend, name)
+        if not getattr(write, "_takt", False):
+            setattr(DynamoDBBackend, name, _under_lock(write))
+
+
+def _under_lock(write: Any) -> Any:
+    @functools.wraps(write)
+    def serialized(*args: Any, **kwargs: Any) -> Any:
+        with _writes:
+            return write(*args, **kwargs)
+
+    serialized._takt = True  # type: ignore[attr-defined]
+    return serialized
 
 
 def _patch_transactions() -> None:
@@ -138,8 +166,8 @@ def _patch_transactions() -> None:
     table's items (about 0.4 s a transaction with 5,000 jobs). Here every condition is checked
     first, against the items as they are, and the writes are made only when all hold, so a
     cancelled transaction writes nothing and needs no copy. Cancellation reasons, their order
-    and `ALL_OLD` items are moto's. Transactions run one at a time (a lock), as they would
-    serialize on their items in DynamoDB.
+    and `ALL_OLD` items are moto's. A transaction holds the lock of every write, as it would
+    serialize with the other writes of its items in DynamoDB.
     """
     from moto.dynamodb.comparisons import get_filter_expression  # noqa: PLC0415 - moto's internals load only with the local runtime
     from moto.dynamodb.exceptions import (  # noqa: PLC0415 - moto's internals load only with the local runtime
@@ -166,7 +194,7 @@ def _patch_transactions() -> None:
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
         if len(transact_items) > 100:
             raise TooManyTransactionsException
-        with _transactions:
+        with _writes:
             seen: set[tuple[str, str]] = set()
             errors: list[tuple[Any, Any, Any]] = []
             for entry in transact_items:
@@ -247,6 +275,7 @@ def apply() -> None:
         query._takt_partition_query = True  # type: ignore[attr-defined]
         Table.query = query  # type: ignore[method-assign]
     _patch_sqs()
+    _serialize_writes()
     _patch_transactions()
     moto_retention.apply()
     moto_fairqueues.apply()

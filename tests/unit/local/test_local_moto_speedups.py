@@ -1,9 +1,13 @@
-"""moto's queries answer the same after the speedups: one partition, in order, paged."""
+"""moto's queries answer the same after the speedups: one partition, in order, paged; and its
+conditional writes of one item run one at a time, as DynamoDB's do."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -105,3 +109,67 @@ def _table(db: Any) -> str:
         BillingMode="PAY_PER_REQUEST",
     )
     return table
+
+
+RACERS = 5
+
+
+def test_racing_conditional_writes_of_one_item_let_exactly_one_pass(
+    moto_endpoint: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB serializes the writes of an item, so of racing updates conditional on the value
+    they read, one passes. moto checks a condition and then writes with nothing between the two;
+    here each check's verdict is held 50 ms before moto writes, so that every racer passes its
+    check before any writes, unless the writes run one at a time."""
+    from moto.dynamodb import models  # noqa: PLC0415 - moto's internals, for this test only
+
+    db = make_clients(Settings(aws_endpoint_url=moto_endpoint)).dynamodb
+    table = _table(db)
+    key = {"pk": {"S": "a"}, "sk": {"S": "0"}}
+    db.put_item(TableName=table, Item={**key, "n": {"N": "0"}})
+    parse = models.create_condition_expression_parser  # type: ignore[attr-defined]
+
+    class Held:
+        """A condition whose verdict is held 50 ms before moto acts on it."""
+
+        def __init__(self, condition: Any) -> None:
+            self.condition = condition
+
+        def parse(self) -> Held:
+            return self
+
+        def expr(self, item: Any) -> bool:
+            verdict = bool(self.condition.parse().expr(item))
+            time.sleep(0.05)
+            return verdict
+
+    def held(*args: Any) -> Held:
+        return Held(parse(*args))
+
+    monkeypatch.setattr(models, "create_condition_expression_parser", held)
+    start = threading.Barrier(RACERS)
+
+    def bump(i: int) -> bool:
+        start.wait()
+        try:
+            db.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="SET n = :next, winner = :i",
+                ConditionExpression="n = :read",
+                ExpressionAttributeValues={
+                    ":read": {"N": "0"},
+                    ":next": {"N": "1"},
+                    ":i": {"N": str(i)},
+                },
+            )
+        except db.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    with ThreadPoolExecutor(RACERS) as pool:
+        passed = list(pool.map(bump, range(RACERS)))
+    stored = db.get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]
+
+    assert passed.count(True) == 1, f"racing conditional writes both passed: {passed}"
+    assert stored["winner"]["N"] == str(passed.index(True))
