@@ -1,7 +1,7 @@
 """An embedded `takt local` (the benchmarks run one in-process) runs with fair claims, and leaves
 the process's environment as it found it when stopped: the TAKT_* settings it sets for its
 handlers, such as the webhook master secret, would otherwise sign the requests of every
-deployment built after it.
+deployment built after it; and its loggers' levels, which would hide every later warning.
 
 It runs in a process of its own: moto's state is one per process, and the runtime's tables have
 fixed names that another in-process runtime of this test process may already have made."""
@@ -9,6 +9,7 @@ fixed names that another in-process runtime of this test process may already hav
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -17,19 +18,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = """
-import json, os
+import json, logging, os
 from takt.config import get_settings
 from takt_cli.local.runtime import LocalRuntime, RuntimeOptions, free_port
 
+def loggers():
+    named = [logging.getLogger(n) for n in ("takt", "botocore")]
+    return [[logger.level, logger.propagate] for logger in named]
+
 before = dict(os.environ)
-runtime = LocalRuntime(RuntimeOptions(port=free_port(), console_dir=None))
+loggers_before = loggers()
+runtime = LocalRuntime(RuntimeOptions(port=free_port(), console_dir=None, log_level="ERROR"))
 runtime.start()
 try:
     during = get_settings().signing_secret
     fair = [get_settings().claim_max_items, get_settings().fair_queue_sec]
+    loggers_during = loggers()
 finally:
     runtime.stop()
 print(json.dumps({
+    "loggers": [loggers_before, loggers_during, loggers()],
     "during": during,
     "fair": fair,
     "left": sorted(set(os.environ) - set(before)),
@@ -59,3 +67,8 @@ def test_a_stopped_runtime_leaves_no_takt_settings_behind() -> None:
     assert seen["left"] == []
     assert seen["same"] is True
     assert seen["after"] is None
+    # Nor its loggers' levels: a bench's runtime at ERROR hid later tests' warnings (takt's
+    # logger, WARNING before, is ERROR and kept to itself while the runtime runs).
+    before, during, after = seen["loggers"]
+    assert during == [[logging.ERROR, False], [logging.ERROR, True]]
+    assert after == before, "a stopped runtime sets its loggers back"

@@ -1839,4 +1839,18 @@ MUTATIONS: tuple[Mutation, ...] = (
             "test_racing_conditional_writes_of_one_item_let_exactly_one_pass",
         ),
     ),
+    Mutation(
+        name="local-runtime-keeps-its-log-levels",
+        breaks=(
+            "an embedded takt local leaves its process as it found it (a bench's runtime at "
+            "ERROR hid every later warning)"
+        ),
+        path="cli/takt_cli/local/runtime.py",
+        old="            logging.getLogger(name).setLevel(level)\n",
+        new="            logging.getLogger(name).setLevel(logging.getLogger(name).level)\n",
+        tests=(
+            "tests/integration/test_local_runtime_environment.py::"
+            "test_a_stopped_runtime_leaves_no_takt_settings_behind",
+        ),
+    ),
 )

@@ -63,6 +63,8 @@ from takt_cli.local.streams import StreamReader
 from takt_cli.metering import Meter
 
 log = logging.getLogger("takt_cli.local")
+# The loggers a runtime sets (level, and whether they propagate), set back when it stops.
+_LOGGERS = ("takt", "werkzeug", "botocore")
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -175,6 +177,7 @@ class LocalRuntime:
         self.console = None if options.console_dir is None else ConsoleFiles(options.console_dir)
         self.data = data
         self._environ_before: dict[str, str] | None = None
+        self._loggers_before: dict[str, tuple[int, bool]] = {}
         # How many items the tables held when loaded from the data folder.
         self.items_loaded = 0
 
@@ -205,15 +208,7 @@ class LocalRuntime:
         os.environ["TAKT_AWS_ENDPOINT_URL"] = self.moto_endpoint
         os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", self.options.log_level)
-        # takt's logger took its level at import, before the options were known. It writes its
-        # own JSON lines (Powertools), so it does not hand its records on to the root logger
-        # too: that printed every event twice. moto's server (werkzeug) logs each AWS call and
-        # botocore its credential lookups: neither is an event of takt's, at any level.
-        takt_logger = logging.getLogger("takt")
-        takt_logger.setLevel(self.options.log_level)
-        takt_logger.propagate = False
-        for name in ("werkzeug", "botocore"):
-            logging.getLogger(name).setLevel(max(logging.WARNING, _level(self.options.log_level)))
+        self._loggers_before = _set_loggers(self.options.log_level)
         os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "takt")
         # Four shards are plenty on one machine; each costs a query per tick.
         os.environ.setdefault("TAKT_DUE_SHARDS", "4")
@@ -314,6 +309,10 @@ class LocalRuntime:
             os.environ.clear()
             os.environ.update(self._environ_before)
             get_settings.cache_clear()
+        # Nor its loggers' levels: a bench's runtime at ERROR would hide every later warning.
+        for name, (level, propagate) in self._loggers_before.items():
+            logging.getLogger(name).setLevel(level)
+            logging.getLogger(name).propagate = propagate
         if self._moto is not None:
             self._moto.stop()
         if self._stop_listening is not None:
@@ -610,6 +609,25 @@ _ONE_AT_A_TIME = {"api": threading.Lock()}
 def _instance_of(function: str) -> AbstractContextManager[object]:
     """What an invocation of `function` holds while it runs: its one instance, or nothing."""
     return _ONE_AT_A_TIME.get(function) or nullcontext()
+
+
+def _set_loggers(log_level: str) -> dict[str, tuple[int, bool]]:
+    """Set the levels a runtime logs at; each logger's level and propagation as they were.
+
+    takt's logger took its level at import, before the options were known. It writes its own
+    JSON lines (Powertools), so it does not hand its records on to the root logger too: that
+    printed every event twice. moto's server (werkzeug) logs each AWS call and botocore its
+    credential lookups: neither is an event of takt's, at any level."""
+    before = {
+        name: (logging.getLogger(name).level, logging.getLogger(name).propagate)
+        for name in _LOGGERS
+    }
+    takt_logger = logging.getLogger("takt")
+    takt_logger.setLevel(log_level)
+    takt_logger.propagate = False
+    for name in ("werkzeug", "botocore"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, _level(log_level)))
+    return before
 
 
 def _handler(function: str) -> Handler:
