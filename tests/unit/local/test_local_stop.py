@@ -63,31 +63,10 @@ class CutShort:
         logging.getLogger("botocore").error("connection refused")
 
 
-class Collected(logging.Handler):
-    """The messages of the records that reach the root logger (botocore's lines)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.messages: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
-
-
-@pytest.fixture
-def root_lines() -> Iterator[Collected]:
-    handler = Collected()
-    logging.getLogger().addHandler(handler)
-    try:
-        yield handler
-    finally:
-        logging.getLogger().removeHandler(handler)
-
-
 @pytest.mark.usefixtures("handlers_restored")
 def test_nothing_is_logged_after_the_line_that_says_it_stops(
     log_lines: Callable[[], list[dict[str, Any]]],
-    root_lines: Collected,
+    caplog: pytest.LogCaptureFixture,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     logger.error("before the stop")
@@ -98,5 +77,5 @@ def test_nothing_is_logged_after_the_line_that_says_it_stops(
     assert [line["message"] for line in log_lines()] == ["before the stop"], (
         "rule: a stop cut short logs nothing after its line"
     )
-    assert root_lines.messages == ["before the stop"]  # takt's line propagates; botocore's is gone
+    assert caplog.messages == ["before the stop"]  # takt's line propagates; botocore's is gone
     assert printed[-1] == STOPPING
