@@ -67,3 +67,32 @@ def test_mutation_names_are_unique() -> None:
     names = [m.name for m in MUTATIONS]
 
     assert len(names) == len(set(names))
+
+
+def _reliability_rows() -> list[list[str]]:
+    """docs/RELIABILITY.md's mutation table: each row's cells."""
+    lines = (ROOT / "docs" / "RELIABILITY.md").read_text().splitlines()
+    start = lines.index("| mutation | breaks | caught by | its failure | s |") + 2
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("| `"))
+    rows = lines[start:end]
+    return [[cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows]
+
+
+def test_the_reliability_table_lists_each_mutation_once_as_caught_by_one_of_its_tests() -> None:
+    """The table in docs/RELIABILITY.md is `make mutants`' output: one row a mutation, each with
+    the rule it breaks and the test that caught it. A mutation added, renamed or dropped without
+    a run leaves it stale."""
+    table = _reliability_rows()
+    rows = {row[0].strip("`"): row for row in table}
+    names = [m.name for m in MUTATIONS]
+    assert len(table) == len(rows) == len(names), "one row per mutation, no row twice"
+    assert sorted(rows) == sorted(names), "the table names exactly the catalog's mutations"
+    for mutation in MUTATIONS:
+        _, breaks, caught_by, *_ = rows[mutation.name]
+        assert breaks == mutation.breaks, f"{mutation.name}: its rule as the catalog states it"
+        test = caught_by.strip("`")
+        # A listed test, one case of a listed parametrized test, or a test of a listed file.
+        named = (test, test.partition("[")[0], test.partition("::")[0])
+        assert any(listed in named for listed in mutation.tests), (
+            f"{mutation.name}: caught by {caught_by}, not one of its tests"
+        )
